@@ -8,6 +8,11 @@
    runner). After one uncounted warm-up, runs alternate (hand, ncuh, ...) so drift hits both;
    medians compared.
    Target: ratio <= 1.15.
+   Where ncuh's extra time goes, from each run's manifest `timings`: ncu (inside ncuh),
+   post-processing (environment and metrics.csv children), and the rest of the wall time
+   (Python start, planning, manifest, rename). Then each post-processing child alone on the
+   last run's report: the metrics export with 1, 2, 4 and 8 processes, and the environment
+   probe with and without CUDA (CuPy import and CUDA start, what it did before).
 2. Chain: wall time of `ncuh profile --all --size 4096`. Target: < 300 s.
 
 Writes the JSON result to --out and a Markdown table beside it (same name, .md).
@@ -59,6 +64,7 @@ def measure_overhead(variant: str, size: int, section_set: str, repeats: int,
     hand_argv = list(manifest["ncu"]["command_lines"][0])
     ncuh_s: list[float] = []
     hand_s: list[float] = []
+    phases: list[dict[str, float]] = []
     for index in range(repeats):
         argv = list(hand_argv)
         argv[argv.index("-o") + 1] = str(work / f"hand_{index}.ncu-rep")
@@ -70,6 +76,11 @@ def measure_overhead(variant: str, size: int, section_set: str, repeats: int,
         if completed.returncode != 0:
             raise SystemExit(f"ncuh profile failed:\n{completed.stdout}{completed.stderr}")
         ncuh_s.append(seconds)
+        run_dir = _run_dir(completed)
+        timings = json.loads((run_dir / "manifest.json").read_text())["timings"]
+        phases.append({"wall_s": seconds, "ncu_s": timings["ncu_s"],
+                       "post_s": timings["post_s"],
+                       "rest_s": seconds - timings["ncu_s"] - timings["post_s"]})
     ratio = statistics.median(ncuh_s) / statistics.median(hand_s)
     return {
         "variant": variant, "size": size, "set": section_set, "repeats": repeats,
@@ -78,7 +89,34 @@ def measure_overhead(variant: str, size: int, section_set: str, repeats: int,
         "hand_median_s": round(statistics.median(hand_s), 3),
         "ratio": round(ratio, 3), "target": OVERHEAD_TARGET, "met": ratio <= OVERHEAD_TARGET,
         "hand_command": hand_argv,
+        "phases_median_s": {key: round(statistics.median(p[key] for p in phases), 3)
+                            for key in ("wall_s", "ncu_s", "post_s", "rest_s")},
+        "post_steps_s": measure_post_steps(run_dir, manifest["ncu"]["executable"], work),
     }
+
+
+def measure_post_steps(run_dir: Path, ncu: str, work: Path) -> dict[str, float]:
+    """Each post-processing child alone on one run's report, best of two."""
+    worker = [sys.executable, "-m", "harness.profile_worker"]
+    reports = [f"{path.stem}={path}" for path in sorted(run_dir.glob("*.ncu-rep"))]
+    commands = {
+        f"metrics_jobs_{jobs}": [*worker, "metrics", str(work / f"m{jobs}.csv"), *reports,
+                                 "--jobs", str(jobs)]
+        for jobs in (1, 2, 4, 8)
+    }
+    commands["environment_no_cuda"] = [*worker, "environment", ncu, "--no-cuda"]
+    commands["environment_with_cuda"] = [*worker, "environment", ncu]
+    commands["python_start"] = [sys.executable, "-c", "pass"]
+    steps: dict[str, float] = {}
+    for name, argv in commands.items():
+        times = []
+        for _ in range(2):
+            seconds, completed = _timed(argv, timeout=120)
+            if completed.returncode != 0:
+                raise SystemExit(f"{name} failed:\n{completed.stdout}{completed.stderr}")
+            times.append(seconds)
+        steps[name] = round(min(times), 3)
+    return steps
 
 
 def measure_chain(size: int, section_set: str, work: Path) -> dict[str, Any]:
@@ -139,6 +177,18 @@ def markdown(result: dict[str, Any]) -> str:
             f"{'met' if over['met'] else 'NOT met'}.",
             "",
         ]
+        phases = over.get("phases_median_s")
+        if phases:
+            lines += [
+                "Where ncuh's wall time goes (medians over its runs, from the manifests' "
+                "`timings`): " + ", ".join(f"{key.removesuffix('_s')} {value} s"
+                                          for key, value in phases.items()) + ".",
+                "",
+                "| post-processing step, alone | seconds (best of 2) |",
+                "|---|---|",
+                *[f"| {name} | {value} |" for name, value in over["post_steps_s"].items()],
+                "",
+            ]
     chain = result.get("chain")
     if chain:
         lines += [

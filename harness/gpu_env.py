@@ -9,11 +9,16 @@ a machine without a GPU still reports its ncu version. Nothing here raises excep
 Sources, in order of preference: CuPy's runtime API (device properties, CUDA versions),
 NVML through `pynvml` (the `nvidia-ml-py` package) for the driver version and clocks, else
 `nvidia-smi --query-gpu`, and `ncu --version`.
+
+`collect_environment(cuda=False)` never imports CuPy nor initialises CUDA (a second or more):
+`ncuh profile` takes the CUDA fields from its runner, which has CUDA up anyway, and asks only
+NVML or nvidia-smi (name, compute capability, driver, clocks) and libcuda's driver version.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import platform
 import re
@@ -37,6 +42,8 @@ _SMI_FIELDS = (
     "clocks.max.sm",
     "clocks.max.mem",
 )
+# Asked for too, but only drivers from 510 on know it (an unknown field fails the whole query).
+_SMI_COMPUTE_CAP = "compute_cap"
 
 
 def run_command(argv: Sequence[str], timeout: float = 20.0) -> str | None:
@@ -77,15 +84,21 @@ def _mhz(value: str) -> float | None:
         return None
 
 
-def parse_nvidia_smi(text: str | None) -> dict[str, Any]:
-    """Fields of the first line of `nvidia-smi --query-gpu=... --format=csv,noheader,nounits`."""
+def parse_nvidia_smi(text: str | None, with_compute_cap: bool = False) -> dict[str, Any]:
+    """Fields of the first line of `nvidia-smi --query-gpu=... --format=csv,noheader,nounits`.
+
+    `with_compute_cap`: the query asked for `compute_cap` too, as its last field.
+    """
     if not text or not text.strip():
         return {}
+    names = (*_SMI_FIELDS, _SMI_COMPUTE_CAP) if with_compute_cap else _SMI_FIELDS
     cells = [cell.strip() for cell in text.strip().splitlines()[0].split(",")]
-    if len(cells) != len(_SMI_FIELDS):
+    if len(cells) != len(names):
         return {}
-    row = dict(zip(_SMI_FIELDS, cells, strict=True))
+    row = dict(zip(names, cells, strict=True))
+    fields = {"compute_capability": row[_SMI_COMPUTE_CAP] or None} if with_compute_cap else {}
     return {
+        **fields,
         "gpu": row["name"] or None,
         "driver": row["driver_version"] or None,
         "sm_clock_mhz": _mhz(row["clocks.sm"]),
@@ -126,7 +139,25 @@ def require_gpu() -> None:
         raise NoGpuError(f"no GPU: {reason}")
 
 
-def _cupy_fields(cupy: Any) -> dict[str, Any]:
+def driver_cuda_version() -> str | None:
+    """The CUDA version the driver supports ("13.0"), from libcuda without initialising it."""
+    try:
+        libcuda = ctypes.CDLL("libcuda.so.1")
+        version = ctypes.c_int(0)
+        if libcuda.cuDriverGetVersion(ctypes.byref(version)) != 0:
+            return None
+    except (OSError, AttributeError):  # no driver installed, or not Linux
+        return None
+    return format_cuda_version(version.value)
+
+
+def cuda_fields(cupy: Any) -> dict[str, Any]:
+    """What CuPy's runtime says of the current device and the CUDA versions (never raises).
+
+    Keys: cupy, cuda_runtime, cuda_driver, and when a device answers gpu, compute_capability,
+    sm_count, l2_cache_bytes, memory_bytes, pci_bus_id. Cheap once CUDA is initialised: the
+    runner under ncu reports them for `ncuh profile`.
+    """
     fields: dict[str, Any] = {"cupy": getattr(cupy, "__version__", None)}
     runtime = cupy.cuda.runtime
     with contextlib.suppress(Exception):
@@ -178,6 +209,12 @@ def _nvml_fields(pci_bus_id: str | None) -> dict[str, Any]:
             "driver": driver.decode() if isinstance(driver, bytes) else driver,
             "clock_source": "nvml",
         }
+        with contextlib.suppress(Exception):
+            name = pynvml.nvmlDeviceGetName(handle)
+            fields["gpu"] = name.decode() if isinstance(name, bytes) else name
+        with contextlib.suppress(Exception):
+            major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
+            fields["compute_capability"] = f"{major}.{minor}"
         readers = {
             "sm_clock_mhz": (pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_SM),
             "mem_clock_mhz": (pynvml.nvmlDeviceGetClockInfo, pynvml.NVML_CLOCK_MEM),
@@ -197,11 +234,15 @@ def _nvml_fields(pci_bus_id: str | None) -> dict[str, Any]:
             pynvml.nvmlShutdown()
 
 
-def _smi_fields(pci_bus_id: str | None, runner: CommandRunner) -> dict[str, Any]:
-    argv = ["nvidia-smi", f"--query-gpu={','.join(_SMI_FIELDS)}", "--format=csv,noheader,nounits"]
+def _smi_fields(pci_bus_id: str | None, runner: CommandRunner,
+                with_compute_cap: bool = False) -> dict[str, Any]:
+    names = (*_SMI_FIELDS, _SMI_COMPUTE_CAP) if with_compute_cap else _SMI_FIELDS
+    argv = ["nvidia-smi", f"--query-gpu={','.join(names)}", "--format=csv,noheader,nounits"]
     if pci_bus_id:
         argv.append(f"--id={pci_bus_id}")
-    fields = parse_nvidia_smi(runner(argv))
+    fields = parse_nvidia_smi(runner(argv), with_compute_cap)
+    if not fields and with_compute_cap:  # a driver before 510: ask again without it
+        return _smi_fields(pci_bus_id, runner)
     if fields:
         fields["clock_source"] = "nvidia-smi"
     return fields
@@ -220,13 +261,20 @@ def read_clocks(pci_bus_id: str | None = None, runner: CommandRunner = run_comma
     }
 
 
-def collect_environment(runner: CommandRunner = run_command) -> dict[str, Any]:
+def collect_environment(
+    runner: CommandRunner = run_command, *, cuda: bool = True, pci_bus_id: str | None = None,
+) -> dict[str, Any]:
     """GPU, compute capability, SM count, driver, CUDA, CuPy, clocks and ncu version.
 
+    `cuda=False`: no CuPy, no CUDA initialisation; the GPU's name and compute capability come
+    from NVML or nvidia-smi (for the device at `pci_bus_id` when given), `cuda_driver` from
+    libcuda, and the CuPy-only fields (cuda_runtime, sm_count, ...) stay None.
+
     Keys (each value may be None): gpu, compute_capability ("9.0"), sm_count, l2_cache_bytes,
-    memory_bytes, pci_bus_id, driver, cuda_runtime, cuda_driver, cuda (= cuda_runtime, the
-    manifest's name), cupy, sm_clock_mhz, mem_clock_mhz, max_sm_clock_mhz, max_mem_clock_mhz,
-    clocks (the four clocks again, for manifest.json), clock_source ("nvml" / "nvidia-smi"),
+    memory_bytes, pci_bus_id, driver, cuda_runtime, cuda_driver, cuda (the manifest's name:
+    cuda_runtime, else cuda_driver), cupy, sm_clock_mhz, mem_clock_mhz, max_sm_clock_mhz,
+    max_mem_clock_mhz, clocks (the four clocks again, for manifest.json), clock_source
+    ("nvml" / "nvidia-smi"),
     ncu_version, ncu_path, python, platform, ncuh_version, cuda_visible_devices.
     """
     env: dict[str, Any] = dict.fromkeys(
@@ -236,17 +284,22 @@ def collect_environment(runner: CommandRunner = run_command) -> dict[str, Any]:
             "mem_clock_mhz", "max_sm_clock_mhz", "max_mem_clock_mhz", "clock_source",
         )
     )
-    cupy = _import_cupy()
+    cupy = _import_cupy() if cuda else None
     if cupy is not None:
-        env.update(_cupy_fields(cupy))
-    nvml = _nvml_fields(env["pci_bus_id"]) if cupy is not None else {}
-    smi = {} if nvml else _smi_fields(env["pci_bus_id"], runner)
+        env.update(cuda_fields(cupy))
+    else:
+        env["pci_bus_id"] = pci_bus_id
+        env["cuda_driver"] = driver_cuda_version() if not cuda else None
+    # NVML is asked only where a GPU is known to answer (CuPy saw one, or CuPy was not asked).
+    nvml = _nvml_fields(env["pci_bus_id"]) if cupy is not None or not cuda else {}
+    smi = {} if nvml else _smi_fields(env["pci_bus_id"], runner, with_compute_cap=not cuda)
     for source in (smi, nvml):
         for key, value in source.items():
-            # CuPy's device name is authoritative; NVML/smi fill only what is still missing.
-            if value is not None and (env.get(key) is None or key != "gpu"):
+            # CuPy's device fields are authoritative; NVML/smi fill only what is still missing.
+            if value is not None and (env.get(key) is None
+                                      or key not in ("gpu", "compute_capability")):
                 env[key] = value
-    env["cuda"] = env["cuda_runtime"]
+    env["cuda"] = env["cuda_runtime"] or env["cuda_driver"]
     env["clocks"] = {
         "sm_mhz": env["sm_clock_mhz"],
         "mem_mhz": env["mem_clock_mhz"],

@@ -17,8 +17,9 @@ Order of work, so that every cheap check fails before anything expensive starts:
    exit 2 and leaves no directory, a failure of one entry is recorded and the walk carries on
    (exit 1 at the end);
 4. post-processing, two child processes (harness.profile_worker) started together and waited
-   for together: the environment (GPU, driver, clocks, ncu version) and `metrics.csv` (tidy
-   export of every report, a `label` column first). Children because CuPy and `ncu_report` are
+   for together: the environment (driver, clocks, ncu version, without starting CUDA: the
+   runner reported CuPy's view of the device and CUDA) and `metrics.csv` (tidy export of every
+   report, a `label` column first). Children because CuPy and `ncu_report` are
    native code: a crash in either costs its own part, recorded in the manifest. Then
    `bench.json` with `--bench`, and `manifest.json` last (with phase timings); then the
    directory is renamed into place.
@@ -125,6 +126,8 @@ class EntryResult:
     kernel_name: str | None = None
     rel_error: float | None = None
     params: dict[str, Any] | None = None  # as the runner compiled them (None: as planned)
+    # The runner's CuPy view of the device and CUDA; empty for a user's program.
+    environment: dict[str, Any] = field(default_factory=dict)
 
     def manifest(self) -> dict[str, Any]:
         target = self.target
@@ -328,7 +331,7 @@ def profile_target(
     return EntryResult(
         target, "ok", None, seconds,
         kernel_name=result.get("kernel_name"), rel_error=result.get("rel_error"),
-        params=result.get("params"),
+        params=result.get("params"), environment=result.get("environment") or {},
     )
 
 
@@ -417,6 +420,19 @@ def _environment_result(returncode: int, output: str) -> dict[str, Any]:
     return {"probe_error": _failure_line("the environment probe", returncode, output)}
 
 
+def _runner_cuda_fields(entries: Sequence[EntryResult]) -> dict[str, Any]:
+    """The first runner's CuPy view of the device (every entry ran on the same one)."""
+    return next((dict(e.environment) for e in entries if e.status == "ok" and e.environment), {})
+
+
+def _merge_environment(probed: dict[str, Any], cuda: dict[str, Any]) -> dict[str, Any]:
+    """The probe's fields, with the runner's CuPy fields first where it has them."""
+    merged = {**probed, **{key: value for key, value in cuda.items() if value is not None}}
+    if "cuda_runtime" in merged or "cuda_driver" in merged:
+        merged["cuda"] = merged.get("cuda_runtime") or merged.get("cuda_driver")
+    return merged
+
+
 def _metrics_result(run_dir: Path, returncode: int, output: str) -> dict[str, Any]:
     result = _worker_result(output)
     if returncode == 0 and result is not None:
@@ -431,17 +447,23 @@ def post_process(
     """Environment and metrics.csv from two children at once; never fatal.
 
     Both are started before either is waited for, so the wall time is the slower of the two
-    (the metrics export, about a second for a 4096 `--set full` report), not their sum. An
-    interrupt stops both process groups before it propagates.
+    (the metrics export, under a second for a 4096 `--set full` report), not their sum. The
+    environment child starts no CUDA: the runners reported CuPy's fields, so it only asks
+    NVML or nvidia-smi (about the runners' device) and ncu. An interrupt stops both process
+    groups before it propagates.
     """
     started = time.monotonic()
     pairs = [f"{e.target.label}={run_dir / e.target.report_name}" for e in entries
              if e.status == "ok"]
+    cuda = _runner_cuda_fields(entries)
+    probe = ["environment", str(ncu), "--no-cuda"]
+    if cuda.get("pci_bus_id"):
+        probe += ["--pci-bus-id", str(cuda["pci_bus_id"])]
     logs = run_dir / "logs"
     logs.mkdir(exist_ok=True)
     jobs: list[Job] = []
     try:
-        jobs.append(spawner(_worker(["environment", str(ncu)]), _worker_environment()))
+        jobs.append(spawner(_worker(probe), _worker_environment()))
         jobs.append(spawner(_worker(["metrics", str(run_dir / METRICS), *pairs]),
                             _worker_environment()))
         commit = git_commit()  # a few milliseconds, while the children work
@@ -453,7 +475,8 @@ def post_process(
         raise
     atomic_write_text(logs / "environment.log", environment_output)
     atomic_write_text(logs / "metrics.log", metrics_output)
-    environment = _environment_result(environment_status, environment_output)
+    environment = _merge_environment(
+        _environment_result(environment_status, environment_output), cuda)
     environment["ncu_path"] = str(ncu)
     environment.setdefault("ncu_version", None)
     return PostResult(

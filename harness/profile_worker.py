@@ -1,13 +1,17 @@
 """Work `ncuh profile` does in child processes, so the orchestrating process stays small.
 
-    python -m harness.profile_worker environment [NCU]
+    python -m harness.profile_worker environment [NCU] [--no-cuda] [--pci-bus-id ID]
         one JSON line: the environment (`harness.gpu_env.collect_environment`), with the
-        version of the ncu at path NCU (the one that ran), asked once
+        version of the ncu at path NCU (the one that ran), asked once; `--no-cuda` leaves
+        CuPy and CUDA alone (the runner reported those fields) and asks NVML or nvidia-smi
+        about the device at bus ID
     python -m harness.profile_worker metrics OUT.csv LABEL=REPORT [LABEL=REPORT ...]
         the tidy export of every report, a `label` column first, written atomically
 
 `ncuh profile` starts both after its ncu runs and runs them at the same time: nothing heavy
-(CuPy, NVML, a second ncu start) waits in front of ncu, and the two overlap each other.
+(CuPy, NVML, a second ncu start) waits in front of ncu, and the two overlap each other. The
+environment child then starts no CUDA at all: initialising it after ncu was, with CuPy's
+import, the slowest step of post-processing, and the runner under ncu reports those fields.
 
 Why children: the orchestrator must survive whatever CUDA (CuPy) and NVIDIA's `ncu_report`
 module do in-process. A crash there (a segfault in a native library) then fails one step,
@@ -16,6 +20,7 @@ which is recorded in the manifest, instead of killing ncuh with a half-built run
 
 from __future__ import annotations
 
+import argparse
 import concurrent.futures
 import json
 import os
@@ -32,7 +37,10 @@ if TYPE_CHECKING:
 RESULT_PREFIX = "ncuh-worker-result: "
 
 
-def environment(ncu: str | None, runner: CommandRunner | None = None) -> dict[str, Any]:
+def environment(
+    ncu: str | None, runner: CommandRunner | None = None, *, cuda: bool = True,
+    pci_bus_id: str | None = None,
+) -> dict[str, Any]:
     """`collect_environment()`, with the version of `ncu` (the executable that ran).
 
     `ncu --version` is a slow binary start (about half a second), so it is asked exactly once,
@@ -49,7 +57,8 @@ def environment(ncu: str | None, runner: CommandRunner | None = None) -> dict[st
             version = pool.submit(run, [ncu, "--version"])
         # collect_environment would ask the `ncu` on PATH again: that answer comes from above.
         env = collect_environment(
-            lambda argv: None if list(argv[:1]) == ["ncu"] else run(argv))
+            lambda argv: None if list(argv[:1]) == ["ncu"] else run(argv),
+            cuda=cuda, pci_bus_id=pci_bus_id)
         env["ncu_path"] = ncu
         env["ncu_version"] = parse_ncu_version(version.result()) if version else None
     return env
@@ -69,7 +78,7 @@ def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = Non
     from harness.atomic import atomic_path
     from harness.reportfile import EXPORT_COLUMNS
 
-    jobs = jobs or min(4, os.cpu_count() or 1)
+    jobs = jobs or min(8, os.cpu_count() or 1)
     per_report = max(1, jobs // max(1, len(pairs)))
     with atomic_path(out) as tmp, tempfile.TemporaryDirectory(
         dir=out.parent, prefix=".metrics-parts-"
@@ -115,26 +124,38 @@ def _export_part(task: tuple[str, Path, tuple[int, int], Path]) -> tuple[Path, i
     return Path(handle.name), len(columns)
 
 
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m harness.profile_worker")
+    commands = parser.add_subparsers(dest="command", required=True)
+    env = commands.add_parser("environment")
+    env.add_argument("ncu", nargs="?", default=None)
+    env.add_argument("--no-cuda", dest="cuda", action="store_false")
+    env.add_argument("--pci-bus-id", default=None)
+    export = commands.add_parser("metrics")
+    export.add_argument("out", type=Path)
+    export.add_argument("pairs", nargs="*", metavar="LABEL=REPORT")
+    export.add_argument("--jobs", type=int, default=None,
+                        help="processes sharing the export (default: up to 8, one per core)")
+    return parser
+
+
 def main(argv: Sequence[str]) -> int:
-    if argv[:1] == ["environment"] and len(argv) <= 2:
-        ncu = argv[1] if len(argv) == 2 else None
-        print(RESULT_PREFIX + json.dumps(environment(ncu), default=str), flush=True)
+    args = _parser().parse_args(argv)
+    if args.command == "environment":
+        found = environment(args.ncu, cuda=args.cuda, pci_bus_id=args.pci_bus_id)
+        print(RESULT_PREFIX + json.dumps(found, default=str), flush=True)
         return 0
-    if argv[:1] == ["metrics"] and len(argv) >= 2:
-        pairs = []
-        for item in argv[2:]:
-            label, _, report = item.partition("=")
-            pairs.append((label, Path(report)))
-        try:
-            rows = metrics(Path(argv[1]), pairs)
-        except NcuhError as error:
-            print(f"ncuh-worker: {error}", file=sys.stderr, flush=True)
-            return 2
-        print(RESULT_PREFIX + json.dumps({"rows": rows}), flush=True)
-        return 0
-    print("usage: python -m harness.profile_worker environment [NCU] | metrics OUT LABEL=REPORT...",
-          file=sys.stderr)
-    return 2
+    pairs = []
+    for item in args.pairs:
+        label, _, report = item.partition("=")
+        pairs.append((label, Path(report)))
+    try:
+        rows = metrics(args.out, pairs, jobs=args.jobs)
+    except NcuhError as error:
+        print(f"ncuh-worker: {error}", file=sys.stderr, flush=True)
+        return 2
+    print(RESULT_PREFIX + json.dumps({"rows": rows}), flush=True)
+    return 0
 
 
 if __name__ == "__main__":

@@ -47,6 +47,9 @@ class RunnerResult:
     capture: str
     warmup: int
     rel_error: float | None
+    # CuPy's view of the device and CUDA (harness.gpu_env.cuda_fields): CUDA is up here anyway,
+    # so ncuh need not start it again after ncu just to write these into the manifest.
+    environment: dict[str, Any]
 
 
 class RunnerFailure(Exception):
@@ -115,6 +118,7 @@ def run(
     if capture == "nvtx" and not nvtx_available():
         # ncuh no longer imports CuPy before ncu to ask; this one line tells the user instead.
         raise RunnerFailure(NO_NVTX_HELP)
+    from harness.gpu_env import cuda_fields
     from harness.sgemm import build
     from harness.variants import check_params, get_variant
 
@@ -160,6 +164,7 @@ def run(
         capture=capture,
         warmup=warmup,
         rel_error=rel_error,
+        environment=cuda_fields(cupy),
     )
 
 

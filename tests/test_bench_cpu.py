@@ -328,6 +328,41 @@ def test_environment_fields_are_optional_and_come_from_nvidia_smi(monkeypatch) -
                             "clocks.max.mem"]
 
 
+def test_environment_without_cuda_never_imports_cupy_and_asks_for_compute_cap(
+    monkeypatch,
+) -> None:
+    import harness.gpu_env as gpu_env
+
+    def no_cupy():
+        raise AssertionError("CuPy must not be imported with cuda=False")
+
+    monkeypatch.setattr(gpu_env, "_import_cupy", no_cupy)
+    monkeypatch.setattr(gpu_env, "_nvml_fields", lambda bus: {})
+    monkeypatch.setattr(gpu_env, "driver_cuda_version", lambda: "13.0")
+    queries = []
+
+    def old_driver(argv):
+        # A driver before 510 rejects the unknown field: the query is asked again without it.
+        queries.append(argv[1])
+        if "compute_cap" in argv[1]:
+            return None
+        return "NVIDIA A100-SXM4-80GB, 470.82.01, 210, 1593, 1410, 1593\n"
+
+    env = collect_environment(runner=old_driver, cuda=False, pci_bus_id="0000:07:00.0")
+    assert queries == [
+        "--query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,"
+        "compute_cap",
+        "--query-gpu=name,driver_version,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem"]
+    assert env["gpu"] == "NVIDIA A100-SXM4-80GB" and env["compute_capability"] is None
+    assert env["cuda_driver"] == env["cuda"] == "13.0" and env["cuda_runtime"] is None
+    assert env["pci_bus_id"] == "0000:07:00.0"
+
+    env = collect_environment(
+        runner=lambda argv: "NVIDIA H200, 580.159.04, 1980, 3201, 1980, 3201, 9.0\n",
+        cuda=False)
+    assert (env["gpu"], env["compute_capability"]) == ("NVIDIA H200", "9.0")
+
+
 def test_environment_without_any_tool_is_all_none(monkeypatch) -> None:
     import harness.gpu_env as gpu_env
 

@@ -51,8 +51,14 @@ PERM_OUTPUT = (
 )
 ENVIRONMENT = {
     "gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "driver": "580.159.04",
-    "cuda": "13.0", "cupy": "14.2.0", "clocks": {"sm_mhz": 1980.0, "mem_mhz": 2619.0},
-    "ncu_version": None,
+    "cuda": "13.0", "cuda_driver": "13.0", "cupy": None, "cuda_runtime": None,
+    "clocks": {"sm_mhz": 1980.0, "mem_mhz": 2619.0}, "ncu_version": None,
+}
+# What the runner under ncu reports (harness.gpu_env.cuda_fields on an H100).
+RUNNER_CUDA_FIELDS = {
+    "cupy": "14.2.0", "cuda_runtime": "13.2", "cuda_driver": "13.0",
+    "gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sm_count": 132,
+    "l2_cache_bytes": 52428800, "memory_bytes": 84929216512, "pci_bus_id": "0000:1B:00.0",
 }
 NO_DEVICE_OUTPUT = (
     "==PROF== Connected to process 4243 (/usr/bin/python3.12)\n"
@@ -141,7 +147,8 @@ class FakeNcu:
             raise action
         if action == "ok":
             shutil.copyfile(NAIVE_SMEM_REPORT, report)
-            result = {"kernel_name": f"k_{label}", "rel_error": 1.5e-7}
+            result = {"kernel_name": f"k_{label}", "rel_error": 1.5e-7,
+                      "environment": RUNNER_CUDA_FIELDS}
             return 0, (
                 "==PROF== Connected to process 1\n"
                 f"ncuh-runner-result: {json.dumps(result)}\n"
@@ -164,7 +171,8 @@ class FakeNcu:
         if action != "ok":
             return action
         if args[0] == "environment":
-            # What the real worker prints on an H100 (the worker itself: test_profile_worker).
+            # What the real worker prints on an H100 with --no-cuda (the worker itself:
+            # test_profile_worker).
             env = {**ENVIRONMENT, "ncu_path": args[1], "ncu_version": "2025.3.1.0"}
             return 0, profile_worker.RESULT_PREFIX + json.dumps(env) + "\n"
         stdout = io.StringIO()
@@ -494,6 +502,7 @@ def test_a_crashing_environment_probe_costs_the_environment_not_the_run(
     assert run.environment == {
         "probe_error": "the environment probe killed by SIGSEGV: "
                        "Fatal Python error: Segmentation fault",
+        **RUNNER_CUDA_FIELDS, "cuda": "13.2",  # the runner's part is kept
         "ncu_path": str(NCU), "ncu_version": None}
     assert [e.ok for e in run.entries] == [True]
     assert run.manifest["metrics"]["status"] == "ok"
@@ -722,9 +731,24 @@ def test_ncu_version_is_asked_by_the_environment_child_only(
     assert result.exit_code == 0, result.output
     assert not [argv for argv in fake_ncu.calls if argv[1:] == ["--version"]]
     (asked,) = [argv for argv in fake_ncu.calls if "environment" in argv]
-    assert asked[-2:] == ["environment", str(NCU)]  # the ncu that ran, not the one on PATH
+    # The ncu that ran, not the one on PATH; no CUDA start, about the runner's device.
+    assert asked[3:] == ["environment", str(NCU), "--no-cuda", "--pci-bus-id", "0000:1B:00.0"]
     env = load_run(only_run(tmp_path)).environment
     assert env["ncu_version"] == "2025.3.1.0" and env["ncu_path"] == str(NCU)
+
+
+def test_the_manifest_environment_joins_the_runners_cuda_fields_and_the_probe(
+    tmp_path: Path, fake_ncu: FakeNcu
+) -> None:
+    result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    env = load_run(only_run(tmp_path)).environment
+    # From the runner (CuPy under ncu): the runtime, the device's sizes.
+    assert (env["cupy"], env["cuda_runtime"], env["cuda"]) == ("14.2.0", "13.2", "13.2")
+    assert (env["sm_count"], env["l2_cache_bytes"]) == (132, 52428800)
+    # From the probe (nvidia-smi, ncu): driver, clocks, ncu version.
+    assert env["driver"] == "580.159.04" and env["clocks"]["sm_mhz"] == 1980.0
+    assert env["gpu"] == "NVIDIA H100 80GB HBM3" and env["compute_capability"] == "9.0"
 
 
 def test_metrics_csv_has_a_label_column_and_matches_ncuh_export(

@@ -50,6 +50,8 @@ def test_run_directory_and_manifest(profiled_run: Path) -> None:
     manifest = run.manifest
     env = manifest["environment"]
     assert env["compute_capability"] and env["gpu"]
+    # The runner's CuPy fields joined with the probe's (driver from NVML or nvidia-smi).
+    assert env["cuda_runtime"] and env["sm_count"] and env["pci_bus_id"] and env["driver"]
     assert env["ncu_version"] and env["ncu_version"][0].isdigit()
     assert manifest["ncu"]["set"] == "basic" and manifest["ncu"]["clock_control"] == "base"
     assert manifest["ncu"]["capture"] == "nvtx"

@@ -69,6 +69,39 @@ def test_environment_worker_answers_in_one_json_line(tmp_path: Path) -> None:
         assert environment["gpu"] is None and environment["cupy"] is None
 
 
+def test_environment_worker_without_cuda_asks_nvidia_smi_about_the_runners_device(
+    tmp_path: Path,
+) -> None:
+    # Stand-ins for ncu and nvidia-smi; the smi one answers only a query with compute_cap
+    # for the device at the bus id given, as a driver from 510 on does.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ncu").write_text("#!/bin/sh\necho 'Version 2025.3.1.0 (build 1)'\n")
+    (bin_dir / "nvidia-smi").write_text(
+        "#!/bin/sh\n"
+        'case "$*" in *compute_cap*--id=0000:1B:00.0*) '
+        "echo 'NVIDIA H100 80GB HBM3, 580.159.04, 345, 2619, 1980, 2619, 9.0';; "
+        "*) exit 6;; esac\n")
+    for tool in bin_dir.iterdir():
+        tool.chmod(0o755)
+    env = {**lib._worker_environment(), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    status, output = lib.start_command(lib._worker(
+        ["environment", str(bin_dir / "ncu"), "--no-cuda", "--pci-bus-id", "0000:1B:00.0"]),
+        env).wait()
+    assert status == 0, output
+    (line,) = output.strip().splitlines()
+    environment = json.loads(line[len(RESULT_PREFIX):])
+    assert environment["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert environment["compute_capability"] == "9.0"
+    assert environment["driver"] == "580.159.04"
+    assert environment["clocks"] == {"sm_mhz": 345.0, "mem_mhz": 2619.0,
+                                     "max_sm_mhz": 1980.0, "max_mem_mhz": 2619.0}
+    assert environment["pci_bus_id"] == "0000:1B:00.0"
+    assert environment["ncu_version"] == "2025.3.1.0"
+    # CuPy was left alone, installed or not: its fields come from the runner.
+    assert environment["cupy"] is None and environment["cuda_runtime"] is None
+
+
 def test_environment_asks_the_given_ncu_for_its_version_exactly_once() -> None:
     asked: list[list[str]] = []
 
@@ -105,7 +138,7 @@ def test_post_processing_runs_both_children_as_processes_at_the_same_time(
 
     post = lib.post_process(tmp_path, [], Path("/usr/bin/ncu"), spawner)
     assert [argv[3] for argv in started] == ["environment", "metrics"]
-    assert started[0][4:] == ["/usr/bin/ncu"]
+    assert started[0][4:] == ["/usr/bin/ncu", "--no-cuda"]
     metrics = json.loads((tmp_path / "logs" / "metrics.log").read_text()[len(RESULT_PREFIX):])
     environment = post.environment
     assert max(environment["start"], metrics["start"]) < min(environment["end"], metrics["end"])
