@@ -78,9 +78,11 @@ def measure_overhead(variant: str, size: int, section_set: str, repeats: int,
         ncuh_s.append(seconds)
         run_dir = _run_dir(completed)
         timings = json.loads((run_dir / "manifest.json").read_text())["timings"]
-        phases.append({"wall_s": seconds, "ncu_s": timings["ncu_s"],
-                       "post_s": timings["post_s"],
-                       "rest_s": seconds - timings["ncu_s"] - timings["post_s"]})
+        phases.append({
+            "wall_s": round(seconds, 3), "ncu_s": timings["ncu_s"], "post_s": timings["post_s"],
+            "post_environment_s": timings.get("post_environment_s"),
+            "post_metrics_s": timings.get("post_metrics_s"),
+            "rest_s": round(seconds - timings["ncu_s"] - timings["post_s"], 3)})
     ratio = statistics.median(ncuh_s) / statistics.median(hand_s)
     return {
         "variant": variant, "size": size, "set": section_set, "repeats": repeats,
@@ -91,6 +93,7 @@ def measure_overhead(variant: str, size: int, section_set: str, repeats: int,
         "hand_command": hand_argv,
         "phases_median_s": {key: round(statistics.median(p[key] for p in phases), 3)
                             for key in ("wall_s", "ncu_s", "post_s", "rest_s")},
+        "phases_s": phases,
         "post_steps_s": measure_post_steps(run_dir, manifest["ncu"]["executable"], work),
     }
 

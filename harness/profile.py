@@ -400,12 +400,36 @@ def cupy_installed() -> bool:
 
 @dataclass
 class PostResult:
-    """What the post-processing children produced, and how long they took together."""
+    """What the post-processing children produced, and how long they took."""
 
     environment: dict[str, Any]
     metrics: dict[str, Any]
     git_commit: str | None
-    seconds: float
+    seconds: float  # both children, start to last finish
+    environment_seconds: float = 0.0
+    metrics_seconds: float = 0.0
+
+
+def _wait_all(jobs: Sequence[Job], started: float) -> list[tuple[int, str, float]]:
+    """Wait for every job at once: (status, output, seconds from `started` to its end) each.
+
+    Each job is waited for on a thread of its own, so that each end is timed where it
+    happens; an interrupt reaches this thread, and the caller then kills every job.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    def wait(job: Job) -> tuple[int, str, float]:
+        status, output = job.wait()
+        return status, output, time.monotonic() - started
+
+    pool = ThreadPoolExecutor(max_workers=len(jobs))
+    try:
+        futures = [pool.submit(wait, job) for job in jobs]
+        return [future.result() for future in futures]
+    finally:
+        # Not waiting for the threads: after an interrupt they end once the caller has
+        # killed their jobs.
+        pool.shutdown(wait=False)
 
 
 def _failure_line(what: str, returncode: int, output: str) -> str:
@@ -467,8 +491,8 @@ def post_process(
         jobs.append(spawner(_worker(["metrics", str(run_dir / METRICS), *pairs]),
                             _worker_environment()))
         commit = git_commit()  # a few milliseconds, while the children work
-        environment_status, environment_output = jobs[0].wait()
-        metrics_status, metrics_output = jobs[1].wait()
+        (environment_status, environment_output, environment_seconds), (
+            metrics_status, metrics_output, metrics_seconds) = _wait_all(jobs, started)
     except BaseException:
         for job in jobs:
             job.kill()
@@ -484,6 +508,8 @@ def post_process(
         metrics=_metrics_result(run_dir, metrics_status, metrics_output),
         git_commit=commit,
         seconds=time.monotonic() - started,
+        environment_seconds=environment_seconds,
+        metrics_seconds=metrics_seconds,
     )
 
 
@@ -585,6 +611,8 @@ def run_profile(
         timings = {
             "ncu_s": round(sum(entry.seconds for entry in entries), 3),
             "post_s": round(post.seconds, 3),
+            "post_environment_s": round(post.environment_seconds, 3),
+            "post_metrics_s": round(post.metrics_seconds, 3),
             "total_s": round(time.monotonic() - clock, 3),
         }
         manifest = build_manifest(

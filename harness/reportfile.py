@@ -263,6 +263,30 @@ def _accessor(ncu_report: Any, name: str) -> Any:
 ExportPart = tuple[int, int]  # (index, count): the index-th of `count` contiguous slices
 
 
+def _part_bounds(
+    work: list[tuple[KernelRef, str]], part: ExportPart, num_instances: Any
+) -> tuple[int, int]:
+    """The slice of `work` that is part `index` of `count`, balanced by rows, not metrics.
+
+    A few metrics hold almost all the rows (a per-PC source counter has one instance per SASS
+    instruction, a PM-sampling one per sample), so equal numbers of metrics would leave one
+    part with most of the work. Every part computes the same bounds from the same weights.
+    """
+    index, count = part
+    if count <= 1:
+        return 0, len(work)
+    weights = [1 + num_instances(kernel.action.metric_by_name(name)) for kernel, name in work]
+    total = sum(weights)
+    bounds, running = [0], 0
+    for position, weight in enumerate(weights):
+        running += weight
+        # Close a part once its share of the rows is reached.
+        while len(bounds) < count and running >= total * len(bounds) / count:
+            bounds.append(position + 1)
+    bounds += [len(work)] * (count + 1 - len(bounds))
+    return bounds[index], bounds[index + 1]
+
+
 def _collect(
     kernels: Iterable[KernelRef], ncu_report: Any, part: ExportPart = (0, 1)
 ) -> ExportColumns:
@@ -287,8 +311,7 @@ def _collect(
     # Every (kernel, metric) in report order; a part takes one contiguous slice of them, so
     # the parts of an export, concatenated in order, are the whole export.
     work = [(kernel, name) for kernel in kernels for name in kernel.action.metric_names()]
-    index, parts = part
-    first, stop = len(work) * index // parts, len(work) * (index + 1) // parts
+    first, stop = _part_bounds(work, part, num_instances)
     out = ExportColumns()
     for kernel, metric_name in work[first:stop]:
         kernel_id, kernel_name = kernel.kernel_id, kernel.name

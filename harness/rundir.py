@@ -23,6 +23,8 @@ manifest.json:
       ],
       "timings": {"ncu_s": float,     # the entries' ncu runs, summed
                   "post_s": float,    # environment probe + metrics export, run side by side
+                  "post_environment_s": float,  # each of the two, from their start
+                  "post_metrics_s": float,
                   "total_s": float}   # the whole `ncuh profile`, up to writing the manifest
     }
 

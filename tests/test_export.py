@@ -179,3 +179,19 @@ def test_export_and_report_start_light(tmp_path) -> None:
     )
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_export_parts_share_the_rows_not_the_metrics() -> None:
+    # register_tiled's report: a few per-PC source counters hold most of its 40,628 rows.
+    from harness.reportfile import export_columns
+
+    report = open_report(NAIVE_SMEM_REPORT.parent / "h200_register_tiled_256.ncu-rep")
+    whole = export_columns(report)
+    parts = [export_columns(report, part=(index, 8)) for index in range(8)]
+    # Compared as text: a NaN value is not equal to itself.
+    assert [repr(row) for part in parts for row in zip(*part.columns(), strict=True)] == [
+        repr(row) for row in zip(*whole.columns(), strict=True)]
+    biggest_metric = max(whole.metric.count(name) for name in set(whole.metric))
+    # A part closes once it holds its share, so it overshoots by less than one metric's rows.
+    assert max(len(part) for part in parts) <= len(whole) / 8 + biggest_metric
+    assert min(len(part) for part in parts) >= len(whole) / 8 - biggest_metric

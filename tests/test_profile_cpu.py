@@ -255,7 +255,10 @@ def test_profile_two_variants_writes_a_complete_run_directory(
                           "--label", "naive_256", "--warmup", "3", "--capture", "nvtx"]
     assert manifest["started_at"] <= manifest["finished_at"]
     timings = manifest["timings"]
-    assert set(timings) == {"ncu_s", "post_s", "total_s"}
+    assert set(timings) == {"ncu_s", "post_s", "post_environment_s", "post_metrics_s",
+                            "total_s"}
+    assert 0 < timings["post_environment_s"] <= timings["post_s"]
+    assert 0 < timings["post_metrics_s"] <= timings["post_s"]
     assert timings["ncu_s"] == pytest.approx(sum(e["seconds"] for e in manifest["entries"]),
                                              abs=0.002)
     assert 0 < timings["post_s"] <= timings["total_s"]
