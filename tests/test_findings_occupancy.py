@@ -46,3 +46,17 @@ def test_achieved_far_below_theoretical():
 
 def test_not_collected():
     assert occupancy.check(synthetic()) == []
+
+
+def test_one_block_per_sm_is_singular():
+    # the H100 register_tiled at 4096: 162 registers, one block of 256 threads per SM
+    profile = synthetic(
+        occupancy=Occupancy(theoretical_pct=12.5, achieved_pct=12.5,
+                            block_limits={"registers": 1.0, "shared_mem": 1.0, "warps": 8.0,
+                                          "blocks": 32.0}),
+        launch=LaunchConfig(registers_per_thread=162.0, shared_mem_static_bytes=8192.0,
+                            shared_mem_dynamic_bytes=0.0),
+    )
+    [finding] = occupancy.check(profile)
+    assert finding.title.endswith(
+        "limited by registers per thread and shared memory per block (1 block per SM).")

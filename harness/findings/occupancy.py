@@ -46,7 +46,8 @@ def limiter_text(profile: KernelProfile) -> str | None:
         return None
     limit = occ.block_limits[occ.limiters[0]]
     names = " and ".join(LIMITER_LABELS.get(n, n) for n in occ.limiters)
-    return f"{names} ({fmt(limit or 0, 0)} blocks per SM)"
+    blocks = limit or 0
+    return f"{names} ({fmt(blocks, 0)} block{'' if blocks == 1 else 's'} per SM)"
 
 
 def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
