@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -118,3 +119,28 @@ def test_the_manifest_command_line_reproduces_the_report(
     assert completed.returncode == 0, completed.stdout + completed.stderr
     kernels = {line.split(",")[1] for line in _export(tmp_path / "again.ncu-rep").splitlines()[1:]}
     assert kernels == {"sgemm_naive"}
+
+
+def test_a_user_program_gets_the_same_run_directory(tmp_path: Path) -> None:
+    """`ncuh profile -k ... -- python program.py`: a program ncuh did not write, no runner."""
+    if ncu_executable() is None:
+        pytest.skip("gpu test: ncu (Nsight Compute) is not installed")
+    completed = subprocess.run(
+        [sys.executable, "-m", "harness", "profile", "--set", "basic", "-k", "regex:^sgemm_",
+         "--launch-skip", "1", "--launch-count", "1", "--out", str(tmp_path), "--",
+         sys.executable, "benchmarks/launch_variants.py", "--variants", "naive,smem_tiled",
+         "--size", "256"],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    run = load_run(Path(completed.stdout.strip().splitlines()[-1]))
+    (entry,) = run.entries
+    assert entry.ok and entry.label == "program"
+    # Without a runner the probe alone describes the machine: nvidia-smi/NVML and libcuda.
+    env = run.environment
+    assert env["gpu"] and env["compute_capability"] and env["driver"] and env["cuda"]
+    assert env["cupy"] is None
+    table = _metrics(run.path)
+    # Launch skip 1 of the two matching kernels: the report holds smem_tiled alone.
+    assert set(table["kernel"]) == {"sgemm_smem_tiled"}

@@ -9,7 +9,7 @@ log() { echo "== $(date +%T) $*"; }
 log "device"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 ncu --version | tail -1
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site \
+python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site \
     .whl/ncu_report-*.whl
 export PYTHONPATH=/tmp/site:$PYTHONPATH
 python3 -c "
