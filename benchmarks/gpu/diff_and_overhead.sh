@@ -31,8 +31,6 @@ python3 -m harness diff "$baseline" "$current" --format json --out "$OUT/diff_co
 head -c 3000 "$OUT/diff_consecutive.md"; echo
 (cd /tmp/diffruns && tar czf "$OUT/diff_runs_meta.tgz" -- */manifest.json */bench.json)
 
-log "profile overhead"
-timeout 150 python3 benchmarks/bench_profile_overhead.py --out "$OUT/profile_overhead.json" --skip-all \
-    --variant register_tiled --size 4096 --repeats ${REPEATS:-3} 2>&1 | tail -12
+REPEATS=${REPEATS:-3} source benchmarks/gpu/overhead.sh
 ls -la "$OUT"
 log "done"

@@ -8,9 +8,7 @@ source benchmarks/gpu/setup_env.sh
 log "GPU tests"
 python3 -m pytest -m gpu -q -p no:cacheprovider 2>&1 | tee "$OUT/gpu_tests.log" | tail -4
 
-log "profile overhead"
-timeout 240 python3 benchmarks/bench_profile_overhead.py --out "$OUT/profile_overhead.json" \
-    --skip-all --variant register_tiled --size 4096 --repeats "${REPEATS:-3}" 2>&1 | tail -4
+REPEATS=${REPEATS:-3} source benchmarks/gpu/overhead.sh
 
 log "one profile, its timings and its hot instructions"
 run=$(python3 -m harness profile --variant register_tiled --size 1024 --out /tmp/final 2>/dev/null | tail -1)

@@ -11,8 +11,5 @@ timeout 120 python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_profile_g
 
 bash benchmarks/gpu/chain_pages.sh
 
-log "profile overhead, second measurement"
-timeout 300 python3 benchmarks/bench_profile_overhead.py --out "$OUT/profile_overhead.json" \
-    --skip-all --variant register_tiled --size 4096 --repeats "${REPEATS:-7}" 2>&1 | tail -2
-cat "$OUT/profile_overhead.md"
+source benchmarks/gpu/overhead.sh
 log "done"

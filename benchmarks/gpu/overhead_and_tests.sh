@@ -4,10 +4,7 @@
 set -uo pipefail
 source benchmarks/gpu/setup_env.sh
 
-log "profile overhead"
-timeout 400 python3 benchmarks/bench_profile_overhead.py --out "$OUT/profile_overhead.json" \
-    --skip-all --variant register_tiled --size 4096 --repeats "${REPEATS:-7}" 2>&1 | tail -4
-cat "$OUT/profile_overhead.md"
+source benchmarks/gpu/overhead.sh
 python3 -c "
 import json
 for p in json.load(open('$OUT/profile_overhead.json'))['overhead']['phases_s']: print(p)"

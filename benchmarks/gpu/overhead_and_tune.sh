@@ -5,10 +5,7 @@
 set -uo pipefail
 source benchmarks/gpu/setup_env.sh
 
-log "profile overhead"
-timeout 330 python3 benchmarks/bench_profile_overhead.py --out "$OUT/profile_overhead.json" \
-    --skip-all --variant register_tiled --size 4096 --repeats "${REPEATS:-5}" 2>&1 | tail -4
-cat "$OUT/profile_overhead.md"
+REPEATS=${REPEATS:-5} source benchmarks/gpu/overhead.sh
 
 log "autotune"
 timeout 200 python3 -m harness bench --variant autotuned --sizes 1024,2048,4096 --tune \
