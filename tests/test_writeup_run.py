@@ -91,6 +91,7 @@ def test_cli_writes_chain_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     index = (out / "index.md").read_text(encoding="utf-8")
     assert "| [Iteration 0: Naive](00_naive_1024x1024x1024.md) | sgemm\\_naive | 5.0000 |" in index
     assert "| 5.0% |" in index  # % of cuBLAS from bench.json
+    assert "Times are benchmark medians (event-timed, L2 flushed)." in index
     page = (out / "00_naive_1024x1024x1024.md").read_text(encoding="utf-8")
     assert page.startswith("# Iteration 0: Naive\n")
     assert "### Strategy" in page
