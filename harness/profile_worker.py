@@ -69,8 +69,10 @@ def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = Non
 
     Streamed with the csv module from `export_columns` (as `ncuh export` does): no pandas,
     which would add about a second to every `ncuh profile`. The export is split into `jobs`
-    contiguous parts written by forked processes at once (a 4096 `--set full` report is about
-    200,000 rows, a second of work alone), then joined in order.
+    (default: up to 8, one per core) contiguous parts holding about as many rows each, written
+    by forked processes at once, then joined in order. A 4096 `--set full` report of one
+    kernel is about 150,000 rows: 1.15 s in one process, 0.53 s in 8 parts on the H100
+    machine; each part still opens the whole report, which bounds the gain.
     """
     import shutil
     import tempfile
