@@ -46,6 +46,11 @@ _SMI_FIELDS = (
 _SMI_COMPUTE_CAP = "compute_cap"
 
 
+def _smi_names(with_compute_cap: bool) -> tuple[str, ...]:
+    """The fields of the nvidia-smi query, in its order (compute_cap last when asked)."""
+    return (*_SMI_FIELDS, _SMI_COMPUTE_CAP) if with_compute_cap else _SMI_FIELDS
+
+
 def run_command(argv: Sequence[str], timeout: float = 20.0) -> str | None:
     """Stdout of `argv`, or None when it is not installed, fails or hangs."""
     if shutil.which(argv[0]) is None:
@@ -91,7 +96,7 @@ def parse_nvidia_smi(text: str | None, with_compute_cap: bool = False) -> dict[s
     """
     if not text or not text.strip():
         return {}
-    names = (*_SMI_FIELDS, _SMI_COMPUTE_CAP) if with_compute_cap else _SMI_FIELDS
+    names = _smi_names(with_compute_cap)
     cells = [cell.strip() for cell in text.strip().splitlines()[0].split(",")]
     if len(cells) != len(names):
         return {}
@@ -236,8 +241,8 @@ def _nvml_fields(pci_bus_id: str | None) -> dict[str, Any]:
 
 def _smi_fields(pci_bus_id: str | None, runner: CommandRunner,
                 with_compute_cap: bool = False) -> dict[str, Any]:
-    names = (*_SMI_FIELDS, _SMI_COMPUTE_CAP) if with_compute_cap else _SMI_FIELDS
-    argv = ["nvidia-smi", f"--query-gpu={','.join(names)}", "--format=csv,noheader,nounits"]
+    query = ",".join(_smi_names(with_compute_cap))
+    argv = ["nvidia-smi", f"--query-gpu={query}", "--format=csv,noheader,nounits"]
     if pci_bus_id:
         argv.append(f"--id={pci_bus_id}")
     fields = parse_nvidia_smi(runner(argv), with_compute_cap)
