@@ -84,7 +84,12 @@ def test_environment_worker_without_cuda_asks_nvidia_smi_about_the_runners_devic
         "*) exit 6;; esac\n")
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
-    env = {**lib._worker_environment(), "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    # A pynvml that cannot load: where the real one is installed beside a GPU, NVML would
+    # answer for the real device before the stand-in nvidia-smi is asked.
+    (tmp_path / "pynvml.py").write_text("raise ImportError('no NVML in this test')\n")
+    worker_env = lib._worker_environment()
+    env = {**worker_env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+           "PYTHONPATH": f"{tmp_path}{os.pathsep}{worker_env['PYTHONPATH']}"}
     status, output = lib.start_command(lib._worker(
         ["environment", str(bin_dir / "ncu"), "--no-cuda", "--pci-bus-id", "0000:1B:00.0"]),
         env).wait()
