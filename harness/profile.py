@@ -296,14 +296,19 @@ def runner_environment() -> dict[str, str]:
     return env
 
 
+def _result_line(output: str, prefix: str) -> Any:
+    """The JSON after `prefix` on the last line that starts with it, or None."""
+    for line in reversed(output.splitlines()):
+        if line.startswith(prefix):
+            with contextlib.suppress(json.JSONDecodeError):
+                return json.loads(line[len(prefix):])
+    return None
+
+
 def _runner_result(output: str) -> dict[str, Any]:
     from harness.runner import RESULT_PREFIX
 
-    for line in reversed(output.splitlines()):
-        if line.startswith(RESULT_PREFIX):
-            with contextlib.suppress(json.JSONDecodeError):
-                return json.loads(line[len(RESULT_PREFIX):])
-    return {}
+    return _result_line(output, RESULT_PREFIX) or {}
 
 
 def profile_target(
@@ -364,11 +369,7 @@ def _worker_environment() -> dict[str, str]:
 def _worker_result(output: str) -> dict[str, Any] | None:
     from harness.profile_worker import RESULT_PREFIX
 
-    for line in reversed(output.splitlines()):
-        if line.startswith(RESULT_PREFIX):
-            with contextlib.suppress(json.JSONDecodeError):
-                return json.loads(line[len(RESULT_PREFIX):])
-    return None
+    return _result_line(output, RESULT_PREFIX)
 
 
 def _telling_line(output: str, limit: int = 300) -> str:
