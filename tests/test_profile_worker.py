@@ -19,7 +19,7 @@ import pytest
 from harness import profile as lib
 from harness import profile_worker
 from harness.profile_worker import RESULT_PREFIX
-from harness.reportfile import export_metrics
+from harness.report.reportfile import export_metrics
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 VERSION_OUTPUT = (
@@ -208,9 +208,9 @@ def test_the_runner_without_nvtx_fails_in_one_line_before_compiling(
 def test_metrics_export_in_parallel_parts_equals_the_serial_export(
     tmp_path: Path, jobs: int
 ) -> None:
-    from harness.export_format import export_text
     from harness.profile_worker import metrics
-    from harness.reportfile import export_columns
+    from harness.report.export_format import export_text
+    from harness.report.reportfile import export_columns
 
     out = tmp_path / "run" / "metrics.csv"
     out.parent.mkdir()
