@@ -23,8 +23,8 @@ from harness.findings import bound as bound_rule
 from harness.findings.registry import run_rules
 from harness.findings.stalls import label as stall_label
 from harness.report.kernel_profile import KernelProfile
-from harness.report.reportfile import KernelRef, LoadedReport, open_report
-from harness.report.roofline import Roofline, read_roofline
+from harness.report.profile_builder import load_profiles
+from harness.report.roofline import Roofline
 from harness.report.sass_hotspots import Hotspot, hotspots
 from harness.rundir import BENCH, MANIFEST, Run, RunEntry, load_bench, load_run
 from harness.variants import kernels_dir
@@ -138,8 +138,7 @@ class Writeup:
 class _Item:
     """A kernel waiting for its page: where it came from and what the run said about it."""
 
-    ref: KernelRef
-    report: LoadedReport
+    report_path: Path
     profile: KernelProfile
     entry: RunEntry | None = None
     run: Run | None = None
@@ -159,17 +158,13 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "kernel"
 
 
-def _build_profile(ref: KernelRef) -> KernelProfile:
-    from harness.report.profile_builder import build_profile
-
-    return build_profile(ref)
-
-
-def _profiling_results(ref: KernelRef) -> str:
+def _profiling_results(profile: KernelProfile) -> str:
     """ncu's details page for this kernel, as `ncu --print-details` prints it."""
-    from harness.report.report_view import build_view, render_text
+    from harness.report.report_view import render_text
 
-    return textwrap.dedent(render_text([build_view(ref)]))
+    if profile.details is None:
+        return ""
+    return textwrap.dedent(render_text([profile.details]))
 
 
 def _variant(name: str | None) -> Any:
@@ -269,7 +264,7 @@ def _bonus(item: _Item) -> Bonus:
                                100.0 * access.executed / total if total else 0.0))
     # the bundled kernels' sources ship with ncuh: their lines can be shown next to the SASS
     folders = [kernels_dir()] if item.variant is not None else []
-    spots = tuple(hotspots(item.ref.action, HOTSPOTS, folders))
+    spots = tuple(hotspots(profile, HOTSPOTS, folders))
     return Bonus(
         widths=tuple(widths),
         registers_per_thread=profile.launch.registers_per_thread,
@@ -294,8 +289,8 @@ def _label(item: _Item, profile: KernelProfile) -> str:
 def _display_source(item: _Item) -> str:
     """The report as the page names it: no machine-specific absolute paths."""
     if item.run is not None:
-        return f"{item.run.path.name}/{item.report.path.name}"
-    return item.report.path.name
+        return f"{item.run.path.name}/{item.report_path.name}"
+    return item.report_path.name
 
 
 def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
@@ -319,7 +314,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         for number, f in enumerate(numbered, start=1)
         if f.what_if
     ]
-    roofline = read_roofline(item.ref.action)
+    roofline = profile.roofline
     page = KernelPage(
         slug=slugs[id(item)],
         heading=heading,
@@ -336,7 +331,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         tldr=_tldr(profile, findings),
         findings=numbered,
         fix_ideas=fixes,
-        profiling_results=_profiling_results(item.ref),
+        profiling_results=_profiling_results(profile),
         bonus=_bonus(item),
         profile=profile,
         roofline=roofline,
@@ -368,8 +363,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
 
 
 def _report_items(path: Path) -> list[_Item]:
-    report = open_report(path)
-    return [_Item(ref=ref, report=report, profile=_build_profile(ref)) for ref in report.kernels]
+    return [_Item(report_path=path, profile=profile) for profile in load_profiles(path)]
 
 
 def _kernel_regex(variant: Any) -> str | None:
@@ -382,15 +376,14 @@ def _run_items(run: Run) -> list[_Item]:
     for entry in run.entries:
         if not entry.ok or entry.report is None:
             continue
-        report = open_report(entry.report)
+        profiles = load_profiles(entry.report)
         variant = _variant(entry.variant)
         regex = _kernel_regex(variant)
         # the variant's own kernel; every kernel when its name is not in the report
-        refs = [r for r in report.kernels if regex and re.search(regex, r.name)]
-        refs = refs or report.kernels
-        shared = len(refs) > 1
-        for ref in refs:
-            items.append(_Item(ref=ref, report=report, profile=_build_profile(ref), entry=entry,
+        chosen = [p for p in profiles if regex and re.search(regex, p.name)] or profiles
+        shared = len(chosen) > 1
+        for profile in chosen:
+            items.append(_Item(report_path=entry.report, profile=profile, entry=entry,
                                run=run, variant=variant, shared_entry=shared))
     # each iteration's predecessor at the same size
     by_key = {(i.entry.variant, i.entry.size): i for i in items if i.entry}
@@ -401,7 +394,7 @@ def _run_items(run: Run) -> list[_Item]:
     items.sort(key=lambda i: (
         i.variant.iteration if i.variant is not None else 1_000_000,
         i.entry.size or () if i.entry else (),
-        i.ref.kernel_id,
+        i.profile.kernel_id,
     ))
     return items
 
@@ -467,11 +460,11 @@ def _slugs(items: list[_Item]) -> dict[int, str]:
         elif item.entry is not None:
             base = item.entry.label
         else:
-            base = f"{item.report.path.stem}_{item.ref.kernel_id}_{item.ref.name}"
+            base = f"{item.report_path.stem}_{item.profile.kernel_id}_{item.profile.name}"
         if item.variant is not None and item.entry is not None and item.entry.size:
             base += f"_{_size_text(item.entry.size)}"
         if item.shared_entry:
-            base += f"_{item.ref.kernel_id}_{item.ref.name}"
+            base += f"_{item.profile.kernel_id}_{item.profile.name}"
         slug = _slug(base)
         n = 2
         while slug in seen:

@@ -193,7 +193,7 @@ def test_rules_equal_ncu_plain_text(profiles) -> None:
         theirs = {s.name: list(s.rules) for s in details[profile.name]}
         for rule in profile.rules:
             ncu_rule = theirs[names[rule.section]].pop(0)
-            assert rule.type == ncu_rule.tag
+            assert rule.tag == ncu_rule.tag
             assert " ".join(rule.message.split()) == " ".join(ncu_rule.text.split())
             assert "@" not in rule.message
             if rule.speedup_pct is None:
@@ -263,6 +263,12 @@ class _FakeAction:
     def nvtx_state(self) -> None:
         return None
 
+    def sections(self) -> tuple[()]:
+        return ()
+
+    def sass_by_pc(self, pc: int) -> str:
+        return ""
+
 
 def test_missing_metrics_are_none_not_zero() -> None:
     action = _FakeAction({
@@ -288,6 +294,22 @@ def test_missing_metrics_are_none_not_zero() -> None:
     # "No Eligible" is 100 - "One or More Eligible" when its own metric is missing.
     assert profile.scheduler.no_eligible_pct == 60.0
     assert profile.device is None and profile.compute_capability is None
+    assert profile.pipes == () and profile.sass == () and profile.instruction_classes == ()
+    assert profile.divergence.active_threads_per_warp is None
+    assert profile.atomics.global_atom_requests is None
+    assert profile.local_memory.spill_instructions is None
+    assert profile.metric("gpu__time_duration.sum") == 1234.0
+    assert profile.metric("gpc__cycles_elapsed.max") is None
+
+
+def test_rule_types_follow_ncu_report_msgtype_enum() -> None:
+    import ncu_report
+
+    from harness.report.rule_text import RULE_TYPES
+
+    assert RULE_TYPES == {ncu_report.MsgType_NONE: "NONE", ncu_report.MsgType_OK: "OK",
+                          ncu_report.MsgType_OPTIMIZATION: "OPT",
+                          ncu_report.MsgType_WARNING: "WARN", ncu_report.MsgType_ERR: "ERROR"}
 
 
 def test_kernel_filter_in_load_profiles() -> None:

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import json
 import textwrap
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.report.kernel_profile import RuleResult
+from harness.report.kernel_profile import (
+    KernelProfile,
+    KernelView,
+    MetricRow,
+    RuleResult,
+    SectionView,
+)
 from harness.report.ncu_format import display
 from harness.report.profile_builder import read_rules
 from harness.report.reportfile import KernelRef, open_report, select_kernels
@@ -25,32 +31,6 @@ VIEW_FORMATS: tuple[ViewFormat, ...] = ("text", "md", "json")
 
 RULE_WRAP = 109  # ncu wraps rule message lines at 109 characters (then pads them)
 RULE_SEPARATOR = "----- " + "-" * 114
-
-
-@dataclass(frozen=True)
-class MetricRow:
-    label: str  # ncu's wording, e.g. "Compute (SM) Throughput"
-    unit: str  # display unit, e.g. "ms"
-    value: str  # display value, e.g. "5.51"
-    metric: str  # metric name
-    raw_value: float | int | str | None  # base units, as ncu_report gives it
-    raw_unit: str
-
-
-@dataclass(frozen=True)
-class SectionView:
-    identifier: str
-    name: str
-    rows: tuple[MetricRow, ...]
-    rules: tuple[RuleResult, ...]
-
-
-@dataclass(frozen=True)
-class KernelView:
-    kernel_id: int
-    name: str
-    headline: str  # "sgemm_naive (32, 32, 1)x(32, 32, 1), Context 1, Stream 7, Device 0, CC 9.0"
-    sections: tuple[SectionView, ...]
 
 
 def _value(action: Any, name: str) -> Any:
@@ -88,9 +68,10 @@ def _row(metric: Any) -> MetricRow:
                      metric=str(metric.name()), raw_value=raw_value, raw_unit=raw_unit)
 
 
-def build_view(kernel: KernelRef) -> KernelView:
+def build_view(kernel: KernelRef, rules: tuple[RuleResult, ...] | None = None) -> KernelView:
     """The sections (header metrics and rules) of one kernel, in ncu's section order."""
-    rules = read_rules(kernel.action)
+    if rules is None:
+        rules = read_rules(kernel.action)
     sections = []
     for section in sorted(kernel.action.sections(), key=lambda s: (s.order(), s.name())):
         identifier = str(section.identifier())
@@ -108,6 +89,11 @@ def report_views(path: Path | str, kernel_regex: str | None = None) -> list[Kern
     """Open a report and build the view of each (matching) kernel."""
     report = open_report(path)
     return [build_view(kernel) for kernel in select_kernels(report, kernel_regex)]
+
+
+def profile_views(profiles: list[KernelProfile]) -> list[KernelView]:
+    """The details views the profiles carry (every profile built from a report has one)."""
+    return [p.details for p in profiles if p.details is not None]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -141,7 +127,7 @@ def _rule_lines(rule: RuleResult, indent: str) -> list[str]:
     body = [body[0]] + [line[1:] for line in body[1:]]
     heading = rule_heading(rule)
     first, rest = (heading, body) if heading else (body[0], body[1:])
-    tag = rule.type if rule.type != "WARN" else "WRN"
+    tag = rule.tag
     return [f"{indent}{tag:<5} {first}"] + [f"{indent}      {line}" for line in rest]
 
 
