@@ -20,9 +20,10 @@ from typing import Any
 from harness.errors import NcuhError, ReportError
 from harness.findings import Finding
 from harness.findings import bound as bound_rule
-from harness.findings.registry import run_rules
+from harness.findings import pipes as pipes_rule
+from harness.findings.registry import run_rules, tldr_finding
 from harness.findings.stalls import label as stall_label
-from harness.report.kernel_profile import KernelProfile
+from harness.report.kernel_profile import KernelProfile, PipeUse
 from harness.report.profile_builder import load_profiles
 from harness.report.roofline import Roofline
 from harness.report.sass_hotspots import Hotspot, hotspots
@@ -31,6 +32,7 @@ from harness.variants import kernels_dir
 
 MAX_SUMMARY = 5  # items under What's Good? / What's Bad?
 HOTSPOTS = 5
+PIPES_SHOWN = 6
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,7 @@ class KernelPage:
     bonus: Bonus | None = None
     profile: KernelProfile | None = None
     roofline: Roofline = field(default_factory=Roofline)
+    pipes: list[PipeUse] = field(default_factory=list)  # busiest first (Instruction Mix)
     previous_slug: str | None = None
     # index columns
     time_ms: float | None = None
@@ -246,12 +249,16 @@ def _numbered(findings: list[Finding]) -> list[Finding]:
 
 
 def _tldr(profile: KernelProfile, findings: list[Finding]) -> str:
+    """The binding unit and the problem with the largest estimated gain."""
     bound = _bound_only(profile)
-    bad = [f for f in findings if f.kind == "bad" and f.rule not in ("bound", "progress")]
-    if not bad:
+    top = tldr_finding(findings)
+    if top is None:
         return f"The kernel is {bound}; no rule found a clear problem."
-    first = bad[0].title.rstrip(".")
-    return f"The kernel is {bound}, and the biggest problem is this: {first[0].lower()}{first[1:]}."
+    first = top.title.rstrip(".")
+    gain = (f" (ncu estimates up to {top.speedup_pct:.0f}% speedup)"
+            if top.speedup_pct is not None else "")
+    return (f"The kernel is {bound}, and the biggest problem is this: "
+            f"{first[0].lower()}{first[1:]}{gain}.")
 
 
 def _bonus(item: _Item) -> Bonus:
@@ -335,6 +342,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         bonus=_bonus(item),
         profile=profile,
         roofline=roofline,
+        pipes=pipes_rule.busiest(profile)[:PIPES_SHOWN],
         previous_slug=slugs.get(id(item.previous)) if item.previous else None,
         limiter=_bound_text(profile),
         label=_label(item, profile),

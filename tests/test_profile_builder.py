@@ -307,9 +307,10 @@ def test_rule_types_follow_ncu_report_msgtype_enum() -> None:
 
     from harness.report.rule_text import RULE_TYPES
 
-    assert RULE_TYPES == {ncu_report.MsgType_NONE: "NONE", ncu_report.MsgType_OK: "OK",
-                          ncu_report.MsgType_OPTIMIZATION: "OPT",
-                          ncu_report.MsgType_WARNING: "WARN", ncu_report.MsgType_ERR: "ERROR"}
+    enum = {ncu_report.MsgType_NONE: "NONE", ncu_report.MsgType_OK: "OK",
+            ncu_report.MsgType_OPTIMIZATION: "OPT", ncu_report.MsgType_WARNING: "WARN",
+            ncu_report.MsgType_ERR: "ERROR"}
+    assert enum == RULE_TYPES
 
 
 def test_kernel_filter_in_load_profiles() -> None:
