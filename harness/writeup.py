@@ -182,15 +182,7 @@ def _variant(name: str | None) -> Any:
 
 
 def _bound_only(profile: KernelProfile) -> str:
-    bound = bound_rule.classify(profile)
-    if bound is None:
-        return "not collected"
-    text = f"{bound}-bound"
-    if bound == "memory":
-        unit = bound_rule.busiest_memory_unit(profile)
-        if unit:
-            text += f" ({unit[0]})"
-    return text
+    return bound_rule.describe(profile)
 
 
 def _bound_text(profile: KernelProfile) -> str:

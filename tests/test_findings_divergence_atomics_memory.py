@@ -83,9 +83,12 @@ def test_dram_versus_l2_streaming_edges():
     busy = memory_level.BUSY
     assert memory_level.check(_memory(busy, 20.0))[0].metrics["level"] == "DRAM"
     assert memory_level.check(_memory(busy - 0.01, 20.0)) == []
-    [l2] = memory_level.check(_memory(5.0, busy))
+    l2_busy, ratio = memory_level.L2_BUSY, memory_level.L2_OVER_DRAM
+    [l2] = memory_level.check(_memory(5.0, l2_busy))
     assert l2.metrics["level"] == "L2" and "stays in L2" in l2.title
-    assert memory_level.check(_memory(5.0, busy - 0.01)) == []
+    assert memory_level.check(_memory(5.0, l2_busy - 0.01)) == []
+    assert memory_level.check(_memory(l2_busy / ratio, l2_busy)) != []
+    assert memory_level.check(_memory(l2_busy / ratio + 0.01, l2_busy)) == []
 
 
 def test_memory_level_only_for_memory_bound_kernels():

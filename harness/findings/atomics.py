@@ -66,7 +66,10 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             what_if="What if each warp (or block) first reduced its values (warp shuffles, "
             "shared memory) and only one lane per warp issued the atomic, or each block "
             "wrote a partial result for a second pass?",
-            weight=at.l2_atomic_unit_max_pct or 0.0, metrics=metrics,
+            # the share of the L2's atomic capacity left idle by aiming at one slice
+            weight=100.0 * (1.0 - (at.l2_atomic_unit_avg_pct or 0.0)
+                            / (at.l2_atomic_unit_max_pct or 1.0)),
+            metrics=metrics,
         )]
     return [Finding(rule=NAME, kind="info", title=f"The kernel executes atomics ({counts}).",
                     text=text, section=SECTION, metrics=metrics)]

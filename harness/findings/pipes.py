@@ -51,12 +51,16 @@ def words(pipe: str) -> str:
 
 
 def busiest(profile: KernelProfile) -> list[PipeUse]:
-    """One entry per pipe (its higher measure), busiest first; the tensor and shared totals
-    are dropped when a specific tensor pipe says the same."""
+    """One entry per pipe (its higher measure), busiest first. Sums of other pipes are left
+    out: "Shared (FP16+Tensor)", which on Hopper also carries FP64 (an FP64 kernel shows it
+    as busy as the FP64 pipe), and "Tensor (All)" where a specific tensor pipe is listed."""
     best: dict[str, PipeUse] = {}
     for use in profile.pipes:
         if use.pipe not in best or use.pct > best[use.pipe].pct:
             best[use.pipe] = use
+    best.pop("shared", None)
+    if any(name.startswith("tensor_op_") for name in best):
+        best.pop("tensor", None)
     return sorted(best.values(), key=lambda u: (-u.pct, u.pipe))
 
 
@@ -146,6 +150,7 @@ def _busy_finding(profile: KernelProfile, top: PipeUse, summary: str,
                   metrics: dict[str, float | str]) -> Finding:
     name = words(top.pipe)
     if top.pipe in _TENSOR or top.pipe in ("fma", "fmaheavy"):
+        # the pipes a compute kernel should keep busy: the work is where it belongs
         return Finding(
             rule=NAME, kind="good",
             title=f"The math runs on the {name} pipe at {fmt(top.pct)}% of its peak.",
