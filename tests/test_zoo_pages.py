@@ -100,7 +100,7 @@ def test_spills_versus_local_arrays():
 
 def test_uncoalesced_stores_only():
     split = coalescing.excess_by_direction(profile("zoo_uncoalesced_store"))
-    load_sectors, load_excess = split["loads"]
+    _load_sectors, load_excess = split["loads"]
     store_sectors, store_excess = split["stores"]
     assert load_excess == 0 and store_excess / store_sectors > 0.8
 
