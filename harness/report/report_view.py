@@ -8,13 +8,22 @@ metric list in the report (`ISection.header_metrics()`), in metric-name order li
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
 import textwrap
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.report.details_layout import (
+    EXTRA_HEADER_ROWS,
+    HEADER_UNITS,
+    SORT_AS,
+    body_layouts,
+)
 from harness.report.kernel_profile import (
+    BodyTable,
     KernelProfile,
     KernelView,
     MetricRow,
@@ -30,7 +39,7 @@ ViewFormat = Literal["text", "md", "json"]
 VIEW_FORMATS: tuple[ViewFormat, ...] = ("text", "md", "json")
 
 RULE_WRAP = 109  # ncu wraps rule message lines at 109 characters (then pads them)
-RULE_SEPARATOR = "----- " + "-" * 114
+RULE_SEPARATOR = "----- " + "-" * 110  # 120 columns with its indent
 
 
 def _value(action: Any, name: str) -> Any:
@@ -68,19 +77,66 @@ def _row(metric: Any) -> MetricRow:
                      metric=str(metric.name()), raw_value=raw_value, raw_unit=raw_unit)
 
 
+def _named_row(action: Any, name: str, label: str) -> MetricRow | None:
+    metric = action.metric_by_name(name) if name in _names(action) else None
+    if metric is None or not metric.has_value():
+        return None
+    row = _row(metric)
+    return MetricRow(label=label, unit=row.unit, value=row.value, metric=row.metric,
+                     raw_value=row.raw_value, raw_unit=row.raw_unit)
+
+
+def _names(action: Any) -> frozenset[str]:
+    cached = getattr(action, "_ncuh_names", None)
+    if cached is None:
+        cached = frozenset(action.metric_names())
+        with contextlib.suppress(AttributeError):  # a proxy that takes no attributes
+            action._ncuh_names = cached
+    return cached
+
+
+def _header_rows(action: Any, section: Any, identifier: str) -> tuple[MetricRow, ...]:
+    """The section's header metrics plus the rows ncu repeats from other sections, in
+    metric-name order as ncu prints them."""
+    rows = {r.metric: r for r in (_row(m) for m in section.header_metrics())}
+    for name, unit in HEADER_UNITS.items():
+        if name in rows and not rows[name].unit:
+            rows[name] = dataclasses.replace(rows[name], unit=unit)
+    for name, label in EXTRA_HEADER_ROWS.get(identifier, ()):
+        if name not in rows and (row := _named_row(action, name, label)) is not None:
+            rows[name] = row
+    return tuple(sorted(rows.values(), key=lambda r: SORT_AS.get(r.metric, r.metric)))
+
+
+def _body_tables(action: Any, section: Any, identifier: str) -> tuple[BodyTable, ...]:
+    def value(name: str) -> float | None:
+        row = _named_row(action, name, name)
+        raw = row.raw_value if row is not None else None
+        return float(raw) if isinstance(raw, (int, float)) else None
+
+    tables = []
+    for layout in body_layouts(identifier, list(section.body_metrics()), value):
+        rows = tuple(row for r in layout.rows
+                     if (row := _named_row(action, r.metric, r.label)) is not None)
+        if rows:
+            tables.append(BodyTable(titles=layout.titles, rows=rows))
+    return tuple(tables)
+
+
 def build_view(kernel: KernelRef, rules: tuple[RuleResult, ...] | None = None) -> KernelView:
-    """The sections (header metrics and rules) of one kernel, in ncu's section order."""
+    """The sections (header metrics, body tables, rules) of one kernel, in ncu's order."""
     if rules is None:
         rules = read_rules(kernel.action)
     sections = []
     for section in sorted(kernel.action.sections(), key=lambda s: (s.order(), s.name())):
         identifier = str(section.identifier())
-        rows = tuple(sorted((_row(m) for m in section.header_metrics()), key=lambda r: r.metric))
+        rows = _header_rows(kernel.action, section, identifier)
+        body = _body_tables(kernel.action, section, identifier)
         section_rules = tuple(r for r in rules if r.section == identifier)
-        if not rows and not section_rules:
+        if not rows and not section_rules and not body:
             continue
         sections.append(SectionView(identifier=identifier, name=str(section.name()), rows=rows,
-                                    rules=section_rules))
+                                    rules=section_rules, body=body))
     return KernelView(kernel_id=kernel.kernel_id, name=kernel.name, headline=_headline(kernel),
                       sections=tuple(sections))
 
@@ -140,6 +196,10 @@ def render_text(views: list[KernelView]) -> str:
             lines.append(f"    Section: {section.name}")
             if section.rows:
                 lines += _table(section.rows, "    ")
+            for table in section.body:
+                lines.append("")
+                lines += [f"    {title}" for title in table.titles]
+                lines += _table(table.rows, "    ")
             if section.rules:
                 lines.append("")
                 for number, rule in enumerate(section.rules):

@@ -1,0 +1,230 @@
+"""What ncu's details page shows beyond what `ncu_report` lists as a section's header metrics.
+
+ncu lays its details page out from its section files, which a report does not carry and
+`ncu_report` does not expose. Two parts of that layout are rebuilt here from the metrics the
+report does hold:
+  * header rows ncu repeats from another section (`ISection.header_metrics()` lists each
+    metric under one section only): "Waves Per SM" under Speed Of Light, the occupancy rows
+    under Launch Statistics, and the like;
+  * the body tables of the Speed Of Light and Compute Workload Analysis sections (throughput
+    breakdowns, pipe utilization), titled as ncu titles them.
+Labels, titles and descriptions are ncu 2025.3's wording; the rows are the report's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# section identifier -> (metric, label) rows ncu adds to the section's header table
+EXTRA_HEADER_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
+    "SpeedOfLight": (("launch__waves_per_multiprocessor", "Waves Per SM"),),
+    "ComputeWorkloadAnalysis": (
+        ("sm__inst_issued.max.pct_of_peak_sustained_elapsed", "Max. Issued Slots Busy"),),
+    # ncu's "theoretical" here is the hardware maximum (16 on Hopper whatever the occupancy)
+    "SchedulerStats": (
+        ("smsp__warps_active.avg.peak_sustained", "Theoretical Active Warps Per Scheduler"),),
+    "InstructionStats": (("inst_executed", "Instructions Executed"),),
+    "MemoryWorkloadAnalysis": (
+        ("inst_executed", "Instructions Executed"),
+        ("lrc__ilc_input_sectors.sum", "L2 Compression Input Sectors"),
+    ),
+    "MemoryWorkloadAnalysis_Chart": (
+        ("dram__bytes.sum.per_second", "DRAM Bandwidth"),
+        ("lts__average_gcomp_input_sector_success_rate.pct", "L2 Compression Success Rate"),
+        ("lts__t_sectors.sum", "L2 Cache Sectors"),
+        ("lts__t_sectors_srcunit_tex.avg.pct_of_peak_sustained_elapsed",
+         "L2 Cache Sector Throughput For TEX"),
+        ("lts__t_sectors_srcunit_tex_aperture_peer_lookup_miss.sum",
+         "Missed L2 Cache Sectors For TEX Accessing Peer Memory"),
+        ("lts__t_sectors_srcunit_tex_aperture_sysmem_lookup_miss.sum",
+         "Missed L2 Cache Sectors For TEX Accessing System Memory"),
+        ("lts__t_sectors_srcunit_tex_lookup_miss.sum", "Missed L2 Cache Sectors For TEX"),
+        ("pcie__read_bytes.sum.per_second", "PCIe read bandwidth"),
+        ("pcie__write_bytes.sum.per_second", "PCIe write bandwidth"),
+    ),
+    "MemoryWorkloadAnalysis_Tables": (
+        ("gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "DRAM Throughput"),
+        ("l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct",
+         "L1TEX Hit Rate For Global Loads"),
+        ("l1tex__t_sector_pipe_lsu_mem_global_op_st_hit_rate.pct",
+         "L1TEX Hit Rate For Global Stores"),
+        ("l1tex__t_sector_pipe_lsu_mem_local_op_ld_hit_rate.pct", "L1TEX Hit Rate For Local Loads"),
+        ("l1tex__t_sector_pipe_lsu_mem_local_op_st_hit_rate.pct",
+         "L1TEX Hit Rate For Local Stores"),
+        ("l1tex__throughput.avg.pct_of_peak_sustained_elapsed", "L1TEX Throughput"),
+        ("lts__t_sector_op_read_hit_rate.pct", "L2 Hit Rate For Loads"),
+        ("lts__t_sector_op_write_hit_rate.pct", "L2 Hit Rate For Stores"),
+        ("lts__throughput.avg.pct_of_peak_sustained_elapsed", "L2 Throughput"),
+        *((f"smsp__sass_average_data_bytes_per_sector_mem_{space}_op_{op}.{stat}",
+           f"{word} Bytes Per Sector For {space.title()} {direction}")
+          for space in ("global", "local") for op, direction in (("ld", "Loads"), ("st", "Stores"))
+          for stat, word in (("max_rate", "Maximum"), ("ratio", "Average"))),
+    ),
+    "SpeedOfLight_RooflineChart": (
+        ("sm__sass_thread_inst_executed_op_dfma_pred_on.sum.peak_sustained",
+         "Theoretical Predicated-On DFMA Thread Instructions Executed"),
+        ("sm__sass_thread_inst_executed_op_ffma_pred_on.sum.peak_sustained",
+         "Theoretical Predicated-On FFMA Thread Instructions Executed"),
+        ("smsp__sass_thread_inst_executed_op_dfma_pred_on.sum.per_cycle_elapsed",
+         "Predicated-On DFMA Thread Instructions Executed Per Cycle"),
+        ("smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed",
+         "Predicated-On FFMA Thread Instructions Executed Per Cycle"),
+    ),
+    "PmSampling": (
+        ("gpc__cycles_elapsed.max", "Elapsed Cycles"),
+        ("gpu__time_duration.sum", "Duration"),
+        ("profiler__pmsampler_interval_time", "Maximum Sampling Interval"),
+    ),
+    "WarpStateStats": (("smsp__issue_active.avg.per_cycle_active", "Issued Warp Per Scheduler"),),
+    "LaunchStats": (
+        ("sm__maximum_warps_per_active_cycle_pct", "Theoretical Occupancy"),
+        ("sm__warps_active.avg.pct_of_peak_sustained_active", "Achieved Occupancy"),
+    ),
+    "Occupancy": (
+        ("smsp__maximum_warps_avg_per_active_cycle", "Theoretical Warps Per Scheduler"),
+        ("smsp__warps_active.avg.peak_sustained", "GPU Maximum Warps Per Scheduler"),
+    ),
+}
+
+# rows ncu places as if their metric had another name (the name it sorts them by)
+SORT_AS = {"lrc__ilc_input_sectors.sum": "lts__gcomp_input_sectors.sum"}
+
+# header metrics whose unit ncu's section file gives and the metric does not
+HEADER_UNITS = {"lts__average_gcomp_output_sector_compression_achieved_rate.ratio": "%"}
+
+# breakdown sub-metric unit prefix -> the unit name ncu prints ("{UNIT}: {COMPOUND_NAME}")
+_UNITS = {"sm": "SM", "smsp": "SMSP", "idc": "IDC", "l1tex": "L1", "lts": "L2", "dram": "DRAM",
+          "fbpa": "DRAM", "gpu": "GPU", "gcc": "GCC", "ltc": "LTC", "lrc": "LRC"}
+
+# Compute Workload Analysis pipe labels that ncu's section file words differently from the
+# metric's own label (Hopper's shared pipe also carries FP64)
+_PIPE_LABELS = {"sm__pipe_shared_cycles_active": "Shared (FP64+Tensor)"}
+
+_PIPE_TABLES = (
+    ("Pipe Utilization (Elapsed Cycles)", "Pipe Utilization (% of elapsed cycles)",
+     "Pipeline utilization based on the number of elapsed (all) cycles in the "
+     "workload. This takes the rates of different instructions executing on the "
+     "pipeline into account. For an instruction requiring 4 cycles to complete "
+     "execution, the counter is increased by 1 for 4 cycles. Use this to understand "
+     "the overall pipeline utilization over the entire workload.",
+     "_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+    (None, "Pipe Utilization (% of peak instructions executed over elapsed cycles)",
+     "Pipeline utilization based on the number of executed instructions over elapsed "
+     "(all) cycles. This does not account for any variation in instruction latencies "
+     "for this pipeline. For an instruction requiring 4 cycles to complete execution, "
+     "the counter is increased by 1 only. Use this to understand the composition of "
+     "instructions/latencies (high-latency, low-rate instructions won't result in peak "
+     "values).",
+     "inst_executed_pipe_*.avg.pct_of_peak_sustained_elapsed"),
+    ("Pipe Utilization (Active Cycles)", "Pipe Utilization (% of active cycles)",
+     "Pipeline utilization based on the number of cycles the pipeline was active. This "
+     "takes the rates of different instructions executing on the pipeline into "
+     "account. For an instruction requiring 4 cycles to complete execution, the "
+     "counter is increased by 1 for 4 cycles. Use this to understand the pipeline "
+     "utilization for the time it was active.",
+     "_cycles_active.avg.pct_of_peak_sustained_active"),
+    (None, "Pipe Utilization (% of peak instructions executed over active cycles)",
+     "Pipeline utilization based on the number of executed instructions over active "
+     "cycles. This does not account for any variation in instruction latencies for "
+     "this pipeline. For an instruction requiring 4 cycles to complete execution, the "
+     "counter is increased by 1 only. Use this to understand the composition of "
+     "instructions/latencies (high-latency, low-rate instructions won't result in peak "
+     "values).",
+     "inst_executed_pipe_*.avg.pct_of_peak_sustained_active"),
+)
+
+
+@dataclass(frozen=True)
+class BodyRow:
+    metric: str
+    label: str
+
+
+@dataclass(frozen=True)
+class BodyLayout:
+    """One body table: the title lines above it and the metric rows, in ncu's order."""
+
+    titles: tuple[str, ...]
+    rows: tuple[BodyRow, ...]
+
+
+def breakdown_label(metric: str) -> str:
+    """"sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_elapsed" ->
+    "SM: Inst Executed Pipe Lsu" (ncu's "{UNIT}: {COMPOUND_NAME}")."""
+    unit, _, rest = metric.partition("__")
+    base = rest.split(".", 1)[0]
+    words = " ".join(word.capitalize() for word in base.split("_"))
+    return f"{_UNITS.get(unit, unit.upper())}: {words}"
+
+
+def _by_value(rows: list[BodyRow], value: Callable[[str], float | None]) -> tuple[BodyRow, ...]:
+    """Largest first, as ncu sorts them: by the value as printed (two decimals), so values
+    that print alike in the order of their metric names."""
+    return tuple(sorted(rows, key=lambda r: (-round(value(r.metric) or 0.0, 2), r.metric)))
+
+
+def _breakdown(body: list[Any]) -> dict[str, list[str]]:
+    """breakdown:<metric> body entries -> their sub-metrics (the value is a comma list)."""
+    out: dict[str, list[str]] = {}
+    for metric in body:
+        name = str(metric.name())
+        if name.startswith("breakdown:"):
+            value = metric.value() if metric.has_value() else ""
+            out[name[len("breakdown:"):]] = [m for m in str(value or "").split(",") if m]
+    return out
+
+
+def body_layouts(identifier: str, body: list[Any],
+                 value: Callable[[str], float | None]) -> tuple[BodyLayout, ...]:
+    """The body tables ncu prints for a section, for the sections rebuilt here."""
+    if identifier == "SpeedOfLight":
+        return _speed_of_light(body, value)
+    if identifier == "ComputeWorkloadAnalysis":
+        return _pipe_tables(body, value)
+    return ()
+
+
+def _speed_of_light(body: list[Any], value: Callable[[str], float | None]
+                    ) -> tuple[BodyLayout, ...]:
+    breakdowns = _breakdown(body)
+    compute = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+    memory = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
+    if compute not in breakdowns or memory not in breakdowns:
+        return ()
+    layouts = [BodyLayout(("GPU Throughput Chart", "Table Name : GPU Throughput"),
+                          (BodyRow(memory, "Memory [%]"), BodyRow(compute, "Compute (SM) [%]")))]
+    for first, (name, table) in enumerate(((compute, "Compute Throughput Breakdown"),
+                                           (memory, "Memory Throughput Breakdown"))):
+        rows = [BodyRow(m, breakdown_label(m)) for m in breakdowns[name]]
+        titles = (("GPU Throughput Breakdown",) if first == 0 else ()) + (
+            f"Table Name : {table}",)
+        layouts.append(BodyLayout(titles, _by_value(rows, value)))
+    return tuple(layouts)
+
+
+def _pipe_tables(body: list[Any], value: Callable[[str], float | None]
+                 ) -> tuple[BodyLayout, ...]:
+    names = [(str(m.name()), str(m.label() or "")) for m in body]
+    layouts = []
+    for chart, table, description, pattern in _PIPE_TABLES:
+        if pattern.startswith("inst_executed_pipe_*"):
+            suffix = pattern.split("*", 1)[1]
+            chosen = [(n, lab) for n, lab in names
+                      if n.startswith("sm__inst_executed_pipe_") and n.endswith(suffix)]
+        else:
+            chosen = [(n, lab) for n, lab in names
+                      if n.startswith("sm__pipe_") and n.endswith(pattern)]
+        if not chosen:
+            continue
+        if pattern.startswith("inst_executed_pipe_*"):
+            # the FP16 share of the FMA pipe: in ncu's table, though not a body metric
+            fma = f"sm__inst_executed_pipe_fma{suffix}"
+            at = next((i + 1 for i, (n, _) in enumerate(chosen) if n == fma), len(chosen))
+            chosen.insert(at, (f"sm__inst_executed_pipe_fma_type_fp16{suffix}", "FMA (FP16)"))
+        rows = [BodyRow(n, _PIPE_LABELS.get(n.split(".", 1)[0], lab)) for n, lab in chosen]
+        titles = ((chart,) if chart else ()) + (f"Table Name : {table}",
+                                                 f"Table Description : {description}")
+        layouts.append(BodyLayout(titles, _by_value(rows, value)))
+    return tuple(layouts)
