@@ -73,7 +73,7 @@ def pages(request):
     details = report.with_name(report.name.replace(".ncu-rep", ".details.txt.gz"))
     with gzip.open(details, "rt") as handle:
         theirs = handle.read()
-    return _kernels(render(report_views(report), "text")), _kernels(theirs)
+    return _kernels(render(report_views(report), "text", "all")), _kernels(theirs)
 
 
 def test_same_kernels_and_sections_in_ncu_order(pages):
@@ -119,3 +119,19 @@ def test_rule_messages_equal_ncu_blocks(pages):
             if first is None:
                 continue
             assert ours[kernel][name][-(len(lines) - first):] == lines[first:], name
+
+
+def test_cli_print_details_all_adds_the_body_tables():
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    report = str(REPORTS[0])
+    header = CliRunner().invoke(main, ["report", report])
+    full = CliRunner().invoke(main, ["report", report, "--print-details", "all"])
+    assert header.exit_code == 0 and full.exit_code == 0
+    assert "Table Name : Compute Throughput Breakdown" not in header.stdout
+    assert "    Table Name : Compute Throughput Breakdown" in full.stdout
+    assert "    Waves Per SM                                3.88" in header.stdout
+    md = CliRunner().invoke(main, ["report", report, "--print-details", "all", "--format", "md"])
+    assert "| SM: Inst Executed Pipe Lsu | % | 5.81 |" in md.stdout

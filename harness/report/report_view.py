@@ -37,6 +37,10 @@ from harness.report.rule_text import format_speedup, speedup_label
 
 ViewFormat = Literal["text", "md", "json"]
 VIEW_FORMATS: tuple[ViewFormat, ...] = ("text", "md", "json")
+# ncu's --print-details: "header" (its default) prints each section's header table and rules,
+# "all" the body tables too
+Details = Literal["header", "all"]
+DETAILS: tuple[Details, ...] = ("header", "all")
 
 RULE_WRAP = 109  # ncu wraps rule message lines at 109 characters (then pads them)
 RULE_SEPARATOR = "----- " + "-" * 110  # 120 columns with its indent
@@ -187,8 +191,17 @@ def _rule_lines(rule: RuleResult, indent: str) -> list[str]:
     return [f"{indent}{tag:<5} {first}"] + [f"{indent}      {line}" for line in rest]
 
 
-def render_text(views: list[KernelView]) -> str:
-    """ncu's details page layout (as in `ncu --import R --page details`)."""
+def _bodies(views: list[KernelView], details: Details) -> list[KernelView]:
+    if details == "all":
+        return views
+    return [dataclasses.replace(v, sections=tuple(dataclasses.replace(s, body=())
+                                                  for s in v.sections)) for v in views]
+
+
+def render_text(views: list[KernelView], details: Details = "header") -> str:
+    """ncu's details page layout (as in `ncu --import R --page details --print-details
+    <details>`)."""
+    views = _bodies(views, details)
     lines: list[str] = []
     for view in views:
         lines.append(f"  {view.headline}")
@@ -214,17 +227,24 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def render_markdown(views: list[KernelView]) -> str:
+def _md_table(rows: tuple[MetricRow, ...]) -> list[str]:
+    return (["| Metric Name | Metric Unit | Metric Value |", "|---|---|--:|"]
+            + [f"| {_md_cell(r.label)} | {_md_cell(r.unit)} | {_md_cell(r.value)} |"
+               for r in rows] + [""])
+
+
+def render_markdown(views: list[KernelView], details: Details = "header") -> str:
+    views = _bodies(views, details)
     lines: list[str] = []
     for view in views:
         lines += [f"## {_md_cell(view.headline)}", ""]
         for section in view.sections:
             lines += [f"### {section.name}", ""]
             if section.rows:
-                lines += ["| Metric Name | Metric Unit | Metric Value |", "|---|---|--:|"]
-                lines += [f"| {_md_cell(r.label)} | {_md_cell(r.unit)} | {_md_cell(r.value)} |"
-                          for r in section.rows]
-                lines.append("")
+                lines += _md_table(section.rows)
+            for table in section.body:
+                lines += [f"**{_md_cell(' · '.join(table.titles[:2]))}**", ""]
+                lines += _md_table(table.rows)
             for rule in section.rules:
                 heading = rule_heading(rule)
                 prefix = f"**{rule.type}** ({heading})" if heading else f"**{rule.type}**"
@@ -234,11 +254,12 @@ def render_markdown(views: list[KernelView]) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def render_json(views: list[KernelView]) -> str:
+def render_json(views: list[KernelView], details: Details = "header") -> str:
+    views = _bodies(views, details)
     return json.dumps({"schema": "ncuh.report/1", "kernels": [asdict(v) for v in views]},
                       indent=2, ensure_ascii=False) + "\n"
 
 
-def render(views: list[KernelView], fmt: ViewFormat = "text") -> str:
+def render(views: list[KernelView], fmt: ViewFormat = "text", details: Details = "header") -> str:
     renderers = {"text": render_text, "md": render_markdown, "json": render_json}
-    return renderers[fmt](views)
+    return renderers[fmt](views, details)
