@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from harness.report.report_view import DETAILS, VIEW_FORMATS, render, report_views
+from harness.report.profile_builder import load_profiles
+from harness.report.report_view import DETAILS, VIEW_FORMATS, profile_views, render
 
 
 @click.command()
@@ -21,5 +22,5 @@ from harness.report.report_view import DETAILS, VIEW_FORMATS, render, report_vie
                    "(throughput breakdowns, pipe utilization).")
 def report(report: Path, kernel_regex: str | None, fmt: str, details: str) -> None:
     """Print each kernel's sections (metric, unit, value) and ncu's rule messages."""
-    views = report_views(report, kernel_regex)
+    views = profile_views(load_profiles(report, kernel_regex))  # read through the one model
     click.echo(render(views, fmt, details), nl=False)  # type: ignore[arg-type]

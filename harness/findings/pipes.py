@@ -111,8 +111,8 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 section=SECTION, weight=100.0 - top.pct, metrics=metrics,
                 fix_title="Use the tensor cores.",
                 fix_text="Matrix-multiply-shaped FP16 work runs many times faster as MMA "
-                "instructions (WMMA/MMA, or cuBLAS/CUTLASS) than as HFMA2.",
-                what_if="What if the inner product used mma.sync (or a cuBLAS/CUTLASS GEMM) "
+                "instructions (WMMA/MMA, or a tensor-core GEMM library) than as HFMA2.",
+                what_if="What if the inner product used mma.sync (or a library tensor-core GEMM) "
                 "instead of scalar half-precision FMAs?",
             ))
         elif not on_pipe and top.pipe not in _MATH_PIPES and top.pct >= OFF_PIPE_MIN:
@@ -162,7 +162,7 @@ def _busy_finding(profile: KernelProfile, top: PipeUse, summary: str,
                  "FP64 runs at a fraction of the FP32 rate; DMMA tensor cores (Hopper, Ampere) "
                  "run matrix-shaped FP64 work at twice the FP64 pipe's rate.",
                  "What if the parts that do not need double precision ran in FP32, or the "
-                 "matrix-shaped part used DMMA (cuBLAS DGEMM)?"),
+                 "matrix-shaped part used DMMA (a library DGEMM)?"),
         "xu": ("Call fewer transcendental functions.",
                "The XU pipe (MUFU: sin, cos, exp2, rsqrt, reciprocal) issues at a quarter of "
                "the FMA rate or less.",
@@ -175,8 +175,8 @@ def _busy_finding(profile: KernelProfile, top: PipeUse, summary: str,
                 "fewer memory instructions are issued?"),
         "alu": ("Cut the integer and logic overhead.",
                 "Index arithmetic, comparisons and bit operations take the ALU.",
-                "What if index arithmetic were hoisted out of the inner loop (strength "
-                "reduction, unrolling)?"),
+                "What if index arithmetic were hoisted out of the inner loop (increments "
+                "instead of multiplies, unrolling)?"),
     }
     fix_title, fix_text, what_if = fixes.get(top.pipe, (None, None, None))
     return Finding(
