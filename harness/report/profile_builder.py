@@ -37,7 +37,7 @@ from harness.report.kernel_profile import (
 )
 from harness.report.memory_widths import access_widths
 from harness.report.ncu_import import import_ncu_report
-from harness.report.reportfile import KernelRef, open_report, select_kernels
+from harness.report.reportfile import KernelRef, collect_columns, open_report, select_kernels
 from harness.report.roofline import roofline_from
 from harness.report.rule_text import RULE_TYPES, SPEEDUP_TYPES, plain_text
 
@@ -103,31 +103,26 @@ class _Metrics:
         return values
 
 
-def _all_metrics(action: Any, names: frozenset[str]) -> dict[str, Metric]:
-    """Every metric of the action: plain values, strings, and instanced values by id."""
+def _all_metrics(kernel: KernelRef) -> dict[str, Metric]:
+    """Every metric of the kernel, read as `ncuh export` reads them (one reader of values:
+    base units, strings and enums as ncu prints them, instances by correlation id)."""
+    columns = collect_columns([kernel], import_ncu_report())
+    rows: dict[str, list[int]] = {}
+    for index, name in enumerate(columns.metric):
+        rows.setdefault(name, []).append(index)
     metrics: dict[str, Metric] = {}
-    for name in sorted(names):
-        metric = action.metric_by_name(name)
-        if metric is None:
-            continue
-        label, unit = str(metric.label() or ""), str(metric.unit() or "")
-        count = metric.num_instances()
-        if count:
-            ids = metric.correlation_ids() if metric.has_correlation_ids() else None
-            instances = []
-            for index in range(count):
-                value = metric.value(index)
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    key = str(ids.value(index)) if ids is not None else f"#{index}"
-                    instances.append((key, float(value)))
-            metrics[name] = Metric(name, label, unit, None, tuple(instances))
-            continue
-        value = metric.value() if metric.has_value() else None
+    for name, indices in rows.items():
+        aggregate, *instances = indices
+        value = columns.value[aggregate]
         if isinstance(value, (bool, int, float)):
             value = float(value)
-        elif value is not None:
-            value = str(value)
-        metrics[name] = Metric(name, label, unit, value)
+        metric = kernel.action.metric_by_name(name)
+        label = str(metric.label() or "") if metric is not None else ""
+        metrics[name] = Metric(
+            name=name, label=label, unit=str(columns.unit[aggregate] or ""), value=value,
+            instances=tuple((columns.instance[i], float(columns.value[i])) for i in instances
+                            if isinstance(columns.value[i], (int, float))),
+        )
     return metrics
 
 
@@ -446,7 +441,7 @@ def build_profile(kernel: KernelRef) -> KernelProfile:
     from harness.report.report_view import build_view
 
     m = _Metrics(kernel.action)
-    metrics = _all_metrics(kernel.action, m.names)
+    metrics = _all_metrics(kernel)
     widths = m.instances("sass__inst_executed_per_opcode_with_modifier_all") or {}
     mix = _instruction_mix(m)
     rules = read_rules(kernel.action)
