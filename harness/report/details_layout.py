@@ -183,7 +183,44 @@ def body_layouts(identifier: str, body: list[Any],
         return _speed_of_light(body, value)
     if identifier == "ComputeWorkloadAnalysis":
         return _pipe_tables(body, value)
+    if identifier == "SpeedOfLight_RooflineChart":
+        return _roofline_tables(body)
     return ()
+
+
+def _roofline_tables(body: list[Any]) -> tuple[BodyLayout, ...]:
+    """"GPU Throughput Rooflines": peak work and traffic, then achieved work and traffic, for
+    single and double precision, labelled as the section labels its metrics."""
+    labels = {str(m.name()): str(m.label() or "") for m in body}
+
+    def rows(*names: str) -> tuple[BodyRow, ...]:
+        return tuple(BodyRow(n, labels.get(n, n)) for n in names)
+
+    traffic_peak = rows("dram__bytes.sum.peak_sustained", "dram__cycles_elapsed.avg.per_second")
+    traffic = rows("dram__bytes.sum.per_second")
+    layouts = []
+    for precision, op in (("Single", "ffma"), ("Double", "dfma")):
+        first = ("GPU Throughput Rooflines", "Table Name : Floating Point Operations Roofline") \
+            if precision == "Single" else ()
+        layouts += [
+            BodyLayout((*first, f"{precision} Precision Roofline", "Peak Work"), rows(
+                f"derived__sm__sass_thread_inst_executed_op_{op}_pred_on_x2",
+                "sm__cycles_elapsed.avg.per_second")),
+            BodyLayout(("Peak Traffic",), traffic_peak),
+        ]
+    for precision, op, add, mul in (("Single", "ffma", "fadd", "fmul"),
+                                    ("Double", "dfma", "dadd", "dmul")):
+        layouts += [
+            BodyLayout((f"{precision} Precision Achieved Value", "Achieved Work"), rows(
+                f"derived__smsp__sass_thread_inst_executed_op_{op}_pred_on_x2",
+                "smsp__cycles_elapsed.avg.per_second",
+                f"smsp__sass_thread_inst_executed_op_{add}_pred_on.sum.per_cycle_elapsed",
+                f"smsp__sass_thread_inst_executed_op_{mul}_pred_on.sum.per_cycle_elapsed")),
+            BodyLayout(("Achieved Traffic",), traffic),
+        ]
+    if not all(row.metric in labels for layout in layouts for row in layout.rows):
+        return ()  # another ncu version's section: print nothing rather than half of it
+    return tuple(layouts)
 
 
 def _speed_of_light(body: list[Any], value: Callable[[str], float | None]

@@ -118,10 +118,19 @@ def _body_tables(action: Any, section: Any, identifier: str) -> tuple[BodyTable,
         raw = row.raw_value if row is not None else None
         return float(raw) if isinstance(raw, (int, float)) else None
 
+    body = list(section.body_metrics())
+    # the section's own metric objects carry the unit the section gives (inst, not thread)
+    own = {str(m.name()): m for m in body}
+
+    def row_of(name: str, label: str) -> MetricRow | None:
+        metric = own.get(name)
+        if metric is None or not metric.has_value():
+            return _named_row(action, name, label)
+        return dataclasses.replace(_row(metric), label=label)
+
     tables = []
-    for layout in body_layouts(identifier, list(section.body_metrics()), value):
-        rows = tuple(row for r in layout.rows
-                     if (row := _named_row(action, r.metric, r.label)) is not None)
+    for layout in body_layouts(identifier, body, value):
+        rows = tuple(row for r in layout.rows if (row := row_of(r.metric, r.label)) is not None)
         if rows:
             tables.append(BodyTable(titles=layout.titles, rows=rows))
     return tuple(tables)
