@@ -23,9 +23,12 @@ REPORTS = [FIXTURES / "h100_sgemm_naive_smem.ncu-rep",
 _SECTION = re.compile(r"^    Section: (.+)$")
 # sections whose header table and body tables ncuh prints in full
 COMPLETE = ("GPU Speed Of Light Throughput", "GPU Speed Of Light Roofline Chart",
+            *(f"GPU Speed Of Light Hierarchical Roofline Chart ({p} Precision)"
+              for p in ("Double", "Half", "Single")),
             "Compute Workload Analysis", "Memory Workload Analysis", "Launch Statistics")
 # sections whose header table ncuh prints in full (their body tables it does not rebuild)
-HEADER_COMPLETE = ("Memory Workload Analysis Chart",
+HEADER_COMPLETE = ("GPU Speed Of Light Hierarchical Roofline Chart (Tensor Core)", "PM Sampling",
+                   "Memory Workload Analysis Chart",
                    "Memory Workload Analysis Tables", "Scheduler Statistics",
                    "Warp State Statistics", "Instruction Statistics", "Occupancy")
 

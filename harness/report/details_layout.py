@@ -88,6 +88,33 @@ EXTRA_HEADER_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 
+
+
+def _hierarchical_header(ops: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """The header of a hierarchical roofline section: L1 and L2 writeback cycles, then the
+    theoretical and achieved rates of its instructions (`ops`, the FMA first)."""
+    rows = [
+        ("l1tex__lsu_writeback_active_mem_lgds.sum.peak_sustained",
+         "L1/TEX peak local/global writeback cycles"),
+        ("l1tex__lsu_writeback_active_mem_lgds.sum.per_second",
+         "L1/TEX active local/global writeback cycles per second"),
+        ("lts__lts2xbar_cycles_active.sum.peak_sustained", "L2 peak writeback cycles"),
+        ("lts__lts2xbar_cycles_active.sum.per_second", "L2 active writeback cycles per second"),
+    ]
+    if ops:
+        rows.append((f"sm__sass_thread_inst_executed_op_{ops[0]}_pred_on.sum.peak_sustained",
+                     f"Theoretical Predicated-On {ops[0].upper()} Thread Instructions Executed"))
+        rows += [(f"smsp__sass_thread_inst_executed_op_{op}_pred_on.sum.per_cycle_elapsed",
+                  f"Predicated-On {op.upper()} Thread Instructions Executed Per Cycle")
+                 for op in sorted(ops)]
+    return tuple(rows)
+
+
+for _precision, _ops in (("Double", ("dfma",)), ("Half", ("hfma", "hadd", "hmul")),
+                         ("Single", ("ffma",)), ("Tensor", ())):
+    EXTRA_HEADER_ROWS[f"SpeedOfLight_Hierarchical{_precision}RooflineChart"] = \
+        _hierarchical_header(_ops)
+
 # rows ncu places as if their metric had another name (the name it sorts them by)
 SORT_AS = {"lrc__ilc_input_sectors.sum": "lts__gcomp_input_sectors.sum"}
 
@@ -185,7 +212,70 @@ def body_layouts(identifier: str, body: list[Any],
         return _pipe_tables(body, value)
     if identifier == "SpeedOfLight_RooflineChart":
         return _roofline_tables(body)
+    for precision in _HIERARCHICAL:
+        if identifier == f"SpeedOfLight_Hierarchical{precision}RooflineChart":
+            return _hierarchical_tables(precision, body)
     return ()
+
+
+# precision -> (theoretical and achieved work metrics, achieved work rows after the first)
+_HIERARCHICAL = {
+    "Double": ("derived__sm__sass_thread_inst_executed_op_dfma_pred_on_x2",
+               ("derived__smsp__sass_thread_inst_executed_op_dfma_pred_on_x2",
+                "smsp__cycles_elapsed.avg.per_second",
+                "smsp__sass_thread_inst_executed_op_dadd_pred_on.sum.per_cycle_elapsed",
+                "smsp__sass_thread_inst_executed_op_dmul_pred_on.sum.per_cycle_elapsed")),
+    "Half": ("derived__sm__sass_thread_inst_executed_op_hfma_pred_on_x4",
+             ("derived__smsp__sass_thread_inst_executed_op_hadd_pred_on_x2",
+              "derived__smsp__sass_thread_inst_executed_op_hfma_pred_on_x4",
+              "derived__smsp__sass_thread_inst_executed_op_hmul_pred_on_x2",
+              "smsp__cycles_elapsed.avg.per_second")),
+    "Single": ("derived__sm__sass_thread_inst_executed_op_ffma_pred_on_x2",
+               ("derived__smsp__sass_thread_inst_executed_op_ffma_pred_on_x2",
+                "smsp__cycles_elapsed.avg.per_second",
+                "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed",
+                "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum.per_cycle_elapsed")),
+}
+# memory level -> (roofline title, achieved title, peak traffic rows, achieved traffic row)
+_LEVELS = (
+    ("DRAM Roofline", "DRAM Achieved Value",
+     ("dram__bytes.sum.peak_sustained", "dram__cycles_elapsed.avg.per_second"),
+     ("dram__bytes.sum.per_second", None)),
+    ("L2 Roofline", "L2 Achieved Value",
+     ("derived__lts__lts2xbar_bytes.sum.peak_sustained", "lts__cycles_elapsed.avg.per_second"),
+     ("derived__lts__lts2xbar_bytes.sum.per_second", None)),
+    ("L1 Roofline (Global/Local)", "L1 Achieved Value (Global/Local)",
+     ("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained",
+      "l1tex__cycles_elapsed.avg.per_second"),
+     ("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second",
+      "L1 Cache Bandwidth (Global/Local)")),
+)
+
+
+def _hierarchical_tables(precision: str, body: list[Any]) -> tuple[BodyLayout, ...]:
+    """"Roofline <precision>": per memory level (DRAM, L2, L1) its peak work and traffic,
+    then its achieved work and traffic."""
+    labels = {str(m.name()): str(m.label() or "") for m in body}
+    theoretical, achieved = _HIERARCHICAL[precision]
+
+    def rows(*names: str) -> tuple[BodyRow, ...]:
+        return tuple(BodyRow(n, labels.get(n, n)) for n in names)
+
+    layouts = []
+    for index, (title, _, traffic, _) in enumerate(_LEVELS):
+        first = (f"Roofline {precision} Precision",
+                 f"Table Name : Floating Point Operations Roofline ({precision} Precision)") \
+            if index == 0 else ()
+        layouts += [BodyLayout((*first, title, "Peak Work"),
+                               rows(theoretical, "sm__cycles_elapsed.avg.per_second")),
+                    BodyLayout(("Peak Traffic",), rows(*traffic))]
+    for _, title, _, (bandwidth, label) in _LEVELS:
+        layouts += [BodyLayout((title, "Achieved Work"), rows(*achieved)),
+                    BodyLayout(("Achieved Traffic",),
+                               (BodyRow(bandwidth, label or labels.get(bandwidth, bandwidth)),))]
+    if not all(row.metric in labels for layout in layouts for row in layout.rows):
+        return ()  # another ncu version's section: print nothing rather than half of it
+    return tuple(layouts)
 
 
 def _roofline_tables(body: list[Any]) -> tuple[BodyLayout, ...]:
