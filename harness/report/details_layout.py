@@ -252,10 +252,19 @@ _LEVELS = (
 )
 
 
+# rows whose metric ncu_report lists under another section (the tensor roofline) only
+_ELSEWHERE = {
+    "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained":
+        "Theoretical L1/TEX Cache Bytes Accessible",
+    "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second":
+        "L1 Cache Bandwidth (Global/Local)",
+}
+
+
 def _hierarchical_tables(precision: str, body: list[Any]) -> tuple[BodyLayout, ...]:
     """"Roofline <precision>": per memory level (DRAM, L2, L1) its peak work and traffic,
     then its achieved work and traffic."""
-    labels = {str(m.name()): str(m.label() or "") for m in body}
+    labels = {**_ELSEWHERE, **{str(m.name()): str(m.label() or "") for m in body}}
     theoretical, achieved = _HIERARCHICAL[precision]
 
     def rows(*names: str) -> tuple[BodyRow, ...]:
