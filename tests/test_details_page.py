@@ -124,6 +124,14 @@ def test_rule_messages_equal_ncu_blocks(pages):
             assert ours[kernel][name][-(len(lines) - first):] == lines[first:], name
 
 
+def test_tensor_roofline_paths_are_titled_as_ncu_titles_them():
+    from harness.report.details_layout import tensor_variant_title
+
+    assert tensor_variant_title("op_hgmma_src_bf16_dst_fp32_sparsity_off") == (
+        "Op:hgmma Src:bf16 Dst:fp32 Sparsity:off")
+    assert tensor_variant_title("src_int8") == "Src:int8"
+
+
 def test_cli_print_details_all_adds_the_body_tables():
     from click.testing import CliRunner
 

@@ -13,6 +13,7 @@ Labels, titles and descriptions are ncu 2025.3's wording; the rows are the repor
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -215,7 +216,68 @@ def body_layouts(identifier: str, body: list[Any],
     for precision in _HIERARCHICAL:
         if identifier == f"SpeedOfLight_Hierarchical{precision}RooflineChart":
             return _hierarchical_tables(precision, body)
+    if identifier == "SpeedOfLight_HierarchicalTensorRooflineChart":
+        return _tensor_tables(body)
     return ()
+
+
+_TENSOR_PEAK = re.compile(r"^sm__ops_path_tensor_(?P<variant>\w+)\.sum\.peak_sustained$")
+_TENSOR_LEVELS = (
+    ("DRAM", ("dram__bytes.sum.peak_sustained", "dram__cycles_elapsed.avg.per_second"),
+     "dram__bytes.sum.per_second"),
+    ("L2 Cache", ("derived__lts__lts2xbar_bytes.sum.peak_sustained",
+                  "lts__cycles_elapsed.avg.per_second"),
+     "derived__lts__lts2xbar_bytes.sum.per_second"),
+    ("L1/TEX Cache", ("derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.peak_sustained",
+                      "l1tex__cycles_elapsed.avg.per_second"),
+     "derived__l1tex__lsu_writeback_bytes_mem_lgds.sum.per_second"),
+)
+
+
+def tensor_variant_title(variant: str) -> str:
+    """"op_hgmma_src_bf16_dst_fp32_sparsity_off" -> "Op:hgmma Src:bf16 Dst:fp32 Sparsity:off"."""
+    words = variant.split("_")
+    return " ".join(f"{key.capitalize()}:{value}" for key, value in zip(words[::2], words[1::2],
+                                                                          strict=False))
+
+
+def _tensor_tables(body: list[Any]) -> tuple[BodyLayout, ...]:
+    """"Roofline Tensor Core": for every tensor data path (op, source and destination types,
+    sparsity) its DRAM, L2 and L1/TEX rooflines, then the achieved values of each. (ncu's
+    closing summary table of all paths is not rebuilt.)"""
+    labels = {str(m.name()): str(m.label() or "") for m in body}
+    variants = sorted(m.group("variant") for name in labels
+                      if (m := _TENSOR_PEAK.match(name)))
+    if not variants:
+        return ()
+
+    def rows(*names: str) -> tuple[BodyRow, ...]:
+        return tuple(BodyRow(n, labels.get(n, n)) for n in names)
+
+    frequency = "sm__cycles_elapsed.avg.per_second"
+    layouts = []
+    for number, variant in enumerate(variants):
+        title = tensor_variant_title(variant)
+        for level, (level_name, traffic, _) in enumerate(_TENSOR_LEVELS):
+            first = ("Roofline Tensor Core", "Table Name : Tensor Core Operations Roofline") \
+                if number == 0 and level == 0 else ()
+            layouts += [
+                BodyLayout((*first, f"{level_name} Roofline ({title})", "Peak Work"),
+                           rows(frequency, f"sm__ops_path_tensor_{variant}.sum.peak_sustained")),
+                BodyLayout(("Peak Traffic",), rows(*traffic)),
+            ]
+    for variant in variants:
+        title = tensor_variant_title(variant)
+        for level_name, _, bandwidth in _TENSOR_LEVELS:
+            layouts += [
+                BodyLayout((f"{level_name} Achieved Value ({title})", "Achieved Work"),
+                           rows(frequency,
+                                f"sm__ops_path_tensor_{variant}.sum.per_cycle_elapsed")),
+                BodyLayout(("Achieved Traffic",), rows(bandwidth)),
+            ]
+    if not all(row.metric in labels for layout in layouts for row in layout.rows):
+        return ()  # another ncu version's section: print nothing rather than half of it
+    return tuple(layouts)
 
 
 # precision -> (theoretical and achieved work metrics, achieved work rows after the first)
