@@ -25,11 +25,12 @@ _SECTION = re.compile(r"^    Section: (.+)$")
 COMPLETE = ("GPU Speed Of Light Throughput", "GPU Speed Of Light Roofline Chart",
             *(f"GPU Speed Of Light Hierarchical Roofline Chart ({p} Precision)"
               for p in ("Double", "Half", "Single")),
-            "Compute Workload Analysis", "Memory Workload Analysis", "Launch Statistics")
+            "Compute Workload Analysis", "Memory Workload Analysis",
+            "Memory Workload Analysis Chart", "Memory Workload Analysis Tables",
+            "Launch Statistics")
 # sections whose header table ncuh prints in full (their body tables it does not rebuild)
 HEADER_COMPLETE = ("GPU Speed Of Light Hierarchical Roofline Chart (Tensor Core)", "PM Sampling",
-                   "Memory Workload Analysis Chart",
-                   "Memory Workload Analysis Tables", "Scheduler Statistics",
+                   "Scheduler Statistics",
                    "Warp State Statistics", "Instruction Statistics", "Occupancy")
 
 

@@ -119,7 +119,9 @@ for _precision, _ops in (("Double", ("dfma",)), ("Half", ("hfma", "hadd", "hmul"
 # rows ncu places as if their metric had another name (the name it sorts them by)
 SORT_AS = {"lrc__ilc_input_sectors.sum": "lts__gcomp_input_sectors.sum"}
 
-# header metrics whose unit ncu's section file gives and the metric does not
+# metrics whose unit ncu prints differently from the unit ncu_report gives them: everywhere,
+# and only in a section's header table (where the section file names the unit)
+DISPLAY_UNITS = {"idc__requests.sum": ""}
 HEADER_UNITS = {"lts__average_gcomp_output_sector_compression_achieved_rate.ratio": "%"}
 
 # breakdown sub-metric unit prefix -> the unit name ncu prints ("{UNIT}: {COMPOUND_NAME}")
@@ -204,9 +206,37 @@ def _breakdown(body: list[Any]) -> dict[str, list[str]]:
     return out
 
 
+# Memory Workload Analysis tables: (table name, the metric group listing its rows)
+_MEMORY_TABLES = (
+    ("Shared Memory", "group:memory__shared_table"),
+    ("L1/TEX Cache", "group:memory__first_level_cache_table"),
+    ("L2 Cache", "group:memory__l2_cache_table"),
+    ("L2 Cache Eviction Policies", "group:memory__l2_cache_evict_policy_table"),
+    ("Device Memory", "group:memory__dram_table"),
+)
+
+
+def _group_tables(tables: tuple[tuple[str, str], ...], chart: str,
+                  group: Callable[[str], list[str]]) -> tuple[BodyLayout, ...]:
+    """Tables whose rows are a metric group's members, labelled with their metric names."""
+    layouts = []
+    for table, name in tables:
+        members = group(name)
+        if members:
+            titles = ((chart,) if not layouts else ()) + (f"Table Name : {table}",)
+            layouts.append(BodyLayout(titles, tuple(BodyRow(m, m) for m in members)))
+    return tuple(layouts)
+
+
 def body_layouts(identifier: str, body: list[Any],
-                 value: Callable[[str], float | None]) -> tuple[BodyLayout, ...]:
-    """The body tables ncu prints for a section, for the sections rebuilt here."""
+                 value: Callable[[str], float | None],
+                 group: Callable[[str], list[str]] = lambda name: []) -> tuple[BodyLayout, ...]:
+    """The body tables ncu prints for a section, for the sections rebuilt here. `group` gives
+    the members of a metric group (group:<name>), [] when the report lacks it."""
+    if identifier == "MemoryWorkloadAnalysis_Chart":
+        return _group_tables((("Memory Chart", "group:memory__chart"),), "Memory Chart", group)
+    if identifier == "MemoryWorkloadAnalysis_Tables":
+        return _group_tables(_MEMORY_TABLES, "Memory Tables", group)
     if identifier == "SpeedOfLight":
         return _speed_of_light(body, value)
     if identifier == "ComputeWorkloadAnalysis":

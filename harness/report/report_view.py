@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.report.details_layout import (
+    DISPLAY_UNITS,
     EXTRA_HEADER_ROWS,
     HEADER_UNITS,
     SORT_AS,
@@ -42,6 +43,7 @@ VIEW_FORMATS: tuple[ViewFormat, ...] = ("text", "md", "json")
 Details = Literal["header", "all"]
 DETAILS: tuple[Details, ...] = ("header", "all")
 
+NOT_AVAILABLE = "(!) n/a"  # ncu's value for a metric the report does not hold
 RULE_WRAP = 109  # ncu wraps rule message lines at 109 characters (then pads them)
 RULE_SEPARATOR = "----- " + "-" * 110  # 120 columns with its indent
 
@@ -77,6 +79,7 @@ def _row(metric: Any) -> MetricRow:
     raw_value = metric.value() if metric.has_value() else None
     raw_unit = str(metric.unit() or "")
     value, unit = display(raw_value, raw_unit)
+    unit = DISPLAY_UNITS.get(str(metric.name()), unit)
     return MetricRow(label=str(metric.label() or metric.name()), unit=unit, value=value,
                      metric=str(metric.name()), raw_value=raw_value, raw_unit=raw_unit)
 
@@ -104,7 +107,7 @@ def _header_rows(action: Any, section: Any, identifier: str) -> tuple[MetricRow,
     metric-name order as ncu prints them."""
     rows = {r.metric: r for r in (_row(m) for m in section.header_metrics())}
     for name, unit in HEADER_UNITS.items():
-        if name in rows and not rows[name].unit:
+        if name in rows:
             rows[name] = dataclasses.replace(rows[name], unit=unit)
     for name, label in EXTRA_HEADER_ROWS.get(identifier, ()):
         if name not in rows and (row := _named_row(action, name, label)) is not None:
@@ -128,9 +131,17 @@ def _body_tables(action: Any, section: Any, identifier: str) -> tuple[BodyTable,
             return _named_row(action, name, label)
         return dataclasses.replace(_row(metric), label=label)
 
+    def group(name: str) -> list[str]:
+        row = _named_row(action, name, name)
+        raw = row.raw_value if row is not None else None
+        return [m for m in str(raw).split(",") if m] if isinstance(raw, str) else []
+
     tables = []
-    for layout in body_layouts(identifier, body, value):
-        rows = tuple(row for r in layout.rows if (row := row_of(r.metric, r.label)) is not None)
+    for layout in body_layouts(identifier, body, value, group):
+        # a metric the report lacks: ncu prints the row with "(!) n/a" and no unit
+        rows = tuple(row_of(r.metric, r.label) or MetricRow(r.label, "", NOT_AVAILABLE, r.metric,
+                                                            None, "")
+                     for r in layout.rows)
         if rows:
             tables.append(BodyTable(titles=layout.titles, rows=rows))
     return tuple(tables)
