@@ -27,11 +27,10 @@ COMPLETE = ("GPU Speed Of Light Throughput", "GPU Speed Of Light Roofline Chart"
               for p in ("Double", "Half", "Single")),
             "Compute Workload Analysis", "Memory Workload Analysis",
             "Memory Workload Analysis Chart", "Memory Workload Analysis Tables",
-            "Launch Statistics")
+            "Launch Statistics", "Scheduler Statistics", "Warp State Statistics")
 # sections whose header table ncuh prints in full (their body tables it does not rebuild)
 HEADER_COMPLETE = ("GPU Speed Of Light Hierarchical Roofline Chart (Tensor Core)", "PM Sampling",
-                   "Scheduler Statistics",
-                   "Warp State Statistics", "Instruction Statistics", "Occupancy")
+                   "Instruction Statistics", "Occupancy")
 
 
 def _kernels(text: str) -> dict[str, dict[str, list[str]]]:
@@ -131,6 +130,14 @@ def test_tensor_roofline_paths_are_titled_as_ncu_titles_them():
     assert tensor_variant_title("op_hgmma_src_bf16_dst_fp32_sparsity_off") == (
         "Op:hgmma Src:bf16 Dst:fp32 Sparsity:off")
     assert tensor_variant_title("src_int8") == "Src:int8"
+
+
+def test_body_tables_sort_as_ncu_reads_printed_values():
+    from harness.report.report_view import sort_value
+
+    assert sort_value("16.22") == 16.22
+    assert sort_value("1,215.00") == 1.0  # ncu stops reading at the thousands separator
+    assert sort_value("(!) n/a") is None
 
 
 def test_cli_print_details_all_adds_the_body_tables():

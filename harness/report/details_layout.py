@@ -206,6 +206,8 @@ def _breakdown(body: list[Any]) -> dict[str, list[str]]:
     return out
 
 
+_STALL = re.compile(r"^smsp__average_warps_issue_stalled_\w+_per_issue_active\.ratio$")
+
 # Memory Workload Analysis tables: (table name, the metric group listing its rows)
 _MEMORY_TABLES = (
     ("Shared Memory", "group:memory__shared_table"),
@@ -233,6 +235,20 @@ def body_layouts(identifier: str, body: list[Any],
                  group: Callable[[str], list[str]] = lambda name: []) -> tuple[BodyLayout, ...]:
     """The body tables ncu prints for a section, for the sections rebuilt here. `group` gives
     the members of a metric group (group:<name>), [] when the report lacks it."""
+    if identifier == "SchedulerStats":
+        return (BodyLayout(("Table Name : Warps Per Scheduler",), (
+            BodyRow("smsp__issue_active.avg.per_cycle_active", "Issued Warp Per Scheduler"),
+            BodyRow("smsp__maximum_warps_avg_per_active_cycle",
+                    "Theoretical Warps Per Scheduler"),
+            BodyRow("smsp__warps_active.avg.peak_sustained", "GPU Maximum Warps Per Scheduler"),
+            BodyRow("smsp__warps_active.avg.per_cycle_active", "Active Warps Per Scheduler"),
+            BodyRow("smsp__warps_eligible.avg.per_cycle_active", "Eligible Warps Per Scheduler"),
+        )),)
+    if identifier == "WarpStateStats":
+        stalls = [BodyRow(str(m.name()), str(m.label() or m.name())) for m in body
+                  if _STALL.match(str(m.name()))]
+        return (BodyLayout(("Table Name : Warp State (All Cycles)",), _by_value(stalls, value)),) \
+            if stalls else ()
     if identifier == "MemoryWorkloadAnalysis_Chart":
         return _group_tables((("Memory Chart", "group:memory__chart"),), "Memory Chart", group)
     if identifier == "MemoryWorkloadAnalysis_Tables":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import re
 import textwrap
 from dataclasses import asdict
 from pathlib import Path
@@ -102,6 +103,17 @@ def _names(action: Any) -> frozenset[str]:
     return cached
 
 
+_LEADING_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?")
+
+
+def sort_value(printed: str) -> float | None:
+    """The number ncu sorts a body table by: it reads the printed value only up to a
+    thousands separator, so "1,215.00" sorts as 1 (below "1.49") and "8,046.77" ties with
+    "8,464.72" (seen in its Warp State tables)."""
+    match = _LEADING_NUMBER.match(printed.split(",", 1)[0])
+    return float(match.group(0)) if match else None
+
+
 def _header_rows(action: Any, section: Any, identifier: str) -> tuple[MetricRow, ...]:
     """The section's header metrics plus the rows ncu repeats from other sections, in
     metric-name order as ncu prints them."""
@@ -118,8 +130,7 @@ def _header_rows(action: Any, section: Any, identifier: str) -> tuple[MetricRow,
 def _body_tables(action: Any, section: Any, identifier: str) -> tuple[BodyTable, ...]:
     def value(name: str) -> float | None:
         row = _named_row(action, name, name)
-        raw = row.raw_value if row is not None else None
-        return float(raw) if isinstance(raw, (int, float)) else None
+        return sort_value(row.value) if row is not None else None
 
     body = list(section.body_metrics())
     # the section's own metric objects carry the unit the section gives (inst, not thread)
