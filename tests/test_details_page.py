@@ -27,10 +27,10 @@ COMPLETE = ("GPU Speed Of Light Throughput", "GPU Speed Of Light Roofline Chart"
               for p in ("Double", "Half", "Single")),
             "Compute Workload Analysis", "Memory Workload Analysis",
             "Memory Workload Analysis Chart", "Memory Workload Analysis Tables",
-            "Launch Statistics", "Scheduler Statistics", "Warp State Statistics")
+            "Launch Statistics", "Scheduler Statistics", "Warp State Statistics",
+            "Occupancy", "Instruction Statistics")
 # sections whose header table ncuh prints in full (their body tables it does not rebuild)
-HEADER_COMPLETE = ("GPU Speed Of Light Hierarchical Roofline Chart (Tensor Core)", "PM Sampling",
-                   "Instruction Statistics", "Occupancy")
+HEADER_COMPLETE = ("GPU Speed Of Light Hierarchical Roofline Chart (Tensor Core)", "PM Sampling")
 
 
 def _kernels(text: str) -> dict[str, dict[str, list[str]]]:
@@ -138,6 +138,17 @@ def test_body_tables_sort_as_ncu_reads_printed_values():
     assert sort_value("16.22") == 16.22
     assert sort_value("1,215.00") == 1.0  # ncu stops reading at the thousands separator
     assert sort_value("(!) n/a") is None
+
+
+def test_instance_lists_wrap_as_ncu_wraps_them():
+    from harness.report.report_view import wrap_list
+
+    # from ncu's Occupancy page: 29 columns on the first and last line, 28 in between
+    assert wrap_list("8,524 (100; 100; 100; 100; 100; 100; 100; 100; 100; 100; 100; 12)") == [
+        "8,524 (100; 100; 100; 100;", "100; 100; 100; 100; 100;", "100; 100; 12)"]
+    # a 29-column line stays when it ends the list
+    assert wrap_list("1 (100; 100; 100; 100; 100; 100; 100; 100; 100; 100; 123)") == [
+        "1 (100; 100; 100; 100; 100;", "100; 100; 100; 100; 100; 123)"]
 
 
 def test_cli_print_details_all_adds_the_body_tables():

@@ -206,6 +206,39 @@ def _breakdown(body: list[Any]) -> dict[str, list[str]]:
     return out
 
 
+# Occupancy graphs: (table, the varied resource's metric and label, the curve's suffix)
+_OCCUPANCY_TABLES = (
+    ("Impact of Varying Register Count Per Thread", "launch__registers_per_thread",
+     "Registers Per Thread", "register_count"),
+    ("Impact of Varying Block Size", "launch__block_size", "Block Size", "block_size"),
+    ("Impact of Varying Shared Memory Usage Per Block", "launch__shared_mem_per_block",
+     "Shared Memory Per Block", "shared_mem_size"),
+    ("Impact of Varying Block Barriers", "launch__barrier_count", "Block Barrier Count",
+     "barrier_count"),
+)
+
+
+def _occupancy_tables(body: list[Any]) -> tuple[BodyLayout, ...]:
+    """"% Occupancy Graphs" and "# Warps Graphs": each curve (its values per register
+    count, block size, ...) beside the launch's own value; rows in metric-name order."""
+    labels = {str(m.name()): str(m.label() or "") for m in body}
+    layouts = []
+    for chart, curve in (("% Occupancy Graphs", "derived__pct_occupancy_per_"),
+                         ("# Warps Graphs", "launch__occupancy_per_")):
+        for index, (table, launch, label, suffix) in enumerate(_OCCUPANCY_TABLES):
+            rows = sorted((BodyRow(f"{curve}{suffix}", labels.get(f"{curve}{suffix}", "")),
+                           BodyRow(launch, label)), key=lambda r: r.metric)
+            titles = ((chart,) if index == 0 else ()) + (f"Table Name : {table}",)
+            layouts.append(BodyLayout(titles, tuple(rows)))
+        layouts.append(BodyLayout(("Table Name : Impact of Varying Cluster Size",), (
+            BodyRow("launch__cluster_size", "Cluster Size"),
+            BodyRow("launch__occupancy_per_cluster_size", "Active Clusters"))))
+    if not all(r.metric in labels or r.metric.startswith("launch__")
+               for layout in layouts for r in layout.rows):
+        return ()
+    return tuple(layouts)
+
+
 _STALL = re.compile(r"^smsp__average_warps_issue_stalled_\w+_per_issue_active\.ratio$")
 
 # Memory Workload Analysis tables: (table name, the metric group listing its rows)
@@ -249,6 +282,17 @@ def body_layouts(identifier: str, body: list[Any],
                   if _STALL.match(str(m.name()))]
         return (BodyLayout(("Table Name : Warp State (All Cycles)",), _by_value(stalls, value)),) \
             if stalls else ()
+    if identifier == "Occupancy":
+        return _occupancy_tables(body)
+    if identifier == "InstructionStats":
+        labels = {str(m.name()): str(m.label() or "") for m in body}
+        return tuple(
+            BodyLayout((chart, f"Table Name : {table}"), (BodyRow(name, labels[name]),))
+            for chart, table, name in (
+                ("Opcode Category Chart", "Executed Instruction Categories",
+                 "sass__inst_executed_per_opcode_category"),
+                ("Opcode Charts", "Executed Instruction Mix", "sass__inst_executed_per_opcode"))
+            if name in labels)
     if identifier == "MemoryWorkloadAnalysis_Chart":
         return _group_tables((("Memory Chart", "group:memory__chart"),), "Memory Chart", group)
     if identifier == "MemoryWorkloadAnalysis_Tables":

@@ -32,7 +32,7 @@ from harness.report.kernel_profile import (
     RuleResult,
     SectionView,
 )
-from harness.report.ncu_format import display
+from harness.report.ncu_format import display, format_number, scale_unit
 from harness.report.profile_builder import read_rules
 from harness.report.reportfile import KernelRef, open_report, select_kernels
 from harness.report.rule_text import format_speedup, speedup_label
@@ -114,6 +114,46 @@ def sort_value(printed: str) -> float | None:
     return float(match.group(0)) if match else None
 
 
+# ncu prints "sum (v1; v2; ...)" values in a 30-column value column, right-aligned, wrapped
+# greedily at spaces: 29 columns on the first line and on the last, 28 in between (read off
+# its pages)
+LIST_WIDTH = 30
+LIST_FIRST, LIST_REST = 29, 28
+
+
+def wrap_list(text: str) -> list[str]:
+    """`text` wrapped at spaces the way ncu wraps instance lists."""
+    words = text.split(" ")
+    lines: list[str] = []
+    current = ""
+    for index, word in enumerate(words):
+        candidate = f"{current} {word}" if current else word
+        last = index == len(words) - 1
+        limit = LIST_FIRST if not lines or last else LIST_REST
+        if current and len(candidate) > limit:
+            lines.append(current)
+            current = word
+        else:
+            current = candidate
+    lines.append(current)
+    return lines
+
+
+def _instance_list(metric: Any, row: MetricRow) -> str:
+    """ncu's text for an instanced metric in a body table: the sum, then every instance
+    value in the sum's display unit, wrapped at 30 columns (lines joined by newlines)."""
+    total = metric.value()
+    scaled, _ = scale_unit(float(total), str(metric.unit() or ""))
+    # the unit's power of ten (1000 for Kbyte), so 25 / 1000 prints 0.03 as ncu prints it
+    divisor = round(float(total) / scaled) if total and scaled != total else 1
+    values = []
+    for index in range(metric.num_instances()):
+        value = metric.value(index)
+        values.append(format_number(value if divisor == 1 else value / divisor))
+    text = f"{row.value} ({'; '.join(values)})"
+    return "\n".join(wrap_list(text))
+
+
 def _header_rows(action: Any, section: Any, identifier: str) -> tuple[MetricRow, ...]:
     """The section's header metrics plus the rows ncu repeats from other sections, in
     metric-name order as ncu prints them."""
@@ -140,7 +180,10 @@ def _body_tables(action: Any, section: Any, identifier: str) -> tuple[BodyTable,
         metric = own.get(name)
         if metric is None or not metric.has_value():
             return _named_row(action, name, label)
-        return dataclasses.replace(_row(metric), label=label)
+        row = dataclasses.replace(_row(metric), label=label)
+        if metric.num_instances() > 1:  # a curve: its sum, then every value, wrapped
+            row = dataclasses.replace(row, value=_instance_list(metric, row))
+        return row
 
     def group(name: str) -> list[str]:
         row = _named_row(action, name, name)
@@ -192,13 +235,21 @@ def profile_views(profiles: list[KernelProfile]) -> list[KernelView]:
 
 
 def _table(rows: tuple[MetricRow, ...], indent: str) -> list[str]:
+    values = {id(r): r.value.split("\n") for r in rows}
+    wrapped = any(len(v) > 1 for v in values.values())
     name_w = max([len("Metric Name"), *(len(r.label) for r in rows)])
     unit_w = max([len("Metric Unit"), *(len(r.unit) for r in rows)])
-    value_w = max([len("Metric Value"), *(len(r.value) for r in rows)])
+    value_w = max([len("Metric Value"), *(len(line) for v in values.values() for line in v)])
+    if wrapped:
+        value_w = max(value_w, LIST_WIDTH)
     rule = f"{indent}{'-' * name_w} {'-' * unit_w} {'-' * value_w}"
     lines = [rule, f"{indent}{'Metric Name':<{name_w}} {'Metric Unit':>{unit_w}} "
              f"{'Metric Value':>{value_w}}", rule]
-    lines += [f"{indent}{r.label:<{name_w}} {r.unit:>{unit_w}} {r.value:>{value_w}}" for r in rows]
+    for r in rows:
+        first, *rest = values[id(r)]
+        lines.append(f"{indent}{r.label:<{name_w}} {r.unit:>{unit_w}} {first.strip():>{value_w}}")
+        lines += [f"{indent}{'':<{name_w}} {'':>{unit_w}} {line.strip():>{value_w}}"
+                  for line in rest]
     lines.append(rule)
     return lines
 
