@@ -28,9 +28,10 @@ COMPLETE = ("GPU Speed Of Light Throughput", "GPU Speed Of Light Roofline Chart"
             "Compute Workload Analysis", "Memory Workload Analysis",
             "Memory Workload Analysis Chart", "Memory Workload Analysis Tables",
             "Launch Statistics", "Scheduler Statistics", "Warp State Statistics",
-            "Occupancy", "Instruction Statistics")
+            "Occupancy", "Instruction Statistics",
+            "GPU Speed Of Light Hierarchical Roofline Chart (Tensor Core)")
 # sections whose header table ncuh prints in full (their body tables it does not rebuild)
-HEADER_COMPLETE = ("GPU Speed Of Light Hierarchical Roofline Chart (Tensor Core)", "PM Sampling")
+HEADER_COMPLETE = ("PM Sampling",)
 
 
 def _kernels(text: str) -> dict[str, dict[str, list[str]]]:

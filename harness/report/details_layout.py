@@ -333,8 +333,8 @@ def tensor_variant_title(variant: str) -> str:
 
 def _tensor_tables(body: list[Any]) -> tuple[BodyLayout, ...]:
     """"Roofline Tensor Core": for every tensor data path (op, source and destination types,
-    sparsity) its DRAM, L2 and L1/TEX rooflines, then the achieved values of each. (ncu's
-    closing summary table of all paths is not rebuilt.)"""
+    sparsity) its DRAM, L2 and L1/TEX rooflines, then the achieved values of each, then one
+    table of all paths' counters."""
     labels = {str(m.name()): str(m.label() or "") for m in body}
     variants = sorted(m.group("variant") for name in labels
                       if (m := _TENSOR_PEAK.match(name)))
@@ -365,9 +365,16 @@ def _tensor_tables(body: list[Any]) -> tuple[BodyLayout, ...]:
                                 f"sm__ops_path_tensor_{variant}.sum.per_cycle_elapsed")),
                 BodyLayout(("Achieved Traffic",), rows(bandwidth)),
             ]
+    # closing the section, one table of every path's counters, labelled with the path
+    summary = BodyLayout((), tuple(
+        BodyRow(f"sm__ops_path_tensor_{variant}.sum{suffix}", tensor_variant_title(variant))
+        for variant in variants
+        for suffix in ("", ".pct_of_peak_sustained_elapsed", ".peak_sustained",
+                       ".peak_sustained_elapsed.per_second", ".per_cycle_elapsed",
+                       ".per_second")))
     if not all(row.metric in labels for layout in layouts for row in layout.rows):
         return ()  # another ncu version's section: print nothing rather than half of it
-    return tuple(layouts)
+    return (*layouts, summary)
 
 
 # precision -> (theoretical and achieved work metrics, achieved work rows after the first)
