@@ -19,13 +19,16 @@ import functools
 import math
 from typing import Any
 
-from harness.project import Launch
+from harness.project import Launch, Size
 
 # Smallest block of the multi-pass variants: a pass leaves at most ceil(count / 64) partials.
 MIN_BLOCK = 64
 MAX_BLOCK = 1024
 # Grid-stride variants: at most this many blocks, so their partials always fit.
 MAX_GRID = 8192
+# The harness passes these to the callables.
+Inputs = dict[str, Any]
+Params = dict[str, int]
 # float32 unit roundoff.
 UNIT_ROUNDOFF = 2.0**-24
 # Confidence factor of the probabilistic rounding-error bound (see `tolerance`).
@@ -43,7 +46,7 @@ def partials_length(n: int) -> int:
     return max(-(-n // MIN_BLOCK), MAX_GRID)
 
 
-def make_inputs(size: Any, seed: int | None) -> dict[str, Any]:
+def make_inputs(size: Size, seed: int | None) -> Inputs:
     """Fresh device buffers for a sum of n = size.n floats (see the module docstring)."""
     cupy = _cupy()
     n = size.n
@@ -62,13 +65,13 @@ def make_inputs(size: Any, seed: int | None) -> dict[str, Any]:
     }
 
 
-def expected(inputs: dict[str, Any], size: Any) -> dict[str, Any]:
+def expected(inputs: Inputs, size: Size) -> Inputs:
     """The float64 sum of x, accumulated in float64 on the device."""
     cupy = _cupy()
     return {"out": cupy.sum(inputs["x"], dtype=cupy.float64).reshape(1)}
 
 
-def tolerance(size: Any) -> float:
+def tolerance(size: Size) -> float:
     """Relative error allowed for a float32 sum of n non-negative floats.
 
     Higham & Mary's probabilistic bound (SIAM J. Sci. Comput. 41(5), 2019): for ANY order of
@@ -84,7 +87,7 @@ def tolerance(size: Any) -> float:
     return UNIT_ROUNDOFF * (LAMBDA * math.sqrt(size.n) + 1.0)
 
 
-def check_params(size: Any, params: dict[str, int]) -> list[str]:
+def check_params(size: Size, params: Params) -> list[str]:
     """Problems with a configuration ([] when it runs)."""
     problems = []
     block = params.get("BLOCK", 256)
@@ -121,7 +124,7 @@ def _ceil_div(a: int, b: int) -> int:
 
 
 def _tree_passes(
-    inputs: dict[str, Any], n: int, block: int, per_block: int, dynamic_smem: bool
+    inputs: Inputs, n: int, block: int, per_block: int, dynamic_smem: bool
 ) -> list[Launch]:
     """Passes of a data-sized grid (one partial per block) until one value is left.
 
@@ -144,33 +147,31 @@ def _tree_passes(
         source, count = target, blocks
 
 
-def launch_one_per_thread(size: Any, params: dict[str, int], inputs: dict[str, Any]) -> list[Launch]:
+def launch_one_per_thread(size: Size, params: Params, inputs: Inputs) -> list[Launch]:
     """Iterations 1-3: one element per thread, block size at run time (dynamic shared memory)."""
     block = params["BLOCK"]
     return _tree_passes(inputs, size.n, block, block, dynamic_smem=True)
 
 
-def launch_two_per_thread(size: Any, params: dict[str, int], inputs: dict[str, Any]) -> list[Launch]:
+def launch_two_per_thread(size: Size, params: Params, inputs: Inputs) -> list[Launch]:
     """Iterations 4-5: two elements per thread, block size at run time."""
     block = params["BLOCK"]
     return _tree_passes(inputs, size.n, block, 2 * block, dynamic_smem=True)
 
 
-def launch_two_per_thread_static(
-    size: Any, params: dict[str, int], inputs: dict[str, Any]
-) -> list[Launch]:
+def launch_two_per_thread_static(size: Size, params: Params, inputs: Inputs) -> list[Launch]:
     """Iteration 6: two elements per thread, BLOCK compiled in (static shared memory)."""
     block = params["BLOCK"]
     return _tree_passes(inputs, size.n, block, 2 * block, dynamic_smem=False)
 
 
-def _grid_stride_grid(n: int, params: dict[str, int], per_block: int) -> int:
+def _grid_stride_grid(n: int, params: Params, per_block: int) -> int:
     """A few blocks per SM, fewer when n is too small to give each thread a full step."""
     limit = min(sm_count() * params["BLOCKS_PER_SM"], MAX_GRID)
     return max(1, min(_ceil_div(n, per_block), limit))
 
 
-def _two_passes(inputs: dict[str, Any], n: int, block: int, grid: int) -> list[Launch]:
+def _two_passes(inputs: Inputs, n: int, block: int, grid: int) -> list[Launch]:
     """A grid-stride pass into `partials`, then one block over them into `out`."""
     if grid == 1:
         return [Launch(grid=(1,), block=(block,), args=(inputs["x"], inputs["out"], _count(n)))]
@@ -181,21 +182,21 @@ def _two_passes(inputs: dict[str, Any], n: int, block: int, grid: int) -> list[L
     ]
 
 
-def launch_grid_stride(size: Any, params: dict[str, int], inputs: dict[str, Any]) -> list[Launch]:
+def launch_grid_stride(size: Size, params: Params, inputs: Inputs) -> list[Launch]:
     """Iterations 7-8: two floats per thread per step, a fixed grid, then a one-block pass."""
     block = params["BLOCK"]
     grid = _grid_stride_grid(size.n, params, 2 * block)
     return _two_passes(inputs, size.n, block, grid)
 
 
-def launch_vectorized(size: Any, params: dict[str, int], inputs: dict[str, Any]) -> list[Launch]:
+def launch_vectorized(size: Size, params: Params, inputs: Inputs) -> list[Launch]:
     """Iteration 9: UNROLL float4s per thread per step, then a one-block pass."""
     block = params["BLOCK"]
     grid = _grid_stride_grid(size.n, params, 4 * params["UNROLL"] * block)
     return _two_passes(inputs, size.n, block, grid)
 
 
-def launch_single_pass(size: Any, params: dict[str, int], inputs: dict[str, Any]) -> Launch:
+def launch_single_pass(size: Size, params: Params, inputs: Inputs) -> Launch:
     """Iteration 10: one launch; the last block to finish writes `out`."""
     block = params["BLOCK"]
     grid = _grid_stride_grid(size.n, params, 4 * params["UNROLL"] * block)
@@ -203,7 +204,7 @@ def launch_single_pass(size: Any, params: dict[str, int], inputs: dict[str, Any]
     return Launch(grid=(grid,), block=(block,), args=args)
 
 
-def cub_sum(inputs: dict[str, Any], size: Any) -> dict[str, Any]:
+def cub_sum(inputs: Inputs, size: Size) -> Inputs:
     """cub::DeviceReduce::Sum on x, through CuPy's CUB binding.
 
     `cupy.cuda.cub.cub_reduction` is what `cupy.sum` calls when CuPy's routine accelerator
@@ -220,7 +221,7 @@ def cub_sum(inputs: dict[str, Any], size: Any) -> dict[str, Any]:
     return {"out": result.reshape(1)}
 
 
-def copy_same_bytes(inputs: dict[str, Any], size: Any) -> None:
+def copy_same_bytes(inputs: Inputs, size: Size) -> None:
     """cudaMemcpyAsync device-to-device of x (4n bytes read, 4n bytes written)."""
     cupy = _cupy()
     runtime = cupy.cuda.runtime
