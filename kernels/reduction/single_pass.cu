@@ -75,8 +75,9 @@ reduce_single_pass(const float *__restrict__ in, float *__restrict__ out,
     }
     __syncthreads();
     if (!is_last) return;
+    __threadfence();  // pairs with the writers' fences: read the partials after the ticket
     v = 0.0f;
-    // __ldcg reads through L2 only: this SM's L1 may hold nothing stale, but be sure.
+    // __ldcg reads through L2 only, never a line this SM's L1 may still hold.
     for (unsigned int b = threadIdx.x; b < gridDim.x; b += BLOCK) v += __ldcg(&partials[b]);
     v = block_sum(v);
     if (threadIdx.x == 0) {
