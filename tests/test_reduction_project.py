@@ -136,6 +136,10 @@ def test_tolerance_is_the_documented_bound(project):
         ({"BLOCK": 256, "UNROLL": 17}, 1),
         ({"BLOCK": 256, "BLOCKS_PER_SM": 0}, 1),
         ({"BLOCK": 256, "BLOCKS_PER_SM": 33}, 1),
+        ({"BLOCK": 256, "STREAM": 0}, 0),
+        ({"BLOCK": 256, "STREAM": 2}, 0),
+        ({"BLOCK": 256, "STREAM": 3}, 1),
+        ({"BLOCK": 256, "STREAM": -1}, 1),
     ],
 )
 def test_constraints_at_their_edges(project, params, problems):
@@ -215,8 +219,8 @@ def test_launches_sum_every_element_once(project, module, name, n):
         ("grid_stride", 2**26, 2),
         ("grid_stride", 512, 1),  # one block: straight into out
         ("vectorized", 2**26, 2),
-        ("vectorized", 4096, 1),
-        ("vectorized", 4097, 2),
+        ("vectorized", 16384, 1),  # 1024 threads x 4 steps x 4 floats
+        ("vectorized", 16385, 2),
         ("single_pass", 2**28, 1),
     ],
 )

@@ -99,6 +99,9 @@ def check_params(size: Size, params: Params) -> list[str]:
     per_sm = params.get("BLOCKS_PER_SM", 1)
     if not 1 <= per_sm <= 32:
         problems.append(f"BLOCKS_PER_SM={per_sm} must be in [1, 32]")
+    stream = params.get("STREAM", 0)
+    if stream not in (0, 1, 2):
+        problems.append(f"STREAM={stream} must be 0 (plain), 1 (ld.global.cs) or 2 (policy)")
     return problems
 
 

@@ -10,6 +10,25 @@
 #ifndef UNROLL
 #define UNROLL 4
 #endif
+// How x is read: 0 plain loads; 1 ld.global.cs (cache-streaming: evict-first in L1 and L2);
+// 2 an L2 evict-first access policy, no L1 allocation and a 256-byte L2 prefetch per miss.
+#ifndef STREAM
+#define STREAM 1
+#endif
+
+// A 16-byte load of data that is read exactly once.
+__device__ __forceinline__ float4 load_once(const float4 *p, unsigned long long policy) {
+#if STREAM == 1
+    return __ldcs(p);
+#elif STREAM == 2
+    float4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.L2::256B.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p), "l"(policy));
+    return v;
+#else
+    return *p;
+#endif
+}
 
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
@@ -39,6 +58,10 @@ __device__ __forceinline__ float thread_sum(const float *__restrict__ in, unsign
     const unsigned long long n4 = n / 4;
     const unsigned long long stride = (unsigned long long)gridDim.x * BLOCK;
     const unsigned long long first = (unsigned long long)blockIdx.x * BLOCK + threadIdx.x;
+    unsigned long long policy = 0;
+#if STREAM == 2
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+#endif
     float acc[UNROLL];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) acc[u] = 0.0f;
@@ -46,12 +69,12 @@ __device__ __forceinline__ float thread_sum(const float *__restrict__ in, unsign
     for (; i + (UNROLL - 1) * stride < n4; i += UNROLL * stride) {
         float4 q[UNROLL];
 #pragma unroll
-        for (int u = 0; u < UNROLL; ++u) q[u] = in4[i + u * stride];
+        for (int u = 0; u < UNROLL; ++u) q[u] = load_once(in4 + i + u * stride, policy);
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) acc[u] += (q[u].x + q[u].y) + (q[u].z + q[u].w);
     }
     for (; i < n4; i += stride) {
-        const float4 q = in4[i];
+        const float4 q = load_once(in4 + i, policy);
         acc[0] += (q.x + q.y) + (q.z + q.w);
     }
     if (first < n - n4 * 4) acc[0] += in[n4 * 4 + first];
