@@ -184,13 +184,15 @@ def _import(name: str, folder: Path, where: str) -> Any:
             from None
 
 
-def _one_line(error: BaseException) -> str:
+def _one_line(error: BaseException, folder: Path | None = None) -> str:
+    """`Type: message (file line N)`, the line being the deepest one in the user's folder."""
     text = " ".join(str(error).split())
     tb = error.__traceback__
     line = ""
     while tb is not None:
         filename = tb.tb_frame.f_code.co_filename
-        if not filename.startswith("<"):
+        if not filename.startswith("<") and (folder is None or Path(filename).resolve()
+                                              .is_relative_to(folder)):
             line = f" ({Path(filename).name} line {tb.tb_lineno})"
         tb = tb.tb_next
     return f"{type(error).__name__}: {text}{line}" if text else f"{type(error).__name__}{line}"
@@ -322,8 +324,10 @@ def _key(name: str) -> str:
 
 
 def load_project(path: Path | str) -> Project:
-    """Read and check the project file at `path` (an ncuh.toml or a pyproject.toml)."""
-    path = Path(path).resolve()
+    """Read and check the project file at `path` (an ncuh.toml or a pyproject.toml, or the
+    folder that holds one)."""
+    path = Path(path)
+    path = (find_project(path) if path.is_dir() else path).resolve()
     folder = path.parent
     data = _read_table(path)
     try:
