@@ -141,7 +141,7 @@ def measure_chain(size: int, section_set: str, work: Path) -> dict[str, Any]:
 
 def environment() -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
-    from harness.gpu_env import collect_environment
+    from harness.gpu.env import collect_environment
     from harness.ncu_locate import ncu_executable
 
     env = collect_environment()

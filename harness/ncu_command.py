@@ -7,7 +7,7 @@ all` (caches flushed before every replay pass) and `--replay-mode kernel`.
 
 Two kinds of target:
 
-* a bundled variant, run by `python -m harness.runner`, which launches the kernel once inside
+* a project's variant, run by `python -m harness.gpu.runner`, which launches the kernel once inside
   the NVTX push/pop range `runner_range(label)`; ncu captures that launch alone through
   `--nvtx --nvtx-include "<range>/"` (the trailing slash selects push/pop ranges) with
   `--launch-count 1`. Where NVTX is unavailable the runner launches the kernel exactly
@@ -137,29 +137,36 @@ def ncu_args(
 def variant_filter(
     label: str, *, capture: CaptureMode, kernel_name: str, warmup: int
 ) -> KernelFilter:
-    """The filter that captures exactly the runner's target launch of entry `label`."""
+    """The filter that captures exactly the runner's target launch of entry `label`.
+
+    `kernel_name` is a kernel's exact name, or a ready `-k` filter starting with "regex:"
+    (a project variant's `capture`).
+    """
     if capture == "nvtx":
         return KernelFilter(nvtx_include=(f"{runner_range(label)}/",), launch_count=1)
-    return KernelFilter(
-        kernel=f"regex:^{re.escape(kernel_name)}$", launch_skip=warmup, launch_count=1
-    )
+    kernel = (kernel_name if kernel_name.startswith("regex:")
+              else f"regex:^{re.escape(kernel_name)}$")
+    return KernelFilter(kernel=kernel, launch_skip=warmup, launch_count=1)
 
 
 def runner_program(
     variant: str,
-    size: tuple[int, int, int],
+    size: Sequence[int],
     *,
     label: str,
+    project: Path | str | None = None,
     params: dict[str, Any] | None = None,
     warmup: int,
     capture: CaptureMode,
     python: str | None = None,
 ) -> list[str]:
-    """argv of `python -m harness.runner` for one variant and size."""
-    argv = [
-        python or sys.executable, "-m", "harness.runner",
+    """argv of `python -m harness.gpu.runner` for one variant and size of a project."""
+    argv = [python or sys.executable, "-m", "harness.gpu.runner"]
+    if project is not None:
+        argv += ["--project", str(project)]
+    argv += [
         "--variant", variant,
-        "--size", ",".join(str(n) for n in size),
+        "--size", "x".join(str(n) for n in size),
         "--label", label,
         "--warmup", str(warmup),
         "--capture", capture,

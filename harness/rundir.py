@@ -18,14 +18,16 @@ manifest.json:
       "started_at": ISO-8601, "finished_at": ISO-8601,
       "entries": [
         {"label": "register_tiled_4096", "variant": "register_tiled" | null,
-         "size": [M, N, K] | null, "params": {...}, "report": "register_tiled_4096.ncu-rep",
+         "size": [one value per dim] | null, "params": {...},
+         "report": "register_tiled_4096.ncu-rep",
          "status": "ok" | "failed", "error": null | "one line"}
       ],
       "timings": {"ncu_s": float,     # the entries' ncu runs, summed
                   "post_s": float,    # environment probe + metrics export, run side by side
                   "post_environment_s": float,  # each of the two, from their start
                   "post_metrics_s": float,
-                  "total_s": float}   # the whole `ncuh profile`, up to writing the manifest
+                  "total_s": float},  # the whole `ncuh profile`, up to writing the manifest
+      "project": {"name": ..., "path": ..., ...} | null   # optional: the project of the run
     }
 
 A directory whose name ends in `.incomplete` was interrupted and is never read as a run.

@@ -10,15 +10,15 @@ from typing import Any
 
 import click
 
+from harness.commands.options import project_option, project_path
 from harness.errors import NcuhError
 from harness.ncu_command import CLOCK_CONTROLS, SETS, KernelFilter, NcuSettings
 
 
-def _sizes(size: tuple[str, ...], sizes: tuple[str, ...]) -> tuple[tuple[int, int, int], ...]:
-    from harness.profile import DEFAULT_SIZE, parse_size
-
+def _sizes(size: tuple[str, ...], sizes: tuple[str, ...]) -> tuple[str, ...]:
+    """The size words as given; the project parses them (default: its profile_size)."""
     texts = list(size) + [part for group in sizes for part in group.split(",") if part.strip()]
-    return tuple(dict.fromkeys(parse_size(text) for text in texts)) or (DEFAULT_SIZE,)
+    return tuple(dict.fromkeys(text.strip() for text in texts))
 
 
 def _params(text: str | None) -> dict[str, Any]:
@@ -68,7 +68,9 @@ class _Progress:
 @click.option("--variant", "variants", multiple=True, metavar="NAME",
               help="Variant to profile (repeatable).")
 @click.option("--all", "all_variants", is_flag=True, help="Every variant of the chain, in order.")
-@click.option("--size", multiple=True, metavar="N|MxNxK", help="Problem size (repeatable).")
+@click.option("--size", multiple=True, metavar="SIZE",
+              help="Problem size: N, or one value per dimension like MxNxK (repeatable) "
+                   "[default: the project's profile_size].")
 @click.option("--sizes", multiple=True, metavar="LIST", help="Comma-separated sizes.")
 @click.option("--set", "section_set", type=click.Choice(SETS), default="full", show_default=True,
               help="ncu section set.")
@@ -98,6 +100,7 @@ class _Progress:
               help="With a program: ncu --launch-count.")
 @click.option("--nvtx-include", multiple=True, metavar="EXPR",
               help="With a program: ncu --nvtx-include (repeatable).")
+@project_option
 @click.argument("program", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND ARGS...]")
 def profile(
     variants: tuple[str, ...], all_variants: bool, size: tuple[str, ...],
@@ -106,7 +109,7 @@ def profile(
     capture: str, bench: bool, bench_sizes: tuple[str, ...], out: Path, dry_run: bool,
     kernel: str | None,
     launch_skip: int | None, launch_count: int | None, nvtx_include: tuple[str, ...],
-    program: tuple[str, ...],
+    project: Path | None, program: tuple[str, ...],
 ) -> None:
     """Profile kernel variants (or a program after --) under Nsight Compute.
 
@@ -144,6 +147,7 @@ def profile(
             kernel=kernel, launch_skip=launch_skip, launch_count=launch_count,
             nvtx_include=nvtx_include,
         ),
+        project=None if program else project_path(project),
     )
 
     if dry_run:

@@ -16,9 +16,10 @@ import time
 from pathlib import Path
 
 import harness.sgemm as hs
-from benchmarks.sgemm_speed import CORRECTNESS_SHAPES, time_kernel
 from harness.variants import resolve, validate_params
 from harness.verify import random_operands, verify
+
+from benchmarks.sgemm_speed import CORRECTNESS_SHAPES, time_kernel
 
 OUT = Path(os.environ.get("OUT", "."))
 HERE = Path(__file__).parent

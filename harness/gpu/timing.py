@@ -1,7 +1,7 @@
 """Event timing of one GPU launch: warm-up, L2 flush, raw samples, median and spread.
 
 The method follows triton.testing.do_bench and torch.utils.benchmark: warm up first (module
-load, NVRTC compilation and cuBLAS handle creation stay out of the numbers), then time each
+load, NVRTC compilation and library handle creation stay out of the numbers), then time each
 launch on its own with a pair of CUDA events, after writing a buffer larger than the L2
 cache so every launch starts with cold caches, as it would inside a real program. The raw
 samples are kept; the statistics derive from them (`Measurement`), and a spread wider than
