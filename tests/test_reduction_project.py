@@ -140,6 +140,8 @@ def test_tolerance_is_the_documented_bound(project):
         ({"BLOCK": 256, "STREAM": 2}, 0),
         ({"BLOCK": 256, "STREAM": 3}, 1),
         ({"BLOCK": 256, "STREAM": -1}, 1),
+        ({"BLOCK": 256, "TILES": 1}, 0),
+        ({"BLOCK": 256, "TILES": 2}, 1),
     ],
 )
 def test_constraints_at_their_edges(project, params, problems):
@@ -149,7 +151,8 @@ def test_constraints_at_their_edges(project, params, problems):
 
 # ---- launch geometry on a host model of the kernels ------------------------------------------
 
-def _owner_blocks(kernel: str, count: int, grid: int, block: int) -> numpy.ndarray:
+def _owner_blocks(kernel: str, count: int, grid: int, block: int,
+                  params: dict[str, int]) -> numpy.ndarray:
     """Which block adds each of `count` input elements, as the kernel's indexing says."""
     index = numpy.arange(count)
     if kernel in ("reduce_interleaved_divergent", "reduce_interleaved_strided",
@@ -161,7 +164,9 @@ def _owner_blocks(kernel: str, count: int, grid: int, block: int) -> numpy.ndarr
         owner = (index // (2 * block)) % grid
     elif kernel in ("reduce_vectorized", "reduce_single_pass"):
         whole = count // 4 * 4
-        owner = (index // 4 // block) % grid
+        # float4 number j: grid-stride, thread j % (grid * block); block tiles of UNROLL * block
+        per_block = params["UNROLL"] * block if params.get("TILES") else block
+        owner = (index // 4 // per_block) % grid
         owner[whole:] = (index[whole:] - whole) // block  # the 0..3 tail: block 0's threads
     else:
         raise AssertionError(f"no model for {kernel}")
@@ -170,14 +175,14 @@ def _owner_blocks(kernel: str, count: int, grid: int, block: int) -> numpy.ndarr
     return owner
 
 
-def _run_on_host(launches, variant) -> None:
+def _run_on_host(launches, variant, params: dict[str, int]) -> None:
     for launch in launches if isinstance(launches, list) else [launches]:
         kernel = launch.kernel or variant.kernel
         source, target, count = launch.args[0], launch.args[1], int(launch.args[-1])
         grid, block = launch.grid[0], launch.block[0]
         assert launch.block[1:] in ((), (1,), (1, 1)) and launch.grid[1:] in ((), (1,), (1, 1))
         assert 64 <= block <= 1024
-        sums = numpy.bincount(_owner_blocks(kernel, count, grid, block),
+        sums = numpy.bincount(_owner_blocks(kernel, count, grid, block, params),
                               weights=source[:count], minlength=grid)
         if kernel == "reduce_single_pass":
             partials, counter = launch.args[2], launch.args[3]
@@ -191,9 +196,13 @@ def _run_on_host(launches, variant) -> None:
 
 
 @pytest.mark.parametrize("n", LENGTHS)
-@pytest.mark.parametrize("name", CHAIN)
-def test_launches_sum_every_element_once(project, module, name, n):
+@pytest.mark.parametrize(
+    ("name", "overrides"),
+    [*((name, {}) for name in CHAIN), ("single_pass", {"TILES": 1, "BLOCK": 256, "UNROLL": 8})],
+)
+def test_launches_sum_every_element_once(project, module, name, overrides, n):
     variant = project.variant(name)
+    params = {**variant.params, **overrides}
     size = project.parse_size(str(n))
     m = module.partials_length(n)
     inputs = {
@@ -203,8 +212,8 @@ def test_launches_sum_every_element_once(project, module, name, n):
         "partials2": numpy.full(m, numpy.nan),
         "counter": numpy.zeros(1),
     }
-    launches = variant.launch(size, dict(variant.params), inputs)
-    _run_on_host(launches, variant)
+    launches = variant.launch(size, params, inputs)
+    _run_on_host(launches, variant, params)
     assert inputs["out"][0] == n * (n + 1) // 2
 
 
@@ -239,3 +248,17 @@ def test_single_pass_grid_is_a_few_waves_of_sms(project, module):
     assert launch.grid == (SMS * params["BLOCKS_PER_SM"],)
     small = variant.launch(project.parse_size("1000"), params, inputs)
     assert small.grid == (1,)
+
+
+def test_shipped_h100_winners_match_the_current_source(project):
+    """tuning.json's entries are for this single_pass.cu (an edit of the kernel makes them stale,
+    and the bench would silently fall back to the defaults) and pass the constraints."""
+    from harness.gpu.tuning import TuneCache, shipped_path, source_fingerprint
+
+    variant = project.variant("single_pass")
+    entries = TuneCache(shipped_path(project)).for_gpu("NVIDIA H100 80GB HBM3", "single_pass")
+    assert sorted(int(entry["size"]) for entry in entries) == [2**k for k in (20, 22, 24, 26, 28)]
+    for entry in entries:
+        assert entry["source_sha256"] == source_fingerprint(project, variant)
+        assert set(entry["params"]) == set(variant.params)
+        assert project.problems(variant, entry["params"], project.parse_size(entry["size"])) == []

@@ -102,6 +102,9 @@ def check_params(size: Size, params: Params) -> list[str]:
     stream = params.get("STREAM", 0)
     if stream not in (0, 1, 2):
         problems.append(f"STREAM={stream} must be 0 (plain), 1 (ld.global.cs) or 2 (policy)")
+    tiles = params.get("TILES", 0)
+    if tiles not in (0, 1):
+        problems.append(f"TILES={tiles} must be 0 (grid-stride) or 1 (block tiles)")
     return problems
 
 

@@ -13,7 +13,12 @@
 // How x is read: 0 plain loads; 1 ld.global.cs (cache-streaming: evict-first in L1 and L2);
 // 2 an L2 evict-first access policy, no L1 allocation and a 256-byte L2 prefetch per miss.
 #ifndef STREAM
-#define STREAM 1
+#define STREAM 0
+#endif
+// Which float4s a thread reads: 0 grid-stride (load u of a step is UNROLL strides ahead);
+// 1 block tiles (block b reads tiles b, b + gridDim.x, ... of UNROLL * BLOCK float4s).
+#ifndef TILES
+#define TILES 0
 #endif
 
 // A 16-byte load of data that is read exactly once.
@@ -56,7 +61,6 @@ __device__ __forceinline__ float block_sum(float v) {
 __device__ __forceinline__ float thread_sum(const float *__restrict__ in, unsigned long long n) {
     const float4 *in4 = reinterpret_cast<const float4 *>(in);
     const unsigned long long n4 = n / 4;
-    const unsigned long long stride = (unsigned long long)gridDim.x * BLOCK;
     const unsigned long long first = (unsigned long long)blockIdx.x * BLOCK + threadIdx.x;
     unsigned long long policy = 0;
 #if STREAM == 2
@@ -65,6 +69,25 @@ __device__ __forceinline__ float thread_sum(const float *__restrict__ in, unsign
     float acc[UNROLL];
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) acc[u] = 0.0f;
+#if TILES
+    // Each load instruction of a warp still reads 512 contiguous bytes; a block's UNROLL loads
+    // cover one contiguous tile of UNROLL * BLOCK * 16 bytes.
+    const unsigned long long tile = (unsigned long long)UNROLL * BLOCK;
+    unsigned long long base = (unsigned long long)blockIdx.x * tile;
+    for (; base + tile <= n4; base += (unsigned long long)gridDim.x * tile) {
+        float4 q[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u)
+            q[u] = load_once(in4 + base + u * BLOCK + threadIdx.x, policy);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) acc[u] += (q[u].x + q[u].y) + (q[u].z + q[u].w);
+    }
+    for (unsigned long long i = base + threadIdx.x; i < n4; i += BLOCK) {  // the partial tile
+        const float4 q = load_once(in4 + i, policy);
+        acc[0] += (q.x + q.y) + (q.z + q.w);
+    }
+#else
+    const unsigned long long stride = (unsigned long long)gridDim.x * BLOCK;
     unsigned long long i = first;
     for (; i + (UNROLL - 1) * stride < n4; i += UNROLL * stride) {
         float4 q[UNROLL];
@@ -77,6 +100,7 @@ __device__ __forceinline__ float thread_sum(const float *__restrict__ in, unsign
         const float4 q = load_once(in4 + i, policy);
         acc[0] += (q.x + q.y) + (q.z + q.w);
     }
+#endif
     if (first < n - n4 * 4) acc[0] += in[n4 * 4 + first];
     float v = 0.0f;
 #pragma unroll
@@ -91,6 +115,10 @@ reduce_single_pass(const float *__restrict__ in, float *__restrict__ out,
                    unsigned long long n) {
     __shared__ bool is_last;
     float v = block_sum(thread_sum(in, n));
+    if (gridDim.x == 1) {  // a small n: one block, nothing to finish
+        if (threadIdx.x == 0) out[0] = v;
+        return;
+    }
     if (threadIdx.x == 0) {
         partials[blockIdx.x] = v;
         __threadfence();  // the partial is visible to every block before the ticket is taken
