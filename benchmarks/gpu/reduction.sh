@@ -3,12 +3,13 @@
 #   bench   every variant + CUB + the device copy at 2^10 ... 2^28  (~2-4 min)
 #   profile ncuh profile --all at 2^26 (ten variants under ncu)     (~3-6 min)
 #   writeup the iteration pages from both, tarred for reports/reduction/
+#   tests   the GPU tests of the chain (every variant and CUB on n = 1 ... 2^26)   (~1-2 min)
 # Steps may be run one per call (each under the 10-minute limit): STEPS="bench" then
 # STEPS="profile writeup"; /tmp/red-* carries over while the machine stays warm. Unpack with
 #   tar -xzf reduction_pages.tgz -C reports/reduction/
 set -uo pipefail
 source benchmarks/gpu/setup_env.sh
-STEPS=${STEPS:-bench profile writeup}
+STEPS=${STEPS:-bench profile writeup tests}
 ncuh() { python3 -m harness --project kernels/reduction "$@"; }
 SIZES=$(python3 -c "print(','.join(f'2^{k}' for k in range(10, 29)))")
 
@@ -37,7 +38,11 @@ for step in $STEPS; do
     ls /tmp/red-pages | head -40
     (cd /tmp/red-pages && tar czf "$OUT/reduction_pages.tgz" .)
     ;;
-  *) echo "unknown step $step (bench, profile, writeup)"; exit 2 ;;
+  tests)
+    log "GPU tests of the reduction chain"
+    python3 -m pytest -q -m gpu tests/test_reduction_gpu.py 2>&1 | tee "$OUT/reduction_gpu_tests.txt" | tail -15
+    ;;
+  *) echo "unknown step $step (bench, profile, writeup, tests)"; exit 2 ;;
   esac
 done
 ls -la "$OUT"
