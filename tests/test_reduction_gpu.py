@@ -9,10 +9,12 @@ is launched twice in a row: its ticket counter must reset itself.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy
 import pytest
+
 from harness.gpu.backend import prepare, prepare_call
 from harness.gpu.verify import verify
 from harness.project import load_project
@@ -55,6 +57,31 @@ def test_variant_is_exact_on_integer_data(project, name, n):
         inputs["out"].fill(cupy.nan)
         runnable(inputs)
         assert float(inputs["out"][0]) == int(values.sum())
+
+
+def _shipped_params():
+    """The shapes tuning.json ships for single_pass (the bench runs these, not the defaults)."""
+    data = json.loads((FOLDER / "tuning.json").read_text())
+    shapes = {json.dumps(entry["params"], sort_keys=True) for entry in data["entries"]}
+    return [json.loads(shape) for shape in sorted(shapes)]
+
+
+@pytest.mark.parametrize("n", LENGTHS)
+@pytest.mark.parametrize("params", _shipped_params(), ids=lambda p: "-".join(map(str, p.values())))
+def test_shipped_single_pass_shapes_are_exact(project, params, n):
+    import cupy
+
+    size = project.parse_size(str(n))
+    runnable = prepare(project, "single_pass", size, params)
+    inputs = project.inputs(size, 0)
+    values = numpy.random.default_rng(n).integers(-8, 9, n)
+    inputs["x"][...] = cupy.asarray(values.astype(numpy.float32))
+    for _ in range(2):
+        inputs["out"].fill(cupy.nan)
+        runnable(inputs)
+        assert float(inputs["out"][0]) == int(values.sum())
+    result = verify(project, runnable, size, seed=n)
+    assert result.ok, result.message
 
 
 @pytest.mark.parametrize("n", LENGTHS)
