@@ -67,7 +67,9 @@ def _shipped_params():
 
 
 @pytest.mark.parametrize("n", LENGTHS)
-@pytest.mark.parametrize("params", _shipped_params(), ids=lambda p: "-".join(map(str, p.values())))
+@pytest.mark.parametrize(
+    "params", _shipped_params(), ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items())
+)
 def test_shipped_single_pass_shapes_are_exact(project, params, n):
     import cupy
 
