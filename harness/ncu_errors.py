@@ -21,7 +21,7 @@ PERMISSION_HELP = (
 )
 NO_GPU_HELP = "no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)"
 
-# The runner reports its own failures as one line with this prefix (see harness.runner).
+# The runner reports its own failures as one line with this prefix (see harness.gpu.runner).
 RUNNER_PREFIX = "ncuh-runner: "
 # A runner exit status that means "this machine has no GPU", not "this variant is broken".
 RUNNER_NO_GPU_EXIT = 3

@@ -58,7 +58,7 @@ def test_variant_capture_by_nvtx_range_takes_one_launch() -> None:
         NcuSettings(),
         variant_filter("register_tiled_4096", capture="nvtx", kernel_name="sgemm_rt", warmup=3),
         Path("/runs/r1/register_tiled_4096.ncu-rep"),
-        ["/usr/bin/python3", "-m", "harness.runner", "--variant", "register_tiled"],
+        ["/usr/bin/python3", "-m", "harness.gpu.runner", "--variant", "register_tiled"],
     )
     assert argv == [
         "/opt/ncu/ncu",
@@ -66,7 +66,7 @@ def test_variant_capture_by_nvtx_range_takes_one_launch() -> None:
         "--nvtx", "--nvtx-include", "ncuh-register_tiled_4096/",
         "--launch-count", "1",
         "-o", "/runs/r1/register_tiled_4096.ncu-rep", "-f",
-        "/usr/bin/python3", "-m", "harness.runner", "--variant", "register_tiled",
+        "/usr/bin/python3", "-m", "harness.gpu.runner", "--variant", "register_tiled",
     ]
 
 

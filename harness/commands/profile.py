@@ -113,7 +113,7 @@ def profile(
 ) -> None:
     """Profile kernel variants (or a program after --) under Nsight Compute.
 
-    Each variant runs in `python -m harness.runner`, which verifies it and launches it once in
+    Each variant runs in `python -m harness.gpu.runner`, which verifies it and launches it once in
     an NVTX range that ncu captures alone. The run directory (manifest.json, one .ncu-rep per
     variant and size, metrics.csv, bench.json with --bench) appears only when complete.
     """
