@@ -172,3 +172,32 @@ def test_tuned_winners_and_a_size_the_winner_cannot_take(host_project, tmp_path:
     # 4096 has no winner: the nearest (1000) is taken, and STEP=2 takes any n
     assert (second.tuning, second.params, second.status) == ("nearest 1000 (tuned)",
                                                               {"STEP": 2}, "ok")
+
+
+def test_the_runner_checks_warms_up_and_launches_once(host_project, monkeypatch) -> None:
+    from harness.errors import UnsupportedShapeError
+    from harness.gpu import runner
+
+    calls = []
+    runtime = types.SimpleNamespace(deviceSynchronize=lambda: None)
+    shim = types.SimpleNamespace(cuda=types.SimpleNamespace(runtime=runtime))
+    monkeypatch.setattr(runner, "require_gpu", lambda: shim)
+    monkeypatch.setattr(runner, "cuda_fields", lambda cupy: {"gpu": "Host"})
+    monkeypatch.setattr(runner, "current_gpu_name", lambda: "Host")
+    original = host_project.variant("loop").call
+
+    def counting(inputs, size, params):
+        calls.append(size.n)
+        original(inputs, size, params)
+
+    object.__setattr__(host_project.variant("loop"), "call", counting)
+    size = host_project.parse_size("2000")
+    result = runner.run(host_project, "loop", size, params=None, warmup=2, label="loop_2000",
+                        capture="kernel")
+    # warm-up, the captured launch, then verification's own launch (count-based capture)
+    assert calls == [2000] * 4
+    assert result.rel_error == 0.0 and result.params == {"STEP": 1} and result.size == [2000]
+    assert result.tuning == "defaults" and result.environment == {"gpu": "Host"}
+    with pytest.raises(UnsupportedShapeError, match="multiple of 1000"):
+        runner.run(host_project, "loop", host_project.parse_size("1500"), params=None,
+                   warmup=0, label="x", capture="kernel")

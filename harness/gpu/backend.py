@@ -121,9 +121,10 @@ class Runnable:
 
     def opt_in(self, kernel: str | None, shared_mem: int) -> None:
         """Allow `shared_mem` bytes of dynamic shared memory (needed past 48 KiB)."""
-        if shared_mem > max(self._opted_in.get(kernel, 0), DEFAULT_DYNAMIC_SMEM):
-            self.function(kernel).max_dynamic_shared_size_bytes = shared_mem
-            self._opted_in[kernel] = shared_mem
+        name = kernel or self.kernel_name
+        if shared_mem > max(self._opted_in.get(name, 0), DEFAULT_DYNAMIC_SMEM):
+            self.function(name).max_dynamic_shared_size_bytes = shared_mem
+            self._opted_in[name] = shared_mem
 
     @property
     def registers(self) -> int | None:
