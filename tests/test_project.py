@@ -399,3 +399,33 @@ def test_harness_names_no_bundled_chain_but_the_default_project_line() -> None:
                 hits.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert hits == ['harness/project/loader.py:42: DEFAULT_PROJECT = "sgemm"  # the bundled '
                     'project used when no other is found']
+
+
+def test_the_wheel_carries_every_file_of_the_bundled_project_and_the_starter() -> None:
+    """pyproject's package data covers every tracked file of kernels/sgemm and the starter
+    (checked by pattern; `pip wheel . --no-deps` and a listing show the same)."""
+    import fnmatch
+    import subprocess
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = data["package-data"]
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "kernels", "harness/project"],
+                             capture_output=True, text=True, check=False).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    for name in tracked:
+        if name.endswith("__init__.py") or (name.startswith("harness/project/")
+                                            and "starter" not in name):
+            continue
+        package, root = (("harness.kernels", "kernels/") if name.startswith("kernels/")
+                         else ("harness.project", "harness/project/"))
+        relative = name.removeprefix(root)
+        assert any(fnmatch.fnmatch(relative, p) and relative.count("/") == p.count("/")
+                   for p in patterns[package]), name
+    assert "pydantic>=2" in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "dependencies"]
