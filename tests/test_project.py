@@ -372,7 +372,7 @@ def test_bad_sizes_on_the_command_line_are_one_line(tmp_path: Path) -> None:
 
 # --- the code base: one way, and no bundled chain named ------------------------------------------
 
-RUN_SIDE = ["env", "timing", "backend", "verify", "tuning", "bench", "bench_table", "sweep",
+RUN_SIDE = ["protocol", "env", "timing", "backend", "verify", "tuning", "bench", "bench_table", "sweep",
             "runner"]
 
 

@@ -27,17 +27,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+# The NVTX range around the runner's one captured launch is the run side's (re-exported).
+from harness.gpu.protocol import RANGE_PREFIX as RANGE_PREFIX
+from harness.gpu.protocol import runner_range as runner_range
+
 SETS: tuple[str, ...] = ("full", "detailed", "basic")
 CLOCK_CONTROLS: tuple[str, ...] = ("base", "none")
 CaptureMode = Literal["nvtx", "kernel"]
 
-# Prefix of the NVTX range the runner pushes around the one launch ncu must capture.
-RANGE_PREFIX = "ncuh-"
-
-
-def runner_range(label: str) -> str:
-    """Name of the NVTX push/pop range around the profiled launch of entry `label`."""
-    return f"{RANGE_PREFIX}{label}"
 
 
 @dataclass(frozen=True)
