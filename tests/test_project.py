@@ -253,6 +253,12 @@ BAD_FILES = {
                    "key 'params.BLOCK'", "expected an integer"),
     "bad compare": (_edit('compare = "max_abs"', 'compare = "l2"'), "key 'problem.compare'",
                     "expected one of"),
+    "bad tolerance": (_edit('tolerance = "tolerance_for"', 'tolerance = "1e-3x"'),
+                      "key 'problem.tolerance': expected a number", "or a callable name"),
+    "negative tolerance": (_edit('tolerance = "tolerance_for"', "tolerance = -1"),
+                           "key 'problem.tolerance': expected a number > 0", "got -1"),
+    "empty dims": (_edit('dims = ["n"]', "dims = []"), "key 'problem.dims'",
+                   "expected at least 1 item"),
     "missing module": (_edit('module = "scale_project"', 'module = "no_such_module"'),
                        "module 'no_such_module' not found", "No module named"),
     "missing callable": (_edit('call = "cupy_scale"', 'call = "cupy_scalar"'),
@@ -372,8 +378,8 @@ def test_bad_sizes_on_the_command_line_are_one_line(tmp_path: Path) -> None:
 
 # --- the code base: one way, and no bundled chain named ------------------------------------------
 
-RUN_SIDE = ["protocol", "env", "timing", "backend", "verify", "tuning", "bench", "bench_table", "sweep",
-            "runner"]
+RUN_SIDE = ["protocol", "env", "timing", "backend", "verify", "tuning", "bench", "bench_table",
+            "sweep", "runner"]
 
 
 def test_the_run_side_imports_one_way() -> None:
