@@ -181,13 +181,15 @@ def _run_project(run: Run | None, fallback: Path | None) -> Any:
     `harness.project` finds it (runs made before manifests named their project)."""
     from harness.project import load_project, open_project
 
-    named = (run.manifest.get("project") or {}).get("path") if run is not None else None
+    recorded = (run.manifest.get("project") or {}) if run is not None else {}
     try:
-        if named and Path(named).is_file():
-            return load_project(named)
-        return open_project(fallback)
+        if recorded.get("path") and Path(recorded["path"]).is_file():
+            return load_project(recorded["path"])
+        found = open_project(fallback)
     except NcuhError:
         return None  # a project this machine cannot load: pages without strategy
+    # A run made elsewhere names its project: another project's strategies would mislead.
+    return found if recorded.get("name") in (None, found.name) else None
 
 
 def _variant(project: Any, name: str | None) -> Any:
