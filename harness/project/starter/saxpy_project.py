@@ -84,11 +84,18 @@ def launch_naive(size: Size, params: dict[str, int], inputs: dict[str, Any]) -> 
     return Launch(grid=(-(-size.n // block),), block=(block,), args=_args(inputs))
 
 
+@functools.cache
+def _sm_count(device: int) -> int:
+    import cupy
+
+    return cupy.cuda.runtime.getDeviceProperties(device)["multiProcessorCount"]
+
+
 def launch_vec4(size: Size, params: dict[str, int], inputs: dict[str, Any]) -> Launch:
     import cupy
 
     block = params["BLOCK"]
-    sms = cupy.cuda.Device().attributes["MultiProcessorCount"]
+    sms = _sm_count(cupy.cuda.Device().id)
     needed = max(-(-(size.n // 4) // block), 1)
     return Launch(grid=(min(needed, sms * params["BLOCKS_PER_SM"]),), block=(block,),
                   args=_args(inputs))
