@@ -435,3 +435,17 @@ def test_the_wheel_carries_every_file_of_the_bundled_project_and_the_starter() -
                    for p in patterns[package]), name
     assert "pydantic>=2" in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
         "dependencies"]
+
+
+def test_profiling_a_program_needs_no_project_even_a_broken_one(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    (tmp_path / "ncuh.toml").write_text("[project\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NCUH_PROJECT", raising=False)
+    result = CliRunner().invoke(main, ["profile", "--dry-run", "-k", "regex:k", "--", "python",
+                                       "my_kernel.py"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().endswith("-f python my_kernel.py")
+    # while the variants' commands read the project, and say what is wrong with it
+    result = CliRunner().invoke(main, ["profile", "--all", "--dry-run"])
+    assert result.exit_code == 2 and "TOML syntax error" in result.stderr
