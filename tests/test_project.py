@@ -449,3 +449,23 @@ def test_profiling_a_program_needs_no_project_even_a_broken_one(tmp_path: Path,
     # while the variants' commands read the project, and say what is wrong with it
     result = CliRunner().invoke(main, ["profile", "--all", "--dry-run"])
     assert result.exit_code == 2 and "TOML syntax error" in result.stderr
+
+
+def test_init_into_an_existing_empty_directory_and_a_read_only_parent(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(main, ["init", str(tmp_path / "empty")])
+    assert result.exit_code == 0 and (tmp_path / "empty" / "ncuh.toml").is_file()
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user who may write anywhere")
+        result = CliRunner().invoke(main, ["init", str(locked / "new")])
+        assert result.exit_code == 2 and "cannot write the project" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert list(locked.iterdir()) == []
+    finally:
+        locked.chmod(0o700)
