@@ -52,7 +52,7 @@ def test_unknown_set_or_clock_control_is_refused() -> None:
         NcuSettings(clock_control="boost")
 
 
-def test_variant_capture_by_nvtx_range_takes_one_launch() -> None:
+def test_variant_capture_by_nvtx_range_takes_its_kernels_in_the_range() -> None:
     argv = ncu_args(
         "/opt/ncu/ncu",
         NcuSettings(),
@@ -64,7 +64,8 @@ def test_variant_capture_by_nvtx_range_takes_one_launch() -> None:
         "/opt/ncu/ncu",
         "--config-file", "off", "--set", "full", *PINNED,
         "--nvtx", "--nvtx-include", "ncuh-register_tiled_4096/",
-        "--launch-count", "1",
+        # every launch of the variant's kernel inside the one run's range, nothing else
+        "-k", "regex:^sgemm_rt$",
         "-o", "/runs/r1/register_tiled_4096.ncu-rep", "-f",
         "/usr/bin/python3", "-m", "harness.gpu.runner", "--variant", "register_tiled",
     ]

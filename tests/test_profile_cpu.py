@@ -207,8 +207,8 @@ def test_profile_two_variants_writes_a_complete_run_directory(
         "--cache-control", "all", "--replay-mode", "kernel", "--nvtx", "--nvtx-include",
         "ncuh-naive_256/",
     ]
-    assert first[14:20] == ["--launch-count", "1", "-o", str(run_dir / "naive_256.ncu-rep"),
-                            "-f", sys.executable]
+    assert first[14:20] == ["-k", "regex:^sgemm_naive$", "-o",
+                            str(run_dir / "naive_256.ncu-rep"), "-f", sys.executable]
     assert first[20:] == ["-m", "harness.gpu.runner", "--project", str(STUB.resolve()),
                           "--variant", "naive", "--size", "256x256x256",
                           "--label", "naive_256", "--warmup", "3", "--capture", "nvtx"]
@@ -603,7 +603,7 @@ def test_dry_run_prints_the_exact_command_lines_without_gpu_or_ncu(
         "ncu", "--config-file", "off", "--set", "detailed", "--section", "SourceCounters",
         "--metrics", "a.sum,b.sum", "--clock-control", "none", "--cache-control", "all",
         "--replay-mode", "kernel", "--nvtx", "--nvtx-include", "ncuh-naive_512x256x128/",
-        "--launch-count", "1", "-o", str(report), "-f", sys.executable, "-m",
+        "-k", "regex:^sgemm_naive$", "-o", str(report), "-f", sys.executable, "-m",
         "harness.gpu.runner", "--project", str(STUB.resolve()),
         "--variant", "naive", "--size", "512x256x128", "--label", "naive_512x256x128",
         "--warmup", "3", "--capture", "nvtx",
