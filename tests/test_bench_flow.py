@@ -201,3 +201,44 @@ def test_the_runner_checks_warms_up_and_launches_once(host_project, monkeypatch)
     with pytest.raises(UnsupportedShapeError, match="multiple of 1000"):
         runner.run(host_project, "loop", host_project.parse_size("1500"), params=None,
                    warmup=0, label="x", capture="kernel")
+
+
+def test_a_sweep_keeps_the_fastest_valid_configuration(host_project, monkeypatch) -> None:
+    from harness.gpu import sweep
+    from harness.gpu.tuning import TuneCache, cache_path, resolve_params
+
+    monkeypatch.setattr(sweep, "require_gpu", lambda: None)
+    monkeypatch.setattr(sweep, "L2Flusher", lambda cupy: None)
+    monkeypatch.setattr(sweep, "current_gpu_name", lambda: "Host")
+    tuned = host_project.variant("tuned")
+    size = host_project.parse_size("4096")  # STEP=1 is refused here: one rejected, one timed
+    result = sweep.autotune(host_project, tuned, size, repeats=2, warmup=0)
+    assert (result.rejected, result.failed, result.timed) == (1, 0, 1)
+    assert result.best.params == {"STEP": 2}
+    entry = TuneCache(cache_path(host_project)).get("Host", "tuned", size)
+    assert entry["params"] == {"STEP": 2} and entry["configs"]["rejected"] == 1
+    assert resolve_params(host_project, tuned, size, "Host").origin == "tuned"
+
+
+def test_the_bench_command_prints_the_table_and_writes_bench_json(host_project, tmp_path,
+                                                                 monkeypatch) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+    from harness.gpu import env
+
+    monkeypatch.setattr(env, "require_gpu", lambda: None)
+    monkeypatch.setattr(bench, "L2Flusher", lambda cupy: None)
+    result = CliRunner().invoke(main, ["bench", "--project", str(host_project.path), "--variant",
+                                       "loop", "--sizes", "1000", "--repeats", "2",
+                                       "--no-references", "--out", str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    run = bench.BenchRun.load(tmp_path / "b" / "bench.json")
+    assert run.variants == ["loop"] and run.results[0].status == "ok"
+    assert run.project["path"] == str(host_project.path)
+    assert "loop     1000" in result.stdout and "vs NumPy" in result.stdout
+    failing = CliRunner().invoke(main, ["bench", "--project", str(host_project.path),
+                                        "--variant", "wrong", "--sizes", "1000", "--out",
+                                        str(tmp_path / "w")])
+    assert failing.exit_code == 1
+    assert "ncuh: 1 result(s) failed verification: wrong 1000" in failing.stderr
