@@ -55,7 +55,7 @@ class RunEntry:
 
     label: str
     variant: str | None
-    size: tuple[int, int, int] | None
+    size: tuple[int, ...] | None  # one value per dimension of the project
     params: dict[str, Any]
     report: Path | None  # absolute path of the .ncu-rep, None when the entry failed
     status: str

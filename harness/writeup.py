@@ -22,11 +22,11 @@ from harness.findings import Finding
 from harness.findings import bound as bound_rule
 from harness.findings.registry import run_rules
 from harness.findings.stalls import label as stall_label
-from harness.kernel_profile import KernelProfile
-from harness.reportfile import KernelRef, LoadedReport, open_report
-from harness.roofline import Roofline, read_roofline
+from harness.report.kernel_profile import KernelProfile
+from harness.report.reportfile import KernelRef, LoadedReport, open_report
+from harness.report.roofline import Roofline, read_roofline
+from harness.report.sass_hotspots import Hotspot, hotspots
 from harness.rundir import BENCH, MANIFEST, Run, RunEntry, load_bench, load_run
-from harness.sass_hotspots import Hotspot, hotspots
 
 MAX_SUMMARY = 5  # items under What's Good? / What's Bad?
 HOTSPOTS = 5
@@ -164,14 +164,14 @@ def _slug(text: str) -> str:
 
 
 def _build_profile(ref: KernelRef) -> KernelProfile:
-    from harness.profile_builder import build_profile
+    from harness.report.profile_builder import build_profile
 
     return build_profile(ref)
 
 
 def _profiling_results(ref: KernelRef) -> str:
     """ncu's details page for this kernel, as `ncu --print-details` prints it."""
-    from harness.report_view import build_view, render_text
+    from harness.report.report_view import build_view, render_text
 
     return textwrap.dedent(render_text([build_view(ref)]))
 
@@ -181,13 +181,15 @@ def _run_project(run: Run | None, fallback: Path | None) -> Any:
     `harness.project` finds it (runs made before manifests named their project)."""
     from harness.project import load_project, open_project
 
-    named = (run.manifest.get("project") or {}).get("path") if run is not None else None
+    recorded = (run.manifest.get("project") or {}) if run is not None else {}
     try:
-        if named and Path(named).is_file():
-            return load_project(named)
-        return open_project(fallback)
+        if recorded.get("path") and Path(recorded["path"]).is_file():
+            return load_project(recorded["path"])
+        found = open_project(fallback)
     except NcuhError:
         return None  # a project this machine cannot load: pages without strategy
+    # A run made elsewhere names its project: another project's strategies would mislead.
+    return found if recorded.get("name") in (None, found.name) else None
 
 
 def _variant(project: Any, name: str | None) -> Any:

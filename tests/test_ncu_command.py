@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.ncu_command import (
+from harness.profile.ncu_command import (
     KernelFilter,
     NcuSettings,
     ncu_args,
@@ -52,21 +52,22 @@ def test_unknown_set_or_clock_control_is_refused() -> None:
         NcuSettings(clock_control="boost")
 
 
-def test_variant_capture_by_nvtx_range_takes_one_launch() -> None:
+def test_variant_capture_by_nvtx_range_takes_its_kernels_in_the_range() -> None:
     argv = ncu_args(
         "/opt/ncu/ncu",
         NcuSettings(),
         variant_filter("register_tiled_4096", capture="nvtx", kernel_name="sgemm_rt", warmup=3),
         Path("/runs/r1/register_tiled_4096.ncu-rep"),
-        ["/usr/bin/python3", "-m", "harness.runner", "--variant", "register_tiled"],
+        ["/usr/bin/python3", "-m", "harness.gpu.runner", "--variant", "register_tiled"],
     )
     assert argv == [
         "/opt/ncu/ncu",
         "--config-file", "off", "--set", "full", *PINNED,
         "--nvtx", "--nvtx-include", "ncuh-register_tiled_4096/",
-        "--launch-count", "1",
+        # every launch of the variant's kernel inside the one run's range, nothing else
+        "-k", "regex:^sgemm_rt$",
         "-o", "/runs/r1/register_tiled_4096.ncu-rep", "-f",
-        "/usr/bin/python3", "-m", "harness.runner", "--variant", "register_tiled",
+        "/usr/bin/python3", "-m", "harness.gpu.runner", "--variant", "register_tiled",
     ]
 
 

@@ -253,6 +253,12 @@ BAD_FILES = {
                    "key 'params.BLOCK'", "expected an integer"),
     "bad compare": (_edit('compare = "max_abs"', 'compare = "l2"'), "key 'problem.compare'",
                     "expected one of"),
+    "bad tolerance": (_edit('tolerance = "tolerance_for"', 'tolerance = "1e-3x"'),
+                      "key 'problem.tolerance': expected a number", "or a callable name"),
+    "negative tolerance": (_edit('tolerance = "tolerance_for"', "tolerance = -1"),
+                           "key 'problem.tolerance': expected a number > 0", "got -1"),
+    "empty dims": (_edit('dims = ["n"]', "dims = []"), "key 'problem.dims'",
+                   "expected at least 1 item"),
     "missing module": (_edit('module = "scale_project"', 'module = "no_such_module"'),
                        "module 'no_such_module' not found", "No module named"),
     "missing callable": (_edit('call = "cupy_scale"', 'call = "cupy_scalar"'),
@@ -372,8 +378,8 @@ def test_bad_sizes_on_the_command_line_are_one_line(tmp_path: Path) -> None:
 
 # --- the code base: one way, and no bundled chain named ------------------------------------------
 
-RUN_SIDE = ["env", "timing", "backend", "verify", "tuning", "bench", "bench_table", "sweep",
-            "runner"]
+RUN_SIDE = ["protocol", "env", "timing", "backend", "verify", "tuning", "bench", "bench_table",
+            "sweep", "runner"]
 
 
 def test_the_run_side_imports_one_way() -> None:
@@ -399,3 +405,67 @@ def test_harness_names_no_bundled_chain_but_the_default_project_line() -> None:
                 hits.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
     assert hits == ['harness/project/loader.py:42: DEFAULT_PROJECT = "sgemm"  # the bundled '
                     'project used when no other is found']
+
+
+def test_the_wheel_carries_every_file_of_the_bundled_project_and_the_starter() -> None:
+    """pyproject's package data covers every tracked file of kernels/sgemm and the starter
+    (checked by pattern; `pip wheel . --no-deps` and a listing show the same)."""
+    import fnmatch
+    import subprocess
+
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    patterns = data["package-data"]
+    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "kernels", "harness/project"],
+                             capture_output=True, text=True, check=False).stdout.split()
+    if not tracked:
+        pytest.skip("not a git checkout")
+    for name in tracked:
+        if name.endswith("__init__.py") or (name.startswith("harness/project/")
+                                            and "starter" not in name):
+            continue
+        package, root = (("harness.kernels", "kernels/") if name.startswith("kernels/")
+                         else ("harness.project", "harness/project/"))
+        relative = name.removeprefix(root)
+        assert any(fnmatch.fnmatch(relative, p) and relative.count("/") == p.count("/")
+                   for p in patterns[package]), name
+    assert "pydantic>=2" in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "dependencies"]
+
+
+def test_profiling_a_program_needs_no_project_even_a_broken_one(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    (tmp_path / "ncuh.toml").write_text("[project\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("NCUH_PROJECT", raising=False)
+    result = CliRunner().invoke(main, ["profile", "--dry-run", "-k", "regex:k", "--", "python",
+                                       "my_kernel.py"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip().endswith("-f python my_kernel.py")
+    # while the variants' commands read the project, and say what is wrong with it
+    result = CliRunner().invoke(main, ["profile", "--all", "--dry-run"])
+    assert result.exit_code == 2 and "TOML syntax error" in result.stderr
+
+
+def test_init_into_an_existing_empty_directory_and_a_read_only_parent(tmp_path: Path) -> None:
+    import os
+
+    (tmp_path / "empty").mkdir()
+    result = CliRunner().invoke(main, ["init", str(tmp_path / "empty")])
+    assert result.exit_code == 0 and (tmp_path / "empty" / "ncuh.toml").is_file()
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        if os.access(locked, os.W_OK):
+            pytest.skip("running as a user who may write anywhere")
+        result = CliRunner().invoke(main, ["init", str(locked / "new")])
+        assert result.exit_code == 2 and "cannot write the project" in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+        assert list(locked.iterdir()) == []
+    finally:
+        locked.chmod(0o700)

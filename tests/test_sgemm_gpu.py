@@ -79,14 +79,12 @@ def test_variant_matches_float64_reference(name: str, shape, beta: float) -> Non
 def test_edge_tiles_write_nothing_past_c(name: str, shape) -> None:
     """C sits at the start of a larger buffer: the sentinel after it must survive the launch."""
     import cupy
-    from harness.sgemm import build
-    from harness.verify import random_operands
 
     m, n, _ = shape
-    a, b, _ = random_operands(shape, 1.0, seed=11)
+    inputs = sgemm_project.make_inputs(SGEMM.size(shape), 11, alpha=1.0, beta=0.0)
     buffer = cupy.full(m * n + 64 * 1024, 7.0, dtype=cupy.float32)
-    c = buffer[: m * n].reshape(m, n)
-    build(name, shape)(a, b, c, 1.0, 0.0)
+    c = inputs["C"] = buffer[: m * n].reshape(m, n)
+    _runnable(name, shape)(inputs)
     cupy.cuda.get_current_stream().synchronize()
     assert bool((buffer[m * n :] == 7.0).all()), f"{name} wrote past the end of C"
     assert bool(cupy.isfinite(c).all())
@@ -116,11 +114,10 @@ def test_build_refuses_bad_params_before_compiling() -> None:
 
 def test_misaligned_operand_is_refused_on_the_vector_path() -> None:
     import cupy
-    from harness.sgemm import build
 
-    kernel = build("vectorized", (64, 64, 64))
+    kernel = _runnable("vectorized", (64, 64, 64))
     a = cupy.ones(64 * 64 + 1, dtype=cupy.float32)[1:].reshape(64, 64)
     b = cupy.ones((64, 64), dtype=cupy.float32)
     c = cupy.zeros((64, 64), dtype=cupy.float32)
-    with pytest.raises(NcuhError, match="16-byte"):
-        kernel(a, b, c, 1.0, 0.0)
+    with pytest.raises(ValueError, match="16-byte"):
+        kernel({"A": a, "B": b, "C": c, "alpha": 1.0, "beta": 0.0})

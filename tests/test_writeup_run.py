@@ -158,3 +158,38 @@ def test_a_json_that_is_not_bench_results_is_refused(tmp_path: Path):
                                        str(tmp_path / "out")])
     assert result.exit_code == 2
     assert "not ncuh bench results" in result.output
+
+
+SCALE = Path(__file__).parent / "projects" / "scale" / "ncuh.toml"
+
+
+def _with_project(run: Path, project: dict, variant: str = "nvrtc") -> None:
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["project"] = project
+    manifest["entries"] = [dict(manifest["entries"][0], variant=variant)]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "bench.json").unlink(missing_ok=True)
+
+
+def test_strategies_and_names_come_from_the_project_the_run_names(tmp_path: Path):
+    run = make_run(tmp_path)
+    _with_project(run, {"name": "scale-test", "path": str(SCALE.resolve())})
+    writeup = collect([run])
+    assert {page.strategy for page in writeup.pages} == {
+        "One thread per element, compiled by NVRTC from `scale.cu` with `BLOCK` as -D."}
+    assert writeup.pages[0].heading.startswith("Iteration 0: NVRTC Source")
+    assert writeup.reference_name == "CuPy multiply"
+
+
+def test_a_run_of_another_project_gets_no_strategies_from_the_one_found_here(tmp_path: Path):
+    run = make_run(tmp_path)
+    # made elsewhere (its path does not exist here); the project found here is the bundled one,
+    # which also has a variant called naive: its Strategy would be the wrong one
+    _with_project(run, {"name": "saxpy", "path": "/elsewhere/ncuh.toml"}, variant="naive")
+    writeup = collect([run])
+    assert all(page.strategy is None for page in writeup.pages)
+    assert [page.heading for page in writeup.pages] == ["naive (sgemm_naive)",
+                                                        "naive (sgemm_smem)"]
+    # the same run naming the bundled project by name gets its pages
+    _with_project(run, {"name": "sgemm", "path": "/elsewhere/ncuh.toml"}, variant="naive")
+    assert collect([run]).pages[0].heading == "Iteration 0: Naive"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from harness.atomic import atomic_directory
 from harness.errors import NcuhError
 
 STARTER_FILES = ("ncuh.toml", "saxpy.cu", "saxpy_project.py", "test_saxpy.py",
@@ -31,17 +32,21 @@ def write_project(directory: Path) -> list[Path]:
         raise NcuhError(f"{directory}: not empty; ncuh init writes a new project into a new or "
                         "empty directory")
     source = starter_dir()
-    written = []
+    existed = directory.is_dir()
     try:
-        for name in STARTER_FILES:
-            target = directory / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source / name, target)
-            written.append(target)
+        if existed:
+            directory.rmdir()  # empty: the project appears in its place whole, or not at all
+        with atomic_directory(directory) as building:
+            for name in STARTER_FILES:
+                target = building / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source / name, target)
     except OSError as error:
+        if existed:
+            directory.mkdir(exist_ok=True)
         raise NcuhError(f"{directory}: cannot write the project ({error.strerror or error})") \
             from None
-    return written
+    return [directory / name for name in STARTER_FILES]
 
 
 @click.command("init")

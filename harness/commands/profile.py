@@ -12,7 +12,7 @@ import click
 
 from harness.commands.options import project_option, project_path
 from harness.errors import NcuhError
-from harness.ncu_command import CLOCK_CONTROLS, SETS, KernelFilter, NcuSettings
+from harness.profile.ncu_command import CLOCK_CONTROLS, SETS, KernelFilter, NcuSettings
 
 
 def _sizes(size: tuple[str, ...], sizes: tuple[str, ...]) -> tuple[str, ...]:
@@ -113,11 +113,11 @@ def profile(
 ) -> None:
     """Profile kernel variants (or a program after --) under Nsight Compute.
 
-    Each variant runs in `python -m harness.runner`, which verifies it and launches it once in
+    Each variant runs in `python -m harness.gpu.runner`, which verifies it and launches it once in
     an NVTX range that ncu captures alone. The run directory (manifest.json, one .ncu-rep per
     variant and size, metrics.csv, bench.json with --bench) appears only when complete.
     """
-    from harness import profile as lib
+    from harness.profile import run as lib
 
     filters_given = kernel or launch_skip is not None or launch_count or nvtx_include
     if filters_given and not program:
@@ -173,8 +173,8 @@ def profile(
 
 def _dry_run(request: Any) -> None:
     """Print the exact command lines a real run would execute; needs neither GPU nor ncu."""
-    from harness import profile as lib
     from harness.ncu_locate import ncu_executable
+    from harness.profile import run as lib
 
     capture = "nvtx" if request.capture == "auto" else request.capture
     plan = lib.plan(request, capture=capture)

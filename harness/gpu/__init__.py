@@ -1,5 +1,6 @@
 """The run side, one module per step, importing one way (each only from those above it):
 
+    protocol   what the runner and `ncuh profile` agree on (NVTX range, failure line, exit 3)
     env        the one GPU check (`require_gpu`), the machine's description, clocks
     timing     CUDA-event timing: warm-up, L2 flush, samples, median and spread
     backend    make a variant runnable: NVRTC compile, or a Python launcher (no tuning here)

@@ -98,6 +98,9 @@ class Runnable:
     kernel_name: str | None = None
     _launch: Callable[[dict[str, Any]], Any] = field(default=lambda inputs: None, repr=False)
     _module: Any = field(default=None, repr=False)
+    # Looked up once: a timed launch should pay for the launch, not for finding the function.
+    _functions: dict[str | None, Any] = field(default_factory=dict, repr=False)
+    _opted_in: dict[str | None, int] = field(default_factory=dict, repr=False)
 
     def __call__(self, inputs: dict[str, Any]) -> None:
         """Launch once on the current stream (asynchronously)."""
@@ -108,11 +111,20 @@ class Runnable:
         if self._module is None:
             raise NcuhError(f"{self.name} is a Python launcher: no compiled function")
         name = kernel or self.kernel_name
-        try:
-            return self._module.get_function(name)
-        except Exception as error:
-            raise NcuhError(f"{self.name}: the source has no __global__ {name!r} "
-                            f"({_first_error(error)})") from None
+        if name not in self._functions:
+            try:
+                self._functions[name] = self._module.get_function(name)
+            except Exception as error:
+                raise NcuhError(f"{self.name}: the source has no __global__ {name!r} "
+                                f"({_first_error(error)})") from None
+        return self._functions[name]
+
+    def opt_in(self, kernel: str | None, shared_mem: int) -> None:
+        """Allow `shared_mem` bytes of dynamic shared memory (needed past 48 KiB)."""
+        name = kernel or self.kernel_name
+        if shared_mem > max(self._opted_in.get(name, 0), DEFAULT_DYNAMIC_SMEM):
+            self.function(name).max_dynamic_shared_size_bytes = shared_mem
+            self._opted_in[name] = shared_mem
 
     @property
     def registers(self) -> int | None:
@@ -131,8 +143,7 @@ def _nvrtc_launcher(variant: Variant, size: Size, params: dict[str, int],
         for one in launches:
             one = Launch.coerce(one)
             function = runnable.function(one.kernel)
-            if one.shared_mem > DEFAULT_DYNAMIC_SMEM:
-                function.max_dynamic_shared_size_bytes = one.shared_mem
+            runnable.opt_in(one.kernel, one.shared_mem)
             function(tuple(one.grid), tuple(one.block), tuple(one.args),
                      shared_mem=one.shared_mem)
 

@@ -13,7 +13,7 @@ launches would shift the count).
 
 Without `--params`, a tunable variant runs with its tuning winner for this GPU and size (the
 same resolution as `ncuh bench`). Failures are one line on stderr starting with
-`ncuh-runner: `, which `harness.ncu_errors` reads back through ncu's output: exit 2 for a
+`ncuh-runner: `, which `harness.profile.ncu_errors` reads back through ncu's output: exit 2 for a
 bad request (unknown variant, unsupported size), 3 when there is no GPU, 1 for a compile
 error or a wrong result.
 """
@@ -30,14 +30,11 @@ from typing import Any
 from harness.errors import NcuhError, NoGpuError
 from harness.gpu.backend import prepare
 from harness.gpu.env import cuda_fields, current_gpu_name, require_gpu
+from harness.gpu.protocol import RESULT_PREFIX, RUNNER_NO_GPU_EXIT, RUNNER_PREFIX, runner_range
 from harness.gpu.tuning import resolve_params
 from harness.gpu.verify import verify
-from harness.ncu_command import runner_range
-from harness.ncu_errors import RUNNER_NO_GPU_EXIT, RUNNER_PREFIX
 from harness.project import Project, Size, open_project
 
-# The runner prints one line with this prefix on success: what it ran, for the manifest.
-RESULT_PREFIX = "ncuh-runner-result: "
 SEED = 20261121
 NO_NVTX_HELP = (
     "NVTX capture was asked for, but this CuPy has no NVTX support (cupy.cuda.nvtx is "

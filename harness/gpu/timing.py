@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.gpu.env import require_gpu
+
 # IQR/median above which a measurement is called noisy (torch.utils.benchmark's threshold).
 NOISY_IQR_FRACTION = 0.10
 
@@ -194,8 +196,7 @@ def time_launches(
         raise ValueError("repeats must be at least 1")
     import time
 
-    import cupy
-
+    cupy = require_gpu()
     if flush_l2 and flusher is None:
         flusher = L2Flusher(cupy)
     stream = cupy.cuda.get_current_stream()

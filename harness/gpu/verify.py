@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.errors import NcuhError
-from harness.gpu.backend import Runnable
+from harness.gpu.backend import Runnable, prepare
 from harness.gpu.env import require_gpu
 from harness.project import Project, Size
 
@@ -120,6 +120,4 @@ def verify(project: Project, runnable: Runnable, size: Size,
 def verify_variant(project: Project, name: str, size: Size, *, seed: int | None = None,
                    params: dict[str, Any] | None = None) -> VerifyResult:
     """Prepare variant `name` (defaults, or `params`) and verify it once: for a project's tests."""
-    from harness.gpu.backend import prepare
-
     return verify(project, prepare(project, name, size, params), size, seed)

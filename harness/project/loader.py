@@ -342,11 +342,10 @@ def load_project(path: Path | str) -> Project:
         _size(path, "problem.default_sizes", text, dims) for text in problem.default_sizes))
     profile_size = (_size(path, "problem.profile_size", problem.profile_size, dims)
                     if problem.profile_size else default_sizes[-1])
-    for key, names in (("problem.poison", problem.poison or [])),:
-        extra = [name for name in names if name not in problem.outputs]
-        if extra:
-            raise ProjectError(f"{path}: key {key!r}: {extra[0]!r} is not in problem.outputs "
-                               f"({', '.join(problem.outputs)})")
+    extra = [name for name in problem.poison or [] if name not in problem.outputs]
+    if extra:
+        raise ProjectError(f"{path}: key 'problem.poison': {extra[0]!r} is not in "
+                           f"problem.outputs ({', '.join(problem.outputs)})")
     find = _callable_finder(path, folder, spec.project.module)
     if isinstance(problem.tolerance, str):
         tolerance_function = find(problem.tolerance, "key 'problem.tolerance'")
@@ -374,11 +373,11 @@ def load_project(path: Path | str) -> Project:
     )
     variants = _variants(path, folder, spec.variant, find, profile_size)
     taken = {v.name for v in variants}
-    for extra in ([reference] if reference else []) + list(limits):
-        if extra.key in taken:
-            raise ProjectError(f"{path}: {extra.name!r} ({extra.key}) has the name of a variant "
+    for other in ([reference] if reference else []) + list(limits):
+        if other.key in taken:
+            raise ProjectError(f"{path}: {other.name!r} ({other.key}) has the name of a variant "
                                "or another reference; give it its own name")
-        taken.add(extra.key)
+        taken.add(other.key)
     return Project(
         name=spec.project.name,
         description=spec.project.description,

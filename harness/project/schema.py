@@ -113,6 +113,7 @@ class ProjectFile(_Table):
 
 
 _TABLES = {"variant": "[[variant]]", "limit": "[[limit]]"}
+_UNION_TAGS = ("float", "int", "str", "constrained-str", "function-after", "bool")
 
 
 def _expected(error: dict) -> str:
@@ -123,7 +124,14 @@ def _expected(error: dict) -> str:
     if kind == "extra_forbidden":
         return "unknown key"
     if kind == "string_pattern_mismatch":
+        if "[A-Za-z_][\\w.]*:" in str(context.get("pattern")):
+            return "expected a callable name (function or module:function)"
         return f"expected a name matching {context.get('pattern')}"
+    if kind in ("greater_than", "greater_than_equal"):
+        sign = ">" if kind == "greater_than" else ">="
+        return f"expected a number {sign} {context.get('gt', context.get('ge'))}"
+    if kind in ("too_short", "too_long"):
+        return f"expected at least {context.get('min_length', 1)} item(s)"
     if kind in ("string_type", "int_type", "float_type", "list_type", "dict_type",
                 "model_type", "bool_type"):
         noun = {"string_type": "a string", "int_type": "an integer", "float_type": "a number",
@@ -138,9 +146,22 @@ def _expected(error: dict) -> str:
 def describe_error(error: ValidationError, data: dict) -> str:
     """The first problem as "<where>key '<key>': <what was expected>"."""
     errors = error.errors()
-    # A union (number | callable name) reports one error per member: the last says most.
     first = errors[0]
     loc = [part for part in first["loc"] if not (isinstance(part, str) and "[" in part)]
+    # A union (a number or a callable name) reports one error per member, under tags that are
+    # not keys: name the key once and every form it may take.
+    tags = [i for i, part in enumerate(first["loc"]) if isinstance(part, str) and (
+        "[" in part or part in _UNION_TAGS)]
+    if tags:
+        prefix = tuple(first["loc"][:tags[0]])
+        forms = []
+        for member in errors:
+            if tuple(member["loc"][:len(prefix)]) == prefix:
+                form = _expected(member).split(", got")[0].removeprefix("expected ")
+                if form not in forms:
+                    forms.append(form)
+        key = ".".join(str(p) for p in prefix)
+        return f"key {key!r}: expected {' or '.join(forms)}, got {first.get('input')!r}"
     where, keys = "", []
     node: object = data
     for index, part in enumerate(loc):

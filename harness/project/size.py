@@ -166,13 +166,3 @@ def parse_sizes(text: str, dims: Sequence[str]) -> list[Size]:
     if not items:
         raise BadSizeError(f"bad sizes {text!r}: no size given")
     return list(dict.fromkeys(parse_size(item, dims) for item in items))
-
-
-def size_of(values: Sequence[int] | Size, dims: Sequence[str]) -> Size:
-    """A Size from stored values (bench.json, manifest.json): a list, one value, or a Size."""
-    if isinstance(values, Size):
-        return values
-    values = [int(v) for v in values]
-    if len(values) == 1 and len(dims) > 1:
-        values = values * len(dims)
-    return Size(dims, values)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from harness.project import Launch, Size
@@ -34,7 +35,10 @@ def cupy_scale(inputs: dict[str, Any], size: Size) -> None:
 
 
 def device_copy(inputs: dict[str, Any], size: Size) -> None:
-    inputs["out"].data.copy_from_device(inputs["x"].data, inputs["x"].nbytes)
+    import cupy
+
+    inputs["out"].data.copy_from_device_async(inputs["x"].data, inputs["x"].nbytes,
+                                              cupy.cuda.get_current_stream())
 
 
 def unroll_define(size: Size, params: dict[str, int]) -> dict[str, int]:
@@ -65,11 +69,16 @@ extern "C" __global__ void scale_raw(int n, float s, const float *x, float *out)
 """
 
 
+@functools.cache
+def _raw_kernel(cupy: Any) -> Any:
+    return cupy.RawKernel(_RAW, "scale_raw")
+
+
 def launch_rawkernel(inputs: dict[str, Any], size: Size, params: dict[str, int]) -> None:
     import cupy
     import numpy
 
-    kernel = cupy.RawKernel(_RAW, "scale_raw")
+    kernel = _raw_kernel(cupy)
     block = params["BLOCK"]
     kernel((-(-size.n // block),), (block,),
            (numpy.int32(size.n), numpy.float32(inputs["s"]), inputs["x"], inputs["out"]))
