@@ -3,6 +3,8 @@
 // visible device-wide (__threadfence) and takes a ticket from a global counter. The block
 // that draws the last ticket knows every partial is written; it sums them, writes the result
 // and puts the counter back to zero for the next call -- so no memset launch is needed either.
+// Two tuned options below (STREAM, TILES) change how x is read; tuning.json holds the H100's
+// choice per size.
 
 #ifndef BLOCK
 #define BLOCK 256
