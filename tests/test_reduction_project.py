@@ -262,3 +262,34 @@ def test_shipped_h100_winners_match_the_current_source(project):
         assert entry["source_sha256"] == source_fingerprint(project, variant)
         assert set(entry["params"]) == set(variant.params)
         assert project.problems(variant, entry["params"], project.parse_size(entry["size"])) == []
+
+
+# ---- inputs and truth, with NumPy standing in for CuPy (the calls are the same) ---------------
+
+@pytest.fixture
+def host_module(module, monkeypatch):
+    monkeypatch.setattr(module, "_cupy", lambda: numpy)
+    return module
+
+
+@pytest.mark.parametrize("n", [1, 33, 2**20 + 7])
+def test_inputs_are_seeded_nonnegative_and_not_zero(project, host_module, n):
+    size = project.parse_size(str(n))
+    inputs = project.inputs(size, 7)
+    x = inputs["x"]
+    assert x.dtype == numpy.float32 and x.shape == (n,)
+    assert (x >= 0).all() and (x < 1).all() and x.any()
+    assert numpy.array_equal(x, project.inputs(size, 7)["x"])  # the seed decides
+    assert not numpy.array_equal(x, project.inputs(size, 8)["x"]) or n == 1
+    assert inputs["out"].shape == (1,) and inputs["counter"].tolist() == [0]
+    assert inputs["copy_dst"].nbytes == x.nbytes
+    for name in ("partials", "partials2"):
+        assert inputs[name].size == host_module.partials_length(n) >= -(-n // 64)
+
+
+def test_truth_is_the_float64_sum(project, host_module):
+    size = project.parse_size("1000")
+    inputs = project.inputs(size, 1)
+    truth = project.expected(inputs, size)["out"]
+    assert truth.dtype == numpy.float64 and truth.shape == (1,)
+    assert truth[0] == pytest.approx(float(inputs["x"].astype(numpy.float64).sum()), rel=1e-15)
