@@ -42,6 +42,7 @@ class BenchRow:
     q3_ms: float | None
     gflops: float | None
     status: str
+    gbps: float | None = None  # from the project's bytes model (memory-bound kernels)
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,7 @@ def _bench_rows(results: list[dict[str, Any]], variant: str) -> list[BenchRow]:
             q3_ms=r.get("q3_ms"),
             gflops=r.get("gflops"),
             status=r.get("status", "ok"),
+            gbps=r.get("gbps"),
         )
         for r in results
         if r.get("variant") == variant

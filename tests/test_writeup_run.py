@@ -193,3 +193,18 @@ def test_a_run_of_another_project_gets_no_strategies_from_the_one_found_here(tmp
     # the same run naming the bundled project by name gets its pages
     _with_project(run, {"name": "sgemm", "path": "/elsewhere/ncuh.toml"}, variant="naive")
     assert collect([run]).pages[0].heading == "Iteration 0: Naive"
+
+
+def test_bench_rows_show_gb_per_second_when_the_project_has_a_bytes_model(tmp_path: Path):
+    from harness.render import render_page
+
+    run = make_run(tmp_path)
+    bench = json.loads((run / "bench.json").read_text())
+    bench["results"][0]["gbps"] = 12.5
+    (run / "bench.json").write_text(json.dumps(bench))
+    writeup = collect([run])
+    page = writeup.pages[0]
+    assert page.bench_rows[0].gbps == 12.5
+    assert "1024x1024x1024: 5.000000 ms (429.5 GFLOP/s, 12.5 GB/s)" in render_page(
+        page, writeup, "md")
+    assert "<td class=\"n\">12.5</td>" in render_page(page, writeup, "html")

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # GPU session (repo root, GPU machine; results under $OUT): projects on a fresh install.
 #
-#   OUT=/tmp/ncuh-out bash benchmarks/gpu/projects.sh
+#   OUT=/tmp/ncuh-out bash benchmarks/gpu/projects.sh            # all three stages
+#   OUT=/tmp/ncuh-out STAGES="bench" bash benchmarks/gpu/projects.sh  # one (or two) of them
+#   (STAGES: bench tests init; each fits the device's 10-minute limit on an H100 alone)
 #
 # 1. ncuh installed fresh into its own --target (no checkout on PYTHONPATH), run from an empty
 #    directory with an empty NCUH_CACHE_DIR: the bundled project's shipped tuning winners must
@@ -36,6 +38,10 @@ installed() {  # the installed ncuh, from a clean directory, no user cache, no c
         NCUH_CACHE_DIR="$EMPTY_CACHE" python3 -m harness "$@")
 }
 
+STAGES=${STAGES:-bench tests init}
+stage() { [[ " $STAGES " == *" $1 "* ]]; }
+
+if stage bench; then
 log "bundled project, fresh install: ncuh bench --all --sizes 1024,2048,4096"
 installed list | tail -3
 installed bench --all --sizes 1024,2048,4096 --out "$OUT/bench_fresh" \
@@ -56,11 +62,17 @@ PY
 echo "user cache after the run (must be empty): $(ls -A "$EMPTY_CACHE")" \
     | tee -a "$OUT/bench_fresh_summary.txt"
 
+fi
+
+if stage tests; then
 log "GPU tests: projects, bench, SGEMM, profile"
 python3 -m pytest -m gpu -q -x -p no:cacheprovider tests/test_projects_gpu.py \
     tests/test_bench_gpu.py tests/test_sgemm_gpu.py tests/test_profile_gpu.py \
     2>&1 | tee "$OUT/gpu_tests_projects.log" | tail -6
 
+fi
+
+if stage init; then
 log "ncuh init, end to end as a user (installed copy)"
 USERDIR=$(mktemp -d)
 (cd "$USERDIR" && env -u NCUH_PROJECT PYTHONPATH=/tmp/ncuh-site:/tmp/site \
@@ -78,4 +90,5 @@ tail -30 "$OUT/init_project.log"
 mkdir -p "$OUT/init_project"
 cp -r "$USERDIR/mine/bench" "$USERDIR/mine/pages" "$OUT/init_project/" 2>/dev/null
 cp "$USERDIR"/mine/runs/*/manifest.json "$OUT/init_project/manifest.json" 2>/dev/null
+fi
 log "done"

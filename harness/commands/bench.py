@@ -30,7 +30,7 @@ def _default_out() -> Path:
 @click.option("--all", "all_variants_", is_flag=True, help="Bench every variant of the chain.")
 @click.option("--sizes", default=None, metavar="LIST",
               help="Comma-separated sizes: N for every dimension, or one value per dimension "
-                   "like MxNxK; 2^26, 1<<20 and 1e6 work too [default: the project's "
+                   "like 4096x2048x1024; 2^26, 1<<20 and 1e6 work too [default: the project's "
                    "default_sizes].")
 @click.option("--repeats", type=click.IntRange(min=1), default=30, show_default=True,
               help="Event-timed launches per variant and size.")

@@ -69,7 +69,7 @@ class _Progress:
               help="Variant to profile (repeatable).")
 @click.option("--all", "all_variants", is_flag=True, help="Every variant of the chain, in order.")
 @click.option("--size", multiple=True, metavar="SIZE",
-              help="Problem size: N, or one value per dimension like MxNxK (repeatable) "
+              help="Problem size: N, or one value per dimension like 4096x2048x1024 (repeatable) "
                    "[default: the project's profile_size].")
 @click.option("--sizes", multiple=True, metavar="LIST", help="Comma-separated sizes.")
 @click.option("--set", "section_set", type=click.Choice(SETS), default="full", show_default=True,

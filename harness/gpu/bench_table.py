@@ -3,8 +3,8 @@
 `format_table` is what `ncuh bench` prints: one row per variant and size (median, spread,
 GFLOP/s and GB/s where the project has a work model, speedups against the project's reference
 by its own name, error), then the "Speedup Factors" summary per variant. `format_seed_block`
-renders one variant exactly in the shape of the seed pages ("Average Runtime per Matrix
-Size" and "Speedup Factors (on 512+ Matrices)"), for the write-up.
+renders one variant in the shape of the seed pages' two blocks ("Average Runtime per Size"
+and "Speedup Factors (on sizes 512+)"), for the write-up.
 Numbers carry significant figures, not fifteen digits.
 """
 

@@ -101,7 +101,7 @@ class Size:
 
     @property
     def label(self) -> str:
-        """Short form for labels and file names: "4096" when every dim is equal, else "MxNxK"."""
+        """Short for labels and file names: "4096" when all dims are equal, else "4096x2048x1"."""
         if len(set(self._values)) == 1:
             return str(self._values[0])
         return str(self)
