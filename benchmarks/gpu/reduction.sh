@@ -9,6 +9,8 @@
 #   tar -xzf reduction_pages.tgz -C reports/reduction/
 set -uo pipefail
 source benchmarks/gpu/setup_env.sh
+log "wheels: ncu_report and pydantic (whatever .whl/ carries) into /tmp/site"
+python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl
 STEPS=${STEPS:-bench profile writeup tests}
 ncuh() { python3 -m harness --project kernels/reduction "$@"; }
 SIZES=$(python3 -c "print(','.join(f'2^{k}' for k in range(10, 29)))")
