@@ -1,15 +1,16 @@
 """Work `ncuh profile` does in child processes, so the orchestrating process stays small.
 
-    python -m harness.profile.worker environment [NCU] [--no-cuda] [--pci-bus-id ID]
+    python -m harness.profile.worker environment [NCU] [--no-cuda] [--pci-bus-id ID] [--list-gpus]
         one JSON line: the environment (`harness.gpu_env.collect_environment`), with the
         version of the ncu at path NCU (the one that ran), asked once; `--no-cuda` leaves
         CuPy and CUDA alone (the runner reported those fields) and asks NVML or nvidia-smi
-        about the device at bus ID
+        about the device at bus ID; `--list-gpus` adds every GPU of the host under `gpus`
     python -m harness.profile.worker metrics OUT.csv LABEL=REPORT [LABEL=REPORT ...]
         the tidy export of every report, a `label` column first, written atomically
 
-`ncuh profile` starts both after its ncu runs and runs them at the same time: nothing heavy
-(CuPy, NVML, a second ncu start) waits in front of ncu, and the two overlap each other. The
+`ncuh profile` starts the environment child beside its first ncu and one metrics child per
+report as soon as that report is written (`harness.profile.post`): nothing heavy (CuPy, NVML,
+a second ncu start) waits in front of ncu, and little after it. The
 environment child then starts no CUDA at all: initialising it after ncu was, with CuPy's
 import, the slowest step of post-processing, and the runner under ncu reports those fields.
 
@@ -133,6 +134,8 @@ def _parser() -> argparse.ArgumentParser:
     env.add_argument("ncu", nargs="?", default=None)
     env.add_argument("--no-cuda", dest="cuda", action="store_false")
     env.add_argument("--pci-bus-id", default=None)
+    env.add_argument("--list-gpus", action="store_true",
+                     help="also list every GPU (nvidia-smi) under 'gpus'")
     export = commands.add_parser("metrics")
     export.add_argument("out", type=Path)
     export.add_argument("pairs", nargs="*", metavar="LABEL=REPORT")
@@ -145,6 +148,12 @@ def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(argv)
     if args.command == "environment":
         found = environment(args.ncu, cuda=args.cuda, pci_bus_id=args.pci_bus_id)
+        if args.list_gpus:
+            from dataclasses import asdict
+
+            from harness.profile.gpus import list_gpus
+
+            found["gpus"] = [asdict(gpu) for gpu in list_gpus()]
         print(RESULT_PREFIX + json.dumps(found, default=str), flush=True)
         return 0
     pairs = []
