@@ -669,7 +669,7 @@ def test_dry_run_of_a_user_program(tmp_path: Path, fake_ncu: FakeNcu) -> None:
                      "python", "my_kernel.py", "-k", "x"])
     assert result.exit_code == 0, result.output
     argv = shlex.split(result.stdout.strip())
-    assert argv[11:] == [
+    assert argv[argv.index("--replay-mode") + 2:] == [
         "--nvtx", "--nvtx-include", "step/", "-k", "regex:my_kernel", "--launch-skip", "2",
         "--launch-count", "1", "-o", argv[argv.index("-o") + 1], "-f",
         "python", "my_kernel.py", "-k", "x",

@@ -97,6 +97,7 @@ class ProfileRequest:
     gpus: str | None = None  # None: the default device; "all" or "0,1": one ncu per GPU at once
     allow_mismatch: bool = False  # --gpus may mix GPU models
     metrics_csv: bool = True  # False: no metrics.csv (`ncuh export` makes it from the reports)
+    run_id: str | None = None  # the run directory's name; default: time and what was profiled
 
 
 @dataclass(frozen=True)
@@ -451,7 +452,7 @@ def run_profile(
     slots = gpu_slots(request)
     plan_ = plan(request, capture=_resolve_capture(request))
     out = request.out.resolve()
-    run_id, final_dir = _unique_run_dir(out, run_id_for(request))
+    run_id, final_dir = _unique_run_dir(out, request.run_id or run_id_for(request))
     started_at = _iso_now()
     total = len(plan_.targets)
 
