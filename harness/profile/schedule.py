@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -61,14 +62,16 @@ def run_queue(
     for thread in threads:
         thread.start()
     try:
-        for thread in threads:
-            while thread.is_alive():
-                thread.join(timeout=0.2)  # short joins: Ctrl-C reaches this thread
+        while any(thread.is_alive() for thread in threads):
+            if shared.stop.is_set():
+                # Again and again: a slot may have started its ncu just after the last sweep.
+                kill_running()
+            time.sleep(0.1)  # short waits: Ctrl-C reaches this thread
     except BaseException:
         shared.stop.set()
-        kill_running()
-        for thread in threads:
-            thread.join()
+        while any(thread.is_alive() for thread in threads):
+            kill_running()
+            time.sleep(0.1)
         raise
     if shared.error:
         raise shared.error[0]
