@@ -10,12 +10,12 @@ mixed GPU models are refused unless asked.
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from standin_support import standins_fixture  # noqa: F401  (the `standins` fixture)
 
 from harness.cli import main
 from harness.errors import NcuhError
@@ -30,27 +30,11 @@ from harness.profile.gpus import (
 )
 from harness.rundir import load_run
 
-STANDINS = Path(__file__).parent / "standins"
-REPORT = Path(__file__).parent / "fixtures" / "h200_naive_256.ncu-rep"
 H100 = "NVIDIA H100 80GB HBM3"
 SMI_ROWS = (
     "0, GPU-0a, 00000000:1B:00.0, NVIDIA H100 80GB HBM3, 9.0\n"
     "1, GPU-1b, 00000000:2C:00.0, NVIDIA H100 80GB HBM3, 9.0\n"
 )
-
-
-@pytest.fixture
-def standins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """The stand-in ncu and nvidia-smi first on PATH; their log of ncu runs."""
-    log = tmp_path / "ncu-runs.jsonl"
-    monkeypatch.setenv("PATH", f"{STANDINS}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setenv("NCUH_FAKE_NCU_REPORT", str(REPORT))
-    monkeypatch.setenv("NCUH_FAKE_NCU_LOG", str(log))
-    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "1.5")
-    monkeypatch.delenv("NCU_HOME", raising=False)
-    monkeypatch.setattr(lib, "cupy_installed", lambda: True)
-    monkeypatch.setattr("harness.ncu_locate.ncu_executable", lambda: STANDINS / "ncu")
-    return log
 
 
 def _runs(log: Path) -> list[dict]:
