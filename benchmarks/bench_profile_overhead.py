@@ -356,6 +356,7 @@ def main() -> int:
     def save() -> None:
         args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
         args.out.with_suffix(".md").write_text(markdown(result))
+        args.out.with_name(args.out.stem + "_table.txt").write_text(table(result) + "\n")
 
     with tempfile.TemporaryDirectory(prefix="ncuh-bench-") as tmp:
         work = Path(tmp)
@@ -379,7 +380,6 @@ def main() -> int:
                                          str(result["environment"].get("gpu") or ""), work)
             save()
     save()
-    args.out.with_name(args.out.stem + "_table.txt").write_text(table(result) + "\n")
     return 0
 
 
