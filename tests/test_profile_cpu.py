@@ -187,7 +187,12 @@ class FakeNcu:
         parsed = profile_worker._parser().parse_args(args)
         pairs = [(label, Path(report)) for label, _, report in
                  (item.partition("=") for item in parsed.pairs)]
-        rows = profile_worker.metrics(parsed.out, pairs, jobs=parsed.jobs)
+        jobs = parsed.jobs
+        if parsed.after is not None:  # started beside its ncu: wait for the go-ahead
+            go, jobs = profile_worker.wait_for_go(parsed.after)
+            if not go:
+                return 0, profile_worker.RESULT_PREFIX + '{"rows": 0, "skipped": true}\n'
+        rows = profile_worker.metrics(parsed.out, pairs, jobs=jobs)
         return 0, profile_worker.RESULT_PREFIX + json.dumps({"rows": rows}) + "\n"
 
     @property
@@ -504,9 +509,9 @@ def test_no_gpu_said_by_ncu_itself_is_one_line_and_leaves_no_run_directory(
     assert line == ("ncuh: error: no CUDA GPU is visible "
                     "(check nvidia-smi and CUDA_VISIBLE_DEVICES)")
     assert len(fake_ncu.profiled) == 1  # fatal: the walk stops at the first entry
-    # The environment probe starts beside the first ncu; no report, so no export started.
+    # The environment probe and the first export start beside the first ncu; nothing more.
     workers = [argv[3] for argv in fake_ncu.calls if "harness.profile.worker" in argv]
-    assert workers == ["environment"]
+    assert workers == ["environment", "metrics"]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -559,9 +564,10 @@ def test_environment_and_metrics_children_run_at_the_same_time(
     run = load_run(only_run(tmp_path))
     assert run.manifest["metrics"]["status"] == "ok"
     assert run.environment["ncu_version"] == "2025.3.1.0"
-    # The probe starts before the first ncu run; a report's export right after its ncu run.
+    # The probe and the report's export both start before its ncu run (the export then waits
+    # for its go-ahead, written when ncu is done).
     order = [argv[3] if "harness.profile.worker" in argv else "ncu" for argv in fake_ncu.calls]
-    assert order == ["environment", "ncu", "metrics"]
+    assert order == ["environment", "metrics", "ncu"]
 
 
 def test_the_runners_nvtx_failure_is_that_entrys_one_line_failure(

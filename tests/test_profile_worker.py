@@ -225,3 +225,28 @@ def test_metrics_export_in_parallel_parts_equals_the_serial_export(
     assert lines[0] == "label," + serial[0]
     assert lines[1:] == [f"{label},{row}" for label in "ab" for row in serial[1:]]
     assert sorted(p.name for p in out.parent.iterdir()) == ["metrics.csv"]  # no part left
+
+
+def test_an_export_started_early_waits_for_its_go_ahead(tmp_path: Path) -> None:
+    out, go = tmp_path / "m.csv", tmp_path / "m.go"
+    job = lib.start_command(post._worker(["metrics", str(out), f"a={REPORT}", "--after", str(go)]),
+                            post._worker_environment())
+    time.sleep(1.5)  # imports done by now; the report "is not written yet"
+    assert not out.exists()
+    go.write_text("go 2")
+    status, output = job.wait()
+    assert status == 0, output
+    rows = json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):])["rows"]
+    assert rows == len(out.read_text().splitlines()) - 1 > 1000
+
+
+def test_an_export_told_to_skip_writes_nothing(tmp_path: Path) -> None:
+    out, go = tmp_path / "m.csv", tmp_path / "m.go"
+    go.write_text("skip")
+    status, output = lib.run_command(
+        post._worker(["metrics", str(out), f"a={tmp_path / 'missing.ncu-rep'}", "--after",
+                      str(go)]), post._worker_environment())
+    assert status == 0, output
+    assert json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):]) == {
+        "rows": 0, "skipped": True}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.go"]

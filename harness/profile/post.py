@@ -8,11 +8,14 @@ Nothing waits in front of ncu and as little as possible after it:
 * the environment probe starts with the run, beside the first ncu. It starts no CUDA (the
   runner under ncu reports CuPy's view of the device) and lists every GPU with nvidia-smi, so
   the device each entry ran on is matched afterwards by its PCI bus ID;
-* each report's share of metrics.csv is exported as soon as its ncu has finished, while ncu
-  profiles the next target; at the end the parts are joined in target order (a file copy).
+* each report's export to its part of metrics.csv is started when its ncu starts: Python's
+  start and the imports of `ncu_report` happen beside ncu, then the export waits for a
+  go-ahead file (`worker.wait_for_go`), written the moment ncu has finished. It then exports
+  while ncu profiles the next target; at the end the parts are joined in target order.
 
-So after the last ncu only that report's export and the join remain. `PostProcessing` is fed
-entry by entry; `post_process` does it all at once for a finished list of entries.
+So after the last ncu only that report's export itself and the join remain. `PostProcessing`
+is fed target by target (`prepare`, then `entry_done`); `post_process` does it all at once
+for a finished list of entries.
 """
 
 from __future__ import annotations
@@ -121,8 +124,19 @@ class PostResult:
 @dataclass
 class _Timed:
     job: Job
-    started: float
+    started: float  # for an export started early: when it was told to go
     what: str
+
+
+@dataclass
+class _Part:
+    """One report's export: its target index, label, CSV part and go-ahead file."""
+
+    index: int
+    label: str
+    path: Path
+    timed: _Timed
+    go: Path | None = None
 
 
 def _wait_all(jobs: Sequence[_Timed]) -> list[tuple[int, str, float]]:
@@ -176,7 +190,7 @@ class PostProcessing:
         # theirs. The export after the last ncu may use them all (the worker's default).
         self.export_jobs = export_jobs or max(1, min(4, (os.cpu_count() or 2) // 4))
         self.parts_dir = run_dir / PARTS_DIR
-        self._parts: list[tuple[str, Path, _Timed]] = []
+        self._parts: dict[str, _Part] = {}
         (run_dir / "logs").mkdir(exist_ok=True)
         self._environment = self._start(
             ["environment", str(ncu), "--no-cuda", "--list-gpus"], "environment")
@@ -185,28 +199,60 @@ class PostProcessing:
         started = time.monotonic()
         return _Timed(self.spawner(_worker(args), _worker_environment()), started, what)
 
-    def entry_done(self, entry: _Entry, *, last: bool = False) -> None:
-        """Start exporting `entry`'s report now, beside whatever ncu runs next."""
-        if not self.metrics_csv or entry.status != "ok":
-            return
+    def _part_path(self, index: int, label: str) -> Path:
         self.parts_dir.mkdir(exist_ok=True)
-        part = self.parts_dir / f"{len(self._parts):04d}-{entry.label}.csv"
-        jobs = [] if last else ["--jobs", str(self.export_jobs)]
+        return self.parts_dir / f"{index:04d}-{label}.csv"
+
+    def prepare(self, index: int, label: str, report_name: str) -> None:
+        """Start the export of target `index` now, while its ncu runs; it waits to be told."""
+        if not self.metrics_csv:
+            return
+        path = self._part_path(index, label)
+        go = path.with_suffix(".go")
+        report = self.run_dir / report_name
+        self._parts[label] = _Part(index, label, path, self._start(
+            ["metrics", str(path), f"{label}={report}", "--after", str(go)],
+            f"metrics {label}"), go)
+
+    def entry_done(self, entry: _Entry, *, last: bool = False, index: int | None = None) -> None:
+        """Let `entry`'s export go (or start it now), beside whatever ncu runs next.
+
+        The last one may use every core (the worker's default); the others leave ncu its own.
+        """
+        if not self.metrics_csv:
+            return
+        jobs = [] if last else [str(self.export_jobs)]
+        part = self._parts.get(entry.label)
+        if part is not None and part.go is not None:
+            part.timed.started = time.monotonic()
+            atomic_write_text(part.go, " ".join(["go", *jobs]) if entry.status == "ok"
+                              else "skip")
+            return
+        if entry.status != "ok":
+            return
+        index = len(self._parts) if index is None else index
+        path = self._part_path(index, entry.label)
         report = self.run_dir / entry.report_name
-        self._parts.append((entry.label, part, self._start(
-            ["metrics", str(part), f"{entry.label}={report}", *jobs], f"metrics {entry.label}")))
+        extra = ["--jobs", *jobs] if jobs else []
+        self._parts[entry.label] = _Part(index, entry.label, path, self._start(
+            ["metrics", str(path), f"{entry.label}={report}", *extra],
+            f"metrics {entry.label}"))
 
     def finish(self, entries: Sequence[_Entry]) -> PostResult:
         """Wait for every child, join metrics.csv, and say what the environment was."""
         started = time.monotonic()
-        if self.metrics_csv and not self._parts:
+        for part in self._parts.values():
+            if part.go is not None and not part.go.exists():  # its ncu never finished
+                atomic_write_text(part.go, "skip")
+        if self.metrics_csv and not self._ok_parts_expected(entries):
             # No report: metrics.csv still says which columns it would have.
-            self.parts_dir.mkdir(exist_ok=True)
-            self._parts.append(("", self.parts_dir / "empty.csv", self._start(
-                ["metrics", str(self.parts_dir / "empty.csv")], "metrics")))
+            path = self._part_path(len(entries), "empty")
+            self._parts[""] = _Part(len(entries), "", path, self._start(
+                ["metrics", str(path)], "metrics"))
+        parts = sorted(self._parts.values(), key=lambda part: part.index)
         try:
             commit = git_commit()  # a few milliseconds, while the children work
-            waited = _wait_all([self._environment, *(timed for _, _, timed in self._parts)])
+            waited = _wait_all([self._environment, *(part.timed for part in parts)])
         except BaseException:
             self.kill()
             raise
@@ -219,7 +265,7 @@ class PostProcessing:
         environment = _environment_for(probed, entries, gpus)
         environment["ncu_path"] = str(self.ncu)
         environment.setdefault("ncu_version", None)
-        metrics = self._join(exports) if self.metrics_csv else {
+        metrics = self._join(parts, exports) if self.metrics_csv else {
             "status": "skipped", "error": None, "rows": None}
         shutil.rmtree(self.parts_dir, ignore_errors=True)
         return PostResult(
@@ -228,19 +274,26 @@ class PostProcessing:
             metrics_seconds=sum(seconds for _, _, seconds in exports), gpus=gpus,
         )
 
-    def _join(self, exports: Sequence[tuple[int, str, float]]) -> dict[str, Any]:
+    def _ok_parts_expected(self, entries: Sequence[_Entry]) -> bool:
+        return any(entry.status == "ok" and entry.label in self._parts for entry in entries)
+
+    def _join(self, parts: Sequence[_Part],
+              exports: Sequence[tuple[int, str, float]]) -> dict[str, Any]:
         """metrics.csv from the parts, in target order; the first failure fails the table."""
-        rows = 0
-        for (label, part, _), (status, output, _) in zip(self._parts, exports, strict=True):
+        rows, written = 0, []
+        for part, (status, output, _) in zip(parts, exports, strict=True):
             result = _worker_result(output)
-            if status != 0 or not isinstance(result, dict) or not part.is_file():
-                what = f"metrics export of {label}" if label else "metrics export"
+            if isinstance(result, dict) and result.get("skipped") and status == 0:
+                continue  # its ncu failed: no report to export
+            if status != 0 or not isinstance(result, dict) or not part.path.is_file():
+                what = f"metrics export of {part.label}" if part.label else "metrics export"
                 (self.run_dir / METRICS).unlink(missing_ok=True)
                 return {"status": "failed", "error": _failure_line(what, status, output)}
             rows += int(result.get("rows") or 0)
+            written.append(part.path)
         with atomic_path(self.run_dir / METRICS) as tmp, tmp.open("wb") as joined:
-            for number, (_, part, _) in enumerate(self._parts):
-                with part.open("rb") as stream:
+            for number, path in enumerate(written):
+                with path.open("rb") as stream:
                     header = stream.readline()
                     if number == 0:
                         joined.write(header)
@@ -248,7 +301,11 @@ class PostProcessing:
         return {"status": "ok", "error": None, "rows": rows}
 
     def kill(self) -> None:
-        for timed in [self._environment, *(timed for _, _, timed in self._parts)]:
+        for part in self._parts.values():
+            if part.go is not None and not part.go.exists():
+                # A thread-run export (a caller's own runner) cannot be killed: release it.
+                atomic_write_text(part.go, "skip")
+        for timed in [self._environment, *(part.timed for part in self._parts.values())]:
             timed.job.kill()
 
 
@@ -275,7 +332,7 @@ def post_process(run_dir: Path, entries: Sequence[Any], ncu: Path,
     post = PostProcessing(run_dir, ncu, spawner)
     try:
         for number, entry in enumerate(entries):
-            post.entry_done(entry, last=number == len(entries) - 1)
+            post.entry_done(entry, last=number == len(entries) - 1, index=number)
     except BaseException:
         post.kill()
         raise

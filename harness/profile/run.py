@@ -468,10 +468,11 @@ def run_profile(
             if progress:
                 progress.start(target.label, index, total, slot.name, len(slots))
             output = (lambda text: progress.output(target.label, text)) if progress else None
+            post.prepare(index, target.label, target.report_name)
             entry = profile_target(target, ncu, request.settings, tmp, runner, gpu=slot.gpu,
                                    on_output=output)
             started_count[0] += 1
-            post.entry_done(entry, last=started_count[0] == total)
+            post.entry_done(entry, last=started_count[0] == total, index=index)
             if progress:
                 progress.finish(target.label, entry.status, entry.seconds, entry.passes,
                                 entry.error)

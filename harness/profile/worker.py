@@ -5,8 +5,11 @@
         version of the ncu at path NCU (the one that ran), asked once; `--no-cuda` leaves
         CuPy and CUDA alone (the runner reported those fields) and asks NVML or nvidia-smi
         about the device at bus ID; `--list-gpus` adds every GPU of the host under `gpus`
-    python -m harness.profile.worker metrics OUT.csv LABEL=REPORT [LABEL=REPORT ...]
-        the tidy export of every report, a `label` column first, written atomically
+    python -m harness.profile.worker metrics OUT.csv LABEL=REPORT [LABEL=REPORT ...] [--jobs N]
+                                     [--after FILE]
+        the tidy export of every report, a `label` column first, written atomically; with
+        `--after`, started before the report exists: it imports what it needs, then waits for
+        FILE to say `go [JOBS]` (or `skip`)
 
 `ncuh profile` starts the environment child beside its first ncu and one metrics child per
 report as soon as that report is written (`harness.profile.post`): nothing heavy (CuPy, NVML,
@@ -141,7 +144,42 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("pairs", nargs="*", metavar="LABEL=REPORT")
     export.add_argument("--jobs", type=int, default=None,
                         help="processes sharing the export (default: up to 8, one per core)")
+    export.add_argument("--after", type=Path, default=None, metavar="FILE",
+                        help="start now, export once FILE says 'go [JOBS]' ('skip': export "
+                             "nothing)")
     return parser
+
+
+# How often a waiting export looks for its go-ahead: a few milliseconds of latency at most.
+_POLL_S = 0.005
+
+
+def wait_for_go(path: Path) -> tuple[bool, int | None]:
+    """Block until `path` exists; (go?, jobs) from its one line, `go [JOBS]` or `skip`.
+
+    The export is started while ncu still writes its report, so that Python's start and the
+    imports of `ncu_report` are paid beside ncu, not after it; this is how it learns when the
+    report is there (a file, so any way of starting children works). It also gives up when the
+    process that started it is gone.
+    """
+    import time
+
+    parent = os.getppid()
+    while not path.exists():
+        if os.getppid() != parent:
+            raise NcuhError("the profile run that started this export is gone")
+        time.sleep(_POLL_S)
+    words = path.read_text(encoding="utf-8").split()
+    go = bool(words) and words[0] == "go"
+    return go, int(words[1]) if go and len(words) > 1 else None
+
+
+def _prepare_export() -> None:
+    """The imports an export needs, done before its report exists."""
+    from harness.ncu_import import import_ncu_report
+    from harness.reportfile import export_columns  # noqa: F401
+
+    import_ncu_report()
 
 
 def main(argv: Sequence[str]) -> int:
@@ -161,7 +199,15 @@ def main(argv: Sequence[str]) -> int:
         label, _, report = item.partition("=")
         pairs.append((label, Path(report)))
     try:
-        rows = metrics(args.out, pairs, jobs=args.jobs)
+        jobs = args.jobs
+        if args.after is not None:
+            _prepare_export()
+            go, jobs_now = wait_for_go(args.after)
+            if not go:
+                print(RESULT_PREFIX + json.dumps({"rows": 0, "skipped": True}), flush=True)
+                return 0
+            jobs = jobs_now or jobs
+        rows = metrics(args.out, pairs, jobs=jobs)
     except NcuhError as error:
         print(f"ncuh-worker: {error}", file=sys.stderr, flush=True)
         return 2
