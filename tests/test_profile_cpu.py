@@ -30,7 +30,7 @@ from harness.errors import UnknownVariantError, UnsupportedShapeError
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
 from harness.profile.ncu_command import NcuSettings
-from harness.reportfile import export_metrics
+from harness.report.reportfile import export_metrics
 from harness.rundir import load_run
 
 NAIVE_SMEM_REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
@@ -778,8 +778,8 @@ def test_the_manifest_environment_joins_the_runners_cuda_fields_and_the_probe(
 def test_metrics_csv_has_a_label_column_and_matches_ncuh_export(
     tmp_path: Path, fake_ncu: FakeNcu
 ) -> None:
-    from harness.export_format import export_text
-    from harness.reportfile import export_columns
+    from harness.report.export_format import export_text
+    from harness.report.reportfile import export_columns
 
     result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output

@@ -20,7 +20,7 @@ from harness.profile import post
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
 from harness.profile.worker import RESULT_PREFIX
-from harness.reportfile import export_metrics
+from harness.report.reportfile import export_metrics
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 VERSION_OUTPUT = (
@@ -212,9 +212,9 @@ def test_the_runner_without_nvtx_fails_in_one_line_before_compiling(
 def test_metrics_export_in_parallel_parts_equals_the_serial_export(
     tmp_path: Path, jobs: int
 ) -> None:
-    from harness.export_format import export_text
     from harness.profile.worker import metrics
-    from harness.reportfile import export_columns
+    from harness.report.export_format import export_text
+    from harness.report.reportfile import export_columns
 
     out = tmp_path / "run" / "metrics.csv"
     out.parent.mkdir()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from harness.report_view import VIEW_FORMATS, render, report_views
+from harness.report.report_view import VIEW_FORMATS, render, report_views
 
 
 @click.command()

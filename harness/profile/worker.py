@@ -82,7 +82,7 @@ def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = Non
     import tempfile
 
     from harness.atomic import atomic_path
-    from harness.reportfile import EXPORT_COLUMNS
+    from harness.report.reportfile import EXPORT_COLUMNS
 
     jobs = jobs or min(8, os.cpu_count() or 1)
     per_report = max(1, jobs // max(1, len(pairs)))
@@ -118,7 +118,7 @@ def _export_part(task: tuple[str, Path, tuple[int, int], Path]) -> tuple[Path, i
     import csv
     import tempfile
 
-    from harness.reportfile import export_columns
+    from harness.report.reportfile import export_columns
 
     label, report, part, folder = task
     columns = export_columns(report, part=part)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import ReportError
-from harness.ncu_import import import_ncu_report
+from harness.report.ncu_import import import_ncu_report
 
 if TYPE_CHECKING:
     import pandas as pd
