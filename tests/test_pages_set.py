@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
-from harness.profile_builder import load_profiles
-from harness.reportfile import open_report, select_kernels
+from harness.report.profile_builder import load_profiles
+from harness.report.reportfile import open_report, select_kernels
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FULL_REPORTS = sorted(FIXTURES.glob("h*_*.ncu-rep"))

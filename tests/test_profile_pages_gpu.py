@@ -11,7 +11,7 @@ import pytest
 
 from harness.ncu_locate import ncu_executable
 from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
-from harness.reportfile import open_report, select_kernels
+from harness.report.reportfile import open_report, select_kernels
 from harness.rundir import load_run
 
 pytestmark = pytest.mark.gpu

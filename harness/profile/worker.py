@@ -176,8 +176,8 @@ def wait_for_go(path: Path) -> tuple[bool, int | None]:
 
 def _prepare_export() -> None:
     """The imports an export needs, done before its report exists."""
-    from harness.ncu_import import import_ncu_report
-    from harness.reportfile import export_columns  # noqa: F401
+    from harness.report.ncu_import import import_ncu_report
+    from harness.report.reportfile import export_columns  # noqa: F401
 
     import_ncu_report()
 
