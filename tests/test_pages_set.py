@@ -2,7 +2,7 @@
 
 The reports were recorded with `--set full` (ncu 2025.3, H100 and H200): their section lists are
 ncu's own word on what `full` holds, and their rule results say which sections the findings
-that defer to ncu's rules come from.
+that defer to ncu's rules come from. The pairs at the end were recorded both ways.
 """
 
 from __future__ import annotations
@@ -16,7 +16,10 @@ from harness.report.profile_builder import load_profiles
 from harness.report.reportfile import open_report, select_kernels
 
 FIXTURES = Path(__file__).parent / "fixtures"
-FULL_REPORTS = sorted(FIXTURES.glob("h*_*.ncu-rep"))
+# Every `--set full` report: the chain's, and the zoo's (one per problem class: atomics, FP64,
+# tensor cores, divergence, ...), whose rules must come from sections `pages` keeps too.
+FULL_REPORTS = sorted([*FIXTURES.glob("h*_*.ncu-rep"), *FIXTURES.glob("zoo/zoo_*.ncu-rep")])
+FULL_REPORTS = [r for r in FULL_REPORTS if "_pages_" not in r.name]
 DROPPED = {
     "NumaAffinity", "Nvlink_Tables", "Nvlink_Topology", "PmSampling",
     "SpeedOfLight_HierarchicalDoubleRooflineChart", "SpeedOfLight_HierarchicalHalfRooflineChart",
