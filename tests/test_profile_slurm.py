@@ -155,6 +155,27 @@ def test_a_job_array_profiles_each_target_and_merges_into_one_run(
     assert result.exit_code == 0, result.output
 
 
+def test_a_task_with_a_failed_entry_still_merges_and_exits_1(
+    tmp_path: Path, slurm: Path, standins: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SLURM_CONF", str(slurm))
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.1")
+    monkeypatch.setenv("NCUH_FAKE_NCU_FAIL", "register_tiled_256")
+    fake = tmp_path / "site"
+    (fake / "cupy").mkdir(parents=True)
+    (fake / "cupy" / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", f"{fake}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    result = CliRunner().invoke(main, [
+        "profile", "--variant", "naive", "--variant", "register_tiled", "--size", "256",
+        "--out", str(tmp_path / "runs"), "--slurm", "--slurm-arg=--wait"])
+    assert result.exit_code == 1, result.output
+    assert ("ncuh: failed: register_tiled_256: register_tiled 256x256x256: wrong result "
+            "(relative error 0.5)") in result.stderr
+    run = load_run(Path(result.stdout.strip().splitlines()[-1]))
+    assert [(e.label, e.status) for e in run.entries] == [("naive_256", "ok"),
+                                                          ("register_tiled_256", "failed")]
+
+
 def test_without_wait_it_says_how_to_merge(
     tmp_path: Path, slurm: Path, standins: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -178,7 +178,14 @@ def _submit(request: Any, slurm_args: tuple[str, ...]) -> None:
     click.echo(f"submitted job array {submission.job_id} ({submission.tasks} tasks): "
                f"{submission.job_dir}", err=True)
     if submission.merged is not None:
+        from harness.rundir import load_run
+
+        failed = [entry for entry in load_run(submission.merged).entries if not entry.ok]
+        for entry in failed:
+            click.echo(f"ncuh: failed: {entry.label}: {entry.error}", err=True)
         click.echo(str(submission.merged))
+        if failed:
+            sys.exit(1)
         return
     click.echo("when it is done: " + " ".join(submission.merge_command), err=True)
     click.echo(str(submission.job_dir))

@@ -155,22 +155,37 @@ def submit(plan_: Plan, run_id: str, slurm_args: Sequence[str] = (),
                                    env=package_environment())
     except OSError as error:
         raise NcuhError(f"cannot run sbatch ({error}): is Slurm installed here?") from None
-    if completed.returncode != 0:
+    job_id = completed.stdout.strip().split(";")[0]
+    waited = "--wait" in slurm_args or "-W" in slurm_args
+    # With --wait, sbatch exits with the worst task's status once the array is done: a task
+    # with a failed entry (status 1) still wrote its shard, so the shards decide.
+    if completed.returncode != 0 and not (waited and job_id.isdigit()):
         said = (completed.stderr or completed.stdout).strip().splitlines()
         raise NcuhError(f"sbatch failed (status {completed.returncode})"
                         + (f": {said[-1]}" if said else ""))
-    job_id = completed.stdout.strip().split(";")[0]
     submission = Submission(job_dir, job_id, count, out / run_id)
-    if "--wait" in slurm_args or "-W" in slurm_args:
+    if waited:
         from harness.profile.merge import merge_runs
 
-        shards = sorted(path for path in (job_dir / SHARDS).iterdir() if path.is_dir())
-        if len(shards) != count:
-            raise NcuhError(f"job {job_id}: {count - len(shards)} of {count} tasks wrote no "
-                            f"shard; see {job_dir / 'logs'}")
+        written = {path.name for path in (job_dir / SHARDS).iterdir() if path.is_dir()}
+        missing = [index for index, task in enumerate(tasks_of(job_dir))
+                   if task.run_id not in written]
+        if missing:
+            raise NcuhError(f"job {job_id}: task(s) {', '.join(map(str, missing))} of {count} "
+                            f"wrote no shard; see {job_dir / 'logs'}/task-<i>.out")
+        shards = [job_dir / SHARDS / task.run_id for task in tasks_of(job_dir)
+                  if task.run_id is not None]
         merged = merge_runs(shards, submission.merge_out)
         submission = replace(submission, merged=merged)
     return submission
+
+
+def tasks_of(job_dir: Path) -> list[ProfileRequest]:
+    """The requests of a job array's tasks, in task order."""
+    data = json.loads((job_dir / TASKS).read_text(encoding="utf-8"))
+    if data.get("schema") != SCHEMA:
+        raise NcuhError(f"{job_dir / TASKS}: not an ncuh job array ({SCHEMA})")
+    return [request_from_json(task) for task in data["tasks"]]
 
 
 # ---------------------------------------------------------------- one task, on the node
@@ -181,14 +196,11 @@ def run_task(job_dir: Path, index: int) -> int:
     from harness.profile.progress import ProgressDisplay
     from harness.profile.run import run_profile
 
-    data = json.loads((job_dir / TASKS).read_text(encoding="utf-8"))
-    if data.get("schema") != SCHEMA:
-        raise NcuhError(f"{job_dir / TASKS}: not an ncuh job array ({SCHEMA})")
-    tasks = data["tasks"]
+    tasks = tasks_of(job_dir)
     if not 0 <= index < len(tasks):
         raise NcuhError(f"task {index}: the array has tasks 0-{len(tasks) - 1}")
     progress = ProgressDisplay(live=False)
-    outcome = run_profile(request_from_json(tasks[index]), progress=progress)
+    outcome = run_profile(tasks[index], progress=progress)
     for entry in outcome.failures:
         print(f"ncuh: failed: {entry.target.label}: {entry.error}", file=sys.stderr)
     print(outcome.run_dir)
