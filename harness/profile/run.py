@@ -28,6 +28,7 @@ Order of work, so that every cheap check fails before anything expensive starts:
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 import os
 import re
@@ -458,9 +459,9 @@ def run_profile(
 
     with terminate_as_interrupt(), atomic_directory(final_dir) as tmp:
         # The environment probe starts now, beside the first ncu; each report's export
-        # starts as soon as its ncu is done, beside the next one.
+        # starts beside its ncu and goes once its ncu is done, beside the next one.
         post = PostProcessing(tmp, ncu, spawner, metrics_csv=request.metrics_csv)
-        started_count = [0]
+        finished = itertools.count(1)  # next() is atomic: slots on several GPUs share it
 
         def one(index: int, target: Target, slot: Slot) -> EntryResult:
             if on_start:
@@ -471,8 +472,7 @@ def run_profile(
             post.prepare(index, target.label, target.report_name)
             entry = profile_target(target, ncu, request.settings, tmp, runner, gpu=slot.gpu,
                                    on_output=output)
-            started_count[0] += 1
-            post.entry_done(entry, last=started_count[0] == total, index=index)
+            post.entry_done(entry, last=next(finished) == total, index=index)
             if progress:
                 progress.finish(target.label, entry.status, entry.seconds, entry.passes,
                                 entry.error)
