@@ -13,16 +13,15 @@ Order of work, so that every cheap check fails before anything expensive starts:
    out by the first ncu run itself (the runner exits 3, or ncu says so), which is fatal;
 3. the run directory built under a temporary `.incomplete` name (`harness.atomic`): one ncu
    subprocess per entry, in its own process group so an interrupt kills ncu and the runner
-   together; a failure of the machine (no counter permission, no GPU) stops everything with
-   exit 2 and leaves no directory, a failure of one entry is recorded and the walk carries on
-   (exit 1 at the end);
-4. post-processing, two child processes (harness.profile.worker) started together and waited
-   for together: the environment (driver, clocks, ncu version, without starting CUDA: the
-   runner reported CuPy's view of the device and CUDA) and `metrics.csv` (tidy export of every
-   report, a `label` column first). Children because CuPy and `ncu_report` are
-   native code: a crash in either costs its own part, recorded in the manifest. Then
-   `bench.json` with `--bench`, and `manifest.json` last (with phase timings); then the
-   directory is renamed into place.
+   together, handed out by `schedule.run_queue` (one at a time, or with `--gpus` one ncu per
+   GPU at once); a failure of the machine (no counter permission, no GPU) stops everything
+   with exit 2 and leaves no directory, a failure of one entry is recorded and the walk
+   carries on (exit 1 at the end);
+4. post-processing beside ncu (`post.PostProcessing`): the environment probe from the start,
+   each report's export to metrics.csv from its ncu's start (it goes when the report is
+   written). Children because CuPy and `ncu_report` are native code: a crash in either costs
+   its own part, recorded in the manifest. Then `bench.json` with `--bench`, and
+   `manifest.json` last (with phase timings); then the directory is renamed into place.
 """
 
 from __future__ import annotations
