@@ -71,7 +71,7 @@ def _params(text: str | None) -> dict[str, Any]:
               help="Profile on these GPUs at once, one ncu per GPU (nvidia-smi indexes).")
 @click.option("--allow-mismatch", is_flag=True, help="Let --gpus mix GPU models.")
 @click.option("--metrics-csv/--no-metrics-csv", default=True, show_default=True,
-              help="Write metrics.csv (`ncuh export` can make it later from the reports).")
+              help="Write metrics.csv (`ncuh export REPORT` gives any report's table later).")
 @click.option("--slurm", is_flag=True,
               help="Submit one Slurm job array (a task per variant and size) instead.")
 @click.option("--slurm-arg", "slurm_args", multiple=True, metavar="ARG",

@@ -96,7 +96,7 @@ class ProfileRequest:
     program_filter: KernelFilter = field(default_factory=KernelFilter)
     gpus: str | None = None  # None: the default device; "all" or "0,1": one ncu per GPU at once
     allow_mismatch: bool = False  # --gpus may mix GPU models
-    metrics_csv: bool = True  # False: no metrics.csv (`ncuh export` makes it from the reports)
+    metrics_csv: bool = True  # False: no metrics.csv (`ncuh export REPORT` gives it later)
     run_id: str | None = None  # the run directory's name; default: time and what was profiled
 
 
