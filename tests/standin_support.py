@@ -20,7 +20,12 @@ REPORT = Path(__file__).parent / "fixtures" / "h200_naive_256.ncu-rep"
 @pytest.fixture(name="standins")
 def standins_fixture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """The stand-ins first on PATH; returns the log the stand-in ncu appends each run to."""
-    log = tmp_path / "ncu-runs.jsonl"
+    return use_standins(monkeypatch, tmp_path)
+
+
+def use_standins(monkeypatch: pytest.MonkeyPatch, folder: Path) -> Path:
+    """Put the stand-ins in place through `monkeypatch`; the ncu log goes into `folder`."""
+    log = folder / "ncu-runs.jsonl"
     monkeypatch.setenv("PATH", f"{STANDINS}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("NCUH_FAKE_NCU_REPORT", str(REPORT))
     monkeypatch.setenv("NCUH_FAKE_NCU_LOG", str(log))

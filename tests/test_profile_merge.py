@@ -7,12 +7,13 @@ real run directories with real reports, metrics.csv and manifests.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from standin_support import standins_fixture  # noqa: F401  (the `standins` fixture)
+from standin_support import use_standins
 
 from harness.cli import main
 from harness.rundir import load_run
@@ -29,12 +30,27 @@ def merge(*args: str) -> object:
     return CliRunner().invoke(main, ["merge", *args])
 
 
+@pytest.fixture(scope="module")
+def made_shards(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two shards made once by `ncuh profile` with the stand-in ncu."""
+    folder = tmp_path_factory.mktemp("made")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        use_standins(monkeypatch, folder)
+        monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.1")
+        return [profile(folder / "shards", "--variant", "naive", "--size", "256"),
+                profile(folder / "shards", "--variant", "register_tiled", "--size", "256",
+                        "--size", "512")]
+
+
 @pytest.fixture
-def shards(tmp_path: Path, standins: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
-    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.1")
-    return [profile(tmp_path / "shards", "--variant", "naive", "--size", "256"),
-            profile(tmp_path / "shards", "--variant", "register_tiled", "--size", "256",
-                    "--size", "512")]
+def shards(tmp_path: Path, made_shards: list[Path]) -> list[Path]:
+    """A fresh copy of the shards for each test (some edit them)."""
+    copies = []
+    for shard in made_shards:
+        copy = tmp_path / "shards" / shard.name
+        shutil.copytree(shard, copy)
+        copies.append(copy)
+    return copies
 
 
 def test_merge_joins_shards_into_one_ordinary_run(tmp_path: Path, shards: list[Path]) -> None:
