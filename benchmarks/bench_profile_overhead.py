@@ -211,7 +211,7 @@ def record_pair(variant: str, size: int, pair_dir: Path, gpu: str, work: Path) -
 
 def environment() -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
-    from harness.gpu_env import collect_environment
+    from harness.gpu.env import collect_environment
     from harness.ncu_locate import ncu_executable
 
     env = collect_environment()

@@ -19,7 +19,8 @@ manifest.json:
       "started_at": ISO-8601, "finished_at": ISO-8601,
       "entries": [
         {"label": "register_tiled_4096", "variant": "register_tiled" | null,
-         "size": [M, N, K] | null, "params": {...}, "report": "register_tiled_4096.ncu-rep",
+         "size": [one value per dim] | null, "params": {...},
+         "report": "register_tiled_4096.ncu-rep",
          "status": "ok" | "failed", "error": null | "one line",
          "passes": int | null,                     # ncu's replay passes, as it printed them
          "gpu": {"index", "name", "uuid", "pci_bus_id", ...} | null,  # which GPU profiled it
@@ -32,6 +33,7 @@ manifest.json:
                   "post_environment_s": float,  # the probe (beside the first ncu)
                   "post_metrics_s": float,      # the exports, summed (each beside an ncu)
                   "total_s": float},  # the whole `ncuh profile`, up to writing the manifest
+      "project": {"name": ..., "path": ..., ...} | null,  # optional: the project of the run
       "merged_from": [...], "mismatches": [...]  # merged runs only (`ncuh merge`)
     }
 
@@ -60,7 +62,7 @@ class RunEntry:
 
     label: str
     variant: str | None
-    size: tuple[int, int, int] | None
+    size: tuple[int, ...] | None  # one value per dimension of the project
     params: dict[str, Any]
     report: Path | None  # absolute path of the .ncu-rep, None when the entry failed
     status: str

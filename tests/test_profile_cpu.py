@@ -16,9 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-import types
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,6 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.errors import UnknownVariantError, UnsupportedShapeError
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
 from harness.profile.ncu_command import NcuSettings
@@ -52,7 +49,7 @@ ENVIRONMENT = {
     "cuda": "13.0", "cuda_driver": "13.0", "cupy": None, "cuda_runtime": None,
     "clocks": {"sm_mhz": 1980.0, "mem_mhz": 2619.0}, "ncu_version": None,
 }
-# What the runner under ncu reports (harness.gpu_env.cuda_fields on an H100).
+# What the runner under ncu reports (harness.gpu.env.cuda_fields on an H100).
 RUNNER_CUDA_FIELDS = {
     "cupy": "14.2.0", "cuda_runtime": "13.2", "cuda_driver": "13.0",
     "gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sm_count": 132,
@@ -68,54 +65,15 @@ NO_DEVICE_OUTPUT = (
 
 # ------------------------------------------------------------------ a small stand-in chain
 
-
-@dataclass(frozen=True)
-class FakeVariant:
-    name: str
-    kernel_name: str
-    source: str | None = "kernels/x.cu"
-    params: dict[str, Any] = field(default_factory=dict)
-
-
-CHAIN = (
-    FakeVariant("naive", "sgemm_naive"),
-    FakeVariant("register_tiled", "sgemm_register_tiled", params={"BM": 64, "TM": 8}),
-    FakeVariant("cublas", "", source=None),
-)
-
-
-def _get_variant(name: str) -> FakeVariant:
-    for variant in CHAIN:
-        if variant.name == name:
-            return variant
-    names = ", ".join(v.name for v in CHAIN)
-    raise UnknownVariantError(f"unknown variant {name!r}; known variants: {names}")
-
-
-def _check_params(
-    variant: FakeVariant, params: dict[str, Any] | None, shape: Sequence[int]
-) -> dict[str, Any]:
-    merged = {**variant.params, **(params or {})}
-    block = merged.get("BM")
-    if block and any(n % block for n in shape):
-        raise UnsupportedShapeError(
-            f"{variant.name} needs every dimension to be a multiple of BM={block}, got {shape}"
-        )
-    return merged
-
-
-def _fake_variants() -> types.ModuleType:
-    variants = types.ModuleType("harness.variants")
-    variants.get_variant = _get_variant  # type: ignore[attr-defined]
-    variants.check_params = _check_params  # type: ignore[attr-defined]
-    variants.all_variants = lambda: list(CHAIN)  # type: ignore[attr-defined]
-    return variants
+# A real project file (naive, register_tiled that needs multiples of BM=64) whose kernels are
+# named like those of the recorded report; see its ncuh.toml.
+STUB = Path(__file__).parent / "projects" / "profile_stub" / "ncuh.toml"
 
 
 @pytest.fixture(autouse=True)
 def fake_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     """A chain, an ncu on PATH and CuPy installed, none of them real."""
-    monkeypatch.setitem(sys.modules, "harness.variants", _fake_variants())
+    monkeypatch.setenv("NCUH_PROJECT", str(STUB))
     monkeypatch.setattr("harness.ncu_locate.ncu_executable", lambda: NCU)
     monkeypatch.setattr(lib, "cupy_installed", lambda: True)
 
@@ -264,10 +222,13 @@ def test_profile_two_variants_writes_a_complete_run_directory(
         "--cache-control", "all", "--replay-mode", "kernel", "--nvtx", "--nvtx-include",
         "ncuh-naive_256/",
     ]
-    assert first[14:20] == ["--launch-count", "1", "-o", str(run_dir / "naive_256.ncu-rep"),
-                            "-f", sys.executable]
-    assert first[20:] == ["-m", "harness.runner", "--variant", "naive", "--size", "256,256,256",
+    assert first[14:20] == ["-k", "regex:^sgemm_naive$", "-o",
+                            str(run_dir / "naive_256.ncu-rep"), "-f", sys.executable]
+    assert first[20:] == ["-m", "harness.gpu.runner", "--project", str(STUB.resolve()),
+                          "--variant", "naive", "--size", "256x256x256",
                           "--label", "naive_256", "--warmup", "3", "--capture", "nvtx"]
+    assert manifest["project"]["name"] == "profile-stub"
+    assert manifest["project"]["path"] == str(STUB.resolve())
     assert manifest["started_at"] <= manifest["finished_at"]
     timings = manifest["timings"]
     assert set(timings) == {"ncu_s", "ncu_wall_s", "post_s", "post_environment_s",
@@ -573,10 +534,10 @@ def test_environment_and_metrics_children_run_at_the_same_time(
 def test_the_runners_nvtx_failure_is_that_entrys_one_line_failure(
     tmp_path: Path, fake_ncu: FakeNcu, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    from harness import runner
+    from harness.gpu import runner
 
     # The real runner's output when CuPy has no NVTX, fed through the fake ncu.
-    monkeypatch.setattr(runner, "_require_gpu", lambda: object())
+    monkeypatch.setattr(runner, "require_gpu", lambda: object())
     monkeypatch.setattr(runner, "nvtx_available", lambda: False)
     status = runner.main(["--variant", "naive", "--size", "256", "--capture", "nvtx"])
     said = capsys.readouterr().err
@@ -606,7 +567,7 @@ def test_no_gpu_reported_by_the_runner_under_ncu(tmp_path: Path, fake_ncu: FakeN
 
 def test_unknown_variant_lists_the_names(tmp_path: Path, fake_ncu: FakeNcu) -> None:
     result = invoke(["--variant", "naive", "--variant", "tensor_core", "--out", str(tmp_path)])
-    assert_one_error_line(result, "tensor_core", "naive, register_tiled, cublas")
+    assert_one_error_line(result, "tensor_core", "naive, register_tiled")
     assert fake_ncu.calls == [] and not tmp_path.joinpath("x").exists()
 
 
@@ -624,9 +585,10 @@ def test_a_malformed_size(tmp_path: Path, fake_ncu: FakeNcu, size: str) -> None:
     assert fake_ncu.calls == []
 
 
-def test_a_variant_without_its_own_kernel(tmp_path: Path, fake_ncu: FakeNcu) -> None:
-    result = invoke(["--variant", "cublas", "--out", str(tmp_path)])
-    assert_one_error_line(result, "cublas has no kernel of its own")
+def test_the_reference_is_not_a_variant_to_profile(tmp_path: Path, fake_ncu: FakeNcu) -> None:
+    # A project's reference is a library call with no kernel of its own to capture.
+    result = invoke(["--variant", "stub_library", "--out", str(tmp_path)])
+    assert_one_error_line(result, "unknown variant 'stub_library'")
 
 
 def test_program_filters_without_a_program(tmp_path: Path, fake_ncu: FakeNcu) -> None:
@@ -662,8 +624,9 @@ def test_dry_run_prints_the_exact_command_lines_without_gpu_or_ncu(
         "ncu", "--config-file", "off", "--set", "detailed", "--section", "SourceCounters",
         "--metrics", "a.sum,b.sum", "--clock-control", "none", "--cache-control", "all",
         "--replay-mode", "kernel", "--nvtx", "--nvtx-include", "ncuh-naive_512x256x128/",
-        "--launch-count", "1", "-o", str(report), "-f", sys.executable, "-m", "harness.runner",
-        "--variant", "naive", "--size", "512,256,128", "--label", "naive_512x256x128",
+        "-k", "regex:^sgemm_naive$", "-o", str(report), "-f", sys.executable, "-m",
+        "harness.gpu.runner", "--project", str(STUB.resolve()),
+        "--variant", "naive", "--size", "512x256x128", "--label", "naive_512x256x128",
         "--warmup", "3", "--capture", "nvtx",
     ]
     assert fake_ncu.calls == [] and not out.exists()
@@ -720,11 +683,13 @@ def test_bench_writes_bench_json_through_the_bench_module(
             path.write_text(json.dumps({"schema": "ncuh.bench/1", "results": []}))
             return path
 
-    def fake_run_bench(variants: list[str], sizes: list[Any], **kwargs: Any) -> FakeBenchRun:
-        calls.append((variants, sizes, kwargs))
+    def fake_run_bench(project: Any, variants: list[str], sizes: list[Any],
+                       **kwargs: Any) -> FakeBenchRun:
+        assert project.path == STUB.resolve()
+        calls.append((variants, [tuple(size) for size in sizes], kwargs))
         return FakeBenchRun()
 
-    monkeypatch.setattr("harness.bench.run_bench", fake_run_bench)
+    monkeypatch.setattr("harness.gpu.bench.run_bench", fake_run_bench)
     result = invoke(["--variant", "naive", "--size", "256", "--bench", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     run = load_run(only_run(tmp_path))

@@ -151,8 +151,9 @@ def test_a_job_array_profiles_each_target_and_merges_into_one_run(
     assert "#SBATCH --array=0-3" in script
     tasks = json.loads((job_dir / "tasks.json").read_text())["tasks"]
     assert [(t["variants"], t["sizes"]) for t in tasks] == [
-        (["naive"], [[256] * 3]), (["naive"], [[512] * 3]),
-        (["register_tiled"], [[256] * 3]), (["register_tiled"], [[512] * 3])]
+        (["naive"], ["256x256x256"]), (["naive"], ["512x512x512"]),
+        (["register_tiled"], ["256x256x256"]), (["register_tiled"], ["512x512x512"])]
+    assert all(Path(t["project"]).is_absolute() for t in tasks)  # found from any node
     logs = sorted((job_dir / "logs").glob("task-*.out"))
     assert len(logs) == 4  # one per array task: Slurm ran four tasks
     runs = [json.loads(line) for line in standins.read_text().splitlines()]

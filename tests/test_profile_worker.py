@@ -191,12 +191,12 @@ def test_an_interrupt_during_post_processing_stops_both_children(tmp_path: Path)
 def test_the_runner_without_nvtx_fails_in_one_line_before_compiling(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness import runner
+    from harness.gpu import runner
     from harness.profile.ncu_errors import classify
 
-    monkeypatch.setattr(runner, "_require_gpu", lambda: object())
+    monkeypatch.setattr(runner, "require_gpu", lambda: object())
     monkeypatch.setattr(runner, "nvtx_available", lambda: False)
-    monkeypatch.setattr("harness.sgemm.build", None)  # compiling would raise TypeError
+    monkeypatch.setattr(runner, "prepare", None)  # compiling would raise TypeError
     status = runner.main(["--variant", "naive", "--size", "256"])
     err = capsys.readouterr().err
     assert status == 1

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from harness.commands.options import project_option, project_path
 from harness.errors import NcuhError
 from harness.profile.ncu_command import (
     CLOCK_CONTROLS,
@@ -20,11 +21,10 @@ from harness.profile.ncu_command import (
 )
 
 
-def _sizes(size: tuple[str, ...], sizes: tuple[str, ...]) -> tuple[tuple[int, int, int], ...]:
-    from harness.profile.run import DEFAULT_SIZE, parse_size
-
+def _sizes(size: tuple[str, ...], sizes: tuple[str, ...]) -> tuple[str, ...]:
+    """The size words as given; the project parses them (default: its profile_size)."""
     texts = list(size) + [part for group in sizes for part in group.split(",") if part.strip()]
-    return tuple(dict.fromkeys(parse_size(text) for text in texts)) or (DEFAULT_SIZE,)
+    return tuple(dict.fromkeys(text.strip() for text in texts))
 
 
 def _params(text: str | None) -> dict[str, Any]:
@@ -43,7 +43,9 @@ def _params(text: str | None) -> dict[str, Any]:
 @click.option("--variant", "variants", multiple=True, metavar="NAME",
               help="Variant to profile (repeatable).")
 @click.option("--all", "all_variants", is_flag=True, help="Every variant of the chain, in order.")
-@click.option("--size", multiple=True, metavar="N|MxNxK", help="Problem size (repeatable).")
+@click.option("--size", multiple=True, metavar="SIZE",
+              help="Problem size: N, or one value per dimension like 4096x2048x1024 (repeatable) "
+                   "[default: the project's profile_size].")
 @click.option("--sizes", multiple=True, metavar="LIST", help="Comma-separated sizes.")
 @click.option("--set", "section_set", type=click.Choice(SETS), default=DEFAULT_SET,
               show_default=True,
@@ -84,6 +86,7 @@ def _params(text: str | None) -> dict[str, Any]:
               help="With a program: ncu --launch-count.")
 @click.option("--nvtx-include", multiple=True, metavar="EXPR",
               help="With a program: ncu --nvtx-include (repeatable).")
+@project_option
 @click.argument("program", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND ARGS...]")
 def profile(
     variants: tuple[str, ...], all_variants: bool, size: tuple[str, ...],
@@ -93,11 +96,11 @@ def profile(
     gpus: str | None, allow_mismatch: bool, metrics_csv: bool, slurm: bool,
     slurm_args: tuple[str, ...], kernel: str | None,
     launch_skip: int | None, launch_count: int | None, nvtx_include: tuple[str, ...],
-    program: tuple[str, ...],
+    project: Path | None, program: tuple[str, ...],
 ) -> None:
     """Profile kernel variants (or a program after --) under Nsight Compute.
 
-    Each variant runs in `python -m harness.runner`, which verifies it and launches it once in
+    Each variant runs in `python -m harness.gpu.runner`, which verifies it and launches it once in
     an NVTX range that ncu captures alone. The run directory (manifest.json, one .ncu-rep per
     variant and size, metrics.csv, bench.json with --bench) appears only when complete.
     With --gpus, one ncu per GPU works through the targets at once; with --slurm, a job
@@ -133,6 +136,7 @@ def profile(
             kernel=kernel, launch_skip=launch_skip, launch_count=launch_count,
             nvtx_include=nvtx_include,
         ),
+        project=None if program else project_path(project),
         gpus=gpus,
         allow_mismatch=allow_mismatch,
         metrics_csv=metrics_csv,

@@ -26,7 +26,7 @@ from typing import Any
 from harness.errors import NcuhError, NoGpuError
 
 SMI_QUERY = ("index", "uuid", "pci.bus_id", "name", "compute_cap")
-# Runs an argv and returns its stdout, or None when it cannot run (harness.gpu_env.run_command).
+# Runs an argv and returns its stdout, or None when it cannot run (harness.gpu.env.run_command).
 CommandRunner = Callable[[Sequence[str]], "str | None"]
 
 
@@ -63,7 +63,7 @@ def parse_gpu_list(text: str | None) -> list[Gpu]:
 def list_gpus(runner: CommandRunner | None = None) -> list[Gpu]:
     """Every GPU of this host ([] when nvidia-smi is missing or fails)."""
     if runner is None:
-        from harness.gpu_env import run_command as runner
+        from harness.gpu.env import run_command as runner
     return parse_gpu_list(runner(smi_argv()))
 
 

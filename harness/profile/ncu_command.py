@@ -7,12 +7,12 @@ all` (caches flushed before every replay pass) and `--replay-mode kernel`.
 
 Two kinds of target:
 
-* a bundled variant, run by `python -m harness.runner`, which launches the kernel once inside
-  the NVTX push/pop range `runner_range(label)`; ncu captures that launch alone through
-  `--nvtx --nvtx-include "<range>/"` (the trailing slash selects push/pop ranges) with
-  `--launch-count 1`. Where NVTX is unavailable the runner launches the kernel exactly
-  `warmup` times before the target launch and ncu skips them by count instead
-  (`-k regex:^<kernel>$ --launch-skip <warmup> --launch-count 1`);
+* a project's variant, run by `python -m harness.gpu.runner`, which runs the variant once
+  inside the NVTX push/pop range `runner_range(label)`; ncu captures the launches of that run
+  matching the variant's kernel filter through `--nvtx --nvtx-include "<range>/"` (the
+  trailing slash selects push/pop ranges) and `-k <filter>`. Where NVTX is unavailable the
+  runner launches the kernel exactly `warmup` times before the target launch and ncu skips
+  them by count instead (`-k regex:^<kernel>$ --launch-skip <warmup> --launch-count 1`);
 * a user program (`ncuh profile -- COMMAND ARGS`), filtered by whatever the user passes:
   `-k/--kernel`, `--launch-skip`, `--launch-count`, `--nvtx-include`.
 """
@@ -26,6 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+
+# The NVTX range around the runner's one captured launch is the run side's (re-exported).
+from harness.gpu.protocol import RANGE_PREFIX as RANGE_PREFIX
+from harness.gpu.protocol import runner_range as runner_range
 
 # `pages` is ncuh's own set: exactly the sections the pages, findings, diff and report read
 # (ncu's `--set full` less what nobody reads), given to ncu as `--section` and `--metrics`.
@@ -60,13 +64,6 @@ PAGES_METRICS: tuple[str, ...] = (
 CLOCK_CONTROLS: tuple[str, ...] = ("base", "none")
 CaptureMode = Literal["nvtx", "kernel"]
 
-# Prefix of the NVTX range the runner pushes around the one launch ncu must capture.
-RANGE_PREFIX = "ncuh-"
-
-
-def runner_range(label: str) -> str:
-    """Name of the NVTX push/pop range around the profiled launch of entry `label`."""
-    return f"{RANGE_PREFIX}{label}"
 
 
 @dataclass(frozen=True)
@@ -171,29 +168,38 @@ def ncu_args(
 def variant_filter(
     label: str, *, capture: CaptureMode, kernel_name: str, warmup: int
 ) -> KernelFilter:
-    """The filter that captures exactly the runner's target launch of entry `label`."""
+    """The filter that captures exactly the runner's target run of entry `label`.
+
+    `kernel_name` is a kernel's exact name, or a ready `-k` filter starting with "regex:"
+    (a project variant's `capture`). With NVTX, every launch inside the range that matches it
+    is captured: all passes of a multi-launch variant, none of a Python launcher's helper
+    kernels. Counting (no NVTX) assumes one matching launch per run of the variant.
+    """
+    kernel = (kernel_name if kernel_name.startswith("regex:")
+              else f"regex:^{re.escape(kernel_name)}$")
     if capture == "nvtx":
-        return KernelFilter(nvtx_include=(f"{runner_range(label)}/",), launch_count=1)
-    return KernelFilter(
-        kernel=f"regex:^{re.escape(kernel_name)}$", launch_skip=warmup, launch_count=1
-    )
+        return KernelFilter(nvtx_include=(f"{runner_range(label)}/",), kernel=kernel)
+    return KernelFilter(kernel=kernel, launch_skip=warmup, launch_count=1)
 
 
 def runner_program(
     variant: str,
-    size: tuple[int, int, int],
+    size: Sequence[int],
     *,
     label: str,
+    project: Path | str | None = None,
     params: dict[str, Any] | None = None,
     warmup: int,
     capture: CaptureMode,
     python: str | None = None,
 ) -> list[str]:
-    """argv of `python -m harness.runner` for one variant and size."""
-    argv = [
-        python or sys.executable, "-m", "harness.runner",
+    """argv of `python -m harness.gpu.runner` for one variant and size of a project."""
+    argv = [python or sys.executable, "-m", "harness.gpu.runner"]
+    if project is not None:
+        argv += ["--project", str(project)]
+    argv += [
         "--variant", variant,
-        "--size", ",".join(str(n) for n in size),
+        "--size", "x".join(str(n) for n in size),
         "--label", label,
         "--warmup", str(warmup),
         "--capture", capture,

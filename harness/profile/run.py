@@ -66,7 +66,7 @@ from harness.profile.progress import ProgressDisplay, passes_in
 from harness.profile.schedule import DEFAULT_SLOTS, Slot, run_queue
 from harness.rundir import BENCH, MANIFEST, RUN_SCHEMA
 
-Shape = tuple[int, int, int]
+Shape = tuple[int, ...]  # a size's values, in the project's dims order
 
 NCU_HELP = (
     "ncu (Nsight Compute) was not found on PATH, in $NCU_HOME or under "
@@ -75,7 +75,6 @@ NCU_HELP = (
 )
 PROGRAM_LABEL = "program"
 NO_CUPY_HELP = "no GPU: CuPy is not installed (pip install 'ncuh[cuda13]' or 'ncuh[cuda12]')"
-DEFAULT_SIZE: Shape = (4096, 4096, 4096)
 
 
 @dataclass(frozen=True)
@@ -83,7 +82,7 @@ class ProfileRequest:
     """Everything `ncuh profile` was asked to do."""
 
     variants: tuple[str, ...] = ()
-    sizes: tuple[Shape, ...] = (DEFAULT_SIZE,)
+    sizes: tuple[Shape, ...] = ()  # default: the project's profile_size
     settings: NcuSettings = field(default_factory=NcuSettings)
     out: Path = Path("runs")
     params: dict[str, Any] = field(default_factory=dict)
@@ -94,6 +93,7 @@ class ProfileRequest:
     capture: str = "auto"  # "auto" (NVTX when CuPy has it) | "nvtx" | "kernel"
     program: tuple[str, ...] = ()  # a user program: profiled instead of variants
     program_filter: KernelFilter = field(default_factory=KernelFilter)
+    project: Path | None = None  # the project file (None: found as harness.project says)
     gpus: str | None = None  # None: the default device; "all" or "0,1": one ncu per GPU at once
     allow_mismatch: bool = False  # --gpus may mix GPU models
     metrics_csv: bool = True  # False: no metrics.csv (`ncuh export REPORT` gives it later)
@@ -192,33 +192,19 @@ class Plan:
 
 
 def size_label(size: Shape) -> str:
-    m, n, k = size
-    return str(m) if m == n == k else f"{m}x{n}x{k}"
+    """"4096" when every dimension is equal, else "4096x2048x1024"."""
+    values = [int(n) for n in size]
+    return str(values[0]) if len(set(values)) == 1 else "x".join(map(str, values))
 
 
-def parse_size(text: str) -> Shape:
-    """'4096' -> (4096,)*3; '4096x2048x1024' -> (4096, 2048, 1024)."""
-    from harness.errors import UnsupportedShapeError
-
-    parts = text.strip().lower().split("x")
-    if len(parts) == 1:
-        parts *= 3
-    if len(parts) != 3 or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
-        raise UnsupportedShapeError(
-            f"bad size {text!r}: give N (square) or MxNxK with positive integers"
-        )
-    return int(parts[0]), int(parts[1]), int(parts[2])
+def _size(project: Any, size: str | Shape) -> Any:
+    return project.parse_size(size) if isinstance(size, str) else project.size(size)
 
 
-def _chain_names() -> list[str]:
-    from harness.variants import all_variants
+def _project(request: ProfileRequest) -> Any:
+    from harness.project import open_project
 
-    return [v.name for v in all_variants() if _runnable(v)]
-
-
-def _runnable(variant: Any) -> bool:
-    """Whether the runner can launch this variant's own kernel (cuBLAS has none to capture)."""
-    return bool(getattr(variant, "source", None)) and bool(getattr(variant, "kernel_name", None))
+    return open_project(request.project)
 
 
 def plan(request: ProfileRequest, *, capture: CaptureMode = "nvtx") -> Plan:
@@ -232,31 +218,30 @@ def plan(request: ProfileRequest, *, capture: CaptureMode = "nvtx") -> Plan:
         )
         return Plan(request, (target,), capture)
 
-    from harness.variants import check_params, get_variant
-
-    names = _chain_names() if request.all_variants else list(request.variants)
+    project = _project(request)
+    names = project.names if request.all_variants else list(request.variants)
     if not names:
         raise NcuhError("nothing to profile: give --variant NAME, --all, or -- COMMAND ARGS")
-    if not request.sizes:
-        raise NcuhError("no size given")
+    sizes = list(dict.fromkeys(_size(project, s) for s in request.sizes)) \
+        or [project.profile_size]
+    for size in request.bench_sizes:  # a bad --bench-sizes is refused before ncu runs
+        _size(project, size)
     targets = []
     for name in dict.fromkeys(names):
-        variant = get_variant(name)  # UnknownVariantError lists the names
-        if not _runnable(variant):
-            raise NcuhError(f"variant {variant.name} has no kernel of its own to profile")
-        for size in request.sizes:
-            # Bad parameters (NcuhError) or a shape it cannot take (UnsupportedShapeError): exit 2.
-            params = check_params(variant, request.params or None, size)
-            label = f"{variant.name}_{size_label(size)}"
+        variant = project.variant(name)  # UnknownVariantError lists the names
+        for size in sizes:
+            # Bad parameters (NcuhError) or a size it cannot take (UnsupportedShapeError): exit 2.
+            params = project.check_params(variant, request.params or None, size)
+            label = f"{variant.name}_{size.label}"
             program = runner_program(
                 variant.name, size, label=label, params=request.params,
-                warmup=request.warmup, capture=capture,
+                warmup=request.warmup, capture=capture, project=project.path,
             )
             targets.append(Target(
-                label=label, variant=variant.name, size=size, params=params,
+                label=label, variant=variant.name, size=tuple(size), params=params,
                 program=tuple(program),
                 kernel_filter=variant_filter(
-                    label, capture=capture, kernel_name=variant.kernel_name,
+                    label, capture=capture, kernel_name=variant.capture_filter,
                     warmup=request.warmup,
                 ),
             ))
@@ -303,14 +288,14 @@ def find_ncu() -> Path:
 def runner_environment() -> dict[str, str]:
     """Our environment, with this ncuh's package root first on PYTHONPATH.
 
-    `python -m harness.runner` under ncu must import the same `harness` as this process, also
+    `python -m harness.gpu.runner` under ncu must import the same `harness` as this process, also
     from a checkout that is not installed or when PYTHONPATH was given as a relative path.
     """
     return package_environment()
 
 
 def _runner_result(output: str) -> dict[str, Any]:
-    from harness.runner import RESULT_PREFIX
+    from harness.gpu.protocol import RESULT_PREFIX
 
     return result_line(output, RESULT_PREFIX) or {}
 
@@ -395,6 +380,8 @@ def build_manifest(
         "metrics": metrics,
         "bench": BENCH if bench else None,
         "timings": timings,
+        # Optional: which project the variants came from (writeup reads strategies from it).
+        "project": None if request.program else _project(request).manifest(),
     }
 
 
@@ -530,9 +517,11 @@ def _name_gpus(entries: Sequence[EntryResult], gpus: Sequence[Gpu]) -> None:
 
 
 def _write_bench(run_dir: Path, plan_: Plan, bench_sizes: tuple[Shape, ...] = ()) -> None:
-    from harness.bench import run_bench
+    from harness.gpu.bench import run_bench
 
+    project = _project(plan_.request)
     variants = list(dict.fromkeys(t.variant for t in plan_.targets if t.variant))
     # The seed pages' "Benchmark Results" list several sizes while one size is profiled.
     sizes = list(bench_sizes) or list(dict.fromkeys(t.size for t in plan_.targets if t.size))
-    run_bench(variants, sizes, references=True).save(run_dir / BENCH)
+    run_bench(project, variants, [_size(project, s) for s in sizes],
+              references=True).save(run_dir / BENCH)

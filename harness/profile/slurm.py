@@ -68,6 +68,7 @@ class Submission:
 def request_to_json(request: ProfileRequest) -> dict[str, Any]:
     data = dataclasses.asdict(request)
     data["out"] = str(request.out)
+    data["project"] = str(request.project) if request.project is not None else None
     return data
 
 
@@ -82,9 +83,11 @@ def request_from_json(data: dict[str, Any]) -> ProfileRequest:
         for key, value in fields["program_filter"].items()})
     for key in ("variants", "program"):
         fields[key] = tuple(fields[key])
-    for key in ("sizes", "bench_sizes"):
-        fields[key] = tuple(tuple(size) for size in fields[key])
+    for key in ("sizes", "bench_sizes"):  # size words ("4096") or values per dim
+        fields[key] = tuple(tuple(size) if isinstance(size, list) else size
+                            for size in fields[key])
     fields["out"] = Path(fields["out"])
+    fields["project"] = Path(fields["project"]) if fields.get("project") else None
     return ProfileRequest(**fields)
 
 
@@ -96,8 +99,13 @@ def task_requests(plan_: Plan, shards: Path) -> list[ProfileRequest]:
         if target.variant is None:  # a user's program: one task, as asked
             tasks.append(replace(request, out=shards, run_id=target.label, gpus=None))
             continue
+        from harness.project import open_project
+
+        # The node finds the same project wherever the task starts: its absolute path.
+        project = Path(open_project(request.project).path).resolve()
         tasks.append(replace(
-            request, variants=(target.variant,), sizes=(target.size,), all_variants=False,
+            request, variants=(target.variant,), all_variants=False, project=project,
+            sizes=("x".join(str(n) for n in target.size or ()),),
             out=shards, run_id=target.label, gpus=None, bench_sizes=()))
     return tasks
 

@@ -1,7 +1,7 @@
 """Work `ncuh profile` does in child processes, so the orchestrating process stays small.
 
     python -m harness.profile.worker environment [NCU] [--no-cuda] [--pci-bus-id ID] [--list-gpus]
-        one JSON line: the environment (`harness.gpu_env.collect_environment`), with the
+        one JSON line: the environment (`harness.gpu.env.collect_environment`), with the
         version of the ncu at path NCU (the one that ran), asked once; `--no-cuda` leaves
         CuPy and CUDA alone (the runner reported those fields) and asks NVML or nvidia-smi
         about the device at bus ID; `--list-gpus` adds every GPU of the host under `gpus`
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import NcuhError
 
 if TYPE_CHECKING:
-    from harness.gpu_env import CommandRunner
+    from harness.gpu.env import CommandRunner
 
 RESULT_PREFIX = "ncuh-worker-result: "
 
@@ -51,8 +51,8 @@ def environment(
     of the given ncu rather than of whatever `ncu` is on PATH, and started before CuPy and NVML
     load so that its start-up overlaps theirs.
     """
-    from harness.gpu_env import collect_environment, parse_ncu_version
-    from harness.gpu_env import run_command as default_runner
+    from harness.gpu.env import collect_environment, parse_ncu_version
+    from harness.gpu.env import run_command as default_runner
 
     run = runner or default_runner
     version: concurrent.futures.Future[str | None] | None = None

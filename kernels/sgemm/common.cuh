@@ -1,6 +1,6 @@
 // Helpers shared by the SGEMM iterations: C = alpha * A @ B + beta * C, row-major float32,
 // A is MxK, B is KxN, C is MxN. Every tile parameter arrives as a -D macro from the host
-// (harness/sgemm.py), which also picks VEC: 1 only when K % 4 == 0 and N % 4 == 0, so that
+// (sgemm_project.py), which also picks VEC: 1 only when K % 4 == 0 and N % 4 == 0, so that
 // every row of A and B (and of C) starts 16-byte aligned and float4 accesses are legal.
 #pragma once
 

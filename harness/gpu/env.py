@@ -137,11 +137,27 @@ def gpu_unavailable_reason() -> str | None:
     return None
 
 
-def require_gpu() -> None:
-    """Raise `NoGpuError` with the one-line reason when no CUDA GPU can be used."""
+def require_gpu() -> Any:
+    """CuPy, when it sees a CUDA device; else `NoGpuError` with the one-line reason.
+
+    THE GPU check of ncuh: bench, the runner and tuning all ask here.
+    """
     reason = gpu_unavailable_reason()
     if reason is not None:
         raise NoGpuError(f"no GPU: {reason}")
+    return _import_cupy()
+
+
+def current_gpu_name() -> str | None:
+    """The current device's name through CuPy, or None without a GPU (never raises)."""
+    cupy = _import_cupy()
+    if cupy is None:
+        return None
+    try:
+        name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+    except Exception:
+        return None
+    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def driver_cuda_version() -> str | None:

@@ -1,9 +1,10 @@
 """Text views of a `BenchRun`: the printed table, and the seed pages' two benchmark blocks.
 
 `format_table` is what `ncuh bench` prints: one row per variant and size (median, spread,
-GFLOP/s, speedups, error), then the "Speedup Factors" summary per variant. `format_seed_block`
-renders one variant exactly in the shape of the seed pages ("Average Runtime per Matrix
-Size" and "Speedup Factors (on 512+ Matrices)"), for the write-up.
+GFLOP/s and GB/s where the project has a work model, speedups against the project's reference
+by its own name, error), then the "Speedup Factors" summary per variant. `format_seed_block`
+renders one variant in the shape of the seed pages' two blocks ("Average Runtime per Size"
+and "Speedup Factors (on sizes 512+)"), for the write-up.
 Numbers carry significant figures, not fifteen digits.
 """
 
@@ -11,12 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.bench import BenchResult, BenchRun, aggregate_speedups
+from harness.gpu.bench import PREVIOUS, BenchResult, BenchRun, aggregate_speedups
 
 SUMMARY_MIN_SIZE = 512
 _NOT_TIMED = ("FAILED", "UNSUPPORTED")
-_COLUMNS = ("variant", "size", "median ms", "IQR ms", "GFLOP/s", "vs cuBLAS", "vs naive",
-            "vs prev", "rel err")
 
 
 def sig(value: float, digits: int = 4) -> str:
@@ -38,28 +37,39 @@ def format_factor(value: float | None) -> str:
     return "-" if value is None else f"{value:#.4g}x"
 
 
-def _row(result: BenchResult) -> tuple[str, ...]:
+def _columns(run: BenchRun) -> list[str]:
+    reference, baseline = run.speedup_keys
+    columns = ["variant", "size", "median ms", "IQR ms"]
+    if any(r.gflops is not None for r in run.results):
+        columns.append("GFLOP/s")
+    if any(r.gbps is not None for r in run.results):
+        columns.append("GB/s")
+    columns += [f"vs {run.label(key)}" for key in (reference, baseline) if key]
+    return [*columns, "vs prev", "rel err"]
+
+
+def _row(run: BenchRun, result: BenchResult, columns: list[str]) -> tuple[str, ...]:
     size = format_size(result.size)
     if not result.ok:
         reason = result.error or ""
-        return (result.variant, size, result.status.upper(), reason, "", "", "", "", "")
+        return (result.variant, size, result.status.upper(), reason,
+                *([""] * (len(columns) - 4)))
     iqr = (result.q3_ms or 0.0) - (result.q1_ms or 0.0)
-    return (
-        result.variant,
-        size,
-        sig(result.median_ms),  # type: ignore[arg-type]
-        sig(iqr, 2),
-        f"{result.gflops:,.0f}",
-        format_factor(result.speedup.get("cublas")),
-        format_factor(result.speedup.get("naive")),
-        format_factor(result.speedup.get("previous")),
-        "-" if result.rel_error is None else f"{result.rel_error:.1e}",
-    )
+    reference, baseline = run.speedup_keys
+    cells = [result.variant, size, sig(result.median_ms), sig(iqr, 2)]  # type: ignore[arg-type]
+    if "GFLOP/s" in columns:
+        cells.append("-" if result.gflops is None else f"{result.gflops:,.0f}")
+    if "GB/s" in columns:
+        cells.append("-" if result.gbps is None else f"{result.gbps:,.0f}")
+    cells += [format_factor(result.speedup.get(key)) for key in (reference, baseline) if key]
+    cells.append(format_factor(result.speedup.get(PREVIOUS)))
+    cells.append("-" if result.rel_error is None else f"{result.rel_error:.1e}")
+    return tuple(cells)
 
 
 def _align(rows: list[tuple[str, ...]]) -> list[str]:
     timed = [r for r in rows if r[2] not in _NOT_TIMED]
-    widths = [max(len(r[i]) for r in (rows if i < 2 else timed)) for i in range(len(_COLUMNS))]
+    widths = [max(len(r[i]) for r in (rows if i < 2 else timed)) for i in range(len(rows[0]))]
     lines = []
     for row in rows:
         if row[2] in _NOT_TIMED:
@@ -88,24 +98,28 @@ def _header(run: BenchRun) -> list[str]:
                 (("driver", "driver"), ("CUDA", "cuda_runtime"), ("CuPy", "cupy")) if env.get(key)]
     if versions:
         machine += "; " + ", ".join(versions)
-    terms = (f"C = {settings.alpha:g}*A@B + {settings.beta:g}*C; "
-             "speedup = reference time / variant time")
-    return [method, machine, terms]
+    description = (run.project or {}).get("description")
+    terms = "speedup = reference time / variant time"
+    return [method, machine, f"{description}; {terms}" if description else terms]
 
 
 def format_summary(run: BenchRun, min_size: int = SUMMARY_MIN_SIZE) -> list[str]:
     """The "Speedup Factors" block: per variant, geometric mean over sizes >= min_size."""
-    rows = [("variant", "cuBLAS", "Naive", "Prev")]
+    reference, baseline = run.speedup_keys
+    keys = [key for key in (reference, baseline) if key] + [PREVIOUS]
+    titles = {reference: run.label(reference), PREVIOUS: "Prev",
+              baseline: (run.project or {}).get("baseline_title") or str(baseline)}
+    rows = [("variant", *(titles[key] for key in keys))]
     for variant in run.variants:
         factors = aggregate_speedups(run, variant, min_size)
         if all(v is None for v in factors.values()):
             continue
-        rows.append((variant, *(format_factor(factors[k]) for k in ("cublas", "naive",
-                                                                     "previous"))))
+        rows.append((variant, *(format_factor(factors[key]) for key in keys)))
     if len(rows) == 1:
         return []
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = [f"Speedup Factors (geometric mean over sizes with M, N, K >= {min_size})"]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    dims = ", ".join((run.project or {}).get("dims") or ["every dimension"])
+    lines = [f"Speedup Factors (geometric mean over sizes with {dims} >= {min_size})"]
     for row in rows:
         cells = [f"{row[0]:<{widths[0]}}", *(f"{c:>{widths[i + 1]}}" for i, c in
                                               enumerate(row[1:]))]
@@ -115,7 +129,8 @@ def format_summary(run: BenchRun, min_size: int = SUMMARY_MIN_SIZE) -> list[str]
 
 def format_table(run: BenchRun, min_size: int = SUMMARY_MIN_SIZE) -> str:
     """The whole printed report of a run: header, results table, summary, warnings."""
-    rows = [_COLUMNS, *(_row(r) for r in run.results)]
+    columns = _columns(run)
+    rows = [tuple(columns), *(_row(run, r, columns) for r in run.results)]
     lines = [*_header(run), "", *_align(rows)]
     summary = format_summary(run, min_size)
     if summary:
@@ -129,19 +144,21 @@ def format_table(run: BenchRun, min_size: int = SUMMARY_MIN_SIZE) -> str:
 
 def format_seed_block(run: BenchRun, variant: str, min_size: int = SUMMARY_MIN_SIZE) -> str:
     """One variant in the seed pages' words: runtimes per size, then the speedup factors."""
-    lines = ["Average Runtime per Matrix Size:"]
+    lines = ["Average Runtime per Size:"]
     for result in run.results:
         if result.variant != variant:
             continue
-        m, n, k = result.size
-        label = f"{m}x{n}" if m == n == k else f"{m}x{n}x{k}"
+        label = format_size(result.size)
         if result.ok:
-            lines.append(f"{label} Matrix: {result.median_ms:.6f} ms")
+            lines.append(f"{label}: {result.median_ms:.6f} ms")
         else:
-            lines.append(f"{label} Matrix: {result.status} ({result.error})")
+            lines.append(f"{label}: {result.status} ({result.error})")
     factors = aggregate_speedups(run, variant, min_size)
-    lines += ["", f"Speedup Factors (on {min_size}+ Matrices):"]
-    for label, key in (("cuBLAS:", "cublas"), ("Naive:", "naive"), ("Prev:", "previous")):
-        value = factors[key]
+    reference, baseline = run.speedup_keys
+    titles = {reference: run.label(reference), PREVIOUS: "Prev",
+              baseline: (run.project or {}).get("baseline_title") or str(baseline)}
+    lines += ["", f"Speedup Factors (on sizes {min_size}+):"]
+    for key, value in factors.items():
+        label = f"{titles[key]}:"
         lines.append(f"{label:<7} {'-' if value is None else f'{value:.4f}x'}")
     return "\n".join(lines) + "\n"

@@ -1,7 +1,7 @@
 """Event timing of one GPU launch: warm-up, L2 flush, raw samples, median and spread.
 
 The method follows triton.testing.do_bench and torch.utils.benchmark: warm up first (module
-load, NVRTC compilation and cuBLAS handle creation stay out of the numbers), then time each
+load, NVRTC compilation and library handle creation stay out of the numbers), then time each
 launch on its own with a pair of CUDA events, after writing a buffer larger than the L2
 cache so every launch starts with cold caches, as it would inside a real program. The raw
 samples are kept; the statistics derive from them (`Measurement`), and a spread wider than
@@ -15,6 +15,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from harness.gpu.env import require_gpu
 
 # IQR/median above which a measurement is called noisy (torch.utils.benchmark's threshold).
 NOISY_IQR_FRACTION = 0.10
@@ -194,8 +196,7 @@ def time_launches(
         raise ValueError("repeats must be at least 1")
     import time
 
-    import cupy
-
+    cupy = require_gpu()
     if flush_l2 and flusher is None:
         flusher = L2Flusher(cupy)
     stream = cupy.cuda.get_current_stream()
