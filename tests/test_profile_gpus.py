@@ -126,6 +126,8 @@ def test_gpus_all_profiles_on_both_gpus_at_once(tmp_path: Path, standins: Path) 
     lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
     assert len(lines) == 8 and sum(": ok " in line for line in lines) == 4
     assert any(" on GPU 1: ok" in line for line in lines)
+    # The summary on stdout names each entry's pass count, as ncu printed it.
+    assert [line.split()[-2:] for line in result.stdout.splitlines()[:4]] == [["30", "passes"]] * 4
 
 
 def test_gpus_refuses_mixed_models_before_any_ncu(

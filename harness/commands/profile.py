@@ -161,6 +161,7 @@ def profile(
         progress.close()
     for entry in outcome.entries:
         line = f"{entry.status:6} {entry.target.label}  {entry.seconds:.1f} s"
+        line += f"  {entry.passes} passes" if entry.passes else ""
         click.echo(line if entry.error is None else f"{line}  {entry.error}")
     for entry in outcome.failures:
         click.echo(f"ncuh: failed: {entry.target.label}: {entry.error}", err=True)
