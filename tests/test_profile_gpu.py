@@ -137,7 +137,8 @@ def test_a_user_program_gets_the_same_run_directory(tmp_path: Path) -> None:
          sys.executable, "benchmarks/launch_variants.py", "--variants", "naive,smem_tiled",
          "--size", "256"],
         capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])},
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     run = load_run(Path(completed.stdout.strip().splitlines()[-1]))

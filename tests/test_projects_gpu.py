@@ -23,11 +23,17 @@ ROOT = Path(__file__).resolve().parent.parent
 SCALE = Path(__file__).parent / "projects" / "scale"
 
 
-def ncuh(*args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
-    """`ncuh ARGS` in a fresh process from `cwd`, as a user types it."""
+def checkout_environment() -> dict[str, str]:
+    """This checkout first on PYTHONPATH, keeping what the machine already had there."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])}
     env.pop("NCUH_PROJECT", None)
+    return env
+
+
+def ncuh(*args: str, cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+    """`ncuh ARGS` in a fresh process from `cwd`, as a user types it."""
+    env = checkout_environment()
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout, check=False)
 
@@ -83,7 +89,7 @@ def test_init_project_profiles_and_writes_iteration_pages(init_project: Path) ->
 
 
 def test_init_projects_own_tests_pass(init_project: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = checkout_environment()
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                            "test_saxpy.py"], cwd=init_project, env=env, capture_output=True,
                           text=True, timeout=600, check=False)
