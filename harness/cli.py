@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "list": "harness.commands.list_variants:list_variants",
     "bench": "harness.commands.bench:bench",
     "profile": "harness.commands.profile:profile",
+    "merge": "harness.commands.merge:merge",
     "export": "harness.commands.export:export",
     "report": "harness.commands.report:report",
     "writeup": "harness.commands.writeup:writeup",

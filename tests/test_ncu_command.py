@@ -22,8 +22,43 @@ PINNED = [
 ]
 
 
-def test_default_settings_pin_clock_cache_replay_and_config_file() -> None:
-    assert NcuSettings().args() == ["--config-file", "off", "--set", "full", *PINNED]
+PAGES_ARGS = [
+    "--section", "SpeedOfLight",
+    "--section", "SpeedOfLight_RooflineChart",
+    "--section", "SpeedOfLight_HierarchicalSingleRooflineChart",
+    "--section", "LaunchStats",
+    "--section", "Occupancy",
+    "--section", "ComputeWorkloadAnalysis",
+    "--section", "InstructionStats",
+    "--section", "MemoryWorkloadAnalysis",
+    "--section", "MemoryWorkloadAnalysis_Chart",
+    "--section", "MemoryWorkloadAnalysis_Tables",
+    "--section", "SchedulerStats",
+    "--section", "WarpStateStats",
+    "--section", "SourceCounters",
+    "--section", "WorkloadDistribution",
+    "--metrics", "sass__inst_executed_per_opcode,sass__inst_executed_per_opcode_with_modifier_all",
+]
+
+
+def test_default_settings_are_the_pages_set_pinned_clock_cache_replay_and_config_file() -> None:
+    # `pages` is no ncu set: its sections by name, and no --set (ncu then collects only those).
+    assert NcuSettings().args() == ["--config-file", "off", *PAGES_ARGS, *PINNED]
+
+
+def test_full_is_one_flag_away() -> None:
+    assert NcuSettings(set="full").args() == ["--config-file", "off", "--set", "full", *PINNED]
+
+
+def test_extra_sections_and_metrics_join_the_pages_set_once() -> None:
+    settings = NcuSettings(sections=("PmSampling", "SourceCounters"),
+                           metrics=("sass__inst_executed_per_opcode", "dram__bytes.sum"))
+    argv = settings.args()
+    assert argv[:-len(PINNED)] == [
+        "--config-file", "off", *PAGES_ARGS[:-2], "--section", "PmSampling",
+        "--metrics", "sass__inst_executed_per_opcode,"
+        "sass__inst_executed_per_opcode_with_modifier_all,dram__bytes.sum",
+    ]
 
 
 def test_sections_metrics_and_clock_control_none() -> None:
@@ -62,7 +97,7 @@ def test_variant_capture_by_nvtx_range_takes_its_kernels_in_the_range() -> None:
     )
     assert argv == [
         "/opt/ncu/ncu",
-        "--config-file", "off", "--set", "full", *PINNED,
+        "--config-file", "off", *PAGES_ARGS, *PINNED,
         "--nvtx", "--nvtx-include", "ncuh-register_tiled_4096/",
         # every launch of the variant's kernel inside the one run's range, nothing else
         "-k", "regex:^sgemm_rt$",

@@ -31,7 +31,36 @@ from typing import Any, Literal
 from harness.gpu.protocol import RANGE_PREFIX as RANGE_PREFIX
 from harness.gpu.protocol import runner_range as runner_range
 
-SETS: tuple[str, ...] = ("full", "detailed", "basic")
+# `pages` is ncuh's own set: exactly the sections the pages, findings, diff and report read
+# (ncu's `--set full` less what nobody reads), given to ncu as `--section` and `--metrics`.
+SETS: tuple[str, ...] = ("pages", "full", "detailed", "basic")
+DEFAULT_SET = "pages"
+# Section identifiers (ncu --list-sections), each with what reads it. Left out of `full`:
+# PmSampling (the timeline of counters over the kernel: several passes, read by nothing),
+# Nvlink, Nvlink_Tables, Nvlink_Topology, NumaAffinity (links and host topology: a single-GPU
+# kernel has nothing to say there), and the double-, half- and tensor-precision hierarchical
+# roofline charts (the pages draw the single-precision roofline).
+PAGES_SECTIONS: tuple[str, ...] = (
+    "SpeedOfLight",                   # speed of light, bound finding, diff's throughput metrics
+    "SpeedOfLight_RooflineChart",     # roofline.py: FFMA/FADD/FMUL rates, DRAM peak
+    "SpeedOfLight_HierarchicalSingleRooflineChart",  # the L1/L2/DRAM single-precision roofline
+    "LaunchStats",                    # launch config, waves finding, registers/shared in diff
+    "Occupancy",                      # occupancy finding, limiters
+    "ComputeWorkloadAnalysis",        # pipe utilization tables
+    "InstructionStats",               # instruction mix (sass__inst_executed_per_opcode)
+    "MemoryWorkloadAnalysis",         # memory throughput, DRAM/L2 bytes in diff
+    "MemoryWorkloadAnalysis_Chart",   # the memory chart and its rules
+    "MemoryWorkloadAnalysis_Tables",  # shared/L1/L2 tables: bank conflicts, coalescing, excess
+    "SchedulerStats",                 # issue slots, eligible warps
+    "WarpStateStats",                 # stall reasons, stalls finding
+    "SourceCounters",                 # SASS per PC, hot spots, PC-sampling stalls, atomics
+    "WorkloadDistribution",           # its rules (SM/L1/L2 imbalance) are findings too
+)
+# Metrics read by name that no section above is sure to collect on every architecture.
+PAGES_METRICS: tuple[str, ...] = (
+    "sass__inst_executed_per_opcode",
+    "sass__inst_executed_per_opcode_with_modifier_all",  # access widths (LDG.E.128, ...)
+)
 CLOCK_CONTROLS: tuple[str, ...] = ("base", "none")
 CaptureMode = Literal["nvtx", "kernel"]
 
@@ -41,7 +70,7 @@ CaptureMode = Literal["nvtx", "kernel"]
 class NcuSettings:
     """What ncu collects and how it replays: identical for every entry of a run."""
 
-    set: str | None = "full"
+    set: str | None = DEFAULT_SET
     sections: tuple[str, ...] = ()
     metrics: tuple[str, ...] = ()
     clock_control: str = "base"
@@ -58,12 +87,17 @@ class NcuSettings:
     def args(self) -> list[str]:
         """The measurement options, in a fixed order."""
         argv = ["--config-file", "off"]
-        if self.set is not None:
+        sections, metrics = list(self.sections), list(self.metrics)
+        if self.set == "pages":
+            # Not an ncu set: its sections; without --set, ncu collects only those named.
+            sections = list(dict.fromkeys([*PAGES_SECTIONS, *sections]))
+            metrics = list(dict.fromkeys([*PAGES_METRICS, *metrics]))
+        elif self.set is not None:
             argv += ["--set", self.set]
-        for section in self.sections:
+        for section in sections:
             argv += ["--section", section]
-        if self.metrics:
-            argv += ["--metrics", ",".join(self.metrics)]
+        if metrics:
+            argv += ["--metrics", ",".join(metrics)]
         argv += [
             "--clock-control", self.clock_control,
             "--cache-control", self.cache_control,
