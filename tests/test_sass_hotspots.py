@@ -74,7 +74,10 @@ def test_not_issued_samples_are_not_stall_samples(profiles):
 
 
 def test_hot_lines_show_their_code_from_the_bundled_kernels(tmp_path):
-    from harness.variants import kernels_dir
+    from harness.project import default_project_path
+
+    def kernels_dir():
+        return default_project_path().parent
 
     profile = _line_info_profile(sass=(
         SassInstruction(0x100, "LDS R4, [R2]", 1.0, "register_tiled.cu:22", {"wait": 3}),))

@@ -317,7 +317,7 @@ class Divergence:
 
 @dataclass(frozen=True)
 class Atomics:
-    """Atomic and reduction operations and what they cost in L2."""
+    """Atomic operations (ATOM, RED) and what they cost in L2."""
 
     global_atom_requests: Number = None  # l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum
     global_red_requests: Number = None  # l1tex__t_requests_pipe_lsu_mem_global_op_red.sum
@@ -414,7 +414,7 @@ class KernelView:
 
     kernel_id: int
     name: str
-    headline: str  # "sgemm_naive (32, 32, 1)x(32, 32, 1), Context 1, Stream 7, Device 0, CC 9.0"
+    headline: str  # "my_kernel (32, 32, 1)x(32, 32, 1), Context 1, Stream 7, Device 0, CC 9.0"
     sections: tuple[SectionView, ...]
 
 
@@ -423,7 +423,7 @@ class KernelProfile:
     """Everything ncuh knows about one profiled kernel launch."""
 
     kernel_id: int  # 0-based, report order (ranges, then actions)
-    name: str  # function name, e.g. "sgemm_naive"
+    name: str  # function name, e.g. "my_kernel"
     demangled_name: str
     device: str | None = None  # e.g. "NVIDIA H100 80GB HBM3"
     compute_capability: str | None = None  # e.g. "9.0"
