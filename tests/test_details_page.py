@@ -29,7 +29,8 @@ COMPLETE = ("GPU Speed Of Light Throughput", "GPU Speed Of Light Roofline Chart"
             "Memory Workload Analysis Chart", "Memory Workload Analysis Tables",
             "Launch Statistics", "Scheduler Statistics", "Warp State Statistics",
             "Occupancy", "Instruction Statistics",
-            "GPU Speed Of Light Hierarchical Roofline Chart (Tensor Core)")
+            "GPU Speed Of Light Hierarchical Roofline Chart (Tensor Core)",
+            "GPU and Memory Workload Distribution")
 # sections whose header table ncuh prints in full (their body tables it does not rebuild)
 HEADER_COMPLETE = ("PM Sampling",)
 

@@ -284,6 +284,13 @@ def body_layouts(identifier: str, body: list[Any],
             if stalls else ()
     if identifier == "Occupancy":
         return _occupancy_tables(body)
+    if identifier == "WorkloadDistribution":
+        # each unit's active cycles: average, busiest and idlest instance, and the sum
+        return (BodyLayout(("Table Name : Workload Distribution",), tuple(
+            BodyRow(f"{unit}__cycles_active.{stat}", f"{label} Active Cycles")
+            for unit, label in (("dram", "DRAM"), ("l1tex", "L1"), ("lts", "L2"), ("sm", "SM"),
+                                ("smsp", "SMSP"))
+            for stat in ("avg", "max", "min", "sum"))),)
     if identifier == "InstructionStats":
         labels = {str(m.name()): str(m.label() or "") for m in body}
         return tuple(
