@@ -30,7 +30,7 @@ COMPLETE = ("GPU Speed Of Light Throughput", "GPU Speed Of Light Roofline Chart"
             "Launch Statistics", "Scheduler Statistics", "Warp State Statistics",
             "Occupancy", "Instruction Statistics",
             "GPU Speed Of Light Hierarchical Roofline Chart (Tensor Core)",
-            "GPU and Memory Workload Distribution")
+            "GPU and Memory Workload Distribution", "NVLink Topology")
 # sections whose header table ncuh prints in full (their body tables it does not rebuild)
 HEADER_COMPLETE = ("PM Sampling",)
 

@@ -284,6 +284,9 @@ def body_layouts(identifier: str, body: list[Any],
             if stalls else ()
     if identifier == "Occupancy":
         return _occupancy_tables(body)
+    if identifier == "Nvlink_Topology" and value("nvlink__count_logical") == 0:
+        return (BodyLayout(("NVLink Topology", "The system does not have any NVLink connections."),
+                           ()),)
     if identifier == "WorkloadDistribution":
         # each unit's active cycles: average, busiest and idlest instance, and the sum
         return (BodyLayout(("Table Name : Workload Distribution",), tuple(

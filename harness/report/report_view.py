@@ -196,7 +196,7 @@ def _body_tables(action: Any, section: Any, identifier: str) -> tuple[BodyTable,
         rows = tuple(row_of(r.metric, r.label) or MetricRow(r.label, "", NOT_AVAILABLE, r.metric,
                                                             None, "")
                      for r in layout.rows)
-        if rows:
+        if rows or not layout.rows:  # a layout without rows is a note (titles only)
             tables.append(BodyTable(titles=layout.titles, rows=rows))
     return tuple(tables)
 
@@ -292,9 +292,11 @@ def render_text(views: list[KernelView], details: Details = "header") -> str:
             if section.rows:
                 lines += _table(section.rows, "    ")
             for table in section.body:
-                lines.append("")
+                if section.rows or table is not section.body[0]:
+                    lines.append("")
                 lines += [f"    {title}" for title in table.titles]
-                lines += _table(table.rows, "    ")
+                if table.rows:
+                    lines += _table(table.rows, "    ")
             if section.rules:
                 lines.append("")
                 for number, rule in enumerate(section.rules):
@@ -325,11 +327,14 @@ def render_markdown(views: list[KernelView], details: Details = "header") -> str
             if section.rows:
                 lines += _md_table(section.rows)
             for table in section.body:
+                if not table.rows:  # a note
+                    lines += [_md_cell(" ".join(table.titles)), ""]
+                    continue
                 lines += [f"**{_md_cell(' · '.join(table.titles[:2]))}**", ""]
                 lines += _md_table(table.rows)
             for rule in section.rules:
                 heading = rule_heading(rule)
-                prefix = f"**{rule.type}** ({heading})" if heading else f"**{rule.type}**"
+                prefix = f"**{rule.tag}** ({heading})" if heading else f"**{rule.tag}**"
                 lines += [f"- {prefix} {_md_cell(rule.message)}"]
             if section.rules:
                 lines.append("")
