@@ -172,6 +172,28 @@ def check_report_file(path: Path) -> ReportLayout:
 # ---------------------------------------------------------------------------------------------
 # loading
 
+# What names a kernel launch. Bytes flipped inside a block's payload leave the block framing
+# intact, and ncu_report then returns an action with no name and no metrics at all; such a
+# report must be refused, not read as a report of nothing.
+_IDENTITY_METRICS = ("launch__grid_size", "launch__block_size")
+
+
+def _kernel_identity(path: Path, index: int, action: Any, function_name: int) -> str:
+    """The kernel's function name; `ReportError` unless its name, grid and block are readable."""
+    name = action.name(function_name)
+    missing = [] if isinstance(name, str) and name.strip() else ["name"]
+    for metric_name in _IDENTITY_METRICS:
+        metric = action.metric_by_name(metric_name)
+        value = metric.value() if metric is not None else None
+        if not isinstance(value, int | float) or not value > 0:
+            missing.append(metric_name.removeprefix("launch__").removesuffix("_size"))
+    if missing:
+        raise ReportError(
+            f"{path} is corrupt: kernel {index} has no readable {', '.join(missing)} "
+            "(its data block cannot be decoded)"
+        )
+    return name
+
 
 def open_report(path: Path | str) -> LoadedReport:
     """Validate and load a report; `ReportError` (one line) for anything that is not a
@@ -193,7 +215,7 @@ def open_report(path: Path | str) -> LoadedReport:
             kernels.append(
                 KernelRef(
                     kernel_id=len(kernels),
-                    name=str(action.name(function_name)),
+                    name=_kernel_identity(path, len(kernels), action, function_name),
                     range_index=range_index,
                     action_index=action_index,
                     action=action,

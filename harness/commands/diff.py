@@ -25,8 +25,11 @@ FORMATS = ("md", "json", "junit")
               help="Compare a renamed kernel: baseline name = current name. Repeatable.")
 @click.option("--allow-mismatch", is_flag=True,
               help="Compare even when GPU, compute capability or ncu version differ.")
+@click.option("--allow-no-match", is_flag=True,
+              help="Exit 0 even when no kernel of one side pairs with one of the other "
+                   "(otherwise nothing was compared: exit 2).")
 def diff(baseline: Path, current: Path, config: Path | None, fmt: str, out: Path | None,
-         pairs: tuple[str, ...], allow_mismatch: bool) -> None:
+         pairs: tuple[str, ...], allow_mismatch: bool, allow_no_match: bool) -> None:
     """Compare CURRENT against BASELINE (run directories or .ncu-rep reports).
 
     Exit status: 0 nothing regressed, 1 a kernel regressed, 2 bad or incompatible input.
@@ -35,7 +38,7 @@ def diff(baseline: Path, current: Path, config: Path | None, fmt: str, out: Path
     from harness.diff.markdown import status_line
 
     result = diff_runs(baseline, current, config=config, pairs=pairs,
-                       allow_mismatch=allow_mismatch)
+                       allow_mismatch=allow_mismatch, allow_no_match=allow_no_match)
     text = _render(result, fmt)
     if out is None:
         sys.stdout.write(text)
