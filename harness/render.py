@@ -3,7 +3,7 @@
 HTML is autoescaped (kernel names and messages are data, not markup), carries its CSS inline
 and its plots as base64 `data:` images, so one file reads anywhere without a network.
 Markdown pages reference the plots as PNG files under `plots/` beside them, which renders on
-GitHub. Every file is written atomically.
+GitHub. The pages are written as one set (`write`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Literal
 
 import jinja2
 
-from harness.atomic import atomic_write_bytes, atomic_write_text
+from harness.atomic import atomic_file_set
 from harness.markdown_html import markdown_to_html
 from harness.plots import Plot, gflops_chart, occupancy_chart, roofline_chart, stall_chart
 from harness.writeup import KernelPage, Writeup, index_pages
@@ -119,17 +119,31 @@ def _style() -> str:
 
 
 def write(writeup: Writeup, out: Path | str, fmt: Format = "both") -> Rendered:
-    """Write the index and every page under `out`; return the files written."""
+    """Write the index and every page under `out` as one set; return the files written.
+
+    Everything is rendered first, then written into a temporary sibling of `out` and moved
+    into place together, the index last (`atomic_file_set`): an interrupt or a full disk
+    leaves the previous pages as they were, never an index linking to pages that are missing.
+    """
     out = Path(out)
     formats: tuple[Literal["md", "html"], ...] = ("md", "html") if fmt == "both" else (fmt,)
     plots = build_plots(writeup)
-    files: list[Path] = []
+    contents: dict[str, str | bytes] = {}
     for f in formats:
-        files.append(atomic_write_text(out / f"index.{f}", render_index(writeup, plots, f)))
+        contents[f"index.{f}"] = render_index(writeup, plots, f)
     if "md" in formats:
         for plot in plots:
-            files.append(atomic_write_bytes(out / PLOTS_DIR / f"{plot.name}.png", plot.png))
+            contents[f"{PLOTS_DIR}/{plot.name}.png"] = plot.png
     for page in writeup.pages:
         for f in formats:
-            files.append(atomic_write_text(out / f"{page.slug}.{f}", render_page(page, writeup, f)))
-    return Rendered(files=tuple(files))
+            contents[f"{page.slug}.{f}"] = render_page(page, writeup, f)
+    indexes = [f"index.{f}" for f in formats]
+    with atomic_file_set(out, last=indexes) as stage:
+        for name, content in contents.items():
+            path = stage / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content, encoding="utf-8")
+    return Rendered(files=tuple(out / name for name in contents))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import ReportError
+from harness.input_file import regular_file
 from harness.ncu_import import import_ncu_report
 
 if TYPE_CHECKING:
@@ -123,12 +124,9 @@ def check_report_file(path: Path) -> ReportLayout:
     Walks the block headers only (seeking over payloads), so it costs a few reads even for a
     large report; a file whose blocks do not end exactly at its last byte is truncated.
     """
-    if not path.exists():
-        raise ReportError(f"report not found: {path}")
-    if path.is_dir():
-        raise ReportError(f"{path} is a directory, not an Nsight Compute report (.ncu-rep)")
+    # os.stat first: a FIFO, device or socket is refused before it is opened (never a hang)
+    size = regular_file(path, "report").st_size
     try:
-        size = path.stat().st_size
         handle = path.open("rb")
     except OSError as error:
         raise ReportError(f"cannot read report {path}: {error.strerror or error}") from None

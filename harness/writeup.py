@@ -25,7 +25,7 @@ from harness.findings.stalls import label as stall_label
 from harness.kernel_profile import KernelProfile
 from harness.reportfile import KernelRef, LoadedReport, open_report
 from harness.roofline import Roofline, read_roofline
-from harness.rundir import BENCH, MANIFEST, Run, RunEntry, load_bench, load_run
+from harness.rundir import BENCH, MANIFEST, BenchRecord, Run, RunEntry, load_bench, load_run
 from harness.sass_hotspots import Hotspot, hotspots
 from harness.variants import kernels_dir
 
@@ -148,7 +148,7 @@ class _Item:
     # the entry's report holds several kernels and none is the variant's own: name each page
     # after its kernel as well
     shared_entry: bool = False
-    bench: list[dict[str, Any]] = field(default_factory=list)  # bench results for this page
+    bench: list[BenchRecord] = field(default_factory=list)  # bench results for this page
 
 
 def _size_text(size: Sequence[int] | None) -> str | None:
@@ -205,11 +205,11 @@ def _bound_text(profile: KernelProfile) -> str:
     return text
 
 
-def _bench_results(run: Run | None) -> list[dict[str, Any]]:
+def _bench_results(run: Run | None) -> list[BenchRecord]:
     if run is None:
         return []
     bench = run.bench()
-    return list(bench.get("results", [])) if bench else []
+    return list(bench.results) if bench else []
 
 
 def _bench_source(path: Path) -> Path | None:
@@ -222,26 +222,26 @@ def _bench_source(path: Path) -> Path | None:
     return None
 
 
-def _bench_rows(results: list[dict[str, Any]], variant: str) -> list[BenchRow]:
+def _bench_rows(results: list[BenchRecord], variant: str) -> list[BenchRow]:
     rows = [
         BenchRow(
-            size=_size_text(r.get("size")) or "?",
-            median_ms=r.get("median_ms"),
-            q1_ms=r.get("q1_ms"),
-            q3_ms=r.get("q3_ms"),
-            gflops=r.get("gflops"),
-            status=r.get("status", "ok"),
+            size=r.size_text,
+            median_ms=r.median_ms,
+            q1_ms=r.q1_ms,
+            q3_ms=r.q3_ms,
+            gflops=r.gflops,
+            status=r.status,
         )
         for r in results
-        if r.get("variant") == variant
+        if r.variant == variant
     ]
     return sorted(rows, key=lambda row: [int(n) for n in row.size.split("x") if n.isdigit()])
 
 
-def _bench_at(results: list[dict[str, Any]], variant: str, size: str | None) -> dict | None:
+def _bench_at(results: list[BenchRecord], variant: str, size: str | None) -> BenchRecord | None:
     for r in results:
-        if r.get("variant") == variant and _size_text(r.get("size")) == size:
-            return r if r.get("status", "ok") == "ok" else None
+        if r.variant == variant and r.size_text == size:
+            return r if r.ok else None
     return None
 
 
@@ -353,9 +353,9 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         page.bench_rows = _bench_rows(results, item.entry.variant)
         at = _bench_at(results, item.entry.variant, size)
         if at is not None:
-            page.time_ms, page.time_source = at.get("median_ms"), "bench"
-            page.gflops = at.get("gflops")
-            speedup = at.get("speedup") or {}
+            page.time_ms, page.time_source = at.median_ms, "bench"
+            page.gflops = at.gflops
+            speedup = at.speedup
             page.speedups = Speedups(speedup.get("cublas"), speedup.get("naive"),
                                      speedup.get("previous"), size or "?")
             if speedup.get("cublas") is not None:
@@ -413,12 +413,12 @@ def collect(sources: Sequence[Path | str]) -> Writeup:
         raise ReportError("no source given: name a run directory or an .ncu-rep file")
     items: list[_Item] = []
     environment: dict[str, Any] = {}
-    standalone_bench: list[dict[str, Any]] = []
+    standalone_bench: list[BenchRecord] = []
     for source in sources:
         path = Path(source)
         bench_file = _bench_source(path)
         if bench_file is not None:
-            standalone_bench.extend(load_bench(bench_file).get("results", []))
+            standalone_bench.extend(load_bench(bench_file).results)
         elif path.is_dir():
             run = load_run(path)  # names what is wrong: no manifest, interrupted, bad schema
             environment = environment or dict(run.environment)
@@ -438,8 +438,8 @@ def collect(sources: Sequence[Path | str]) -> Writeup:
             item.bench = standalone_bench
     cublas: dict[str, float] = {}
     for r in (r for item in items for r in item.bench):
-        if r.get("variant") == "cublas" and r.get("status", "ok") == "ok" and r.get("gflops"):
-            cublas[_size_text(r.get("size")) or "?"] = float(r["gflops"])
+        if r.variant == "cublas" and r.ok and r.gflops:
+            cublas[r.size_text] = r.gflops
     slugs = _slugs(items)
     pages = [_page(item, slugs) for item in items]
     if not environment:  # plain reports: the device each report recorded
