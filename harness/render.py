@@ -8,13 +8,13 @@ GitHub. The pages are written as one set (`write`).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import jinja2
 
+from harness import markdown_text
 from harness.atomic import atomic_file_set
 from harness.markdown_html import markdown_to_html
 from harness.plots import Plot, gflops_chart, occupancy_chart, roofline_chart, stall_chart
@@ -23,14 +23,9 @@ from harness.writeup import KernelPage, Writeup, index_pages
 Format = Literal["md", "html", "both"]
 PLOTS_DIR = "plots"
 
-# `<` would open raw HTML, `|` a table cell, the rest emphasis, code or links; `>` and `#`
-# only matter at the start of a line, where no value is placed
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<|])")
-
-
 def md_escape(value: object) -> str:
     """Text safe inside Markdown prose and table cells: no markup, no raw HTML."""
-    return _MD_SPECIAL.sub(r"\\\1", str(value))
+    return markdown_text.text(value)
 
 
 def num(value: float | None, digits: int = 2, unit: str = "") -> str:
@@ -58,7 +53,10 @@ def _environment(html: bool) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters["md"] = md_escape
+    env.filters["md"] = md_escape  # data as Markdown text
+    env.filters["fenced"] = markdown_text.fenced  # data inside a ``` block
+    env.filters["one_line"] = markdown_text.one_line
+    env.filters["prose"] = markdown_text.prose  # authored Markdown, no raw HTML, no fences
     env.filters["markdown"] = markdown_to_html
     env.filters["num"] = num
     return env

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from harness import markdown_text
 from harness.kernel_profile import RuleResult
 from harness.ncu_format import display
 from harness.profile_builder import read_rules
@@ -164,8 +165,8 @@ def render_text(views: list[KernelView]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|")
+def _md_cell(value: str) -> str:
+    return markdown_text.text(value)  # data: no markup, no raw HTML, one line
 
 
 def render_markdown(views: list[KernelView]) -> str:
@@ -173,7 +174,7 @@ def render_markdown(views: list[KernelView]) -> str:
     for view in views:
         lines += [f"## {_md_cell(view.headline)}", ""]
         for section in view.sections:
-            lines += [f"### {section.name}", ""]
+            lines += [f"### {_md_cell(section.name)}", ""]
             if section.rows:
                 lines += ["| Metric Name | Metric Unit | Metric Value |", "|---|---|--:|"]
                 lines += [f"| {_md_cell(r.label)} | {_md_cell(r.unit)} | {_md_cell(r.value)} |"
@@ -181,7 +182,8 @@ def render_markdown(views: list[KernelView]) -> str:
                 lines.append("")
             for rule in section.rules:
                 heading = rule_heading(rule)
-                prefix = f"**{rule.type}** ({heading})" if heading else f"**{rule.type}**"
+                kind = _md_cell(rule.type)
+                prefix = f"**{kind}** ({_md_cell(heading)})" if heading else f"**{kind}**"
                 lines += [f"- {prefix} {_md_cell(rule.message)}"]
             if section.rules:
                 lines.append("")
