@@ -10,6 +10,7 @@ Everything here is data; `harness.render` turns it into Markdown and HTML.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import textwrap
 from collections.abc import Sequence
@@ -155,8 +156,14 @@ def _size_text(size: Sequence[int] | None) -> str | None:
     return "x".join(str(n) for n in size) if size else None
 
 
+MAX_SLUG = 120  # page file names stay far below NAME_MAX (255 bytes) for any kernel name
+
+
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "kernel"
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_.") or "kernel"
+    if len(slug) > MAX_SLUG:  # a long C++ name: cut it, and keep it unique with a hash
+        slug = f"{slug[:MAX_SLUG - 9]}_{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+    return slug
 
 
 def _build_profile(ref: KernelRef) -> KernelProfile:
