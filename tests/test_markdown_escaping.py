@@ -102,7 +102,7 @@ def structure(markdown: str) -> list[tuple[str, ...]]:
 def raw_html_from_data(markdown: str) -> list[str]:
     found = []
     for token in md.parse(markdown):
-        pieces = [token] + list(token.children or [])
+        pieces = [token, *(token.children or [])]
         for piece in pieces:
             # ncuh's own tags (<details>, <summary>, <b>) are fine; a tag from the data is not
             if piece.type in ("html_block", "html_inline") and re.search(
