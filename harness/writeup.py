@@ -434,7 +434,7 @@ def collect(sources: Sequence[Path | str]) -> Writeup:
             for item in run_items:
                 item.bench = run_bench
             items.extend(run_items)
-        elif path.is_file() or path.suffix == ".ncu-rep":
+        elif path.exists() or path.suffix == ".ncu-rep":  # the report check names what it is
             items.extend(_report_items(path))
         else:
             raise ReportError(f"{path}: no such run directory or report")
