@@ -112,7 +112,7 @@ class Manifest(_Record):
         return validate(cls, text, source, ReportError, json_text=True)
 
     def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 # --- bench.json ------------------------------------------------------------------------------
@@ -160,7 +160,7 @@ class BenchFile(_Record):
         return validate(cls, text, source, ReportError, json_text=True)
 
     def to_json(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", by_alias=True)
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 # --- the run directory -----------------------------------------------------------------------
