@@ -7,6 +7,7 @@ up (too long, a component that is a file) is one line too.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import stat
 from pathlib import Path
@@ -52,3 +53,23 @@ def read_text(path: Path | str, what: str) -> str:
         raise InputFileError(f"cannot read {what} {path}: {os_error_text(error)}") from None
     except UnicodeDecodeError as error:
         raise InputFileError(f"{path}: {what} is not UTF-8 text ({error.reason})") from None
+
+
+def holds_bad_text(value: object) -> bool:
+    """True when a string anywhere in `value` (dataclasses, mappings and sequences included)
+    cannot be written as UTF-8: ncu_report hands out undecodable bytes of a corrupt report as
+    lone surrogates, which would otherwise fail in the middle of writing an output."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if isinstance(value, dict):
+        return any(holds_bad_text(k) or holds_bad_text(v) for k, v in value.items())
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(holds_bad_text(v) for v in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return any(holds_bad_text(getattr(value, f.name)) for f in dataclasses.fields(value)
+                   if f.repr)
+    return False

@@ -16,6 +16,8 @@ import jinja2
 
 from harness import markdown_text
 from harness.atomic import atomic_file_set
+from harness.errors import ReportError
+from harness.input_file import holds_bad_text
 from harness.markdown_html import markdown_to_html
 from harness.plots import Plot, gflops_chart, occupancy_chart, roofline_chart, stall_chart
 from harness.writeup import KernelPage, Writeup, index_pages
@@ -135,6 +137,10 @@ def write(writeup: Writeup, out: Path | str, fmt: Format = "both") -> Rendered:
     for page in writeup.pages:
         for f in formats:
             contents[f"{page.slug}.{f}"] = render_page(page, writeup, f)
+            if holds_bad_text(contents[f"{page.slug}.{f}"]):
+                raise ReportError(f"{page.source} is corrupt: it holds text that is not UTF-8")
+    if holds_bad_text([text for text in contents.values() if isinstance(text, str)]):
+        raise ReportError(f"{', '.join(writeup.sources)}: a source holds text that is not UTF-8")
     indexes = [f"index.{f}" for f in formats]
     with atomic_file_set(out, last=indexes) as stage:
         for name, content in contents.items():

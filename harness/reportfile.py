@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import ReportError
-from harness.input_file import regular_file
+from harness.input_file import holds_bad_text, regular_file
 from harness.ncu_import import import_ncu_report
 
 if TYPE_CHECKING:
@@ -174,6 +174,9 @@ def check_report_file(path: Path) -> ReportLayout:
 # intact, and ncu_report then returns an action with no name and no metrics at all; such a
 # report must be refused, not read as a report of nothing.
 _IDENTITY_METRICS = ("launch__grid_size", "launch__block_size")
+# ncu's metric names are printable ASCII without spaces (`sm__throughput.avg.pct_of_peak_...`,
+# `breakdown:...`); a name with any other byte was read from a corrupt block.
+_METRIC_NAME = re.compile(r"[\x21-\x7e]+")
 
 
 def _kernel_identity(path: Path, index: int, action: Any, function_name: int) -> str:
@@ -190,7 +193,37 @@ def _kernel_identity(path: Path, index: int, action: Any, function_name: int) ->
             f"{path} is corrupt: kernel {index} has no readable {', '.join(missing)} "
             "(its data block cannot be decoded)"
         )
+    names = action.metric_names()
+    bad = next((m for m in names if not isinstance(m, str) or not _METRIC_NAME.fullmatch(m)),
+               None)
+    if bad is not None:
+        raise ReportError(f"{path} is corrupt: kernel {index} ({name}) has an unreadable "
+                          f"metric name {ascii(bad)[:60]}")
+    if not _texts_are_utf8(action, names):
+        raise ReportError(f"{path} is corrupt: kernel {index} ({name}) holds text that is not "
+                          "UTF-8 (a name, string metric or rule message)")
     return name
+
+
+def _texts_are_utf8(action: Any, names: Iterable[str]) -> bool:
+    """Every string ncuh prints from this kernel is valid text; a flipped byte inside one
+    would otherwise surface later as an encoding error in the middle of an output."""
+    ncu_report = import_ncu_report()
+    string_kind = ncu_report.IMetric.ValueKind_STRING
+    texts: list[Any] = [action.name(ncu_report.IAction.NameBase_DEMANGLED)]
+    for metric_name in names:
+        metric = action.metric_by_name(metric_name)
+        if metric.kind() == string_kind:
+            texts.append(metric.as_string())
+            texts.append(metric.unit())
+    texts.append(repr(action.rule_results_as_dicts()))
+    try:
+        for text in texts:
+            if text is not None:
+                str(text).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def open_report(path: Path | str) -> LoadedReport:
@@ -386,7 +419,11 @@ def export_columns(
         if isinstance(report_or_path, LoadedReport)
         else open_report(report_or_path)
     )
-    return _collect(select_kernels(report, kernel_regex), import_ncu_report(), part)
+    table = _collect(select_kernels(report, kernel_regex), import_ncu_report(), part)
+    if any(holds_bad_text(column) for column in (table.kernel, table.instance, table.value,
+                                                  table.unit)):
+        raise ReportError(f"{report.path} is corrupt: it holds text that is not UTF-8")
+    return table
 
 
 def export_metrics(

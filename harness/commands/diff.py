@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from harness.atomic import atomic_write_text
+from harness.errors import ReportError
+from harness.input_file import holds_bad_text
 
 FORMATS = ("md", "json", "junit")
 
@@ -40,6 +42,9 @@ def diff(baseline: Path, current: Path, config: Path | None, fmt: str, out: Path
 
     result = diff_runs(baseline, current, config=config, pairs=pairs,
                        allow_mismatch=allow_mismatch, allow_no_match=allow_no_match)
+    for side in (result.baseline, result.current):
+        if holds_bad_text(side.kernels) or holds_bad_text(side.failed):
+            raise ReportError(f"{side.path} is corrupt: it holds text that is not UTF-8")
     text = _render(result, fmt)
     if out is None:
         sys.stdout.write(text)

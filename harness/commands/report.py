@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from harness.errors import ReportError
+from harness.input_file import holds_bad_text
 from harness.report_view import VIEW_FORMATS, render, report_views
 
 
@@ -17,4 +19,7 @@ from harness.report_view import VIEW_FORMATS, render, report_views
               show_default=True)
 def report(report: Path, kernel_regex: str | None, fmt: str) -> None:
     """Print each kernel's sections (metric, unit, value) and ncu's rule messages."""
-    click.echo(render(report_views(report, kernel_regex), fmt), nl=False)  # type: ignore[arg-type]
+    text = render(report_views(report, kernel_regex), fmt)  # type: ignore[arg-type]
+    if holds_bad_text(text):
+        raise ReportError(f"{report} is corrupt: it holds text that is not UTF-8")
+    click.echo(text, nl=False)

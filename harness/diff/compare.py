@@ -108,7 +108,8 @@ def diff_runs(
         explanation = None if verdict == "SAME" else explain(pair.baseline, pair.current, metrics)
         kernels.append(KernelDiff(pair.key, pair.baseline, pair.current, verdict,
                                   tuple(metrics), explanation))
-    kernels.sort(key=lambda k: (k.severity(), k.key))
+    # a size-less key (a user program) may sit beside sized ones: None sorts first
+    kernels.sort(key=lambda k: (k.severity(), k.key.name, k.key.size or (), k.key.ordinal))
     if not kernels and not allow_no_match:
         raise NcuhError(
             f"no kernel of {base_side.path} matches one of {cur_side.path} "
