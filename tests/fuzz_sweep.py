@@ -82,7 +82,9 @@ def run(argv: list[str], out_dir: Path | None = None) -> Ran:
     if out_dir is not None and out_dir.is_dir():
         files = {p.relative_to(out_dir).as_posix(): p.read_bytes()
                  for p in sorted(out_dir.rglob("*.md")) if p.is_file()}
-    return Ran(result.exit_code, result.stdout, result.stderr, error, files)
+    # the output folder's name is the only difference between two identical writeups
+    stdout = result.stdout.replace(str(out_dir), "OUT") if out_dir else result.stdout
+    return Ran(result.exit_code, stdout, result.stderr, error, files)
 
 
 def classify(ran: Ran, pristine: Ran | None, corrupt: bool) -> tuple[str, str]:
