@@ -71,3 +71,13 @@ def test_diff_runs_refuses_no_match_and_pairs_rescue_it() -> None:
         diff_runs(GOOD, OTHER)
     result = diff_runs(GOOD, OTHER, pairs=["sgemm_naive=sgemm_register_tiled"])
     assert len(result.kernels) == 1
+
+
+def test_every_kernel_broken_in_the_current_run_is_a_regression_not_no_match(
+        tmp_path: Path) -> None:
+    from diff_rundirs import make_run
+
+    base = make_run(tmp_path, "base", {"naive": None})
+    cur = make_run(tmp_path, "cur", {}, failed={"naive": "compile error"})
+    result = diff_runs(base, cur)
+    assert result.kernels == () and len(result.broken) == 1 and result.exit_code == 1

@@ -110,14 +110,15 @@ def diff_runs(
                                   tuple(metrics), explanation))
     # a size-less key (a user program) may sit beside sized ones: None sorts first
     kernels.sort(key=lambda k: (k.severity(), k.key.name, k.key.size or (), k.key.ordinal))
-    if not kernels and not allow_no_match:
+    baseline_names = {(renames.get(k.key.name, k.key.name), k.key.size)
+                      for k in base_side.kernels}
+    broken = tuple(f for f in cur_side.failed if (f.key.name, f.key.size) in baseline_names)
+    # kernels that stopped working were compared (and fail the diff); nothing at all was not
+    if not kernels and not broken and not allow_no_match:
         raise NcuhError(
             f"no kernel of {base_side.path} matches one of {cur_side.path} "
             f"(baseline: {_names(base_side)}; current: {_names(cur_side)}): nothing to compare; "
             "pair renamed kernels with --pair, or pass --allow-no-match")
-    baseline_names = {(renames.get(k.key.name, k.key.name), k.key.size)
-                      for k in base_side.kernels}
-    broken = tuple(f for f in cur_side.failed if (f.key.name, f.key.size) in baseline_names)
     broken_names = {(f.key.name, f.key.size) for f in broken}
     removed = tuple(k for k in matching.removed  # a broken kernel is listed once, as broken
                     if (renames.get(k.key.name, k.key.name), k.key.size) not in broken_names)
