@@ -100,7 +100,7 @@ def measure_overhead(variant: str, size: int, section_set: str, repeats: int,
 
 def measure_post_steps(run_dir: Path, ncu: str, work: Path) -> dict[str, float]:
     """Each post-processing child alone on one run's report, best of two."""
-    worker = [sys.executable, "-m", "harness.profile_worker"]
+    worker = [sys.executable, "-m", "harness.profile.worker"]
     reports = [f"{path.stem}={path}" for path in sorted(run_dir.glob("*.ncu-rep"))]
     commands = {
         f"metrics_jobs_{jobs}": [*worker, "metrics", str(work / f"m{jobs}.csv"), *reports,
@@ -149,7 +149,7 @@ def environment() -> dict[str, Any]:
     if ncu is not None:
         text = subprocess.run([str(ncu), "--version"], capture_output=True, text=True,
                               check=False).stdout
-        from harness.ncu_command import parse_version
+        from harness.profile.ncu_command import parse_version
 
         env["ncu_version"] = parse_version(text)
         env["ncu_path"] = str(ncu)

@@ -1,7 +1,7 @@
 """Find an Nsight Compute installation: the `ncu` executable and its install roots.
 
 Searched in this order: `ncu` on PATH, `$NCU_HOME`, then `/opt/nvidia/nsight-compute/<version>`
-(newest version first). The profile stage runs `ncu_executable()`; `harness.ncu_import` looks
+(newest version first). The profile stage runs `ncu_executable()`; `harness.report.ncu_import` looks
 for the `ncu_report` module shipped under `<install root>/extras/python`.
 """
 

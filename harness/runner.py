@@ -11,7 +11,7 @@ not the reference GEMM); a CuPy without NVTX fails at once (exit 1) saying to pa
 launches of the kernel instead, so the runner launches it exactly `warmup` times before the
 target and verifies only afterwards (verification's own launches would shift the count).
 
-Failures are one line on stderr starting with `ncuh-runner: `, which `harness.ncu_errors`
+Failures are one line on stderr starting with `ncuh-runner: `, which `harness.profile.ncu_errors`
 reads back through ncu's output: exit 2 for a bad request (unknown variant, unsupported size),
 3 when there is no GPU, 1 for a compile error or a wrong result.
 """
@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from harness.errors import NcuhError
-from harness.ncu_command import runner_range
-from harness.ncu_errors import RUNNER_NO_GPU_EXIT, RUNNER_PREFIX
+from harness.profile.ncu_command import runner_range
+from harness.profile.ncu_errors import RUNNER_NO_GPU_EXIT, RUNNER_PREFIX
 
 # The runner prints one line with this prefix on success: what it ran, for the manifest.
 RESULT_PREFIX = "ncuh-runner-result: "

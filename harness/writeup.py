@@ -23,11 +23,11 @@ from harness.findings import Finding
 from harness.findings import bound as bound_rule
 from harness.findings.registry import run_rules
 from harness.findings.stalls import label as stall_label
-from harness.kernel_profile import KernelProfile
-from harness.reportfile import KernelRef, LoadedReport, open_report
-from harness.roofline import Roofline, read_roofline
+from harness.report.kernel_profile import KernelProfile
+from harness.report.reportfile import KernelRef, LoadedReport, open_report
+from harness.report.roofline import Roofline, read_roofline
+from harness.report.sass_hotspots import Hotspot, hotspots
 from harness.rundir import BENCH, MANIFEST, BenchRecord, Run, RunEntry, load_bench, load_run
-from harness.sass_hotspots import Hotspot, hotspots
 from harness.variants import kernels_dir
 
 MAX_SUMMARY = 5  # items under What's Good? / What's Bad?
@@ -167,14 +167,14 @@ def _slug(text: str) -> str:
 
 
 def _build_profile(ref: KernelRef) -> KernelProfile:
-    from harness.profile_builder import build_profile
+    from harness.report.profile_builder import build_profile
 
     return build_profile(ref)
 
 
 def _profiling_results(ref: KernelRef) -> str:
     """ncu's details page for this kernel, as `ncu --print-details` prints it."""
-    from harness.report_view import build_view, render_text
+    from harness.report.report_view import build_view, render_text
 
     return textwrap.dedent(render_text([build_view(ref)]))
 

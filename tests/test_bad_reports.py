@@ -13,7 +13,7 @@ from conftest import NAIVE_SMEM_REPORT
 
 from harness.cli import main
 from harness.errors import ReportError
-from harness.reportfile import _varint_fields, check_report_file, open_report
+from harness.report.reportfile import _varint_fields, check_report_file, open_report
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,7 +16,7 @@ from conftest import FIXTURES
 from harness.cli import main
 from harness.diff.compare import diff_runs
 from harness.errors import NcuhError, ReportError
-from harness.reportfile import check_report_file, open_report
+from harness.report.reportfile import check_report_file, open_report
 
 GOOD = FIXTURES / "h200_naive_256.ncu-rep"
 OTHER = FIXTURES / "h200_register_tiled_256.ncu-rep"

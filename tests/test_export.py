@@ -14,7 +14,7 @@ from conftest import NAIVE_SMEM_RAW_CSV, NAIVE_SMEM_REPORT
 from ncu_units import matches_printed, to_base, unit_factor
 
 from harness.cli import main
-from harness.reportfile import EXPORT_COLUMNS, export_metrics, open_report
+from harness.report.reportfile import EXPORT_COLUMNS, export_metrics, open_report
 
 # Columns of the raw page that describe the launch rather than name a metric.
 RAW_ID_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context",
@@ -183,7 +183,7 @@ def test_export_and_report_start_light(tmp_path) -> None:
 
 def test_export_parts_share_the_rows_not_the_metrics() -> None:
     # register_tiled's report: a few per-PC source counters hold most of its 40,628 rows.
-    from harness.reportfile import export_columns
+    from harness.report.reportfile import export_columns
 
     report = open_report(NAIVE_SMEM_REPORT.parent / "h200_register_tiled_256.ncu-rep")
     whole = export_columns(report)

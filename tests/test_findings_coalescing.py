@@ -5,7 +5,7 @@ from __future__ import annotations
 from findings_support import naive, smem, synthetic
 
 from harness.findings import coalescing
-from harness.kernel_profile import Coalescing
+from harness.report.kernel_profile import Coalescing
 
 
 def test_naive_fixture_uncoalesced_matches_ncu_rule():

@@ -21,11 +21,11 @@ from harness import markdown_text
 from harness.diff.compare import diff_runs
 from harness.diff.inputs import Environment, KernelData, KernelKey, Side
 from harness.diff.markdown import render_markdown
-from harness.kernel_profile import KernelProfile
 from harness.render import render_index, render_page
-from harness.report_view import render_markdown as render_report_markdown
-from harness.report_view import report_views
-from harness.roofline import Roofline
+from harness.report.kernel_profile import KernelProfile
+from harness.report.report_view import render_markdown as render_report_markdown
+from harness.report.report_view import report_views
+from harness.report.roofline import Roofline
 from harness.writeup import collect
 
 HOSTILE = [

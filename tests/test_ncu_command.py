@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.ncu_command import (
+from harness.profile.ncu_command import (
     KernelFilter,
     NcuSettings,
     ncu_args,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness.errors import CounterPermissionError, NoGpuError, ProfilerError
-from harness.ncu_errors import classify, runner_error
+from harness.profile.ncu_errors import classify, runner_error
 
 PERM = (
     "==PROF== Connected to process 4242 (/usr/bin/python3.12)\n"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.plots import gflops_chart, occupancy_chart, roofline_chart, stall_chart, to_data_uri
-from harness.roofline import Roofline
+from harness.report.roofline import Roofline
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

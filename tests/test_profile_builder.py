@@ -9,11 +9,11 @@ import pytest
 from conftest import NAIVE_SMEM_DETAILS, NAIVE_SMEM_REPORT
 from ncu_details import parse_details
 
-from harness.kernel_profile import KernelProfile
-from harness.memory_widths import classify_opcode
-from harness.profile_builder import build_profile, load_profiles
-from harness.reportfile import KernelRef, export_metrics, open_report
-from harness.rule_text import format_speedup, plain_text, speedup_label
+from harness.report.kernel_profile import KernelProfile
+from harness.report.memory_widths import classify_opcode
+from harness.report.profile_builder import build_profile, load_profiles
+from harness.report.reportfile import KernelRef, export_metrics, open_report
+from harness.report.rule_text import format_speedup, plain_text, speedup_label
 
 # typed field (dotted path on KernelProfile) -> the metric it must equal
 FIELD_METRICS = {

@@ -27,12 +27,12 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from harness import profile as lib
-from harness import profile_worker
 from harness.cli import main
 from harness.errors import UnknownVariantError, UnsupportedShapeError
-from harness.ncu_command import NcuSettings
-from harness.reportfile import export_metrics
+from harness.profile import run as lib
+from harness.profile import worker as profile_worker
+from harness.profile.ncu_command import NcuSettings
+from harness.report.reportfile import export_metrics
 from harness.rundir import load_run
 
 NAIVE_SMEM_REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
@@ -138,7 +138,7 @@ class FakeNcu:
         self.envs.append(env)
         if argv[1:] == ["--version"]:
             return 0, VERSION_OUTPUT
-        if argv[1:3] == ["-m", "harness.profile_worker"]:
+        if argv[1:3] == ["-m", "harness.profile.worker"]:
             return self.worker(argv[3:])
         report = Path(argv[argv.index("-o") + 1])
         label = report.name.removesuffix(".ncu-rep")
@@ -264,7 +264,7 @@ def test_profile_two_variants_writes_a_complete_run_directory(
     assert 0 < timings["post_s"] <= timings["total_s"]
     assert timings["ncu_s"] + timings["post_s"] <= timings["total_s"] + 0.002
     # The runner imports this very checkout, whatever PYTHONPATH the user had.
-    root = str(Path(lib.__file__).resolve().parent.parent)
+    root = str(Path(lib.__file__).resolve().parents[2])
     runner_envs = [env for argv, env in zip(fake_ncu.calls, fake_ncu.envs, strict=True)
                    if "-o" in argv]
     assert all(env["PYTHONPATH"].split(os.pathsep)[0] == root for env in runner_envs)
@@ -491,7 +491,7 @@ def test_no_gpu_said_by_ncu_itself_is_one_line_and_leaves_no_run_directory(
     assert line == ("ncuh: error: no CUDA GPU is visible "
                     "(check nvidia-smi and CUDA_VISIBLE_DEVICES)")
     assert len(fake_ncu.profiled) == 1  # fatal: the walk stops at the first entry
-    assert not [argv for argv in fake_ncu.calls if "harness.profile_worker" in argv]
+    assert not [argv for argv in fake_ncu.calls if "harness.profile.worker" in argv]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -546,7 +546,7 @@ def test_environment_and_metrics_children_run_at_the_same_time(
     assert run.environment["ncu_version"] == "2025.3.1.0"
     # Started after the last ncu run, never before the first.
     assert fake_ncu.calls.index(fake_ncu.profiled[-1]) < min(
-        i for i, argv in enumerate(fake_ncu.calls) if "harness.profile_worker" in argv)
+        i for i, argv in enumerate(fake_ncu.calls) if "harness.profile.worker" in argv)
 
 
 def test_the_runners_nvtx_failure_is_that_entrys_one_line_failure(
@@ -758,8 +758,8 @@ def test_the_manifest_environment_joins_the_runners_cuda_fields_and_the_probe(
 def test_metrics_csv_has_a_label_column_and_matches_ncuh_export(
     tmp_path: Path, fake_ncu: FakeNcu
 ) -> None:
-    from harness.export_format import export_text
-    from harness.reportfile import export_columns
+    from harness.report.export_format import export_text
+    from harness.report.reportfile import export_columns
 
     result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output

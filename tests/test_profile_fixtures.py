@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.reportfile import export_metrics, open_report
+from harness.report.reportfile import export_metrics, open_report
 
 FIXTURES = Path(__file__).parent / "fixtures"
 VARIANTS = ("naive", "register_tiled")

@@ -16,10 +16,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness import profile as lib
-from harness import profile_worker
-from harness.profile_worker import RESULT_PREFIX
-from harness.reportfile import export_metrics
+from harness.profile import run as lib
+from harness.profile import worker as profile_worker
+from harness.profile.worker import RESULT_PREFIX
+from harness.report.reportfile import export_metrics
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 VERSION_OUTPUT = (
@@ -188,7 +188,7 @@ def test_the_runner_without_nvtx_fails_in_one_line_before_compiling(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from harness import runner
-    from harness.ncu_errors import classify
+    from harness.profile.ncu_errors import classify
 
     monkeypatch.setattr(runner, "_require_gpu", lambda: object())
     monkeypatch.setattr(runner, "nvtx_available", lambda: False)
@@ -208,9 +208,9 @@ def test_the_runner_without_nvtx_fails_in_one_line_before_compiling(
 def test_metrics_export_in_parallel_parts_equals_the_serial_export(
     tmp_path: Path, jobs: int
 ) -> None:
-    from harness.export_format import export_text
-    from harness.profile_worker import metrics
-    from harness.reportfile import export_columns
+    from harness.profile.worker import metrics
+    from harness.report.export_format import export_text
+    from harness.report.reportfile import export_columns
 
     out = tmp_path / "run" / "metrics.csv"
     out.parent.mkdir()

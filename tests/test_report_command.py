@@ -10,8 +10,8 @@ from conftest import NAIVE_SMEM_DETAILS, NAIVE_SMEM_REPORT
 from ncu_details import DetailsSection, parse_details
 
 from harness.cli import main
-from harness.ncu_format import display, scale_unit
-from harness.report_view import KernelView, render_text, report_views
+from harness.report.ncu_format import display, scale_unit
+from harness.report.report_view import KernelView, render_text, report_views
 
 # ncu prints this row with unit "%", but the metric (a ratio) has no unit in the report and
 # the section's header list does not carry a display unit: the one known difference.

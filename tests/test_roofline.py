@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.reportfile import open_report
-from harness.roofline import Roofline, read_roofline
+from harness.report.reportfile import open_report
+from harness.report.roofline import Roofline, read_roofline
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 

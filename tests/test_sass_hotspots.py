@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from harness.reportfile import open_report
-from harness.sass_hotspots import hotspots, source_code
+from harness.report.reportfile import open_report
+from harness.report.sass_hotspots import hotspots, source_code
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 
@@ -123,7 +123,7 @@ def test_pages_show_the_hot_line_code_escaped_in_markdown_and_html():
     import dataclasses
 
     from harness.render import render_page
-    from harness.sass_hotspots import Hotspot
+    from harness.report.sass_hotspots import Hotspot
     from harness.writeup import collect
 
     writeup = collect([REPORT])

@@ -17,7 +17,7 @@ from conftest import FIXTURES
 from harness.cli import main
 from harness.diff.thresholds import ThresholdsError, load_thresholds
 from harness.errors import NcuhError, ReportError
-from harness.profile import check_program
+from harness.profile.run import check_program
 from harness.rundir import BenchFile, Manifest, load_bench, load_run
 
 REPO = Path(__file__).resolve().parents[1]

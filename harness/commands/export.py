@@ -8,8 +8,8 @@ from pathlib import Path
 import click
 
 from harness.atomic import atomic_path
-from harness.export_format import EXPORT_FORMATS, write_export
-from harness.reportfile import export_columns
+from harness.report.export_format import EXPORT_FORMATS, write_export
+from harness.report.reportfile import export_columns
 
 
 @click.command()

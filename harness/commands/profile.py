@@ -11,11 +11,11 @@ from typing import Any
 import click
 
 from harness.errors import NcuhError
-from harness.ncu_command import CLOCK_CONTROLS, SETS, KernelFilter, NcuSettings
+from harness.profile.ncu_command import CLOCK_CONTROLS, SETS, KernelFilter, NcuSettings
 
 
 def _sizes(size: tuple[str, ...], sizes: tuple[str, ...]) -> tuple[tuple[int, int, int], ...]:
-    from harness.profile import DEFAULT_SIZE, parse_size
+    from harness.profile.run import DEFAULT_SIZE, parse_size
 
     texts = list(size) + [part for group in sizes for part in group.split(",") if part.strip()]
     return tuple(dict.fromkeys(parse_size(text) for text in texts)) or (DEFAULT_SIZE,)
@@ -114,7 +114,7 @@ def profile(
     an NVTX range that ncu captures alone. The run directory (manifest.json, one .ncu-rep per
     variant and size, metrics.csv, bench.json with --bench) appears only when complete.
     """
-    from harness import profile as lib
+    from harness.profile import run as lib
 
     filters_given = kernel or launch_skip is not None or launch_count or nvtx_include
     if filters_given and not program:
@@ -169,8 +169,8 @@ def profile(
 
 def _dry_run(request: Any) -> None:
     """Print the exact command lines a real run would execute; needs neither GPU nor ncu."""
-    from harness import profile as lib
     from harness.ncu_locate import ncu_executable
+    from harness.profile import run as lib
 
     capture = "nvtx" if request.capture == "auto" else request.capture
     plan = lib.plan(request, capture=capture)

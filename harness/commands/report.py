@@ -8,7 +8,7 @@ import click
 
 from harness.errors import ReportError
 from harness.input_file import holds_bad_text
-from harness.report_view import VIEW_FORMATS, render, report_views
+from harness.report.report_view import VIEW_FORMATS, render, report_views
 
 
 @click.command()

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ReportError
-from harness.kernel_profile import RuleResult
-from harness.reportfile import open_report
+from harness.report.kernel_profile import RuleResult
+from harness.report.reportfile import open_report
 from harness.rundir import BenchFile, RunEntry, is_run_directory, load_run
 
 Size = tuple[int, ...]

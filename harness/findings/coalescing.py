@@ -7,7 +7,7 @@ sectors (wavefronts) a kernel moved with the ideal for its access sizes.
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.kernel_profile import KernelProfile
+from harness.report.kernel_profile import KernelProfile
 
 NAME = "coalescing"
 SECTION = "Source Counters"

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.kernel_profile import KernelProfile
+from harness.report.kernel_profile import KernelProfile
 
 Kind = Literal["good", "bad", "info"]
 

@@ -18,7 +18,7 @@ from harness.findings import (
     waves,
 )
 from harness.findings.model import Finding, RuleCheck
-from harness.kernel_profile import KernelProfile
+from harness.report.kernel_profile import KernelProfile
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ values it meant to keep in registers.
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.kernel_profile import KernelProfile
+from harness.report.kernel_profile import KernelProfile
 
 NAME = "spills"
 SECTION = "Memory Workload Analysis"

@@ -8,7 +8,7 @@ instructions in it. ncu's CPIStall rule flags the largest; we report every reaso
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.kernel_profile import KernelProfile
+from harness.report.kernel_profile import KernelProfile
 
 NAME = "stalls"
 SECTION = "Warp State Statistics"

@@ -16,7 +16,7 @@ Order of work, so that every cheap check fails before anything expensive starts:
    together; a failure of the machine (no counter permission, no GPU) stops everything with
    exit 2 and leaves no directory, a failure of one entry is recorded and the walk carries on
    (exit 1 at the end);
-4. post-processing, two child processes (harness.profile_worker) started together and waited
+4. post-processing, two child processes (harness.profile.worker) started together and waited
    for together: the environment (driver, clocks, ncu version, without starting CUDA: the
    runner reported CuPy's view of the device and CUDA) and `metrics.csv` (tidy export of every
    report, a `label` column first). Children because CuPy and `ncu_report` are
@@ -47,7 +47,7 @@ from typing import Any
 from harness import __version__
 from harness.atomic import atomic_directory, atomic_write_text
 from harness.errors import NcuhError, NcuNotFoundError, NoGpuError
-from harness.ncu_command import (
+from harness.profile.ncu_command import (
     CaptureMode,
     KernelFilter,
     NcuSettings,
@@ -55,8 +55,8 @@ from harness.ncu_command import (
     runner_program,
     variant_filter,
 )
-from harness.ncu_errors import classify
-from harness.processes import (
+from harness.profile.ncu_errors import classify
+from harness.profile.processes import (
     Job,
     Runner,
     Spawner,
@@ -313,7 +313,7 @@ def runner_environment() -> dict[str, str]:
     from a checkout that is not installed or when PYTHONPATH was given as a relative path.
     """
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     parts = [root, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root)]
     env["PYTHONPATH"] = os.pathsep.join(parts)
     return env
@@ -368,7 +368,7 @@ def profile_target(
 
 def git_commit(path: Path | None = None) -> str | None:
     """The commit of the ncuh checkout, or None when it is not a git work tree."""
-    where = path or Path(__file__).resolve().parent.parent
+    where = path or Path(__file__).resolve().parents[2]
     try:
         completed = subprocess.run(
             ["git", "-C", str(where), "rev-parse", "HEAD"],
@@ -381,7 +381,7 @@ def git_commit(path: Path | None = None) -> str | None:
 
 
 def _worker(args: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "harness.profile_worker", *args]
+    return [sys.executable, "-m", "harness.profile.worker", *args]
 
 
 def _worker_environment() -> dict[str, str]:
@@ -390,7 +390,7 @@ def _worker_environment() -> dict[str, str]:
 
 
 def _worker_result(output: str) -> dict[str, Any] | None:
-    from harness.profile_worker import RESULT_PREFIX
+    from harness.profile.worker import RESULT_PREFIX
 
     return _result_line(output, RESULT_PREFIX)
 

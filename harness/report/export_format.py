@@ -1,4 +1,4 @@
-"""Serialize the `ncuh export` table (see `harness.reportfile.export_metrics`) as CSV or JSON.
+"""Serialize the `ncuh export` table (see `reportfile.export_metrics`) as CSV or JSON.
 
 Written with the standard library from column lists rather than with
 `DataFrame.to_csv/to_json`: `ncuh export` then never imports pandas (half a second of start-up),
@@ -13,7 +13,7 @@ import json
 import math
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from harness.reportfile import EXPORT_COLUMNS, ExportColumns
+from harness.report.reportfile import EXPORT_COLUMNS, ExportColumns
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -1,11 +1,11 @@
 """Work `ncuh profile` does in child processes, so the orchestrating process stays small.
 
-    python -m harness.profile_worker environment [NCU] [--no-cuda] [--pci-bus-id ID]
+    python -m harness.profile.worker environment [NCU] [--no-cuda] [--pci-bus-id ID]
         one JSON line: the environment (`harness.gpu_env.collect_environment`), with the
         version of the ncu at path NCU (the one that ran), asked once; `--no-cuda` leaves
         CuPy and CUDA alone (the runner reported those fields) and asks NVML or nvidia-smi
         about the device at bus ID
-    python -m harness.profile_worker metrics OUT.csv LABEL=REPORT [LABEL=REPORT ...]
+    python -m harness.profile.worker metrics OUT.csv LABEL=REPORT [LABEL=REPORT ...]
         the tidy export of every report, a `label` column first, written atomically
 
 `ncuh profile` starts both after its ncu runs and runs them at the same time: nothing heavy
@@ -78,7 +78,7 @@ def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = Non
     import tempfile
 
     from harness.atomic import atomic_path
-    from harness.reportfile import EXPORT_COLUMNS
+    from harness.report.reportfile import EXPORT_COLUMNS
 
     jobs = jobs or min(8, os.cpu_count() or 1)
     per_report = max(1, jobs // max(1, len(pairs)))
@@ -114,7 +114,7 @@ def _export_part(task: tuple[str, Path, tuple[int, int], Path]) -> tuple[Path, i
     import csv
     import tempfile
 
-    from harness.reportfile import export_columns
+    from harness.report.reportfile import export_columns
 
     label, report, part, folder = task
     columns = export_columns(report, part=part)
@@ -127,7 +127,7 @@ def _export_part(task: tuple[str, Path, tuple[int, int], Path]) -> tuple[Path, i
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m harness.profile_worker")
+    parser = argparse.ArgumentParser(prog="python -m harness.profile.worker")
     commands = parser.add_subparsers(dest="command", required=True)
     env = commands.add_parser("environment")
     env.add_argument("ncu", nargs="?", default=None)

@@ -1,6 +1,6 @@
 """Build the typed `KernelProfile` of each kernel of a report.
 
-Each field reads one named metric (see the comments in `harness.kernel_profile`). A metric the
+Each field reads one named metric (see the comments in `kernel_profile`). A metric the
 report does not hold is None ("not collected"), never zero and never an error: metric names
 differ across architectures and ncu versions.
 """
@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from harness.kernel_profile import (
+from harness.report.kernel_profile import (
     BankConflictStats,
     Coalescing,
     KernelProfile,
@@ -27,10 +27,10 @@ from harness.kernel_profile import (
     StallReason,
     WarpState,
 )
-from harness.memory_widths import access_widths
-from harness.ncu_import import import_ncu_report
-from harness.reportfile import KernelRef, open_report, select_kernels
-from harness.rule_text import RULE_TYPES, SPEEDUP_TYPES, plain_text
+from harness.report.memory_widths import access_widths
+from harness.report.ncu_import import import_ncu_report
+from harness.report.reportfile import KernelRef, open_report, select_kernels
+from harness.report.rule_text import RULE_TYPES, SPEEDUP_TYPES, plain_text
 
 STALL_METRIC = re.compile(
     r"^smsp__average_warps_issue_stalled_(?P<reason>.+)_per_issue_active\.ratio$"

@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness import markdown_text
-from harness.kernel_profile import RuleResult
-from harness.ncu_format import display
-from harness.profile_builder import read_rules
-from harness.reportfile import KernelRef, open_report, select_kernels
-from harness.rule_text import format_speedup, speedup_label
+from harness.report.kernel_profile import RuleResult
+from harness.report.ncu_format import display
+from harness.report.profile_builder import read_rules
+from harness.report.reportfile import KernelRef, open_report, select_kernels
+from harness.report.rule_text import format_speedup, speedup_label
 
 ViewFormat = Literal["text", "md", "json"]
 VIEW_FORMATS: tuple[ViewFormat, ...] = ("text", "md", "json")

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import ReportError
 from harness.input_file import holds_bad_text, regular_file
-from harness.ncu_import import import_ncu_report
+from harness.report.ncu_import import import_ncu_report
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -412,7 +412,7 @@ def export_columns(
     """`export_metrics` as plain column lists (no pandas import: fast CLI start).
 
     `part=(i, n)` exports only the i-th of n contiguous slices of the (kernel, metric) pairs,
-    so n processes can share one export (`harness.profile_worker`).
+    so n processes can share one export (`harness.profile.worker`).
     """
     report = (
         report_or_path
