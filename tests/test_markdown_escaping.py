@@ -189,3 +189,20 @@ def test_code_span_and_fence_cannot_be_closed_by_data(value: str) -> None:
     assert [c.type for c in span[1].children or []] == ["text", "code_inline", "text"]
     fence = md.parse(f"```\n{markdown_text.fenced(value)}\n```\nafter")
     assert [t.type for t in fence] == ["fence", "paragraph_open", "inline", "paragraph_close"]
+
+
+def test_junit_with_control_characters_in_names_stays_well_formed() -> None:
+    import xml.etree.ElementTree as ET
+
+    from harness.diff.junit import render_junit
+
+    def make(n: int) -> str:
+        return f"k\x00\x01\x1b[31m<x>&{n}"
+
+    base = _side("gpu", "base", [KernelData(KernelKey(make(1)), make(1), "r", metrics={
+        "gpu__time_duration.sum": 1e6})])
+    cur = _side("gpu", "cur", [KernelData(KernelKey(make(1)), make(1), "r", metrics={
+        "gpu__time_duration.sum": 3e6})])
+    root = ET.fromstring(render_junit(diff_runs(base, cur)))
+    (case,) = root.iter("testcase")
+    assert case.get("name") == "k\ufffd\ufffd\ufffd[31m<x>&1"
