@@ -81,3 +81,30 @@ def test_every_kernel_broken_in_the_current_run_is_a_regression_not_no_match(
     cur = make_run(tmp_path, "cur", {}, failed={"naive": "compile error"})
     result = diff_runs(base, cur)
     assert result.kernels == () and len(result.broken) == 1 and result.exit_code == 1
+
+
+def _one_byte_in(tmp_path: Path, needle: bytes, occurrence: int = 0) -> Path:
+    """The fixture with byte 3 of the `occurrence`-th `needle` made 0xFF (not UTF-8)."""
+    data = bytearray(GOOD.read_bytes())
+    start = -1
+    for _ in range(occurrence + 1):
+        start = data.index(needle, start + 1)
+    data[start + 3] = 0xFF
+    path = tmp_path / "one_byte.ncu-rep"
+    path.write_bytes(bytes(data))
+    return path
+
+
+def test_a_metric_name_with_a_flipped_byte_is_refused(tmp_path: Path) -> None:
+    bad = _one_byte_in(tmp_path, b"smsp__inst_executed.sum")  # the name table
+    with pytest.raises(ReportError, match=r"unreadable metric name 'sms\\udcff__inst_exec"):
+        open_report(bad)
+
+
+@pytest.mark.parametrize("command", ["report", "export", "diff"])
+def test_text_that_is_not_utf8_is_refused_not_a_traceback(tmp_path: Path, command) -> None:
+    bad = _one_byte_in(tmp_path, b"NVIDIA H200")  # the device name, a string metric
+    args = [command, str(bad)] + ([str(GOOD)] if command == "diff" else [])
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2 and isinstance(result.exception, SystemExit | None)
+    assert result.stderr.count("\n") == 1 and "holds text that is not UTF-8" in result.stderr

@@ -214,16 +214,9 @@ def _texts_are_utf8(action: Any, names: Iterable[str]) -> bool:
     for metric_name in names:
         metric = action.metric_by_name(metric_name)
         if metric.kind() == string_kind:
-            texts.append(metric.as_string())
-            texts.append(metric.unit())
-    texts.append(repr(action.rule_results_as_dicts()))
-    try:
-        for text in texts:
-            if text is not None:
-                str(text).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+            texts += [metric.as_string(), metric.unit()]
+    texts.append(action.rule_results_as_dicts())
+    return not holds_bad_text(texts)
 
 
 def open_report(path: Path | str) -> LoadedReport:
