@@ -218,6 +218,8 @@ def atomic_file_set(destination: Path | str, *, last: Sequence[str] = ()) -> Ite
     """
     destination = Path(destination)
     try:
+        # a link to a folder elsewhere: stage beside the folder itself (the same file system)
+        destination = _resolve(destination)
         if destination.exists() and not destination.is_dir():
             raise OutputError(f"cannot write into {destination}: it is not a directory")
         stage = _temp_directory(destination)

@@ -283,3 +283,13 @@ def test_sockets_and_devices_are_refused(tmp_path, kind, words, args) -> None:
     path = _special(kind, tmp_path)
     argv = [a.format(p=path, tmp=tmp_path) for a in args]
     one_line_error(invoke(*argv), words)
+
+
+def test_writeup_into_a_linked_folder_writes_the_folder(tmp_path) -> None:
+    real = tmp_path / "elsewhere" / "site"
+    real.mkdir(parents=True)
+    link = tmp_path / "site"
+    link.symlink_to(real, target_is_directory=True)
+    assert invoke("writeup", REPORT, "--out", link, "--format", "md").exit_code == 0
+    assert link.is_symlink() and (real / "index.md").is_file()
+    assert leftovers(tmp_path) == [] and leftovers(real.parent) == []
