@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import random
 import shutil
 import sys
@@ -125,11 +126,35 @@ def report_mutants(data: bytes, rng: random.Random, count: int) -> Iterator[tupl
             yield kind, bytes(mutant)
 
 
-def sweep_reports(tally: Tally, per_report: int, seed: int, work: Path,
-                  writeup_every: int = 4) -> None:
+@dataclass(frozen=True)
+class Case:
+    """One corrupted input and the commands to run on it, in a folder of its own."""
+
+    target: str  # the table row, e.g. "report (flip bytes)"
+    folder: Path  # removed when the case is done
+    commands: tuple[tuple[str, tuple[str, ...], Path | None], ...]  # name, argv, output folder
+    corrupt: bool  # known to be invalid: accepting it is a silent success
+    pristine: dict[str, Ran] | None = None  # the answers for the intact input, by command
+    label: str = ""
+
+
+def execute(case: Case) -> list[tuple[str, str, str, str]]:
+    """Run a case's commands; (target, command, outcome, detail) for each."""
+    rows = []
+    for name, argv, out in case.commands:
+        ran = run(list(argv), out)
+        pristine = case.pristine.get(name) if case.pristine else None
+        outcome, detail = classify(ran, pristine, case.corrupt)
+        rows.append((case.target, name, outcome, f"{case.label}{detail}"))
+    shutil.rmtree(case.folder, ignore_errors=True)
+    return rows
+
+
+def report_cases(per_report: int, seed: int, work: Path,
+                 writeup_every: int = 4) -> Iterator[Case]:
     """report, export, diff (both ways) and writeup on corrupted copies of the real reports."""
     rng, pick = random.Random(seed), random.Random(seed + 100)
-    for source in REPORTS:
+    for number, source in enumerate(REPORTS):
         good_dir = work / "good"
         good_dir.mkdir(exist_ok=True)
         good = good_dir / source.name
@@ -145,20 +170,16 @@ def sweep_reports(tally: Tally, per_report: int, seed: int, work: Path,
                     for name, make in commands.items()}
         for index, (kind, mutant) in enumerate(report_mutants(source.read_bytes(), rng,
                                                               per_report)):
-            case = work / f"case{index}"
+            case = work / f"report{number}-{index}"
             case.mkdir()
             path = case / source.name  # the same file name: outputs compare byte for byte
             path.write_bytes(mutant)
-            with_writeup = pick.randrange(writeup_every) == 0
-            for name, make in commands.items():
-                if name == "writeup" and not with_writeup:
-                    continue  # writeup draws plots: a share of the cases keeps the sweep short
-                out = case / "out"
-                ran = run(make(path, out), out)
-                outcome, detail = classify(ran, pristine[name], corrupt=True)
-                tally.add(f"report ({kind})", name, outcome, f"{source.name}: {detail}")
-                shutil.rmtree(out, ignore_errors=True)
-            shutil.rmtree(case)
+            # writeup draws plots: a share of the cases keeps the sweep short
+            names = [n for n in commands if n != "writeup" or pick.randrange(writeup_every) == 0]
+            yield Case(f"report ({kind})", case,
+                       tuple((n, tuple(commands[n](path, case / "out")), case / "out")
+                             for n in names),
+                       corrupt=True, pristine=pristine, label=f"{source.name}: ")
 
 
 # --- JSON and TOML corruptions ----------------------------------------------------------------
@@ -229,9 +250,8 @@ def _type_mutants(base: dict[str, Any], fields: dict[tuple[Any, ...], tuple[Any,
         yield "wrong type", json.dumps(data), not right
 
 
-def sweep_run_files(tally: Tally, count: int, seed: int, work: Path) -> None:
-    """manifest.json and bench.json of a run directory (diff and writeup) and a standalone
-    bench.json (writeup)."""
+def run_file_cases(count: int, seed: int, work: Path) -> Iterator[Case]:
+    """manifest.json and bench.json of a run directory, through diff and writeup."""
     rng = random.Random(seed)
     manifest = json.loads(MANIFEST.read_text())
     manifest["entries"] = manifest["entries"][:1]
@@ -239,38 +259,27 @@ def sweep_run_files(tally: Tally, count: int, seed: int, work: Path) -> None:
     bench["results"] = [r for r in bench["results"] if r["variant"] == "naive"][:2]
     for r in bench["results"]:
         r["size"] = [256, 256, 256]
-
-    def make_run(manifest_text: str, bench_text: str | None) -> Path:
-        run_dir = Path(tempfile.mkdtemp(dir=work)) / "run"
-        run_dir.mkdir()
-        shutil.copyfile(REPORTS[0], run_dir / "naive_256.ncu-rep")
-        (run_dir / "manifest.json").write_text(manifest_text, encoding="utf-8",
-                                                errors="surrogateescape")
-        if bench_text is not None:
-            (run_dir / "bench.json").write_text(bench_text, encoding="utf-8",
-                                                 errors="surrogateescape")
-        return run_dir
-
     manifest_text, bench_text = json.dumps(manifest, indent=1), json.dumps(bench, indent=1)
     for which, text, fields in (("manifest.json", manifest_text, MANIFEST_FIELDS),
                                 ("bench.json", bench_text, BENCH_FIELDS)):
-        base = json.loads(text)
         mutants = [(kind, t, not _parses(t, _json_loads))
                    for kind, t in _text_mutants(text, rng, count // 2)]
-        mutants += list(_type_mutants(base, fields, rng, count - count // 2))
+        mutants += list(_type_mutants(json.loads(text), fields, rng, count - count // 2))
         for index, (kind, mutant, corrupt) in enumerate(mutants):
-            run_dir = make_run(mutant if which == "manifest.json" else manifest_text,
-                               mutant if which == "bench.json" else bench_text)
-            commands = {"diff": ["diff", str(run_dir), str(run_dir)]}
+            folder = Path(tempfile.mkdtemp(dir=work))
+            run_dir = folder / "run"
+            run_dir.mkdir()
+            shutil.copyfile(REPORTS[0], run_dir / "naive_256.ncu-rep")
+            for name, content in (("manifest.json", manifest_text), ("bench.json", bench_text)):
+                (run_dir / name).write_text(mutant if name == which else content,
+                                            encoding="utf-8", errors="surrogateescape")
+            commands: list[tuple[str, tuple[str, ...], Path | None]] = [
+                ("diff", ("diff", str(run_dir), str(run_dir)), None)]
             if index % 3 == 0:
-                out = run_dir.parent / "out"
-                commands["writeup"] = ["writeup", str(run_dir), "--out", str(out), "--format",
-                                       "md"]
-            for name, argv in commands.items():
-                ran = run(argv, run_dir.parent / "out" if name == "writeup" else None)
-                outcome, detail = classify(ran, None, corrupt)
-                tally.add(f"{which} ({kind})", name, outcome, detail)
-            shutil.rmtree(run_dir.parent)
+                out = folder / "out"
+                commands.append(("writeup", ("writeup", str(run_dir), "--out", str(out),
+                                             "--format", "md"), out))
+            yield Case(f"{which} ({kind})", folder, tuple(commands), corrupt)
 
 
 THRESHOLD_KEYS = {  # key -> the values of WRONG_VALUES (and "up") that are right for it
@@ -306,35 +315,49 @@ def _toml_value(value: Any) -> str:
     return json.dumps(value)
 
 
-def sweep_thresholds(tally: Tally, count: int, seed: int, work: Path) -> None:
+def threshold_cases(count: int, seed: int, work: Path) -> Iterator[Case]:
+    """Threshold files through `diff --config`."""
     rng = random.Random(seed)
     mutants = [(kind, t, not _parses(t, tomllib.loads))
                for kind, t in _text_mutants(THRESHOLDS_TEXT, rng, count // 2)]
     for _ in range(count - count // 2):
         path = rng.choice(list(THRESHOLD_KEYS))
         value = rng.choice((*WRONG_VALUES, "up"))
-        table = ".".join(path[:-1])
-        text = f"[{table}]\n{path[-1]} = {_toml_value(value)}\n"
-        right = _is_one_of(value, THRESHOLD_KEYS[path])
-        mutants.append(("wrong type", text, not right))
+        table_name = ".".join(path[:-1])
+        text = f"[{table_name}]\n{path[-1]} = {_toml_value(value)}\n"
+        mutants.append(("wrong type", text, not _is_one_of(value, THRESHOLD_KEYS[path])))
     report = work / REPORTS[0].name
     shutil.copyfile(REPORTS[0], report)
-    for index, (kind, text, corrupt) in enumerate(mutants):
-        config = work / f"t{index}.toml"
+    for kind, text, corrupt in mutants:
+        folder = Path(tempfile.mkdtemp(dir=work))
+        config = folder / "thresholds.toml"
         config.write_text(text, encoding="utf-8", errors="surrogateescape")
-        ran = run(["diff", str(report), str(report), "--config", str(config)])
-        outcome, detail = classify(ran, None, corrupt)
-        tally.add(f"thresholds ({kind})", "diff --config", outcome, f"{detail} <- {text!r}")
+        yield Case(f"thresholds ({kind})", folder,
+                   (("diff --config", ("diff", str(report), str(report), "--config",
+                                       str(config)), None),),
+                   corrupt, label=f"{text!r}: ")
 
 
-def sweep(report_cases: int, json_cases: int, toml_cases: int, seed: int = 14) -> Tally:
-    """The whole sweep; `*_cases` corruptions per report, per JSON file, of thresholds."""
+def sweep(per_report: int, json_cases: int, toml_cases: int, seed: int = 14,
+          workers: int = 2) -> Tally:
+    """The whole sweep: `per_report` corruptions per report, `json_cases` per JSON file,
+    `toml_cases` thresholds files. Cases run in `workers` processes, each replaced after a few
+    cases: ncu_report keeps a loaded report's memory (about 10 MB) once an action was read."""
     tally = Tally()
     with tempfile.TemporaryDirectory(prefix="ncuh-fuzz-") as folder:
         work = Path(folder)
-        sweep_reports(tally, report_cases, seed, work)
-        sweep_run_files(tally, json_cases, seed + 1, work)
-        sweep_thresholds(tally, toml_cases, seed + 2, work)
+        cases = [*report_cases(per_report, seed, work),
+                 *run_file_cases(json_cases, seed + 1, work),
+                 *threshold_cases(toml_cases, seed + 2, work)]
+        # forkserver, not fork: a process that has read a report holds ncu_report's threads,
+        # and a child forked from it can deadlock; the server imports ncuh once, reads nothing
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["harness.cli", "harness.report.reportfile",
+                                        "harness.writeup", "harness.render", "fuzz_sweep"])
+        with context.Pool(processes=workers, maxtasksperchild=6) as pool:
+            for rows in pool.imap(execute, cases, chunksize=1):
+                for row in rows:
+                    tally.add(*row)
     return tally
 
 

@@ -22,7 +22,7 @@ from harness.rundir import BenchFile, Manifest, load_bench, load_run
 
 @pytest.fixture(scope="module")
 def tally():
-    return sweep(report_cases=24, json_cases=40, toml_cases=40, seed=14)
+    return sweep(per_report=24, json_cases=40, toml_cases=40, seed=14)
 
 
 def test_sweep_has_no_traceback_and_every_refusal_is_one_line(tally) -> None:
