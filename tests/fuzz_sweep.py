@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
+import os
 import random
 import shutil
 import sys
@@ -134,8 +135,23 @@ class Case:
     folder: Path  # removed when the case is done
     commands: tuple[tuple[str, tuple[str, ...], Path | None], ...]  # name, argv, output folder
     corrupt: bool  # known to be invalid: accepting it is a silent success
-    pristine: dict[str, Ran] | None = None  # the answers for the intact input, by command
+    # the same commands on the intact input, by name: argv and output folder
+    pristine: dict[str, tuple[tuple[str, ...], Path]] | None = None
     label: str = ""
+
+
+_PRISTINE: dict[tuple[str, ...], Ran] = {}
+
+
+def _pristine(argv: tuple[str, ...], out: Path) -> Ran:
+    """The intact input's answer, computed once per worker process: compared in the same
+    process as the corrupted run, so nothing but the input differs."""
+    if argv not in _PRISTINE:
+        mine = out.with_name(f"{out.name}-{os.getpid()}")  # workers run side by side
+        _PRISTINE[argv] = run([mine.as_posix() if a == out.as_posix() else a for a in argv],
+                              mine)
+        shutil.rmtree(mine, ignore_errors=True)
+    return _PRISTINE[argv]
 
 
 def execute(case: Case) -> list[tuple[str, str, str, str]]:
@@ -143,7 +159,7 @@ def execute(case: Case) -> list[tuple[str, str, str, str]]:
     rows = []
     for name, argv, out in case.commands:
         ran = run(list(argv), out)
-        pristine = case.pristine.get(name) if case.pristine else None
+        pristine = _pristine(*case.pristine[name]) if case.pristine else None
         outcome, detail = classify(ran, pristine, case.corrupt)
         rows.append((case.target, name, outcome, f"{case.label}{detail}"))
     shutil.rmtree(case.folder, ignore_errors=True)
@@ -166,8 +182,8 @@ def report_cases(per_report: int, seed: int, work: Path,
             "diff good bad": lambda p, o, g=good: ["diff", str(g), str(p)],
             "writeup": lambda p, o: ["writeup", str(p), "--out", str(o), "--format", "md"],
         }
-        pristine = {name: run(make(good, work / f"pristine-{name}"), work / f"pristine-{name}")
-                    for name, make in commands.items()}
+        pristine = {name: (tuple(make(good, work / f"pristine-{name}")),
+                           work / f"pristine-{name}") for name, make in commands.items()}
         for index, (kind, mutant) in enumerate(report_mutants(source.read_bytes(), rng,
                                                               per_report)):
             case = work / f"report{number}-{index}"
@@ -354,7 +370,7 @@ def sweep(per_report: int, json_cases: int, toml_cases: int, seed: int = 14,
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["harness.cli", "harness.report.reportfile",
                                         "harness.writeup", "harness.render", "fuzz_sweep"])
-        with context.Pool(processes=workers, maxtasksperchild=6) as pool:
+        with context.Pool(processes=workers, maxtasksperchild=10) as pool:
             for rows in pool.imap(execute, cases, chunksize=1):
                 for row in rows:
                     tally.add(*row)
