@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import argparse
 
-from harness.sgemm import build, cupy_module
-from harness.verify import random_operands
+from harness.gpu.backend import prepare
+from harness.gpu.env import require_gpu
+from harness.project import default_project_path, load_project
 
 
 def main() -> None:
@@ -21,13 +22,14 @@ def main() -> None:
     parser.add_argument("--variants", required=True, help="comma-separated variant names")
     parser.add_argument("--size", type=int, default=1024)
     args = parser.parse_args()
-    cupy = cupy_module()
-    shape = (args.size, args.size, args.size)
+    cupy = require_gpu()
+    project = load_project(default_project_path())
+    size = project.parse_size(str(args.size))
     names = [name.strip() for name in args.variants.split(",") if name.strip()]
-    kernels = [build(name, shape) for name in names]
-    a, b, c = random_operands(shape, 0.0, None)
+    kernels = [prepare(project, name, size) for name in names]
+    inputs = project.inputs(size, None)
     for kernel in kernels:
-        kernel(a, b, c, 1.0, 0.0)
+        kernel(inputs)
     cupy.cuda.Device().synchronize()
     print(f"launched {len(kernels)} kernels at {args.size}^3: {', '.join(names)}")
 

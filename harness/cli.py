@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 
 import click
 
@@ -17,9 +18,11 @@ from harness.errors import NcuhError
 
 # command name -> "module:attribute"; the order is the order of `ncuh --help`.
 COMMANDS: dict[str, str] = {
+    "init": "harness.commands.init:init",
     "list": "harness.commands.list_variants:list_variants",
     "bench": "harness.commands.bench:bench",
     "profile": "harness.commands.profile:profile",
+    "merge": "harness.commands.merge:merge",
     "export": "harness.commands.export:export",
     "report": "harness.commands.report:report",
     "writeup": "harness.commands.writeup:writeup",
@@ -60,8 +63,14 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ncuh")
-def main() -> None:
+@click.option("--project", type=click.Path(path_type=Path), default=None, metavar="PATH",
+              help="The project every command works on (ncuh.toml or its folder) [default: "
+                   "$NCUH_PROJECT, else found from the current directory upwards, else the "
+                   "bundled project].")
+@click.pass_context
+def main(ctx: click.Context, project: Path | None) -> None:
     """ncuh: run kernel variants under Nsight Compute, explain the reports, gate regressions."""
+    ctx.obj = {"project": project}
 
 
 if __name__ == "__main__":  # `python -m harness.cli ...` as well as `python -m harness`

@@ -49,6 +49,14 @@ class IncompatibleInputsError(NcuhError):
     """Two runs that cannot be compared (different GPU, compute capability, ncu version)."""
 
 
+class BadSizeError(NcuhError):
+    """A size on the command line that is not N or one value per dimension (exit 2)."""
+
+
+class ProjectError(NcuhError):
+    """A project file (ncuh.toml) that cannot be read or does not describe a valid chain."""
+
+
 class OutputError(NcuhError):
     """An output cannot be written: read-only, no permission, disk full, bad path or name."""
 

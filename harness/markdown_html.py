@@ -1,8 +1,8 @@
 """A small, safe Markdown-to-HTML step for the variants' Strategy text on HTML pages.
 
-The strategy texts (kernels/variants.toml) use paragraphs, numbered and bulleted lists,
-`code`, **bold**, *italic* and $math$. The text is HTML-escaped first and only then given
-those few tags, so nothing in it can become markup of its own.
+The strategy texts (a project's ncuh.toml or its .md notes) use paragraphs, numbered and
+bulleted lists, `code`, **bold**, *italic* and $math$. The text is HTML-escaped first and only
+then given those few tags, so nothing in it can become markup of its own.
 """
 
 from __future__ import annotations

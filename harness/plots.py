@@ -69,8 +69,8 @@ def _ticks(ax: Axes, labels: Sequence[str]) -> bool:
 
 
 def gflops_chart(labels: Sequence[str], gflops: Sequence[float | None],
-                 cublas: float | None) -> Plot:
-    """GFLOP/s per iteration as bars, cuBLAS as a horizontal line."""
+                 reference: float | None, reference_name: str = "reference") -> Plot:
+    """GFLOP/s per iteration as bars, the project's reference as a horizontal line."""
     fig, ax = _figure()
     values = [v or 0.0 for v in gflops]
     bars = ax.bar(range(len(labels)), values, color=_PALETTE[0])
@@ -78,13 +78,15 @@ def gflops_chart(labels: Sequence[str], gflops: Sequence[float | None],
         if value is not None:
             ax.annotate(f"{value:,.0f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                         ha="center", va="bottom", fontsize=7)
-    if cublas:
-        ax.axhline(cublas, color=_PALETTE[3], linestyle="--", label=f"cuBLAS {cublas:,.0f}")
+    if reference:
+        ax.axhline(reference, color=_PALETTE[3], linestyle="--",
+                   label=f"{reference_name} {reference:,.0f}")
         ax.legend(fontsize=8, loc="upper left")
     ax.set_ylabel("GFLOP/s")
     ax.set_title("Throughput per iteration", fontsize=10)
     rotated = _ticks(ax, labels)
-    return Plot("gflops", "GFLOP/s per iteration beside cuBLAS", _png(fig, rotated=rotated))
+    return Plot("gflops", f"GFLOP/s per iteration beside {reference_name}",
+                _png(fig, rotated=rotated))
 
 
 def stall_chart(labels: Sequence[str], stalls: Sequence[dict[str, float]],

@@ -84,7 +84,8 @@ def build_plots(writeup: Writeup) -> list[Plot]:
     ]
     occupancy = [p.profile.occupancy if p.profile else None for p in pages]
     return [
-        gflops_chart(labels, [p.gflops for p in pages], writeup.cublas_gflops),
+        gflops_chart(labels, [p.gflops for p in pages], writeup.reference_gflops,
+                     writeup.reference_name or "reference"),
         stall_chart(labels, stalls),
         roofline_chart(labels, [p.roofline for p in pages]),
         occupancy_chart(

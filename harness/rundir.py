@@ -1,6 +1,7 @@
 """The run directory: what `ncuh profile` leaves behind, and how later stages read it.
 
-Layout of `runs/<id>/` (written by `harness.profile`, read by writeup and diff):
+Layout of `runs/<id>/` (written by `harness.profile.run`, or joined from shards by
+`harness.profile.merge`; read by writeup and diff):
 
     manifest.json              schema "ncuh.run/1" (below)
     <label>.ncu-rep            one report per entry, e.g. register_tiled_4096.ncu-rep
@@ -18,14 +19,22 @@ manifest.json:
       "started_at": ISO-8601, "finished_at": ISO-8601,
       "entries": [
         {"label": "register_tiled_4096", "variant": "register_tiled" | null,
-         "size": [M, N, K] | null, "params": {...}, "report": "register_tiled_4096.ncu-rep",
-         "status": "ok" | "failed", "error": null | "one line"}
+         "size": [one value per dim] | null, "params": {...},
+         "report": "register_tiled_4096.ncu-rep",
+         "status": "ok" | "failed", "error": null | "one line",
+         "passes": int | null,                     # ncu's replay passes, as it printed them
+         "gpu": {"index", "name", "uuid", "pci_bus_id", ...} | null,  # which GPU profiled it
+         "shard": "..."}                           # merged runs only: the shard it came from
       ],
+      "gpus": [{"index", "name", "uuid", "pci_bus_id", ...}],  # every GPU that profiled
       "timings": {"ncu_s": float,     # the entries' ncu runs, summed
-                  "post_s": float,    # environment probe + metrics export, run side by side
-                  "post_environment_s": float,  # each of the two, from their start
-                  "post_metrics_s": float,
-                  "total_s": float}   # the whole `ncuh profile`, up to writing the manifest
+                  "ncu_wall_s": float,  # from the start to the last ncu's end (GPUs at once)
+                  "post_s": float,    # what was left after the last ncu: its export, the join
+                  "post_environment_s": float,  # the probe (beside the first ncu)
+                  "post_metrics_s": float,      # the exports, summed (each beside an ncu)
+                  "total_s": float},  # the whole `ncuh profile`, up to writing the manifest
+      "project": {"name": ..., "path": ..., ...} | null,  # optional: the project of the run
+      "merged_from": [...], "mismatches": [...]  # merged runs only (`ncuh merge`)
     }
 
 A directory whose name ends in `.incomplete` was interrupted and is never read as a run.
@@ -131,6 +140,7 @@ class BenchRecord(_Record):
     q3_ms: Milliseconds | None = None
     min_ms: Milliseconds | None = None
     gflops: FiniteFloat | None = None
+    gbps: FiniteFloat | None = None  # from the project's bytes model (memory-bound kernels)
     rel_error: FiniteFloat | None = None
     speedup: dict[str, FiniteFloat | None] = Field(default_factory=dict)
     error: str | None = None
@@ -172,7 +182,7 @@ class RunEntry:
 
     label: str
     variant: str | None
-    size: tuple[int, ...] | None
+    size: tuple[int, ...] | None  # one value per dimension of the project
     params: dict[str, Any]
     report: Path | None  # absolute path of the .ncu-rep, None when the entry failed
     status: str

@@ -28,7 +28,6 @@ from harness.report.reportfile import KernelRef, LoadedReport, open_report
 from harness.report.roofline import Roofline, read_roofline
 from harness.report.sass_hotspots import Hotspot, hotspots
 from harness.rundir import BENCH, MANIFEST, BenchRecord, Run, RunEntry, load_bench, load_run
-from harness.variants import kernels_dir
 
 MAX_SUMMARY = 5  # items under What's Good? / What's Bad?
 HOTSPOTS = 5
@@ -44,16 +43,20 @@ class BenchRow:
     q3_ms: float | None
     gflops: float | None
     status: str
+    gbps: float | None = None  # from the project's bytes model (memory-bound kernels)
 
 
 @dataclass(frozen=True)
 class Speedups:
-    """How many times faster than cuBLAS, the naive kernel and the previous iteration."""
+    """How many times faster than the project's reference, its first variant and the previous
+    iteration (named as the project names them)."""
 
-    cublas: float | None
-    naive: float | None
+    reference: float | None
+    baseline: float | None
     previous: float | None
     size: str
+    reference_name: str = "reference"
+    baseline_name: str = "first"
 
 
 @dataclass(frozen=True)
@@ -114,7 +117,7 @@ class KernelPage:
     time_ms: float | None = None
     time_source: str = "ncu"  # "bench" (median of timed runs) or "ncu" (profiled duration)
     gflops: float | None = None
-    pct_of_cublas: float | None = None
+    pct_of_reference: float | None = None
     limiter: str = ""
     label: str = ""  # short name on plot axes, e.g. "4. register_tiled"
 
@@ -127,8 +130,9 @@ class Writeup:
     pages: list[KernelPage]
     sources: list[str]
     environment: dict[str, Any] = field(default_factory=dict)
-    cublas_gflops: float | None = None
+    reference_gflops: float | None = None
     index_size: str | None = None
+    reference_name: str | None = None  # the project's reference, e.g. the library's name
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,7 +148,8 @@ class _Item:
     profile: KernelProfile
     entry: RunEntry | None = None
     run: Run | None = None
-    variant: Any = None  # harness.variants.Variant when the entry names a bundled variant
+    variant: Any = None  # harness.project.Variant when the entry names a variant of its project
+    project: Any = None  # the harness.project.Project of the run (strategies, sources, keys)
     previous: _Item | None = None
     # the entry's report holds several kernels and none is the variant's own: name each page
     # after its kernel as well
@@ -179,15 +184,29 @@ def _profiling_results(ref: KernelRef) -> str:
     return textwrap.dedent(render_text([build_view(ref)]))
 
 
-def _variant(name: str | None) -> Any:
-    if not name:
+def _run_project(run: Run | None, fallback: Path | None) -> Any:
+    """The project a run was made from (its manifest names it), else the one found as
+    `harness.project` finds it (runs made before manifests named their project)."""
+    from harness.project import load_project, open_project
+
+    recorded = (run.manifest.get("project") or {}) if run is not None else {}
+    try:
+        if recorded.get("path") and Path(recorded["path"]).is_file():
+            return load_project(recorded["path"])
+        found = open_project(fallback)
+    except NcuhError:
+        return None  # a project this machine cannot load: pages without strategy
+    # A run made elsewhere names its project: another project's strategies would mislead.
+    return found if recorded.get("name") in (None, found.name) else None
+
+
+def _variant(project: Any, name: str | None) -> Any:
+    if not name or project is None:
         return None
     try:
-        from harness.variants import get_variant
-
-        return get_variant(name)
-    except (ImportError, NcuhError, KeyError):
-        return None  # a variant this checkout does not bundle: page without strategy
+        return project.variant(name)
+    except NcuhError:
+        return None  # a variant this project does not have: page without strategy
 
 
 def _bound_only(profile: KernelProfile) -> str:
@@ -238,6 +257,7 @@ def _bench_rows(results: list[BenchRecord], variant: str) -> list[BenchRow]:
             q3_ms=r.q3_ms,
             gflops=r.gflops,
             status=r.status,
+            gbps=r.gbps,
         )
         for r in results
         if r.variant == variant
@@ -274,8 +294,8 @@ def _bonus(item: _Item) -> Bonus:
         total = profile.memory_widths.executed(access.space, access.kind)
         widths.append(WidthRow(access.space, access.kind, access.width_bits, access.executed,
                                100.0 * access.executed / total if total else 0.0))
-    # the bundled kernels' sources ship with ncuh: their lines can be shown next to the SASS
-    folders = [kernels_dir()] if item.variant is not None else []
+    # the project's kernel sources: their lines can be shown next to the SASS
+    folders = [item.project.folder] if item.variant is not None and item.project else []
     spots = tuple(hotspots(item.ref.action, HOTSPOTS, folders))
     return Bonus(
         widths=tuple(widths),
@@ -362,11 +382,16 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         if at is not None:
             page.time_ms, page.time_source = at.median_ms, "bench"
             page.gflops = at.gflops
-            speedup = at.speedup
-            page.speedups = Speedups(speedup.get("cublas"), speedup.get("naive"),
-                                     speedup.get("previous"), size or "?")
-            if speedup.get("cublas") is not None:
-                page.pct_of_cublas = 100.0 * speedup["cublas"]
+            speedup = dict(at.speedup)
+            reference, baseline = _speedup_keys(item.project, speedup)
+            page.speedups = Speedups(
+                speedup.get(reference) if reference else None,
+                speedup.get(baseline) if baseline else None,
+                speedup.get("previous"), size or "?",
+                reference_name=_reference_name(item.project, reference),
+                baseline_name=_baseline_name(item.project, baseline))
+            if page.speedups.reference is not None:
+                page.pct_of_reference = 100.0 * page.speedups.reference
     return page
 
 
@@ -384,13 +409,35 @@ def _kernel_regex(variant: Any) -> str | None:
     return f"^{re.escape(name)}$" if name else None
 
 
-def _run_items(run: Run) -> list[_Item]:
+def _speedup_keys(project: Any, speedup: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The reference's and the baseline's keys in a result's speedups: the project's names,
+    else (files before projects) the first and second keys."""
+    if project is not None and project.reference is not None:
+        return project.reference.key, project.baseline.name
+    keys = [key for key in speedup if key != "previous"]
+    return (keys[0] if keys else None), (keys[1] if len(keys) > 1 else None)
+
+
+def _reference_name(project: Any, key: str | None) -> str:
+    if project is not None and project.reference is not None:
+        return project.reference.name
+    return key or "reference"
+
+
+def _baseline_name(project: Any, key: str | None) -> str:
+    if project is not None and project.variants:
+        return project.baseline.title
+    return key or "first"
+
+
+def _run_items(run: Run, fallback: Path | None = None) -> list[_Item]:
     items: list[_Item] = []
+    project = _run_project(run, fallback)
     for entry in run.entries:
         if not entry.ok or entry.report is None:
             continue
         report = open_report(entry.report)
-        variant = _variant(entry.variant)
+        variant = _variant(project, entry.variant)
         regex = _kernel_regex(variant)
         # the variant's own kernel; every kernel when its name is not in the report
         refs = [r for r in report.kernels if regex and re.search(regex, r.name)]
@@ -398,7 +445,7 @@ def _run_items(run: Run) -> list[_Item]:
         shared = len(refs) > 1
         for ref in refs:
             items.append(_Item(ref=ref, report=report, profile=_build_profile(ref), entry=entry,
-                               run=run, variant=variant, shared_entry=shared))
+                               run=run, variant=variant, shared_entry=shared, project=project))
     # each iteration's predecessor at the same size
     by_key = {(i.entry.variant, i.entry.size): i for i in items if i.entry}
     for item in items:
@@ -413,9 +460,9 @@ def _run_items(run: Run) -> list[_Item]:
     return items
 
 
-def collect(sources: Sequence[Path | str]) -> Writeup:
+def collect(sources: Sequence[Path | str], project: Path | None = None) -> Writeup:
     """Read every source into pages; raise `ReportError` (exit 2) for a source that is neither
-    a run directory nor a report."""
+    a run directory nor a report. `project`: for runs whose manifest names no project."""
     if not sources:
         raise ReportError("no source given: name a run directory or an .ncu-rep file")
     items: list[_Item] = []
@@ -429,7 +476,7 @@ def collect(sources: Sequence[Path | str]) -> Writeup:
         elif path.is_dir():
             run = load_run(path)  # names what is wrong: no manifest, interrupted, bad schema
             environment = environment or dict(run.environment)
-            run_items = _run_items(run)
+            run_items = _run_items(run, project)
             run_bench = _bench_results(run)  # read once per run, shared by its pages
             for item in run_items:
                 item.bench = run_bench
@@ -443,10 +490,14 @@ def collect(sources: Sequence[Path | str]) -> Writeup:
     for item in items:
         if item.run is not None and not item.bench:
             item.bench = standalone_bench
-    cublas: dict[str, float] = {}
+    chosen = next((item.project for item in items if item.project is not None), None)
+    if chosen is None:
+        chosen = _run_project(None, project)
+    reference = chosen.reference if chosen is not None else None
+    reference_gflops: dict[str, float] = {}
     for r in (r for item in items for r in item.bench):
-        if r.variant == "cublas" and r.ok and r.gflops:
-            cublas[r.size_text] = r.gflops
+        if reference is not None and r.variant == reference.key and r.ok and r.gflops:
+            reference_gflops[r.size_text] = r.gflops
     slugs = _slugs(items)
     pages = [_page(item, slugs) for item in items]
     if not environment:  # plain reports: the device each report recorded
@@ -460,8 +511,9 @@ def collect(sources: Sequence[Path | str]) -> Writeup:
         pages=pages,
         sources=[Path(s).name for s in sources],
         environment=environment,
-        cublas_gflops=cublas.get(index_size) if index_size else None,
+        reference_gflops=reference_gflops.get(index_size) if index_size else None,
         index_size=index_size,
+        reference_name=reference.name if reference is not None else None,
     )
 
 

@@ -8,23 +8,34 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from harness.bench import BenchRun, run_bench
+from harness.gpu.bench import BenchRun, run_bench
+from harness.project import default_project_path, load_project
 
 pytestmark = pytest.mark.gpu
 
+SGEMM = load_project(default_project_path())
 VARIANTS = ["naive", "register_tiled", "cublas"]
 SIZES = [256, 512]
 
 
 @pytest.fixture(scope="module")
 def small_run() -> BenchRun:
-    return run_bench(VARIANTS, SIZES, repeats=7, warmup=2)
+    # The chain's two variants plus the reference (added by references=True with the
+    # previous iteration, which is then dropped: register_tiled's previous is not timed here).
+    run = run_bench(SGEMM, VARIANTS[:2], [SGEMM.size([n]) for n in SIZES], repeats=7, warmup=2,
+                    references=True)
+    run.results = [r for r in run.results if r.variant in VARIANTS]
+    from harness.gpu.bench import fill_speedups
+
+    fill_speedups(run.results, {"register_tiled": "blocktile_1d"}, "cublas", "naive")
+    return run
 
 
 def test_small_bench_times_every_variant_after_verifying_it(small_run: BenchRun) -> None:
     assert [(r.variant, r.size[0]) for r in small_run.results] == [
         (v, n) for v in VARIANTS for n in SIZES
     ]
+    assert [r.kind for r in small_run.results] == ["variant"] * 4 + ["reference"] * 2
     for result in small_run.results:
         assert result.status == "ok", result.error
         assert result.rel_error is not None and result.rel_error < 1e-4
@@ -49,13 +60,15 @@ def test_small_bench_records_the_environment(small_run: BenchRun) -> None:
     assert env["gpu"] and env["compute_capability"] and env["sm_count"] > 0
     assert env["cuda_runtime"] and env["cupy"]
     assert env["l2_flush_bytes"] >= 2 * env["l2_cache_bytes"]
-    assert len(env["clocks_after_timing"]) == len(small_run.results)
+    # every timed result read the clocks (blocktile_1d too, dropped from the results above)
+    assert len(env["clocks_after_timing"]) == len(small_run.results) + len(SIZES)
 
 
 def test_small_bench_json_round_trips(small_run: BenchRun, tmp_path: Path) -> None:
     path = small_run.save(tmp_path / "bench.json")
     data = json.loads(path.read_text())
     assert data["schema"] == "ncuh.bench/1" and data["settings"]["l2_flush"] is True
+    assert data["project"]["name"] == "sgemm" and data["project"]["reference"] == "cublas"
     assert BenchRun.load(path).to_json() == small_run.to_json()
 
 
@@ -72,21 +85,39 @@ def test_bench_command_writes_json_and_prints_table(tmp_path: Path) -> None:
     assert run.variants == ["naive", "coalesced", "cublas"]
     assert all(r.status == "ok" for r in run.results), [r.error for r in run.results]
     assert "coalesced  1000x1030x999" in result.output
-    assert "Speedup Factors" in result.output
+    assert "Speedup Factors" in result.output and "vs cuBLAS" in result.output
 
 
 def test_autotune_sweep_caches_the_winner(tmp_path: Path, monkeypatch) -> None:
-    from harness.autotune import TuneCache, autotune, current_gpu_name, tuned_params
-    from harness.variants import get_variant
+    from harness.gpu.env import current_gpu_name
+    from harness.gpu.sweep import autotune
+    from harness.gpu.tuning import TuneCache, cache_path, resolve_params
 
     monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path))
-    variant = get_variant("autotuned")
-    shape = (512, 512, 512)
-    result = autotune(variant, shape, repeats=5, warmup=1, limit=3)
+    variant = SGEMM.variant("autotuned")
+    size = SGEMM.parse_size("512")
+    result = autotune(SGEMM, variant, size, repeats=5, warmup=1, limit=3)
     assert result.rejected > 0 and result.timed + result.failed == 3
     assert result.best is not None
     assert result.best.median_ms == min(c.median_ms for c in result.candidates
                                         if c.status == "ok")
-    entry = TuneCache().get(current_gpu_name(), "autotuned", shape)
+    entry = TuneCache(cache_path(SGEMM)).get(current_gpu_name(), "autotuned", size)
     assert entry["params"] == result.best.params
-    assert tuned_params(variant, shape) == result.best.params
+    resolved = resolve_params(SGEMM, variant, size, current_gpu_name())
+    assert resolved.params == result.best.params and resolved.origin == "tuned"
+
+
+def test_a_fresh_install_finds_the_shipped_winners_on_h100_and_h200(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    """The README's main command on a machine with no user cache (issue: 0.32x at 1024)."""
+    from harness.gpu.bench import BenchSettings, bench_one
+    from harness.gpu.env import current_gpu_name
+
+    gpu = current_gpu_name()
+    if gpu not in ("NVIDIA H100 80GB HBM3", "NVIDIA H200"):
+        pytest.skip(f"no shipped winners for {gpu}")
+    monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path / "empty"))
+    result = bench_one(SGEMM, SGEMM.variant("autotuned"), SGEMM.parse_size("1024"),
+                       BenchSettings(repeats=5, warmup=2))
+    assert result.tuning == "shipped" and result.status == "ok", result.error
+    assert result.params["BM"] == 64

@@ -7,11 +7,12 @@ import json
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.variants import all_variants
+from harness.project import default_project_path, load_project
 
+SGEMM = load_project(default_project_path())
 CHAIN = [
     "naive", "coalesced", "smem_tiled", "blocktile_1d", "register_tiled", "vectorized",
-    "bank_conflict_free", "warptiled", "double_buffered", "async_copy", "autotuned", "cublas",
+    "bank_conflict_free", "warptiled", "double_buffered", "async_copy", "autotuned",
 ]
 
 
@@ -22,7 +23,10 @@ def _list(*args: str):
 
 
 def test_list_json_is_the_chain_in_order() -> None:
-    records = json.loads(_list("--format", "json"))
+    data = json.loads(_list("--format", "json"))
+    assert data["project"] == "sgemm" and data["reference"] == "cuBLAS"
+    assert data["dims"] == ["M", "N", "K"] and data["profile_size"] == "4096x4096x4096"
+    records = data["variants"]
     assert [r["name"] for r in records] == CHAIN
     for record in records:
         assert {"name", "iteration", "title", "previous", "params"} <= set(record)
@@ -41,8 +45,8 @@ def test_list_json_is_the_chain_in_order() -> None:
 
 
 def test_list_json_matches_the_library() -> None:
-    records = json.loads(_list("--format", "json"))
-    for record, variant in zip(records, all_variants(), strict=True):
+    records = json.loads(_list("--format", "json"))["variants"]
+    for record, variant in zip(records, SGEMM.variants, strict=True):
         assert record["params"] == variant.params
         assert record["strategy"] == variant.strategy
         assert record["kernel_name"] == variant.kernel_name
@@ -51,9 +55,10 @@ def test_list_json_matches_the_library() -> None:
 def test_list_text_has_one_line_per_variant() -> None:
     lines = _list().splitlines()
     assert lines[0].split() == ["#", "name", "title", "previous", "params"]
-    assert len(lines) == 1 + len(CHAIN)
-    for line, name in zip(lines[1:], CHAIN, strict=True):
+    assert len(lines) == 1 + len(CHAIN) + 2  # then the project and its reference
+    for line, name in zip(lines[1:-2], CHAIN, strict=True):
         assert line.split()[1] == name
+    assert lines[-2] == f"project: sgemm ({SGEMM.path})" and lines[-1] == "reference: cuBLAS"
     assert _list("--format", "text") == _list()
 
 

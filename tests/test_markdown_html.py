@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from harness.markdown_html import markdown_to_html
-from harness.variants import all_variants
+from harness.project import default_project_path, load_project
+
+
+def all_variants():
+    project = load_project(default_project_path())
+    return [*project.variants, project.reference]
 
 
 def test_lists_paragraphs_and_inline_marks():

@@ -22,8 +22,43 @@ PINNED = [
 ]
 
 
-def test_default_settings_pin_clock_cache_replay_and_config_file() -> None:
-    assert NcuSettings().args() == ["--config-file", "off", "--set", "full", *PINNED]
+PAGES_ARGS = [
+    "--section", "SpeedOfLight",
+    "--section", "SpeedOfLight_RooflineChart",
+    "--section", "SpeedOfLight_HierarchicalSingleRooflineChart",
+    "--section", "LaunchStats",
+    "--section", "Occupancy",
+    "--section", "ComputeWorkloadAnalysis",
+    "--section", "InstructionStats",
+    "--section", "MemoryWorkloadAnalysis",
+    "--section", "MemoryWorkloadAnalysis_Chart",
+    "--section", "MemoryWorkloadAnalysis_Tables",
+    "--section", "SchedulerStats",
+    "--section", "WarpStateStats",
+    "--section", "SourceCounters",
+    "--section", "WorkloadDistribution",
+    "--metrics", "sass__inst_executed_per_opcode,sass__inst_executed_per_opcode_with_modifier_all",
+]
+
+
+def test_default_settings_are_the_pages_set_pinned_clock_cache_replay_and_config_file() -> None:
+    # `pages` is no ncu set: its sections by name, and no --set (ncu then collects only those).
+    assert NcuSettings().args() == ["--config-file", "off", *PAGES_ARGS, *PINNED]
+
+
+def test_full_is_one_flag_away() -> None:
+    assert NcuSettings(set="full").args() == ["--config-file", "off", "--set", "full", *PINNED]
+
+
+def test_extra_sections_and_metrics_join_the_pages_set_once() -> None:
+    settings = NcuSettings(sections=("PmSampling", "SourceCounters"),
+                           metrics=("sass__inst_executed_per_opcode", "dram__bytes.sum"))
+    argv = settings.args()
+    assert argv[:-len(PINNED)] == [
+        "--config-file", "off", *PAGES_ARGS[:-2], "--section", "PmSampling",
+        "--metrics", "sass__inst_executed_per_opcode,"
+        "sass__inst_executed_per_opcode_with_modifier_all,dram__bytes.sum",
+    ]
 
 
 def test_sections_metrics_and_clock_control_none() -> None:
@@ -52,21 +87,22 @@ def test_unknown_set_or_clock_control_is_refused() -> None:
         NcuSettings(clock_control="boost")
 
 
-def test_variant_capture_by_nvtx_range_takes_one_launch() -> None:
+def test_variant_capture_by_nvtx_range_takes_its_kernels_in_the_range() -> None:
     argv = ncu_args(
         "/opt/ncu/ncu",
         NcuSettings(),
         variant_filter("register_tiled_4096", capture="nvtx", kernel_name="sgemm_rt", warmup=3),
         Path("/runs/r1/register_tiled_4096.ncu-rep"),
-        ["/usr/bin/python3", "-m", "harness.runner", "--variant", "register_tiled"],
+        ["/usr/bin/python3", "-m", "harness.gpu.runner", "--variant", "register_tiled"],
     )
     assert argv == [
         "/opt/ncu/ncu",
-        "--config-file", "off", "--set", "full", *PINNED,
+        "--config-file", "off", *PAGES_ARGS, *PINNED,
         "--nvtx", "--nvtx-include", "ncuh-register_tiled_4096/",
-        "--launch-count", "1",
+        # every launch of the variant's kernel inside the one run's range, nothing else
+        "-k", "regex:^sgemm_rt$",
         "-o", "/runs/r1/register_tiled_4096.ncu-rep", "-f",
-        "/usr/bin/python3", "-m", "harness.runner", "--variant", "register_tiled",
+        "/usr/bin/python3", "-m", "harness.gpu.runner", "--variant", "register_tiled",
     ]
 
 
@@ -107,11 +143,12 @@ def test_runner_program_argv() -> None:
     argv = runner_program(
         "register_tiled", (4096, 2048, 1024), label="register_tiled_4096x2048x1024",
         params={"TM": 8, "BM": 64}, warmup=3, capture="nvtx", python="python3",
+        project="/p/ncuh.toml",
     )
     assert argv == [
-        "python3", "-m", "harness.runner",
+        "python3", "-m", "harness.gpu.runner", "--project", "/p/ncuh.toml",
         "--variant", "register_tiled",
-        "--size", "4096,2048,1024",
+        "--size", "4096x2048x1024",
         "--label", "register_tiled_4096x2048x1024",
         "--warmup", "3",
         "--capture", "nvtx",
@@ -119,6 +156,13 @@ def test_runner_program_argv() -> None:
     ]
     assert runner_program("naive", (8, 8, 8), label="naive_8", warmup=0,
                           capture="kernel")[0] == sys.executable
+
+
+def test_a_project_capture_filter_is_passed_to_ncu_as_is() -> None:
+    kernel_filter = variant_filter("v_256", capture="kernel", kernel_name="regex:^tri.*fwd$",
+                                   warmup=2)
+    assert kernel_filter.args() == ["-k", "regex:^tri.*fwd$", "--launch-skip", "2",
+                                    "--launch-count", "1"]
 
 
 def test_runner_range_matches_the_nvtx_include_expression() -> None:

@@ -11,7 +11,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 def test_every_plot_renders_with_gaps():
     labels = ["0. naive", "1. coalesced"]
     plots = [
-        gflops_chart(labels, [390.2, None], cublas=None),
+        gflops_chart(labels, [390.2, None], reference=None),
         stall_chart(labels, [{"lg_throttle": 393.0}, {}]),
         roofline_chart(labels, [Roofline(achieved_flops=3.9e11, peak_flops=5.37e13,
                                           dram_bytes_per_second=2.3e9,
@@ -25,6 +25,6 @@ def test_every_plot_renders_with_gaps():
 
 
 def test_same_data_same_bytes():
-    first = gflops_chart(["a"], [1.0], cublas=2.0).png
-    assert first == gflops_chart(["a"], [1.0], cublas=2.0).png
+    first = gflops_chart(["a"], [1.0], reference=2.0).png
+    assert first == gflops_chart(["a"], [1.0], reference=2.0).png
     assert to_data_uri(b"x") == "data:image/png;base64,eA=="

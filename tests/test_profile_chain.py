@@ -7,7 +7,9 @@ import shlex
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.variants import all_variants, variant_names
+from harness.project import default_project_path, load_project
+
+SGEMM = load_project(default_project_path())
 
 
 def test_dry_run_all_covers_every_variant_with_a_kernel_in_chain_order(tmp_path) -> None:
@@ -15,8 +17,8 @@ def test_dry_run_all_covers_every_variant_with_a_kernel_in_chain_order(tmp_path)
         main, ["profile", "--all", "--size", "256", "--out", str(tmp_path), "--dry-run"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
-    expected = [v.name for v in all_variants() if v.kernel_name and v.source]
-    assert "cublas" not in expected and len(expected) == len(variant_names()) - 1
+    expected = [v.name for v in SGEMM.variants if v.kernel_name and v.source]
+    assert "cublas" not in expected and len(expected) == len(SGEMM.names)
     labels = [shlex.split(line)[shlex.split(line).index("--label") + 1] for line in lines]
     assert labels == [f"{name}_256" for name in expected]
     assert not tmp_path.joinpath("x").exists() and list(tmp_path.iterdir()) == []
@@ -26,7 +28,7 @@ def test_unknown_variant_lists_the_real_names(tmp_path) -> None:
     result = CliRunner().invoke(main, ["profile", "--variant", "tensor_cores", "--dry-run"])
     assert result.exit_code == 2
     assert result.stderr.strip() == (
-        f"ncuh: error: unknown variant 'tensor_cores'; known variants: {', '.join(variant_names())}"
+        f"ncuh: error: unknown variant 'tensor_cores'; known variants: {', '.join(SGEMM.names)}"
     )
 
 

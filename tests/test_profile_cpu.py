@@ -7,8 +7,6 @@ failure and every exit-2 case are checked end to end through the real CLI.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import shlex
@@ -18,9 +16,7 @@ import subprocess
 import sys
 import threading
 import time
-import types
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +24,6 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.errors import UnknownVariantError, UnsupportedShapeError
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
 from harness.profile.ncu_command import NcuSettings
@@ -54,12 +49,13 @@ ENVIRONMENT = {
     "cuda": "13.0", "cuda_driver": "13.0", "cupy": None, "cuda_runtime": None,
     "clocks": {"sm_mhz": 1980.0, "mem_mhz": 2619.0}, "ncu_version": None,
 }
-# What the runner under ncu reports (harness.gpu_env.cuda_fields on an H100).
+# What the runner under ncu reports (harness.gpu.env.cuda_fields on an H100).
 RUNNER_CUDA_FIELDS = {
     "cupy": "14.2.0", "cuda_runtime": "13.2", "cuda_driver": "13.0",
     "gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "sm_count": 132,
     "l2_cache_bytes": 52428800, "memory_bytes": 84929216512, "pci_bus_id": "0000:1B:00.0",
 }
+PASSES = 38  # what ncu 2025.3 printed for --set full on the H100
 NO_DEVICE_OUTPUT = (
     "==PROF== Connected to process 4243 (/usr/bin/python3.12)\n"
     "==ERROR== cudaErrorNoDevice: no CUDA-capable device is detected\n"
@@ -69,54 +65,15 @@ NO_DEVICE_OUTPUT = (
 
 # ------------------------------------------------------------------ a small stand-in chain
 
-
-@dataclass(frozen=True)
-class FakeVariant:
-    name: str
-    kernel_name: str
-    source: str | None = "kernels/x.cu"
-    params: dict[str, Any] = field(default_factory=dict)
-
-
-CHAIN = (
-    FakeVariant("naive", "sgemm_naive"),
-    FakeVariant("register_tiled", "sgemm_register_tiled", params={"BM": 64, "TM": 8}),
-    FakeVariant("cublas", "", source=None),
-)
-
-
-def _get_variant(name: str) -> FakeVariant:
-    for variant in CHAIN:
-        if variant.name == name:
-            return variant
-    names = ", ".join(v.name for v in CHAIN)
-    raise UnknownVariantError(f"unknown variant {name!r}; known variants: {names}")
-
-
-def _check_params(
-    variant: FakeVariant, params: dict[str, Any] | None, shape: Sequence[int]
-) -> dict[str, Any]:
-    merged = {**variant.params, **(params or {})}
-    block = merged.get("BM")
-    if block and any(n % block for n in shape):
-        raise UnsupportedShapeError(
-            f"{variant.name} needs every dimension to be a multiple of BM={block}, got {shape}"
-        )
-    return merged
-
-
-def _fake_variants() -> types.ModuleType:
-    variants = types.ModuleType("harness.variants")
-    variants.get_variant = _get_variant  # type: ignore[attr-defined]
-    variants.check_params = _check_params  # type: ignore[attr-defined]
-    variants.all_variants = lambda: list(CHAIN)  # type: ignore[attr-defined]
-    return variants
+# A real project file (naive, register_tiled that needs multiples of BM=64) whose kernels are
+# named like those of the recorded report; see its ncuh.toml.
+STUB = Path(__file__).parent / "projects" / "profile_stub" / "ncuh.toml"
 
 
 @pytest.fixture(autouse=True)
 def fake_machine(monkeypatch: pytest.MonkeyPatch) -> None:
     """A chain, an ncu on PATH and CuPy installed, none of them real."""
-    monkeypatch.setitem(sys.modules, "harness.variants", _fake_variants())
+    monkeypatch.setenv("NCUH_PROJECT", str(STUB))
     monkeypatch.setattr("harness.ncu_locate.ncu_executable", lambda: NCU)
     monkeypatch.setattr(lib, "cupy_installed", lambda: True)
 
@@ -132,7 +89,15 @@ class FakeNcu:
         self.barrier: threading.Barrier | None = None
         self.worker_times: dict[str, tuple[float, float]] = {}
 
-    def __call__(self, argv: Sequence[str], env: dict[str, str] | None = None) -> tuple[int, str]:
+    def __call__(self, argv: Sequence[str], env: dict[str, str] | None = None,
+                 on_output: Any = None) -> tuple[int, str]:
+        status, output = self.answer(argv, env)
+        if on_output is not None:
+            for line in output.splitlines(keepends=True):  # as it comes: line by line
+                on_output(line)
+        return status, output
+
+    def answer(self, argv: Sequence[str], env: dict[str, str] | None) -> tuple[int, str]:
         argv = list(argv)
         self.calls.append(argv)
         self.envs.append(env)
@@ -151,6 +116,7 @@ class FakeNcu:
                       "environment": RUNNER_CUDA_FIELDS}
             return 0, (
                 "==PROF== Connected to process 1\n"
+                f'==PROF== Profiling "k_{label}" - 0: 0%....50%....100% - {PASSES} passes\n'
                 f"ncuh-runner-result: {json.dumps(result)}\n"
                 "==PROF== Disconnected from process 1\n"
             )
@@ -175,10 +141,17 @@ class FakeNcu:
             # test_profile_worker).
             env = {**ENVIRONMENT, "ncu_path": args[1], "ncu_version": "2025.3.1.0"}
             return 0, profile_worker.RESULT_PREFIX + json.dumps(env) + "\n"
-        stdout = io.StringIO()
-        with contextlib.redirect_stdout(stdout):
-            status = profile_worker.main(args)
-        return status, stdout.getvalue()
+        # The worker's own code, without redirecting stdout: exports run on several threads.
+        parsed = profile_worker._parser().parse_args(args)
+        pairs = [(label, Path(report)) for label, _, report in
+                 (item.partition("=") for item in parsed.pairs)]
+        jobs = parsed.jobs
+        if parsed.after is not None:  # started beside its ncu: wait for the go-ahead
+            go, jobs = profile_worker.wait_for_go(parsed.after)
+            if not go:
+                return 0, profile_worker.RESULT_PREFIX + '{"rows": 0, "skipped": true}\n'
+        rows = profile_worker.metrics(parsed.out, pairs, jobs=jobs)
+        return 0, profile_worker.RESULT_PREFIX + json.dumps({"rows": rows}) + "\n"
 
     @property
     def profiled(self) -> list[list[str]]:
@@ -249,20 +222,24 @@ def test_profile_two_variants_writes_a_complete_run_directory(
         "--cache-control", "all", "--replay-mode", "kernel", "--nvtx", "--nvtx-include",
         "ncuh-naive_256/",
     ]
-    assert first[14:20] == ["--launch-count", "1", "-o", str(run_dir / "naive_256.ncu-rep"),
-                            "-f", sys.executable]
-    assert first[20:] == ["-m", "harness.runner", "--variant", "naive", "--size", "256,256,256",
+    assert first[14:20] == ["-k", "regex:^sgemm_naive$", "-o",
+                            str(run_dir / "naive_256.ncu-rep"), "-f", sys.executable]
+    assert first[20:] == ["-m", "harness.gpu.runner", "--project", str(STUB.resolve()),
+                          "--variant", "naive", "--size", "256x256x256",
                           "--label", "naive_256", "--warmup", "3", "--capture", "nvtx"]
+    assert manifest["project"]["name"] == "profile-stub"
+    assert manifest["project"]["path"] == str(STUB.resolve())
     assert manifest["started_at"] <= manifest["finished_at"]
     timings = manifest["timings"]
-    assert set(timings) == {"ncu_s", "post_s", "post_environment_s", "post_metrics_s",
-                            "total_s"}
-    assert 0 < timings["post_environment_s"] <= timings["post_s"]
-    assert 0 < timings["post_metrics_s"] <= timings["post_s"]
+    assert set(timings) == {"ncu_s", "ncu_wall_s", "post_s", "post_environment_s",
+                            "post_metrics_s", "total_s"}
+    # The probe and the exports run beside ncu: only what is left after the last ncu is post_s.
+    assert timings["post_environment_s"] > 0 and timings["post_metrics_s"] > 0
     assert timings["ncu_s"] == pytest.approx(sum(e["seconds"] for e in manifest["entries"]),
                                              abs=0.002)
     assert 0 < timings["post_s"] <= timings["total_s"]
-    assert timings["ncu_s"] + timings["post_s"] <= timings["total_s"] + 0.002
+    assert timings["ncu_s"] <= timings["ncu_wall_s"] + 0.002
+    assert timings["ncu_wall_s"] + timings["post_s"] <= timings["total_s"] + 0.002
     # The runner imports this very checkout, whatever PYTHONPATH the user had.
     root = str(Path(lib.__file__).resolve().parents[2])
     runner_envs = [env for argv, env in zip(fake_ncu.calls, fake_ncu.envs, strict=True)
@@ -273,6 +250,7 @@ def test_profile_two_variants_writes_a_complete_run_directory(
     assert [e["label"] for e in entries] == ["naive_256", "register_tiled_256"]
     assert entries[1]["params"] == {"BM": 64, "TM": 8}
     assert all(e["status"] == "ok" and e["error"] is None for e in entries)
+    assert [e["passes"] for e in entries] == [PASSES, PASSES]  # as ncu printed them
     assert entries[0]["kernel_name"] == "k_naive_256"
     assert entries[0]["rel_error"] == pytest.approx(1.5e-7)
 
@@ -300,6 +278,7 @@ def test_metrics_csv_is_the_tidy_export_of_every_report_with_its_label(
         capture="nvtx"))
     import pandas as pd
 
+    assert outcome.metrics_error is None
     table = pd.read_csv(outcome.run_dir / "metrics.csv", keep_default_na=False)
     expected = export_metrics(NAIVE_SMEM_REPORT)
     assert list(table.columns) == ["label", *expected.columns]
@@ -491,7 +470,9 @@ def test_no_gpu_said_by_ncu_itself_is_one_line_and_leaves_no_run_directory(
     assert line == ("ncuh: error: no CUDA GPU is visible "
                     "(check nvidia-smi and CUDA_VISIBLE_DEVICES)")
     assert len(fake_ncu.profiled) == 1  # fatal: the walk stops at the first entry
-    assert not [argv for argv in fake_ncu.calls if "harness.profile.worker" in argv]
+    # The environment probe and the first export start beside the first ncu; nothing more.
+    workers = [argv[3] for argv in fake_ncu.calls if "harness.profile.worker" in argv]
+    assert workers == ["environment", "metrics"]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -521,7 +502,7 @@ def test_a_crashing_metrics_export_costs_the_table_not_the_run(
         "Extension modules: numpy._core._multiarray_umath, _ncu_report (total: 2)\n"))
     result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path)])
     assert result.exit_code == 1
-    assert ("ncuh: failed: metrics.csv: metrics export killed by SIGSEGV: "
+    assert ("ncuh: failed: metrics.csv: metrics export of naive_256 killed by SIGSEGV: "
             "Fatal Python error: Segmentation fault\n") in result.stderr
     run = load_run(only_run(tmp_path))
     assert [e.ok for e in run.entries] == [True]
@@ -544,18 +525,19 @@ def test_environment_and_metrics_children_run_at_the_same_time(
     run = load_run(only_run(tmp_path))
     assert run.manifest["metrics"]["status"] == "ok"
     assert run.environment["ncu_version"] == "2025.3.1.0"
-    # Started after the last ncu run, never before the first.
-    assert fake_ncu.calls.index(fake_ncu.profiled[-1]) < min(
-        i for i, argv in enumerate(fake_ncu.calls) if "harness.profile.worker" in argv)
+    # The probe and the report's export both start before its ncu run (the export then waits
+    # for its go-ahead, written when ncu is done).
+    order = [argv[3] if "harness.profile.worker" in argv else "ncu" for argv in fake_ncu.calls]
+    assert order == ["environment", "metrics", "ncu"]
 
 
 def test_the_runners_nvtx_failure_is_that_entrys_one_line_failure(
     tmp_path: Path, fake_ncu: FakeNcu, monkeypatch: pytest.MonkeyPatch, capsys: Any
 ) -> None:
-    from harness import runner
+    from harness.gpu import runner
 
     # The real runner's output when CuPy has no NVTX, fed through the fake ncu.
-    monkeypatch.setattr(runner, "_require_gpu", lambda: object())
+    monkeypatch.setattr(runner, "require_gpu", lambda: object())
     monkeypatch.setattr(runner, "nvtx_available", lambda: False)
     status = runner.main(["--variant", "naive", "--size", "256", "--capture", "nvtx"])
     said = capsys.readouterr().err
@@ -585,7 +567,7 @@ def test_no_gpu_reported_by_the_runner_under_ncu(tmp_path: Path, fake_ncu: FakeN
 
 def test_unknown_variant_lists_the_names(tmp_path: Path, fake_ncu: FakeNcu) -> None:
     result = invoke(["--variant", "naive", "--variant", "tensor_core", "--out", str(tmp_path)])
-    assert_one_error_line(result, "tensor_core", "naive, register_tiled, cublas")
+    assert_one_error_line(result, "tensor_core", "naive, register_tiled")
     assert fake_ncu.calls == [] and not tmp_path.joinpath("x").exists()
 
 
@@ -603,9 +585,10 @@ def test_a_malformed_size(tmp_path: Path, fake_ncu: FakeNcu, size: str) -> None:
     assert fake_ncu.calls == []
 
 
-def test_a_variant_without_its_own_kernel(tmp_path: Path, fake_ncu: FakeNcu) -> None:
-    result = invoke(["--variant", "cublas", "--out", str(tmp_path)])
-    assert_one_error_line(result, "cublas has no kernel of its own")
+def test_the_reference_is_not_a_variant_to_profile(tmp_path: Path, fake_ncu: FakeNcu) -> None:
+    # A project's reference is a library call with no kernel of its own to capture.
+    result = invoke(["--variant", "stub_library", "--out", str(tmp_path)])
+    assert_one_error_line(result, "unknown variant 'stub_library'")
 
 
 def test_program_filters_without_a_program(tmp_path: Path, fake_ncu: FakeNcu) -> None:
@@ -641,8 +624,9 @@ def test_dry_run_prints_the_exact_command_lines_without_gpu_or_ncu(
         "ncu", "--config-file", "off", "--set", "detailed", "--section", "SourceCounters",
         "--metrics", "a.sum,b.sum", "--clock-control", "none", "--cache-control", "all",
         "--replay-mode", "kernel", "--nvtx", "--nvtx-include", "ncuh-naive_512x256x128/",
-        "--launch-count", "1", "-o", str(report), "-f", sys.executable, "-m", "harness.runner",
-        "--variant", "naive", "--size", "512,256,128", "--label", "naive_512x256x128",
+        "-k", "regex:^sgemm_naive$", "-o", str(report), "-f", sys.executable, "-m",
+        "harness.gpu.runner", "--project", str(STUB.resolve()),
+        "--variant", "naive", "--size", "512x256x128", "--label", "naive_512x256x128",
         "--warmup", "3", "--capture", "nvtx",
     ]
     assert fake_ncu.calls == [] and not out.exists()
@@ -654,7 +638,7 @@ def test_dry_run_of_a_user_program(tmp_path: Path, fake_ncu: FakeNcu) -> None:
                      "python", "my_kernel.py", "-k", "x"])
     assert result.exit_code == 0, result.output
     argv = shlex.split(result.stdout.strip())
-    assert argv[11:] == [
+    assert argv[argv.index("--replay-mode") + 2:] == [
         "--nvtx", "--nvtx-include", "step/", "-k", "regex:my_kernel", "--launch-skip", "2",
         "--launch-count", "1", "-o", argv[argv.index("-o") + 1], "-f",
         "python", "my_kernel.py", "-k", "x",
@@ -699,11 +683,13 @@ def test_bench_writes_bench_json_through_the_bench_module(
             path.write_text(json.dumps({"schema": "ncuh.bench/1", "results": []}))
             return path
 
-    def fake_run_bench(variants: list[str], sizes: list[Any], **kwargs: Any) -> FakeBenchRun:
-        calls.append((variants, sizes, kwargs))
+    def fake_run_bench(project: Any, variants: list[str], sizes: list[Any],
+                       **kwargs: Any) -> FakeBenchRun:
+        assert project.path == STUB.resolve()
+        calls.append((variants, [tuple(size) for size in sizes], kwargs))
         return FakeBenchRun()
 
-    monkeypatch.setattr("harness.bench.run_bench", fake_run_bench)
+    monkeypatch.setattr("harness.gpu.bench.run_bench", fake_run_bench)
     result = invoke(["--variant", "naive", "--size", "256", "--bench", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     run = load_run(only_run(tmp_path))
@@ -736,7 +722,7 @@ def test_ncu_version_is_asked_by_the_environment_child_only(
     assert not [argv for argv in fake_ncu.calls if argv[1:] == ["--version"]]
     (asked,) = [argv for argv in fake_ncu.calls if "environment" in argv]
     # The ncu that ran, not the one on PATH; no CUDA start, about the runner's device.
-    assert asked[3:] == ["environment", str(NCU), "--no-cuda", "--pci-bus-id", "0000:1B:00.0"]
+    assert asked[3:] == ["environment", str(NCU), "--no-cuda", "--list-gpus"]
     env = load_run(only_run(tmp_path)).environment
     assert env["ncu_version"] == "2025.3.1.0" and env["ncu_path"] == str(NCU)
 

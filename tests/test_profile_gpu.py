@@ -71,7 +71,10 @@ def _metrics(run_dir: Path):
 
 
 def test_each_report_holds_exactly_the_target_launch(profiled_run: Path) -> None:
-    from harness.sgemm import build
+    from harness.project import default_project_path, load_project
+
+    sgemm = load_project(default_project_path())
+    import sgemm_project
 
     table = _metrics(profiled_run)
     run = load_run(profiled_run)
@@ -79,9 +82,12 @@ def test_each_report_holds_exactly_the_target_launch(profiled_run: Path) -> None
         mine = table[table["label"] == entry.label]
         assert set(mine["kernel"]) == {f"sgemm_{entry.variant}"}
         assert set(mine["kernel_id"]) == {0}
-        kernel = build(entry.variant, (256, 256, 256))
-        assert _metric(mine, "launch__grid_size") == math.prod(kernel.grid)
-        assert _metric(mine, "launch__block_size") == math.prod(kernel.block)
+        size = sgemm.parse_size("256")
+        # the geometry of the parameters the runner reported (defaults, or tuning winners)
+        launch = sgemm.variant(entry.variant).launch(size, entry.params,
+                                                     sgemm_project.make_inputs(size, 1))
+        assert _metric(mine, "launch__grid_size") == math.prod(launch.grid)
+        assert _metric(mine, "launch__block_size") == math.prod(launch.block)
         assert _metric(mine, "gpu__time_duration.sum") > 0
 
 
@@ -131,7 +137,8 @@ def test_a_user_program_gets_the_same_run_directory(tmp_path: Path) -> None:
          sys.executable, "benchmarks/launch_variants.py", "--variants", "naive,smem_tiled",
          "--size", "256"],
         capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])},
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     run = load_run(Path(completed.stdout.strip().splitlines()[-1]))

@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.profile import post
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
 from harness.profile.worker import RESULT_PREFIX
@@ -31,8 +32,8 @@ VERSION_OUTPUT = (
 def test_metrics_worker_writes_the_labelled_export(tmp_path: Path) -> None:
     out = tmp_path / "metrics.csv"
     status, output = lib.run_command(
-        lib._worker(["metrics", str(out), f"a={REPORT}", f"b={REPORT}"]),
-        lib._worker_environment())
+        post._worker(["metrics", str(out), f"a={REPORT}", f"b={REPORT}"]),
+        post._worker_environment())
     assert status == 0, output
     expected = export_metrics(REPORT)
     assert json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):]) == {
@@ -46,7 +47,7 @@ def test_metrics_worker_reports_a_bad_report_in_one_line(tmp_path: Path) -> None
     bad = tmp_path / "bad.ncu-rep"
     bad.write_bytes(b"not a report")
     status, output = lib.run_command(
-        lib._worker(["metrics", str(tmp_path / "m.csv"), f"x={bad}"]), lib._worker_environment())
+        post._worker(["metrics", str(tmp_path / "m.csv"), f"x={bad}"]), post._worker_environment())
     assert status == 2
     assert output.strip().startswith("ncuh-worker: ") and len(output.strip().splitlines()) == 1
     assert not (tmp_path / "m.csv").exists()
@@ -58,7 +59,7 @@ def test_environment_worker_answers_in_one_json_line(tmp_path: Path) -> None:
     ncu.write_text("#!/bin/sh\necho 'Version 2025.3.1.0 (build 36398880) (public-release)'\n")
     ncu.chmod(0o755)
     status, output = lib.start_command(
-        lib._worker(["environment", str(ncu)]), lib._worker_environment()).wait()
+        post._worker(["environment", str(ncu)]), post._worker_environment()).wait()
     assert status == 0, output
     (line,) = output.strip().splitlines()
     environment = json.loads(line[len(RESULT_PREFIX):])
@@ -87,10 +88,10 @@ def test_environment_worker_without_cuda_asks_nvidia_smi_about_the_runners_devic
     # A pynvml that cannot load: where the real one is installed beside a GPU, NVML would
     # answer for the real device before the stand-in nvidia-smi is asked.
     (tmp_path / "pynvml.py").write_text("raise ImportError('no NVML in this test')\n")
-    worker_env = lib._worker_environment()
+    worker_env = post._worker_environment()
     env = {**worker_env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
            "PYTHONPATH": f"{tmp_path}{os.pathsep}{worker_env['PYTHONPATH']}"}
-    status, output = lib.start_command(lib._worker(
+    status, output = lib.start_command(post._worker(
         ["environment", str(bin_dir / "ncu"), "--no-cuda", "--pci-bus-id", "0000:1B:00.0"]),
         env).wait()
     assert status == 0, output
@@ -139,16 +140,19 @@ def test_post_processing_runs_both_children_as_processes_at_the_same_time(
 
     def spawner(argv: Sequence[str], env: dict[str, str] | None) -> lib.Job:
         started.append(list(argv))
+        if argv[3] == "metrics":  # the stand-in exports nothing: an empty table in its place
+            Path(argv[4]).write_text("label,kernel_id\n")
         return lib.start_command(_stand_in(1.0), env)
 
-    post = lib.post_process(tmp_path, [], Path("/usr/bin/ncu"), spawner)
+    result = post.post_process(tmp_path, [], Path("/usr/bin/ncu"), spawner)
     assert [argv[3] for argv in started] == ["environment", "metrics"]
-    assert started[0][4:] == ["/usr/bin/ncu", "--no-cuda"]
+    assert started[0][4:] == ["/usr/bin/ncu", "--no-cuda", "--list-gpus"]
     metrics = json.loads((tmp_path / "logs" / "metrics.log").read_text()[len(RESULT_PREFIX):])
-    environment = post.environment
+    environment = result.environment
     assert max(environment["start"], metrics["start"]) < min(environment["end"], metrics["end"])
-    assert post.seconds < 1.9  # one after the other would take 2 s at least
-    assert post.metrics == {"status": "ok", "error": None, "rows": 0}
+    assert result.seconds < 1.9  # one after the other would take 2 s at least
+    assert result.metrics == {"status": "ok", "error": None, "rows": 0}
+    assert (tmp_path / "metrics.csv").read_text() == "label,kernel_id\n"
     assert environment["ncu_path"] == "/usr/bin/ncu"
 
 
@@ -173,7 +177,7 @@ def test_an_interrupt_during_post_processing_stops_both_children(tmp_path: Path)
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            lib.post_process(tmp_path, [], Path("ncu"), spawner)
+            post.post_process(tmp_path, [], Path("ncu"), spawner)
     finally:
         timer.cancel()
     started = [int(pid) for pid in pids.read_text().split()]
@@ -187,12 +191,12 @@ def test_an_interrupt_during_post_processing_stops_both_children(tmp_path: Path)
 def test_the_runner_without_nvtx_fails_in_one_line_before_compiling(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness import runner
+    from harness.gpu import runner
     from harness.profile.ncu_errors import classify
 
-    monkeypatch.setattr(runner, "_require_gpu", lambda: object())
+    monkeypatch.setattr(runner, "require_gpu", lambda: object())
     monkeypatch.setattr(runner, "nvtx_available", lambda: False)
-    monkeypatch.setattr("harness.sgemm.build", None)  # compiling would raise TypeError
+    monkeypatch.setattr(runner, "prepare", None)  # compiling would raise TypeError
     status = runner.main(["--variant", "naive", "--size", "256"])
     err = capsys.readouterr().err
     assert status == 1
@@ -221,3 +225,28 @@ def test_metrics_export_in_parallel_parts_equals_the_serial_export(
     assert lines[0] == "label," + serial[0]
     assert lines[1:] == [f"{label},{row}" for label in "ab" for row in serial[1:]]
     assert sorted(p.name for p in out.parent.iterdir()) == ["metrics.csv"]  # no part left
+
+
+def test_an_export_started_early_waits_for_its_go_ahead(tmp_path: Path) -> None:
+    out, go = tmp_path / "m.csv", tmp_path / "m.go"
+    job = lib.start_command(post._worker(["metrics", str(out), f"a={REPORT}", "--after", str(go)]),
+                            post._worker_environment())
+    time.sleep(1.5)  # imports done by now; the report "is not written yet"
+    assert not out.exists()
+    go.write_text("go 2")
+    status, output = job.wait()
+    assert status == 0, output
+    rows = json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):])["rows"]
+    assert rows == len(out.read_text().splitlines()) - 1 > 1000
+
+
+def test_an_export_told_to_skip_writes_nothing(tmp_path: Path) -> None:
+    out, go = tmp_path / "m.csv", tmp_path / "m.go"
+    go.write_text("skip")
+    status, output = lib.run_command(
+        post._worker(["metrics", str(out), f"a={tmp_path / 'missing.ncu-rep'}", "--after",
+                      str(go)]), post._worker_environment())
+    assert status == 0, output
+    assert json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):]) == {
+        "rows": 0, "skipped": True}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.go"]

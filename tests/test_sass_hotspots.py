@@ -98,10 +98,13 @@ def test_no_sampling_data_gives_no_hotspots():
 
 
 def test_hot_lines_show_their_code_from_the_bundled_kernels(tmp_path):
-    from harness.variants import kernels_dir
+    from harness.project import default_project_path
+
+    def kernels_dir():
+        return default_project_path().parent
 
     action = _LineInfoAction()
-    action.source_info = lambda pc: SimpleNamespace(  # as after harness.sgemm's #line
+    action.source_info = lambda pc: SimpleNamespace(  # as after the backend's #line
         file_name=lambda: "register_tiled.cu", line=lambda: 22)
     top = hotspots(action, top=1, folders=[tmp_path, kernels_dir()])
     expected = (kernels_dir() / "register_tiled.cu").read_text().splitlines()[21].strip()

@@ -1,9 +1,9 @@
-"""Correctness of every variant on every shape, on a real GPU (skipped cleanly without one).
+"""Correctness of every SGEMM variant on every shape, on a real GPU (skipped cleanly without one).
 
-Each case builds the variant through `harness.sgemm.build`, runs it once on fresh random
-inputs and compares with a float64 reference: relative Frobenius error below 1e-4, no NaN.
-beta != 0 starts from a random C; beta == 0 starts from a NaN-poisoned C, so unwritten
-elements (or a kernel that reads C when beta == 0) fail.
+Each case prepares the variant through `harness.gpu.backend.prepare`, runs it once on fresh
+random inputs and compares with the project's float64 truth: relative Frobenius error below
+1e-4, no NaN. beta != 0 starts from a random C; beta == 0 starts from a NaN-filled C, so
+unwritten elements (or a kernel that reads C when beta == 0) fail.
 """
 
 from __future__ import annotations
@@ -13,7 +13,39 @@ import zlib
 import pytest
 
 from harness.errors import NcuhError, UnsupportedShapeError
-from harness.variants import variant_names
+from harness.project import default_project_path, load_project
+
+SGEMM = load_project(default_project_path())
+import sgemm_project  # noqa: E402  (on sys.path once the project is loaded)
+
+
+def variant_names() -> list[str]:
+    return [*SGEMM.names, SGEMM.reference.key]
+
+
+def _runnable(name: str, shape, params=None):
+    from harness.gpu.backend import prepare, prepare_call
+
+    size = SGEMM.size(shape)
+    if name == SGEMM.reference.key:
+        return prepare_call(name, SGEMM.reference.call, size)
+    return prepare(SGEMM, name, size, params)
+
+
+def verify(name: str, shape, alpha: float, beta: float, seed: int):
+    """One checked launch with the given alpha and beta (beta == 0: C starts as NaN)."""
+    import cupy
+
+    from harness.gpu.verify import check_outputs
+
+    size = SGEMM.size(shape)
+    runnable = _runnable(name, shape)
+    inputs = sgemm_project.make_inputs(size, seed, alpha=alpha, beta=beta)
+    truth = sgemm_project.expected(inputs, size)
+    runnable(inputs)
+    cupy.cuda.get_current_stream().synchronize()
+    error, _, nonfinite, _ = check_outputs(SGEMM, inputs, truth, size)
+    return error, nonfinite
 
 SHAPES = [
     (1, 1, 1),
@@ -36,12 +68,10 @@ pytestmark = pytest.mark.gpu
 @pytest.mark.parametrize("name", variant_names())
 @pytest.mark.parametrize("beta", [-0.75, 0.0], ids=["beta_random_c", "beta0_nan_c"])
 def test_variant_matches_float64_reference(name: str, shape, beta: float) -> None:
-    from harness.verify import verify
-
-    result = verify(name, shape, alpha=1.5, beta=beta, seed=zlib.crc32(f"{name}{shape}".encode()))
-    assert result.nonfinite == 0, f"{name} left {result.nonfinite} NaN/inf elements"
-    assert result.rel_error < 1e-4, f"{name} {shape}: relative error {result.rel_error:.3g}"
-    assert result.ok
+    error, nonfinite = verify(name, shape, alpha=1.5, beta=beta,
+                              seed=zlib.crc32(f"{name}{shape}".encode()))
+    assert nonfinite == 0, f"{name} left {nonfinite} NaN/inf elements"
+    assert error < 1e-4, f"{name} {shape}: relative error {error:.3g}"
 
 
 @pytest.mark.parametrize("shape", [(17, 33, 65), (1000, 1030, 999), (129, 260, 64)])
@@ -50,50 +80,44 @@ def test_edge_tiles_write_nothing_past_c(name: str, shape) -> None:
     """C sits at the start of a larger buffer: the sentinel after it must survive the launch."""
     import cupy
 
-    from harness.sgemm import build
-    from harness.verify import random_operands
-
     m, n, _ = shape
-    a, b, _ = random_operands(shape, 1.0, seed=11)
+    inputs = sgemm_project.make_inputs(SGEMM.size(shape), 11, alpha=1.0, beta=0.0)
     buffer = cupy.full(m * n + 64 * 1024, 7.0, dtype=cupy.float32)
-    c = buffer[: m * n].reshape(m, n)
-    build(name, shape)(a, b, c, 1.0, 0.0)
+    c = inputs["C"] = buffer[: m * n].reshape(m, n)
+    _runnable(name, shape)(inputs)
     cupy.cuda.get_current_stream().synchronize()
     assert bool((buffer[m * n :] == 7.0).all()), f"{name} wrote past the end of C"
     assert bool(cupy.isfinite(c).all())
 
 
 def test_kernel_attributes_describe_the_launch() -> None:
-    from harness.sgemm import build
-
-    kernel = build("async_copy", (4096, 4096, 4096))
+    size = SGEMM.parse_size("4096")
+    kernel = _runnable("async_copy", size)
     assert kernel.kernel_name == "sgemm_async_copy"
-    assert kernel.params["VEC"] == 1
-    assert kernel.params["THREADS"] == kernel.block[0]
-    assert kernel.grid[0] == (4096 // kernel.params["BM"]) * (4096 // kernel.params["BN"])
-    assert kernel.shared_mem_bytes > 48 * 1024  # the opt-in path is exercised
+    assert kernel.defines["VEC"] == 1
+    launch = SGEMM.variant("async_copy").launch(size, kernel.params,
+                                                sgemm_project.make_inputs(size, 1))
+    assert launch.block[0] == sgemm_project.threads_per_block("async_copy", kernel.params)
+    assert launch.grid[0] == (4096 // kernel.params["BM"]) * (4096 // kernel.params["BN"])
+    assert launch.shared_mem > 48 * 1024  # the opt-in path is exercised
     assert kernel.spill_bytes == 0 and 128 < kernel.registers <= 255
-    odd = build("async_copy", (1000, 1030, 999))
-    assert odd.params["VEC"] == 0
+    odd = _runnable("async_copy", SGEMM.parse_size("1000x1030x999"))
+    assert odd.defines["VEC"] == 0
 
 
 def test_build_refuses_bad_params_before_compiling() -> None:
-    from harness.sgemm import build
-
     with pytest.raises(NcuhError, match="not 32"):
-        build("warptiled", (256, 256, 256), {"WM": 64, "WN": 64})
+        _runnable("warptiled", (256, 256, 256), {"WM": 64, "WN": 64})
     with pytest.raises(UnsupportedShapeError):
-        build("naive", (0, 4, 4))
+        _runnable("naive", (2**31, 4, 4))
 
 
 def test_misaligned_operand_is_refused_on_the_vector_path() -> None:
     import cupy
 
-    from harness.sgemm import build
-
-    kernel = build("vectorized", (64, 64, 64))
+    kernel = _runnable("vectorized", (64, 64, 64))
     a = cupy.ones(64 * 64 + 1, dtype=cupy.float32)[1:].reshape(64, 64)
     b = cupy.ones((64, 64), dtype=cupy.float32)
     c = cupy.zeros((64, 64), dtype=cupy.float32)
-    with pytest.raises(NcuhError, match="16-byte"):
-        kernel(a, b, c, 1.0, 0.0)
+    with pytest.raises(ValueError, match="16-byte"):
+        kernel({"A": a, "B": b, "C": c, "alpha": 1.0, "beta": 0.0})

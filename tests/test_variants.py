@@ -1,4 +1,4 @@
-"""The variant chain's metadata and the configuration checks that run before any compilation."""
+"""The SGEMM project's chain and the configuration checks that run before any compilation."""
 
 from __future__ import annotations
 
@@ -9,17 +9,61 @@ import subprocess
 import pytest
 
 from harness.errors import NcuhError, UnknownVariantError, UnsupportedShapeError
-from harness.sgemm import build, compile_options, source_text
-from harness.variants import (
-    all_variants,
-    effective_params,
-    get_variant,
-    grid_for,
-    kernels_dir,
-    shared_mem_bytes,
-    threads_per_block,
-    validate_params,
-)
+from harness.gpu.backend import compile_options, macros, prepare
+from harness.gpu.backend import source_text as inlined_source
+from harness.project import default_project_path, load_project
+
+SGEMM = load_project(default_project_path())
+import sgemm_project  # noqa: E402  (the project folder is on sys.path once it is loaded)
+
+
+def all_variants():
+    return list(SGEMM.variants)
+
+
+def get_variant(name):
+    return SGEMM.variant(name)
+
+
+def kernels_dir():
+    return SGEMM.folder
+
+
+def source_text(variant):
+    return inlined_source(SGEMM.folder, variant.source)
+
+
+def size(shape):
+    return SGEMM.size(shape)
+
+
+def validate_params(name, params, shape=None):
+    return SGEMM.problems(name, params, None if shape is None else size(shape))
+
+
+def family(variant):
+    return variant.source.removesuffix(".cu")
+
+
+def effective_params(variant):
+    return dict(variant.params)
+
+
+def threads_per_block(variant, params):
+    return sgemm_project.threads_per_block(family(variant), params)
+
+
+def grid_for(variant, params, shape):
+    return sgemm_project.grid_for(family(variant), params, size(shape))
+
+
+def shared_mem_bytes(variant, params):
+    return sgemm_project.shared_mem_bytes(family(variant), params)
+
+
+def options(variant, params, shape):
+    return compile_options(macros(variant, size(shape), params))
+
 
 CHAIN = [
     "naive",
@@ -33,7 +77,6 @@ CHAIN = [
     "double_buffered",
     "async_copy",
     "autotuned",
-    "cublas",
 ]
 SHAPES = [(1, 1, 1), (17, 33, 65), (1000, 1030, 999), (4096, 4096, 4096), (512, 256, 1024)]
 
@@ -44,10 +87,10 @@ def test_chain_order_iterations_and_previous_links() -> None:
     assert [v.iteration for v in variants] == list(range(len(CHAIN)))
     assert variants[0].previous is None
     assert [v.previous for v in variants[1:]] == CHAIN[:-1]
-    assert variants[-1].source is None and variants[-1].kernel_name is None
+    assert SGEMM.reference.name == "cuBLAS" and SGEMM.reference.key not in CHAIN
 
 
-@pytest.mark.parametrize("name", CHAIN[:-1])
+@pytest.mark.parametrize("name", CHAIN)
 def test_source_defines_the_named_kernel_and_uses_every_param(name: str) -> None:
     variant = get_variant(name)
     text = source_text(variant)
@@ -65,8 +108,9 @@ def test_strategies_are_written_and_titles_unique() -> None:
     assert len({v.title for v in variants}) == len(variants)
     for variant in variants:
         assert len(variant.strategy) > 300, variant.name
-        if variant.previous and variant.name != "cublas":
+        if variant.previous:
             assert variant.strategy.startswith("Last time"), variant.name
+    assert len(SGEMM.reference.strategy) > 300
 
 
 def test_unknown_variant_lists_the_names() -> None:
@@ -114,7 +158,8 @@ def test_default_launch_geometry_at_4096() -> None:
             "would spill",
         ),
         ("double_buffered", {"BOGUS": 1}, "unknown parameter 'BOGUS'"),
-        ("autotuned", {"THREADS": 128}, "THREADS=128 but the tiles imply 256"),
+        # THREADS follows from the tiles: it is not a parameter one can set.
+        ("autotuned", {"THREADS": 128}, "unknown parameter 'THREADS' for autotuned"),
     ],
 )
 def test_invalid_configurations_are_named(name: str, params: dict, message: str) -> None:
@@ -124,15 +169,15 @@ def test_invalid_configurations_are_named(name: str, params: dict, message: str)
 
 
 def test_bad_shape_is_refused() -> None:
-    assert validate_params("naive", None, (0, 4, 4))
+    assert validate_params("naive", None, (2**31, 4, 4))
     with pytest.raises(UnsupportedShapeError):
-        build("naive", (4, 0, 4))
+        prepare(SGEMM, "naive", size((4, 2**31, 4)))
 
 
 def test_build_checks_params_before_needing_a_gpu() -> None:
     # NcuhError about the configuration, not NoGpuError: nothing was compiled or imported.
     with pytest.raises(NcuhError, match="not 32"):
-        build("warptiled", (256, 256, 256), {"WM": 64, "WN": 64})
+        prepare(SGEMM, "warptiled", size((256, 256, 256)), {"WM": 64, "WN": 64})
 
 
 def test_autotuned_searches_the_double_buffered_kernel() -> None:
@@ -146,8 +191,8 @@ def test_autotuned_searches_the_double_buffered_kernel() -> None:
 
 def test_vector_path_is_chosen_from_the_shape() -> None:
     v = get_variant("async_copy")
-    aligned = compile_options(v, v.params, (4096, 4096, 4096))
-    odd = compile_options(v, v.params, (1000, 1030, 999))
+    aligned = options(v, v.params, (4096, 4096, 4096))
+    odd = options(v, v.params, (1000, 1030, 999))
     assert "-DVEC=1" in aligned and "-DVEC=0" in odd
     assert "-lineinfo" in aligned
     assert "-DSTAGES=3" in aligned
@@ -160,7 +205,7 @@ def test_fast_kernels_compile_for_sm90_without_spills(name: str, tmp_path) -> No
     source = tmp_path / "k.cu"
     source.write_text(source_text(variant))
     defines = [
-        o for o in compile_options(variant, variant.params, (4096, 4096, 4096)) if o[:2] == "-D"
+        o for o in options(variant, variant.params, (4096, 4096, 4096)) if o[:2] == "-D"
     ]
     result = subprocess.run(
         [
@@ -192,11 +237,6 @@ def test_kernels_dir_holds_every_source() -> None:
 def test_source_text_keeps_real_file_names_and_lines_for_line_info():
     """ncu's source view maps each instruction through -lineinfo: the inlined header must not
     shift the kernel's own line numbers, and the file must not be CuPy's hashed name."""
-    import re
-
-    from harness.sgemm import source_text
-    from harness.variants import get_variant, kernels_dir
-
     variant = get_variant("register_tiled")
     lines = source_text(variant).splitlines()
     original = (kernels_dir() / variant.source).read_text().splitlines()

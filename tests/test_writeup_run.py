@@ -71,14 +71,14 @@ def test_collect_run_directory_pages(tmp_path: Path):
     assert naive.kernel_name == "sgemm_naive"  # the variant's own kernel, not sgemm_smem
     assert naive.strategy and "### " not in naive.strategy[:3]
     assert naive.time_source == "bench" and naive.time_ms == 5.0
-    assert naive.pct_of_cublas == pytest.approx(5.0)
-    assert naive.speedups is not None and naive.speedups.cublas == 0.05
+    assert naive.pct_of_reference == pytest.approx(5.0)
+    assert naive.speedups is not None and naive.speedups.reference == 0.05
     assert [r.size for r in naive.bench_rows] == ["1024x1024x1024"]
     # the previous iteration's page at the same size feeds the progress rule
     assert coalesced_b.previous_slug == naive.slug
     assert any(f.rule == "progress" for f in coalesced_b.good + coalesced_b.bad)
     assert coalesced_a.speedups is not None and coalesced_a.speedups.previous == 5.0
-    assert writeup.cublas_gflops == pytest.approx(2 * 1024**3 / 0.25e6)
+    assert writeup.reference_gflops == pytest.approx(2 * 1024**3 / 0.25e6)
     assert writeup.index_size == "1024x1024x1024"
 
 
@@ -144,8 +144,8 @@ def test_bench_results_from_a_separate_bench_directory_serve_a_run_without_bench
     joined = collect([run, bench_dir])
     naive = joined.pages[0]
     assert naive.time_source == "bench" and naive.time_ms == 5.0
-    assert naive.speedups is not None and naive.speedups.cublas == 0.05
-    assert joined.cublas_gflops == pytest.approx(2 * 1024**3 / 0.25e6)
+    assert naive.speedups is not None and naive.speedups.reference == 0.05
+    assert joined.reference_gflops == pytest.approx(2 * 1024**3 / 0.25e6)
     # the bench.json file itself works as well
     assert collect([bench_dir / "bench.json", run]).pages[0].time_ms == 5.0
 
@@ -158,3 +158,53 @@ def test_a_json_that_is_not_bench_results_is_refused(tmp_path: Path):
                                        str(tmp_path / "out")])
     assert result.exit_code == 2
     assert "not ncuh bench results" in result.output
+
+
+SCALE = Path(__file__).parent / "projects" / "scale" / "ncuh.toml"
+
+
+def _with_project(run: Path, project: dict, variant: str = "nvrtc") -> None:
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["project"] = project
+    manifest["entries"] = [dict(manifest["entries"][0], variant=variant)]
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    (run / "bench.json").unlink(missing_ok=True)
+
+
+def test_strategies_and_names_come_from_the_project_the_run_names(tmp_path: Path):
+    run = make_run(tmp_path)
+    _with_project(run, {"name": "scale-test", "path": str(SCALE.resolve())})
+    writeup = collect([run])
+    assert {page.strategy for page in writeup.pages} == {
+        "One thread per element, compiled by NVRTC from `scale.cu` with `BLOCK` as -D."}
+    assert writeup.pages[0].heading.startswith("Iteration 0: NVRTC Source")
+    assert writeup.reference_name == "CuPy multiply"
+
+
+def test_a_run_of_another_project_gets_no_strategies_from_the_one_found_here(tmp_path: Path):
+    run = make_run(tmp_path)
+    # made elsewhere (its path does not exist here); the project found here is the bundled one,
+    # which also has a variant called naive: its Strategy would be the wrong one
+    _with_project(run, {"name": "saxpy", "path": "/elsewhere/ncuh.toml"}, variant="naive")
+    writeup = collect([run])
+    assert all(page.strategy is None for page in writeup.pages)
+    assert [page.heading for page in writeup.pages] == ["naive (sgemm_naive)",
+                                                        "naive (sgemm_smem)"]
+    # the same run naming the bundled project by name gets its pages
+    _with_project(run, {"name": "sgemm", "path": "/elsewhere/ncuh.toml"}, variant="naive")
+    assert collect([run]).pages[0].heading == "Iteration 0: Naive"
+
+
+def test_bench_rows_show_gb_per_second_when_the_project_has_a_bytes_model(tmp_path: Path):
+    from harness.render import render_page
+
+    run = make_run(tmp_path)
+    bench = json.loads((run / "bench.json").read_text())
+    bench["results"][0]["gbps"] = 12.5
+    (run / "bench.json").write_text(json.dumps(bench))
+    writeup = collect([run])
+    page = writeup.pages[0]
+    assert page.bench_rows[0].gbps == 12.5
+    assert "1024x1024x1024: 5.000000 ms (429.5 GFLOP/s, 12.5 GB/s)" in render_page(
+        page, writeup, "md")
+    assert "<td class=\"n\">12.5</td>" in render_page(page, writeup, "html")

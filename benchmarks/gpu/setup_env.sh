@@ -13,6 +13,6 @@ python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /
     .whl/ncu_report-*.whl
 export PYTHONPATH=/tmp/site:$PYTHONPATH
 python3 -c "
-from harness.ncu_import import import_ncu_report
+from harness.report.ncu_import import import_ncu_report
 print('ncu_report from', import_ncu_report().__file__)
 "

@@ -10,15 +10,21 @@ from typing import Any
 
 import click
 
+from harness.commands.options import project_option, project_path
 from harness.errors import NcuhError
-from harness.profile.ncu_command import CLOCK_CONTROLS, SETS, KernelFilter, NcuSettings
+from harness.profile.ncu_command import (
+    CLOCK_CONTROLS,
+    DEFAULT_SET,
+    SETS,
+    KernelFilter,
+    NcuSettings,
+)
 
 
-def _sizes(size: tuple[str, ...], sizes: tuple[str, ...]) -> tuple[tuple[int, int, int], ...]:
-    from harness.profile.run import DEFAULT_SIZE, parse_size
-
+def _sizes(size: tuple[str, ...], sizes: tuple[str, ...]) -> tuple[str, ...]:
+    """The size words as given; the project parses them (default: its profile_size)."""
     texts = list(size) + [part for group in sizes for part in group.split(",") if part.strip()]
-    return tuple(dict.fromkeys(parse_size(text) for text in texts)) or (DEFAULT_SIZE,)
+    return tuple(dict.fromkeys(text.strip() for text in texts))
 
 
 def _params(text: str | None) -> dict[str, Any]:
@@ -33,45 +39,18 @@ def _params(text: str | None) -> dict[str, Any]:
     return value
 
 
-class _Progress:
-    """A progress bar on stderr for runs of more than one entry (stdout stays parseable)."""
-
-    def __init__(self) -> None:
-        self._bar: Any = None
-
-    def start(self, target: Any, index: int, total: int) -> None:
-        if total < 2:
-            click.echo(f"profiling {target.label} ...", err=True)
-            return
-        if self._bar is None:
-            self._bar = click.progressbar(
-                length=total, label="profiling", file=sys.stderr, show_pos=True,
-                item_show_func=lambda label: label,
-            )
-            self._bar.__enter__()
-        self._bar.current_item = target.label
-        self._bar.render_progress()
-
-    def done(self, entry: Any, index: int, total: int) -> None:
-        if self._bar is not None:
-            self._bar.update(1, entry.target.label)
-            if index + 1 == total:
-                self.close()
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
-            self._bar = None
-
-
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--variant", "variants", multiple=True, metavar="NAME",
               help="Variant to profile (repeatable).")
 @click.option("--all", "all_variants", is_flag=True, help="Every variant of the chain, in order.")
-@click.option("--size", multiple=True, metavar="N|MxNxK", help="Problem size (repeatable).")
+@click.option("--size", multiple=True, metavar="SIZE",
+              help="Problem size: N, or one value per dimension like 4096x2048x1024 (repeatable) "
+                   "[default: the project's profile_size].")
 @click.option("--sizes", multiple=True, metavar="LIST", help="Comma-separated sizes.")
-@click.option("--set", "section_set", type=click.Choice(SETS), default="full", show_default=True,
-              help="ncu section set.")
+@click.option("--set", "section_set", type=click.Choice(SETS), default=DEFAULT_SET,
+              show_default=True,
+              help="ncu section set; 'pages': what the pages, findings and diff read (fewer "
+                   "passes than 'full').")
 @click.option("--section", "sections", multiple=True, metavar="ID",
               help="Extra ncu section (repeatable).")
 @click.option("--metrics", multiple=True, metavar="LIST",
@@ -90,6 +69,15 @@ class _Progress:
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
               show_default=True, help="Where run directories go.")
 @click.option("--dry-run", is_flag=True, help="Print the ncu command lines and exit.")
+@click.option("--gpus", default=None, metavar="all|0,1,…",
+              help="Profile on these GPUs at once, one ncu per GPU (nvidia-smi indexes).")
+@click.option("--allow-mismatch", is_flag=True, help="Let --gpus mix GPU models.")
+@click.option("--metrics-csv/--no-metrics-csv", default=True, show_default=True,
+              help="Write metrics.csv (`ncuh export REPORT` gives any report's table later).")
+@click.option("--slurm", is_flag=True,
+              help="Submit one Slurm job array (a task per variant and size) instead.")
+@click.option("--slurm-arg", "slurm_args", multiple=True, metavar="ARG",
+              help="Passed to sbatch (repeatable), e.g. --slurm-arg=--gres=gpu:1.")
 @click.option("-k", "--kernel", default=None, metavar="REGEX",
               help="With a program: ncu -k (a name, or regex:...).")
 @click.option("--launch-skip", type=click.IntRange(min=0), default=None,
@@ -98,21 +86,25 @@ class _Progress:
               help="With a program: ncu --launch-count.")
 @click.option("--nvtx-include", multiple=True, metavar="EXPR",
               help="With a program: ncu --nvtx-include (repeatable).")
+@project_option
 @click.argument("program", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND ARGS...]")
 def profile(
     variants: tuple[str, ...], all_variants: bool, size: tuple[str, ...],
     sizes: tuple[str, ...], section_set: str, sections: tuple[str, ...],
     metrics: tuple[str, ...], clock_control: str, params_json: str | None, warmup: int,
     capture: str, bench: bool, bench_sizes: tuple[str, ...], out: Path, dry_run: bool,
-    kernel: str | None,
+    gpus: str | None, allow_mismatch: bool, metrics_csv: bool, slurm: bool,
+    slurm_args: tuple[str, ...], kernel: str | None,
     launch_skip: int | None, launch_count: int | None, nvtx_include: tuple[str, ...],
-    program: tuple[str, ...],
+    project: Path | None, program: tuple[str, ...],
 ) -> None:
     """Profile kernel variants (or a program after --) under Nsight Compute.
 
-    Each variant runs in `python -m harness.runner`, which verifies it and launches it once in
+    Each variant runs in `python -m harness.gpu.runner`, which verifies it and launches it once in
     an NVTX range that ncu captures alone. The run directory (manifest.json, one .ncu-rep per
     variant and size, metrics.csv, bench.json with --bench) appears only when complete.
+    With --gpus, one ncu per GPU works through the targets at once; with --slurm, a job
+    array does, and `ncuh merge` joins its shards.
     """
     from harness.profile import run as lib
 
@@ -144,19 +136,32 @@ def profile(
             kernel=kernel, launch_skip=launch_skip, launch_count=launch_count,
             nvtx_include=nvtx_include,
         ),
+        project=None if program else project_path(project),
+        gpus=gpus,
+        allow_mismatch=allow_mismatch,
+        metrics_csv=metrics_csv,
     )
+    if slurm_args and not slurm:
+        raise NcuhError("--slurm-arg needs --slurm")
 
     if dry_run:
         _dry_run(request)
         return
 
-    progress = _Progress()
+    if slurm:
+        _submit(request, slurm_args)
+        return
+
+    from harness.profile.progress import ProgressDisplay
+
+    progress = ProgressDisplay(sys.stderr)
     try:
-        outcome = lib.run_profile(request, on_start=progress.start, on_done=progress.done)
+        outcome = lib.run_profile(request, progress=progress)
     finally:
         progress.close()
     for entry in outcome.entries:
         line = f"{entry.status:6} {entry.target.label}  {entry.seconds:.1f} s"
+        line += f"  {entry.passes} passes" if entry.passes else ""
         click.echo(line if entry.error is None else f"{line}  {entry.error}")
     for entry in outcome.failures:
         click.echo(f"ncuh: failed: {entry.target.label}: {entry.error}", err=True)
@@ -165,6 +170,30 @@ def profile(
     click.echo(str(out / outcome.run_id))
     if outcome.exit_code:
         sys.exit(outcome.exit_code)
+
+
+def _submit(request: Any, slurm_args: tuple[str, ...]) -> None:
+    """Write and submit the job array; say where the shards go and how to merge them."""
+    from harness.profile import run as lib
+    from harness.profile.slurm import submit
+
+    capture = "nvtx" if request.capture == "auto" else request.capture
+    plan = lib.plan(request, capture=capture)  # bad names and sizes fail here, not on a node
+    submission = submit(plan, lib.run_id_for(request), slurm_args)
+    click.echo(f"submitted job array {submission.job_id} ({submission.tasks} tasks): "
+               f"{submission.job_dir}", err=True)
+    if submission.merged is not None:
+        from harness.rundir import load_run
+
+        failed = [entry for entry in load_run(submission.merged).entries if not entry.ok]
+        for entry in failed:
+            click.echo(f"ncuh: failed: {entry.label}: {entry.error}", err=True)
+        click.echo(str(submission.merged))
+        if failed:
+            sys.exit(1)
+        return
+    click.echo("when it is done: " + " ".join(submission.merge_command), err=True)
+    click.echo(str(submission.job_dir))
 
 
 def _dry_run(request: Any) -> None:

@@ -139,8 +139,8 @@ def _load_run_side(path: Path) -> Side:
                 kernel = _with_samples(kernel, samples)
                 timed.add((kernel.key.name, kernel.key.size))
             kernels.append(kernel)
-    # Bench results without a profiled kernel (cuBLAS, or a variant whose report holds several
-    # kernels) are still timed: they become timing-only kernels.
+    # Bench results without a profiled kernel (the reference, or a variant whose report holds
+    # several kernels) are still timed: they become timing-only kernels.
     for (variant, size), samples in bench.items():
         if (variant, size) not in timed:
             kernels.append(KernelData(key=KernelKey(variant, size), function=None,
@@ -166,7 +166,7 @@ def _entry_kernels(entry: RunEntry) -> list[KernelData]:
         return kernels
     if len(kernels) == 1:
         return [_renamed(kernels[0], entry.variant)]
-    own = [k for k in kernels if k.function in (entry.variant, f"sgemm_{entry.variant}")
+    own = [k for k in kernels if k.function == entry.variant
            or (k.function or "").endswith(f"_{entry.variant}")]
     if len(own) == 1:
         return [_renamed(k, entry.variant) if k is own[0] else k for k in kernels]

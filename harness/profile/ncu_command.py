@@ -7,12 +7,12 @@ all` (caches flushed before every replay pass) and `--replay-mode kernel`.
 
 Two kinds of target:
 
-* a bundled variant, run by `python -m harness.runner`, which launches the kernel once inside
-  the NVTX push/pop range `runner_range(label)`; ncu captures that launch alone through
-  `--nvtx --nvtx-include "<range>/"` (the trailing slash selects push/pop ranges) with
-  `--launch-count 1`. Where NVTX is unavailable the runner launches the kernel exactly
-  `warmup` times before the target launch and ncu skips them by count instead
-  (`-k regex:^<kernel>$ --launch-skip <warmup> --launch-count 1`);
+* a project's variant, run by `python -m harness.gpu.runner`, which runs the variant once
+  inside the NVTX push/pop range `runner_range(label)`; ncu captures the launches of that run
+  matching the variant's kernel filter through `--nvtx --nvtx-include "<range>/"` (the
+  trailing slash selects push/pop ranges) and `-k <filter>`. Where NVTX is unavailable the
+  runner launches the kernel exactly `warmup` times before the target launch and ncu skips
+  them by count instead (`-k regex:^<kernel>$ --launch-skip <warmup> --launch-count 1`);
 * a user program (`ncuh profile -- COMMAND ARGS`), filtered by whatever the user passes:
   `-k/--kernel`, `--launch-skip`, `--launch-count`, `--nvtx-include`.
 """
@@ -27,24 +27,50 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-SETS: tuple[str, ...] = ("full", "detailed", "basic")
+# The NVTX range around the runner's one captured launch is the run side's (re-exported).
+from harness.gpu.protocol import RANGE_PREFIX as RANGE_PREFIX
+from harness.gpu.protocol import runner_range as runner_range
+
+# `pages` is ncuh's own set: exactly the sections the pages, findings, diff and report read
+# (ncu's `--set full` less what nobody reads), given to ncu as `--section` and `--metrics`.
+SETS: tuple[str, ...] = ("pages", "full", "detailed", "basic")
+DEFAULT_SET = "pages"
+# Section identifiers (ncu --list-sections), each with what reads it. Left out of `full`:
+# PmSampling (the timeline of counters over the kernel: several passes, read by nothing),
+# Nvlink, Nvlink_Tables, Nvlink_Topology, NumaAffinity (links and host topology: a single-GPU
+# kernel has nothing to say there), and the double-, half- and tensor-precision hierarchical
+# roofline charts (the pages draw the single-precision roofline).
+PAGES_SECTIONS: tuple[str, ...] = (
+    "SpeedOfLight",                   # speed of light, bound finding, diff's throughput metrics
+    "SpeedOfLight_RooflineChart",     # roofline.py: FFMA/FADD/FMUL rates, DRAM peak
+    "SpeedOfLight_HierarchicalSingleRooflineChart",  # the L1/L2/DRAM single-precision roofline
+    "LaunchStats",                    # launch config, waves finding, registers/shared in diff
+    "Occupancy",                      # occupancy finding, limiters
+    "ComputeWorkloadAnalysis",        # pipe utilization tables
+    "InstructionStats",               # instruction mix (sass__inst_executed_per_opcode)
+    "MemoryWorkloadAnalysis",         # memory throughput, DRAM/L2 bytes in diff
+    "MemoryWorkloadAnalysis_Chart",   # the memory chart and its rules
+    "MemoryWorkloadAnalysis_Tables",  # shared/L1/L2 tables: bank conflicts, coalescing, excess
+    "SchedulerStats",                 # issue slots, eligible warps
+    "WarpStateStats",                 # stall reasons, stalls finding
+    "SourceCounters",                 # SASS per PC, hot spots, PC-sampling stalls, atomics
+    "WorkloadDistribution",           # its rules (SM/L1/L2 imbalance) are findings too
+)
+# Metrics read by name that no section above is sure to collect on every architecture.
+PAGES_METRICS: tuple[str, ...] = (
+    "sass__inst_executed_per_opcode",
+    "sass__inst_executed_per_opcode_with_modifier_all",  # access widths (LDG.E.128, ...)
+)
 CLOCK_CONTROLS: tuple[str, ...] = ("base", "none")
 CaptureMode = Literal["nvtx", "kernel"]
 
-# Prefix of the NVTX range the runner pushes around the one launch ncu must capture.
-RANGE_PREFIX = "ncuh-"
-
-
-def runner_range(label: str) -> str:
-    """Name of the NVTX push/pop range around the profiled launch of entry `label`."""
-    return f"{RANGE_PREFIX}{label}"
 
 
 @dataclass(frozen=True)
 class NcuSettings:
     """What ncu collects and how it replays: identical for every entry of a run."""
 
-    set: str | None = "full"
+    set: str | None = DEFAULT_SET
     sections: tuple[str, ...] = ()
     metrics: tuple[str, ...] = ()
     clock_control: str = "base"
@@ -61,12 +87,17 @@ class NcuSettings:
     def args(self) -> list[str]:
         """The measurement options, in a fixed order."""
         argv = ["--config-file", "off"]
-        if self.set is not None:
+        sections, metrics = list(self.sections), list(self.metrics)
+        if self.set == "pages":
+            # Not an ncu set: its sections; without --set, ncu collects only those named.
+            sections = list(dict.fromkeys([*PAGES_SECTIONS, *sections]))
+            metrics = list(dict.fromkeys([*PAGES_METRICS, *metrics]))
+        elif self.set is not None:
             argv += ["--set", self.set]
-        for section in self.sections:
+        for section in sections:
             argv += ["--section", section]
-        if self.metrics:
-            argv += ["--metrics", ",".join(self.metrics)]
+        if metrics:
+            argv += ["--metrics", ",".join(metrics)]
         argv += [
             "--clock-control", self.clock_control,
             "--cache-control", self.cache_control,
@@ -137,29 +168,38 @@ def ncu_args(
 def variant_filter(
     label: str, *, capture: CaptureMode, kernel_name: str, warmup: int
 ) -> KernelFilter:
-    """The filter that captures exactly the runner's target launch of entry `label`."""
+    """The filter that captures exactly the runner's target run of entry `label`.
+
+    `kernel_name` is a kernel's exact name, or a ready `-k` filter starting with "regex:"
+    (a project variant's `capture`). With NVTX, every launch inside the range that matches it
+    is captured: all passes of a multi-launch variant, none of a Python launcher's helper
+    kernels. Counting (no NVTX) assumes one matching launch per run of the variant.
+    """
+    kernel = (kernel_name if kernel_name.startswith("regex:")
+              else f"regex:^{re.escape(kernel_name)}$")
     if capture == "nvtx":
-        return KernelFilter(nvtx_include=(f"{runner_range(label)}/",), launch_count=1)
-    return KernelFilter(
-        kernel=f"regex:^{re.escape(kernel_name)}$", launch_skip=warmup, launch_count=1
-    )
+        return KernelFilter(nvtx_include=(f"{runner_range(label)}/",), kernel=kernel)
+    return KernelFilter(kernel=kernel, launch_skip=warmup, launch_count=1)
 
 
 def runner_program(
     variant: str,
-    size: tuple[int, int, int],
+    size: Sequence[int],
     *,
     label: str,
+    project: Path | str | None = None,
     params: dict[str, Any] | None = None,
     warmup: int,
     capture: CaptureMode,
     python: str | None = None,
 ) -> list[str]:
-    """argv of `python -m harness.runner` for one variant and size."""
-    argv = [
-        python or sys.executable, "-m", "harness.runner",
+    """argv of `python -m harness.gpu.runner` for one variant and size of a project."""
+    argv = [python or sys.executable, "-m", "harness.gpu.runner"]
+    if project is not None:
+        argv += ["--project", str(project)]
+    argv += [
         "--variant", variant,
-        "--size", ",".join(str(n) for n in size),
+        "--size", "x".join(str(n) for n in size),
         "--label", label,
         "--warmup", str(warmup),
         "--capture", capture,

@@ -13,6 +13,10 @@ from dataclasses import dataclass
 
 from harness.errors import CounterPermissionError, NcuhError, NoGpuError, ProfilerError
 
+# The runner's failure-line prefix and no-GPU exit status are the run side's (re-exported).
+from harness.gpu.protocol import RUNNER_NO_GPU_EXIT as RUNNER_NO_GPU_EXIT
+from harness.gpu.protocol import RUNNER_PREFIX as RUNNER_PREFIX
+
 PERMISSION_HELP = (
     "GPU performance counters are not permitted for this user (ERR_NVGPUCTRPERM): run ncuh as "
     "root, or allow all users with 'options nvidia NVreg_RestrictProfilingToAdminUsers=0' in "
@@ -21,10 +25,6 @@ PERMISSION_HELP = (
 )
 NO_GPU_HELP = "no CUDA GPU is visible (check nvidia-smi and CUDA_VISIBLE_DEVICES)"
 
-# The runner reports its own failures as one line with this prefix (see harness.runner).
-RUNNER_PREFIX = "ncuh-runner: "
-# A runner exit status that means "this machine has no GPU", not "this variant is broken".
-RUNNER_NO_GPU_EXIT = 3
 
 _NO_GPU_PATTERNS = (
     re.compile(r"no (?:cuda[- ]capable|supported) (?:device|gpu)", re.IGNORECASE),

@@ -9,7 +9,9 @@ so that this cleanup (and the removal of a half-built run directory) runs at all
 
 from __future__ import annotations
 
+import codecs
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -17,10 +19,12 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any, Protocol
 
-# Runs one argv with an environment (None: ours) and returns (exit status, stdout+stderr).
-Runner = Callable[[Sequence[str], "dict[str, str] | None"], tuple[int, str]]
+# Runs one argv with an environment (None: ours) and returns (exit status, stdout+stderr);
+# a Runner may take a third argument, a callback for the output as it comes (`run_command`).
+Runner = Callable[..., tuple[int, str]]
 
 
 class Job(Protocol):
@@ -33,6 +37,28 @@ class Job(Protocol):
 
 # Starts one argv with an environment and returns at once; several run at the same time.
 Spawner = Callable[[Sequence[str], "dict[str, str] | None"], Job]
+def package_environment() -> dict[str, str]:
+    """Our environment, with this ncuh's package root first on PYTHONPATH.
+
+    A child (`python -m harness.runner` under ncu, a worker) must import the same `harness` as
+    this process, also from a checkout that is not installed or when PYTHONPATH was relative.
+    """
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])
+    parts = [root, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root)]
+    env["PYTHONPATH"] = os.pathsep.join(parts)
+    return env
+
+
+def result_line(output: str, prefix: str) -> Any:
+    """The JSON after `prefix` on the last line of a child's output that starts with it."""
+    for line in reversed(output.splitlines()):
+        if line.startswith(prefix):
+            with contextlib.suppress(json.JSONDecodeError):
+                return json.loads(line[len(prefix):])
+    return None
+
+
 # Seconds ncu gets to exit after SIGTERM before the whole process group is killed.
 TERMINATE_GRACE_S = 5.0
 
@@ -53,25 +79,60 @@ def kill_group(process: subprocess.Popen[Any]) -> None:
             continue
 
 
-def run_command(argv: Sequence[str], env: dict[str, str] | None = None) -> tuple[int, str]:
+# Children started by `run_command` and not yet finished, so that `kill_running` can stop
+# them from another thread (ncu runs on several GPUs at once, each waited for on a thread).
+_RUNNING: set[subprocess.Popen[bytes]] = set()
+_RUNNING_LOCK = threading.Lock()
+
+
+def run_command(
+    argv: Sequence[str], env: dict[str, str] | None = None,
+    on_output: Callable[[str], None] | None = None,
+) -> tuple[int, str]:
     """Run `argv` in its own process group; return (exit status, stdout+stderr).
 
-    Any exception here (KeyboardInterrupt, SystemExit from SIGTERM) kills the whole group
-    before propagating, so no ncu or runner process outlives ncuh.
+    The output is read as it comes and handed to `on_output` piece by piece (ncu's pass
+    progress, for the progress line). Any exception here (KeyboardInterrupt, SystemExit from
+    SIGTERM) kills the whole group before propagating, so no ncu or runner process outlives
+    ncuh; `kill_running` does the same from another thread.
     """
     process = subprocess.Popen(
         list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        start_new_session=True, text=True, errors="replace", env=env,
+        start_new_session=True, env=env,
     )
+    with _RUNNING_LOCK:
+        _RUNNING.add(process)
+    pieces: list[str] = []
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     try:
-        output, _ = process.communicate()
+        assert process.stdout is not None
+        while chunk := process.stdout.read1(65536):
+            text = decoder.decode(chunk)
+            pieces.append(text)
+            if on_output is not None and text:
+                on_output(text)
+        pieces.append(decoder.decode(b"", final=True))
+        process.wait()
     except BaseException:
         kill_group(process)
         raise
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(process)
+        if process.stdout is not None:
+            process.stdout.close()
     # The runner may have left a child behind (it should not); never let one survive.
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(process.pid, signal.SIGKILL)
-    return process.returncode, output or ""
+    return process.returncode, "".join(pieces)
+
+
+def kill_running() -> None:
+    """Kill the process group of every `run_command` child still running (any thread's)."""
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for process in running:
+        kill_group(process)
 
 
 @contextlib.contextmanager
@@ -160,7 +221,9 @@ class _ThreadJob:
         return self._result
 
     def kill(self) -> None:
-        pass  # a runner call cannot be stopped from outside; it owns its processes
+        # A runner call cannot be stopped from outside (it owns its processes): wait for it,
+        # so that it writes nothing into a directory that is being removed.
+        self._thread.join()
 
 
 def in_threads(runner: Runner) -> Spawner:

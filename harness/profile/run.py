@@ -13,30 +13,26 @@ Order of work, so that every cheap check fails before anything expensive starts:
    out by the first ncu run itself (the runner exits 3, or ncu says so), which is fatal;
 3. the run directory built under a temporary `.incomplete` name (`harness.atomic`): one ncu
    subprocess per entry, in its own process group so an interrupt kills ncu and the runner
-   together; a failure of the machine (no counter permission, no GPU) stops everything with
-   exit 2 and leaves no directory, a failure of one entry is recorded and the walk carries on
-   (exit 1 at the end);
-4. post-processing, two child processes (harness.profile.worker) started together and waited
-   for together: the environment (driver, clocks, ncu version, without starting CUDA: the
-   runner reported CuPy's view of the device and CUDA) and `metrics.csv` (tidy export of every
-   report, a `label` column first). Children because CuPy and `ncu_report` are
-   native code: a crash in either costs its own part, recorded in the manifest. Then
-   `bench.json` with `--bench`, and `manifest.json` last (with phase timings); then the
-   directory is renamed into place.
+   together, handed out by `schedule.run_queue` (one at a time, or with `--gpus` one ncu per
+   GPU at once); a failure of the machine (no counter permission, no GPU) stops everything
+   with exit 2 and leaves no directory, a failure of one entry is recorded and the walk
+   carries on (exit 1 at the end);
+4. post-processing beside ncu (`post.PostProcessing`): the environment probe from the start,
+   each report's export to metrics.csv from its ncu's start (it goes when the report is
+   written). Children because CuPy and `ncu_report` are native code: a crash in either costs
+   its own part, recorded in the manifest. Then `bench.json` with `--bench`, and
+   `manifest.json` last (with phase timings); then the directory is renamed into place.
 """
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
+import itertools
 import json
 import os
 import re
 import shutil
-import signal
 import stat
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +43,7 @@ from typing import Any
 from harness import __version__
 from harness.atomic import atomic_directory, atomic_write_text
 from harness.errors import NcuhError, NcuNotFoundError, NoGpuError
+from harness.profile.gpus import Gpu, gpu_for_bus_id, list_gpus, pinned_environment, select_gpus
 from harness.profile.ncu_command import (
     CaptureMode,
     KernelFilter,
@@ -56,18 +53,22 @@ from harness.profile.ncu_command import (
     variant_filter,
 )
 from harness.profile.ncu_errors import classify
+from harness.profile.post import PostProcessing
 from harness.profile.processes import (
-    Job,
     Runner,
     Spawner,
     in_threads,
+    package_environment,
+    result_line,
     run_command,
     start_command,
     terminate_as_interrupt,
 )
-from harness.rundir import BENCH, MANIFEST, METRICS, RUN_SCHEMA
+from harness.profile.progress import ProgressDisplay, passes_in
+from harness.profile.schedule import DEFAULT_SLOTS, Slot, run_queue
+from harness.rundir import BENCH, MANIFEST, RUN_SCHEMA
 
-Shape = tuple[int, int, int]
+Shape = tuple[int, ...]  # a size's values, in the project's dims order
 
 NCU_HELP = (
     "ncu (Nsight Compute) was not found on PATH, in $NCU_HOME or under "
@@ -76,7 +77,6 @@ NCU_HELP = (
 )
 PROGRAM_LABEL = "program"
 NO_CUPY_HELP = "no GPU: CuPy is not installed (pip install 'ncuh[cuda13]' or 'ncuh[cuda12]')"
-DEFAULT_SIZE: Shape = (4096, 4096, 4096)
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ class ProfileRequest:
     """Everything `ncuh profile` was asked to do."""
 
     variants: tuple[str, ...] = ()
-    sizes: tuple[Shape, ...] = (DEFAULT_SIZE,)
+    sizes: tuple[Shape, ...] = ()  # default: the project's profile_size
     settings: NcuSettings = field(default_factory=NcuSettings)
     out: Path = Path("runs")
     params: dict[str, Any] = field(default_factory=dict)
@@ -95,6 +95,11 @@ class ProfileRequest:
     capture: str = "auto"  # "auto" (NVTX when CuPy has it) | "nvtx" | "kernel"
     program: tuple[str, ...] = ()  # a user program: profiled instead of variants
     program_filter: KernelFilter = field(default_factory=KernelFilter)
+    project: Path | None = None  # the project file (None: found as harness.project says)
+    gpus: str | None = None  # None: the default device; "all" or "0,1": one ncu per GPU at once
+    allow_mismatch: bool = False  # --gpus may mix GPU models
+    metrics_csv: bool = True  # False: no metrics.csv (`ncuh export REPORT` gives it later)
+    run_id: str | None = None  # the run directory's name; default: time and what was profiled
 
 
 @dataclass(frozen=True)
@@ -130,6 +135,16 @@ class EntryResult:
     params: dict[str, Any] | None = None  # as the runner compiled them (None: as planned)
     # The runner's CuPy view of the device and CUDA; empty for a user's program.
     environment: dict[str, Any] = field(default_factory=dict)
+    passes: int | None = None  # ncu's replay passes for the kernel, as it printed them
+    gpu: dict[str, Any] | None = None  # which GPU profiled it (index, name, uuid, pci_bus_id)
+
+    @property
+    def label(self) -> str:
+        return self.target.label
+
+    @property
+    def report_name(self) -> str:
+        return self.target.report_name
 
     def manifest(self) -> dict[str, Any]:
         target = self.target
@@ -144,6 +159,8 @@ class EntryResult:
             "kernel_name": self.kernel_name,
             "rel_error": self.rel_error,
             "seconds": round(self.seconds, 3),
+            "passes": self.passes,
+            "gpu": self.gpu,
         }
 
 
@@ -177,33 +194,19 @@ class Plan:
 
 
 def size_label(size: Shape) -> str:
-    m, n, k = size
-    return str(m) if m == n == k else f"{m}x{n}x{k}"
+    """"4096" when every dimension is equal, else "4096x2048x1024"."""
+    values = [int(n) for n in size]
+    return str(values[0]) if len(set(values)) == 1 else "x".join(map(str, values))
 
 
-def parse_size(text: str) -> Shape:
-    """'4096' -> (4096,)*3; '4096x2048x1024' -> (4096, 2048, 1024)."""
-    from harness.errors import UnsupportedShapeError
-
-    parts = text.strip().lower().split("x")
-    if len(parts) == 1:
-        parts *= 3
-    if len(parts) != 3 or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
-        raise UnsupportedShapeError(
-            f"bad size {text!r}: give N (square) or MxNxK with positive integers"
-        )
-    return int(parts[0]), int(parts[1]), int(parts[2])
+def _size(project: Any, size: str | Shape) -> Any:
+    return project.parse_size(size) if isinstance(size, str) else project.size(size)
 
 
-def _chain_names() -> list[str]:
-    from harness.variants import all_variants
+def _project(request: ProfileRequest) -> Any:
+    from harness.project import open_project
 
-    return [v.name for v in all_variants() if _runnable(v)]
-
-
-def _runnable(variant: Any) -> bool:
-    """Whether the runner can launch this variant's own kernel (cuBLAS has none to capture)."""
-    return bool(getattr(variant, "source", None)) and bool(getattr(variant, "kernel_name", None))
+    return open_project(request.project)
 
 
 def plan(request: ProfileRequest, *, capture: CaptureMode = "nvtx") -> Plan:
@@ -217,31 +220,30 @@ def plan(request: ProfileRequest, *, capture: CaptureMode = "nvtx") -> Plan:
         )
         return Plan(request, (target,), capture)
 
-    from harness.variants import check_params, get_variant
-
-    names = _chain_names() if request.all_variants else list(request.variants)
+    project = _project(request)
+    names = project.names if request.all_variants else list(request.variants)
     if not names:
         raise NcuhError("nothing to profile: give --variant NAME, --all, or -- COMMAND ARGS")
-    if not request.sizes:
-        raise NcuhError("no size given")
+    sizes = list(dict.fromkeys(_size(project, s) for s in request.sizes)) \
+        or [project.profile_size]
+    for size in request.bench_sizes:  # a bad --bench-sizes is refused before ncu runs
+        _size(project, size)
     targets = []
     for name in dict.fromkeys(names):
-        variant = get_variant(name)  # UnknownVariantError lists the names
-        if not _runnable(variant):
-            raise NcuhError(f"variant {variant.name} has no kernel of its own to profile")
-        for size in request.sizes:
-            # Bad parameters (NcuhError) or a shape it cannot take (UnsupportedShapeError): exit 2.
-            params = check_params(variant, request.params or None, size)
-            label = f"{variant.name}_{size_label(size)}"
+        variant = project.variant(name)  # UnknownVariantError lists the names
+        for size in sizes:
+            # Bad parameters (NcuhError) or a size it cannot take (UnsupportedShapeError): exit 2.
+            params = project.check_params(variant, request.params or None, size)
+            label = f"{variant.name}_{size.label}"
             program = runner_program(
                 variant.name, size, label=label, params=request.params,
-                warmup=request.warmup, capture=capture,
+                warmup=request.warmup, capture=capture, project=project.path,
             )
             targets.append(Target(
-                label=label, variant=variant.name, size=size, params=params,
+                label=label, variant=variant.name, size=tuple(size), params=params,
                 program=tuple(program),
                 kernel_filter=variant_filter(
-                    label, capture=capture, kernel_name=variant.kernel_name,
+                    label, capture=capture, kernel_name=variant.capture_filter,
                     warmup=request.warmup,
                 ),
             ))
@@ -309,109 +311,54 @@ def find_ncu() -> Path:
 def runner_environment() -> dict[str, str]:
     """Our environment, with this ncuh's package root first on PYTHONPATH.
 
-    `python -m harness.runner` under ncu must import the same `harness` as this process, also
+    `python -m harness.gpu.runner` under ncu must import the same `harness` as this process, also
     from a checkout that is not installed or when PYTHONPATH was given as a relative path.
     """
-    env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[2])
-    parts = [root, *(p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != root)]
-    env["PYTHONPATH"] = os.pathsep.join(parts)
-    return env
-
-
-def _result_line(output: str, prefix: str) -> Any:
-    """The JSON after `prefix` on the last line that starts with it, or None."""
-    for line in reversed(output.splitlines()):
-        if line.startswith(prefix):
-            with contextlib.suppress(json.JSONDecodeError):
-                return json.loads(line[len(prefix):])
-    return None
+    return package_environment()
 
 
 def _runner_result(output: str) -> dict[str, Any]:
-    from harness.runner import RESULT_PREFIX
+    from harness.gpu.protocol import RESULT_PREFIX
 
-    return _result_line(output, RESULT_PREFIX) or {}
+    return result_line(output, RESULT_PREFIX) or {}
 
 
 def profile_target(
     target: Target, ncu: Path, settings: NcuSettings, run_dir: Path,
-    runner: Runner = run_command,
+    runner: Runner = run_command, *, gpu: Gpu | None = None,
+    on_output: Callable[[str], None] | None = None,
 ) -> EntryResult:
-    """Run ncu for one target; raise the exit-2 error when the machine cannot profile."""
+    """Run ncu for one target (pinned to `gpu` when given); raise the exit-2 error when the
+    machine cannot profile. `on_output` sees ncu's output as it comes (its pass progress)."""
     report = run_dir / target.report_name
     argv = target.argv(ncu, settings, run_dir)
     started = time.monotonic()
     # Only our runner gets our package root on PYTHONPATH: a user's program keeps its own.
     env = runner_environment() if target.variant is not None else None
-    returncode, output = runner(argv, env)
+    if gpu is not None:
+        env = pinned_environment(env or dict(os.environ), gpu)
+    returncode, output = runner(argv, env, on_output)
     seconds = time.monotonic() - started
     logs = run_dir / "logs"
     logs.mkdir(exist_ok=True)
     atomic_write_text(logs / f"{target.label}.log", output)
     failure = classify(output, returncode, report_written=report.is_file())
+    where = gpu.manifest() if gpu is not None else None
     if failure is not None:
         if failure.fatal:
             raise failure.error()
         report.unlink(missing_ok=True)
-        return EntryResult(target, "failed", failure.message, seconds)
+        return EntryResult(target, "failed", failure.message, seconds, gpu=where)
     result = _runner_result(output)
     return EntryResult(
         target, "ok", None, seconds,
         kernel_name=result.get("kernel_name"), rel_error=result.get("rel_error"),
         params=result.get("params"), environment=result.get("environment") or {},
+        passes=passes_in(output), gpu=where,
     )
 
 
 # ---------------------------------------------------------------- the run directory
-
-
-def git_commit(path: Path | None = None) -> str | None:
-    """The commit of the ncuh checkout, or None when it is not a git work tree."""
-    where = path or Path(__file__).resolve().parents[2]
-    try:
-        completed = subprocess.run(
-            ["git", "-C", str(where), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = completed.stdout.strip()
-    return commit if completed.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else None
-
-
-def _worker(args: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "harness.profile.worker", *args]
-
-
-def _worker_environment() -> dict[str, str]:
-    # A native crash in the worker then leaves a Python traceback in its log.
-    return {**runner_environment(), "PYTHONFAULTHANDLER": "1"}
-
-
-def _worker_result(output: str) -> dict[str, Any] | None:
-    from harness.profile.worker import RESULT_PREFIX
-
-    return _result_line(output, RESULT_PREFIX)
-
-
-def _telling_line(output: str, limit: int = 300) -> str:
-    """The line of a child's output that says what went wrong (a crash names it first)."""
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
-    for prefix in ("Fatal Python error", "ncuh-worker: ", "Traceback"):
-        chosen = next((line for line in lines if line.startswith(prefix)), None)
-        if chosen is not None:
-            break
-    else:
-        chosen = lines[-1] if lines else ""
-    return chosen if len(chosen) <= limit else chosen[: limit - 1] + "…"
-
-
-def _status_text(returncode: int) -> str:
-    if returncode < 0:
-        with contextlib.suppress(ValueError):
-            return f"killed by {signal.Signals(-returncode).name}"
-    return f"exited with status {returncode}"
 
 
 def cupy_installed() -> bool:
@@ -421,120 +368,6 @@ def cupy_installed() -> bool:
     except (ImportError, ValueError):  # a broken or half-imported package
         return False
 
-
-@dataclass
-class PostResult:
-    """What the post-processing children produced, and how long they took."""
-
-    environment: dict[str, Any]
-    metrics: dict[str, Any]
-    git_commit: str | None
-    seconds: float  # both children, start to last finish
-    environment_seconds: float = 0.0
-    metrics_seconds: float = 0.0
-
-
-def _wait_all(jobs: Sequence[Job], started: float) -> list[tuple[int, str, float]]:
-    """Wait for every job at once: (status, output, seconds from `started` to its end) each.
-
-    Each job is waited for on a thread of its own, so that each end is timed where it
-    happens; an interrupt reaches this thread, and the caller then kills every job.
-    """
-    from concurrent.futures import ThreadPoolExecutor
-
-    def wait(job: Job) -> tuple[int, str, float]:
-        status, output = job.wait()
-        return status, output, time.monotonic() - started
-
-    pool = ThreadPoolExecutor(max_workers=len(jobs))
-    try:
-        futures = [pool.submit(wait, job) for job in jobs]
-        return [future.result() for future in futures]
-    finally:
-        # Not waiting for the threads: after an interrupt they end once the caller has
-        # killed their jobs.
-        pool.shutdown(wait=False)
-
-
-def _failure_line(what: str, returncode: int, output: str) -> str:
-    last = _telling_line(output)
-    return f"{what} {_status_text(returncode)}" + (f": {last}" if last else "")
-
-
-def _environment_result(returncode: int, output: str) -> dict[str, Any]:
-    result = _worker_result(output)
-    if returncode == 0 and isinstance(result, dict):
-        return result
-    return {"probe_error": _failure_line("the environment probe", returncode, output)}
-
-
-def _runner_cuda_fields(entries: Sequence[EntryResult]) -> dict[str, Any]:
-    """The first runner's CuPy view of the device (every entry ran on the same one)."""
-    return next((dict(e.environment) for e in entries if e.status == "ok" and e.environment), {})
-
-
-def _merge_environment(probed: dict[str, Any], cuda: dict[str, Any]) -> dict[str, Any]:
-    """The probe's fields, with the runner's CuPy fields first where it has them."""
-    merged = {**probed, **{key: value for key, value in cuda.items() if value is not None}}
-    if "cuda_runtime" in merged or "cuda_driver" in merged:
-        merged["cuda"] = merged.get("cuda_runtime") or merged.get("cuda_driver")
-    return merged
-
-
-def _metrics_result(run_dir: Path, returncode: int, output: str) -> dict[str, Any]:
-    result = _worker_result(output)
-    if returncode == 0 and result is not None:
-        return {"status": "ok", "error": None, "rows": result.get("rows")}
-    (run_dir / METRICS).unlink(missing_ok=True)
-    return {"status": "failed", "error": _failure_line("metrics export", returncode, output)}
-
-
-def post_process(
-    run_dir: Path, entries: Sequence[EntryResult], ncu: Path, spawner: Spawner,
-) -> PostResult:
-    """Environment and metrics.csv from two children at once; never fatal.
-
-    Both are started before either is waited for, so the wall time is the slower of the two
-    (the metrics export, under a second for a 4096 `--set full` report), not their sum. The
-    environment child starts no CUDA: the runners reported CuPy's fields, so it only asks
-    NVML or nvidia-smi (about the runners' device) and ncu. An interrupt stops both process
-    groups before it propagates.
-    """
-    started = time.monotonic()
-    pairs = [f"{e.target.label}={run_dir / e.target.report_name}" for e in entries
-             if e.status == "ok"]
-    cuda = _runner_cuda_fields(entries)
-    probe = ["environment", str(ncu), "--no-cuda"]
-    if cuda.get("pci_bus_id"):
-        probe += ["--pci-bus-id", str(cuda["pci_bus_id"])]
-    logs = run_dir / "logs"
-    logs.mkdir(exist_ok=True)
-    jobs: list[Job] = []
-    try:
-        jobs.append(spawner(_worker(probe), _worker_environment()))
-        jobs.append(spawner(_worker(["metrics", str(run_dir / METRICS), *pairs]),
-                            _worker_environment()))
-        commit = git_commit()  # a few milliseconds, while the children work
-        (environment_status, environment_output, environment_seconds), (
-            metrics_status, metrics_output, metrics_seconds) = _wait_all(jobs, started)
-    except BaseException:
-        for job in jobs:
-            job.kill()
-        raise
-    atomic_write_text(logs / "environment.log", environment_output)
-    atomic_write_text(logs / "metrics.log", metrics_output)
-    environment = _merge_environment(
-        _environment_result(environment_status, environment_output), cuda)
-    environment["ncu_path"] = str(ncu)
-    environment.setdefault("ncu_version", None)
-    return PostResult(
-        environment=environment,
-        metrics=_metrics_result(run_dir, metrics_status, metrics_output),
-        git_commit=commit,
-        seconds=time.monotonic() - started,
-        environment_seconds=environment_seconds,
-        metrics_seconds=metrics_seconds,
-    )
 
 
 def _iso_now() -> str:
@@ -566,10 +399,22 @@ def build_manifest(
         "started_at": started_at,
         "finished_at": finished_at,
         "entries": [entry.manifest() for entry in entries],
+        "gpus": _gpus_used(entries),
         "metrics": metrics,
         "bench": BENCH if bench else None,
         "timings": timings,
+        # Optional: which project the variants came from (writeup reads strategies from it).
+        "project": None if request.program else _project(request).manifest(),
     }
+
+
+def _gpus_used(entries: Sequence[EntryResult]) -> list[dict[str, Any]]:
+    """Each GPU that profiled an entry, once, in the order first used."""
+    seen: dict[str, dict[str, Any]] = {}
+    for entry in entries:
+        if entry.gpu:
+            seen.setdefault(json.dumps(entry.gpu, sort_keys=True), entry.gpu)
+    return list(seen.values())
 
 
 def _resolve_capture(request: ProfileRequest) -> CaptureMode:
@@ -594,6 +439,7 @@ def run_profile(
     *,
     on_start: Callable[[Target, int, int], None] | None = None,
     on_done: Callable[[EntryResult, int, int], None] | None = None,
+    progress: ProgressDisplay | None = None,
     runner: Runner | None = None,
     spawner: Spawner | None = None,
 ) -> ProfileOutcome:
@@ -602,7 +448,7 @@ def run_profile(
     `runner` runs one argv and returns (status, output); `spawner` starts one and returns a
     `Job`. Tests replace them; the defaults are `run_command` and `start_command` (looked up
     at call time so that they can be patched). Given only a `runner`, the post-processing
-    jobs go through it, on threads.
+    jobs go through it, on threads. `progress` shows ncu's pass progress as it comes.
     """
     clock = time.monotonic()
     if runner is None:
@@ -615,47 +461,92 @@ def run_profile(
     ncu = find_ncu()
     if not request.program and not cupy_installed():
         raise NoGpuError(NO_CUPY_HELP)
+    slots = gpu_slots(request)
     plan_ = plan(request, capture=_resolve_capture(request))
     out = request.out.resolve()
-    run_id, final_dir = _unique_run_dir(out, run_id_for(request))
+    run_id, final_dir = _unique_run_dir(out, request.run_id or run_id_for(request))
     started_at = _iso_now()
+    total = len(plan_.targets)
 
-    entries: list[EntryResult] = []
     with terminate_as_interrupt(), atomic_directory(final_dir) as tmp:
-        total = len(plan_.targets)
-        for index, target in enumerate(plan_.targets):
+        # The environment probe starts now, beside the first ncu; each report's export
+        # starts beside its ncu and goes once its ncu is done, beside the next one.
+        post = PostProcessing(tmp, ncu, spawner, metrics_csv=request.metrics_csv)
+        finished = itertools.count(1)  # next() is atomic: slots on several GPUs share it
+
+        def one(index: int, target: Target, slot: Slot) -> EntryResult:
             if on_start:
                 on_start(target, index, total)
-            entry = profile_target(target, ncu, request.settings, tmp, runner)
-            entries.append(entry)
+            if progress:
+                progress.start(target.label, index, total, slot.name, len(slots))
+            output = (lambda text: progress.output(target.label, text)) if progress else None
+            post.prepare(index, target.label, target.report_name)
+            entry = profile_target(target, ncu, request.settings, tmp, runner, gpu=slot.gpu,
+                                   on_output=output)
+            post.entry_done(entry, last=next(finished) == total, index=index)
+            if progress:
+                progress.finish(target.label, entry.status, entry.seconds, entry.passes,
+                                entry.error)
             if on_done:
                 on_done(entry, index, total)
-        post = post_process(tmp, entries, ncu, spawner)
+            return entry
+
+        try:
+            entries = run_queue(plan_.targets, slots, one)
+            ncu_done = time.monotonic()
+            result = post.finish(entries)
+        except BaseException:
+            post.kill()
+            raise
         if request.bench and not request.program:
             # After the children, not beside them: their CPU load would disturb the timings.
             _write_bench(tmp, plan_, request.bench_sizes)
+        _name_gpus(entries, result.gpus)
         timings = {
             "ncu_s": round(sum(entry.seconds for entry in entries), 3),
-            "post_s": round(post.seconds, 3),
-            "post_environment_s": round(post.environment_seconds, 3),
-            "post_metrics_s": round(post.metrics_seconds, 3),
+            "ncu_wall_s": round(ncu_done - clock, 3),
+            "post_s": round(result.seconds, 3),
+            "post_environment_s": round(result.environment_seconds, 3),
+            "post_metrics_s": round(result.metrics_seconds, 3),
             "total_s": round(time.monotonic() - clock, 3),
         }
         manifest = build_manifest(
-            plan_, entries, environment=post.environment, ncu=ncu, run_dir=final_dir,
-            started_at=started_at, finished_at=_iso_now(), metrics=post.metrics,
-            bench=request.bench and not request.program, commit=post.git_commit,
+            plan_, entries, environment=result.environment, ncu=ncu, run_dir=final_dir,
+            started_at=started_at, finished_at=_iso_now(), metrics=result.metrics,
+            bench=request.bench and not request.program, commit=result.git_commit,
             timings=timings,
         )
         atomic_write_text(tmp / MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n")
-    return ProfileOutcome(run_id=run_id, run_dir=final_dir, entries=entries,
-                          metrics_error=post.metrics.get("error"))
+    return ProfileOutcome(run_id=run_id, run_dir=final_dir, entries=list(entries),
+                          metrics_error=result.metrics.get("error"))
+
+
+def gpu_slots(request: ProfileRequest) -> tuple[Slot, ...]:
+    """One slot per GPU asked for with `--gpus`; the default device's one slot otherwise."""
+    if request.gpus is None:
+        return DEFAULT_SLOTS
+    gpus = select_gpus(request.gpus, list_gpus(), allow_mismatch=request.allow_mismatch)
+    return tuple(Slot(gpu) for gpu in gpus)
+
+
+def _name_gpus(entries: Sequence[EntryResult], gpus: Sequence[Gpu]) -> None:
+    """Entries that ran unpinned get the GPU the probe lists at their runner's PCI bus ID."""
+    for entry in entries:
+        if entry.gpu is None and entry.environment:
+            gpu = gpu_for_bus_id(gpus, entry.environment.get("pci_bus_id"))
+            if gpu is not None:
+                entry.gpu = gpu.manifest()
+            elif entry.environment.get("gpu"):
+                entry.gpu = {"name": entry.environment["gpu"],
+                             "pci_bus_id": entry.environment.get("pci_bus_id")}
 
 
 def _write_bench(run_dir: Path, plan_: Plan, bench_sizes: tuple[Shape, ...] = ()) -> None:
-    from harness.bench import run_bench
+    from harness.gpu.bench import run_bench
 
+    project = _project(plan_.request)
     variants = list(dict.fromkeys(t.variant for t in plan_.targets if t.variant))
     # The seed pages' "Benchmark Results" list several sizes while one size is profiled.
     sizes = list(bench_sizes) or list(dict.fromkeys(t.size for t in plan_.targets if t.size))
-    run_bench(variants, sizes, references=True).save(run_dir / BENCH)
+    run_bench(project, variants, [_size(project, s) for s in sizes],
+              references=True).save(run_dir / BENCH)

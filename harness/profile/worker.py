@@ -1,15 +1,19 @@
 """Work `ncuh profile` does in child processes, so the orchestrating process stays small.
 
-    python -m harness.profile.worker environment [NCU] [--no-cuda] [--pci-bus-id ID]
-        one JSON line: the environment (`harness.gpu_env.collect_environment`), with the
+    python -m harness.profile.worker environment [NCU] [--no-cuda] [--pci-bus-id ID] [--list-gpus]
+        one JSON line: the environment (`harness.gpu.env.collect_environment`), with the
         version of the ncu at path NCU (the one that ran), asked once; `--no-cuda` leaves
         CuPy and CUDA alone (the runner reported those fields) and asks NVML or nvidia-smi
-        about the device at bus ID
-    python -m harness.profile.worker metrics OUT.csv LABEL=REPORT [LABEL=REPORT ...]
-        the tidy export of every report, a `label` column first, written atomically
+        about the device at bus ID; `--list-gpus` adds every GPU of the host under `gpus`
+    python -m harness.profile.worker metrics OUT.csv LABEL=REPORT [LABEL=REPORT ...] [--jobs N]
+                                     [--after FILE]
+        the tidy export of every report, a `label` column first, written atomically; with
+        `--after`, started before the report exists: it imports what it needs, then waits for
+        FILE to say `go [JOBS]` (or `skip`)
 
-`ncuh profile` starts both after its ncu runs and runs them at the same time: nothing heavy
-(CuPy, NVML, a second ncu start) waits in front of ncu, and the two overlap each other. The
+`ncuh profile` starts the environment child beside its first ncu and one metrics child per
+report as soon as that report is written (`harness.profile.post`): nothing heavy (CuPy, NVML,
+a second ncu start) waits in front of ncu, and little after it. The
 environment child then starts no CUDA at all: initialising it after ncu was, with CuPy's
 import, the slowest step of post-processing, and the runner under ncu reports those fields.
 
@@ -32,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import NcuhError
 
 if TYPE_CHECKING:
-    from harness.gpu_env import CommandRunner
+    from harness.gpu.env import CommandRunner
 
 RESULT_PREFIX = "ncuh-worker-result: "
 
@@ -47,8 +51,8 @@ def environment(
     of the given ncu rather than of whatever `ncu` is on PATH, and started before CuPy and NVML
     load so that its start-up overlaps theirs.
     """
-    from harness.gpu_env import collect_environment, parse_ncu_version
-    from harness.gpu_env import run_command as default_runner
+    from harness.gpu.env import collect_environment, parse_ncu_version
+    from harness.gpu.env import run_command as default_runner
 
     run = runner or default_runner
     version: concurrent.futures.Future[str | None] | None = None
@@ -133,18 +137,61 @@ def _parser() -> argparse.ArgumentParser:
     env.add_argument("ncu", nargs="?", default=None)
     env.add_argument("--no-cuda", dest="cuda", action="store_false")
     env.add_argument("--pci-bus-id", default=None)
+    env.add_argument("--list-gpus", action="store_true",
+                     help="also list every GPU (nvidia-smi) under 'gpus'")
     export = commands.add_parser("metrics")
     export.add_argument("out", type=Path)
     export.add_argument("pairs", nargs="*", metavar="LABEL=REPORT")
     export.add_argument("--jobs", type=int, default=None,
                         help="processes sharing the export (default: up to 8, one per core)")
+    export.add_argument("--after", type=Path, default=None, metavar="FILE",
+                        help="start now, export once FILE says 'go [JOBS]' ('skip': export "
+                             "nothing)")
     return parser
+
+
+# How often a waiting export looks for its go-ahead: a few milliseconds of latency at most.
+_POLL_S = 0.005
+
+
+def wait_for_go(path: Path) -> tuple[bool, int | None]:
+    """Block until `path` exists; (go?, jobs) from its one line, `go [JOBS]` or `skip`.
+
+    The export is started while ncu still writes its report, so that Python's start and the
+    imports of `ncu_report` are paid beside ncu, not after it; this is how it learns when the
+    report is there (a file, so any way of starting children works). It also gives up when the
+    process that started it is gone.
+    """
+    import time
+
+    parent = os.getppid()
+    while not path.exists():
+        if os.getppid() != parent:
+            raise NcuhError("the profile run that started this export is gone")
+        time.sleep(_POLL_S)
+    words = path.read_text(encoding="utf-8").split()
+    go = bool(words) and words[0] == "go"
+    return go, int(words[1]) if go and len(words) > 1 else None
+
+
+def _prepare_export() -> None:
+    """The imports an export needs, done before its report exists."""
+    from harness.report.ncu_import import import_ncu_report
+    from harness.report.reportfile import export_columns  # noqa: F401
+
+    import_ncu_report()
 
 
 def main(argv: Sequence[str]) -> int:
     args = _parser().parse_args(argv)
     if args.command == "environment":
         found = environment(args.ncu, cuda=args.cuda, pci_bus_id=args.pci_bus_id)
+        if args.list_gpus:
+            from dataclasses import asdict
+
+            from harness.profile.gpus import list_gpus
+
+            found["gpus"] = [asdict(gpu) for gpu in list_gpus()]
         print(RESULT_PREFIX + json.dumps(found, default=str), flush=True)
         return 0
     pairs = []
@@ -152,7 +199,15 @@ def main(argv: Sequence[str]) -> int:
         label, _, report = item.partition("=")
         pairs.append((label, Path(report)))
     try:
-        rows = metrics(args.out, pairs, jobs=args.jobs)
+        jobs = args.jobs
+        if args.after is not None:
+            _prepare_export()
+            go, jobs_now = wait_for_go(args.after)
+            if not go:
+                print(RESULT_PREFIX + json.dumps({"rows": 0, "skipped": True}), flush=True)
+                return 0
+            jobs = jobs_now or jobs
+        rows = metrics(args.out, pairs, jobs=jobs)
     except NcuhError as error:
         print(f"ncuh-worker: {error}", file=sys.stderr, flush=True)
         return 2

@@ -235,7 +235,7 @@ class KernelProfile:
     """Everything ncuh knows about one profiled kernel launch."""
 
     kernel_id: int  # 0-based, report order (ranges, then actions)
-    name: str  # function name, e.g. "sgemm_naive"
+    name: str  # function name, e.g. "my_kernel"
     demangled_name: str
     device: str | None = None  # e.g. "NVIDIA H100 80GB HBM3"
     compute_capability: str | None = None  # e.g. "9.0"

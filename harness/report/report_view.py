@@ -50,7 +50,7 @@ class SectionView:
 class KernelView:
     kernel_id: int
     name: str
-    headline: str  # "sgemm_naive (32, 32, 1)x(32, 32, 1), Context 1, Stream 7, Device 0, CC 9.0"
+    headline: str  # "my_kernel (32, 32, 1)x(32, 32, 1), Context 1, Stream 7, Device 0, CC 9.0"
     sections: tuple[SectionView, ...]
 
 

@@ -39,7 +39,7 @@ class KernelRef:
     """One profiled kernel launch (an ncu_report action) of a loaded report."""
 
     kernel_id: int  # 0-based in report order: ranges, then their actions
-    name: str  # function name, e.g. "sgemm_naive"
+    name: str  # function name, e.g. "my_kernel"
     range_index: int
     action_index: int
     action: Any = field(repr=False, compare=False)  # ncu_report.IAction

@@ -1,0 +1,168 @@
+"""Every GPU of a host: does ncu serialize across GPUs, and how much faster is `--gpus all`?
+
+    python benchmarks/bench_profile_gpus.py --out reports/profile_gpus.json \
+        [--variant register_tiled] [--size 2048] [--all-size 4096] [--set pages]
+
+Needs two GPUs or more of one model.
+
+1. The lock: ncu serializes profiling between processes through `$TMPDIR/nsight-compute-lock`.
+   The same ncu command (ncuh's first command line for --variant at --size) runs twice at once,
+   pinned to GPU 0 and GPU 1: once with one TMPDIR for both (ncu's default), once with one each
+   (what `ncuh profile --gpus` does). Serialized, the pair takes about the sum of the two
+   alone; in parallel, about the longer one.
+2. The chain: `ncuh profile --all --size S --gpus 0` against `--gpus all`. Target: all <= 0.55
+   of one GPU's wall time on two GPUs.
+
+Writes the JSON result to --out and a Markdown table beside it (same name, .md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAIN_TARGET_RATIO = 0.55
+
+
+def _ncuh(args: list[str]) -> list[str]:
+    return [sys.executable, "-m", "harness", "profile", *args]
+
+
+def _gpus() -> list[dict[str, Any]]:
+    sys.path.insert(0, str(ROOT))
+    from harness.profile.gpus import list_gpus
+
+    return [gpu.manifest() for gpu in list_gpus()]
+
+
+def _run_pair(argv: list[str], gpus: list[dict[str, Any]], tmpdirs: list[str],
+              work: Path, tag: str) -> dict[str, Any]:
+    """The same ncu command on two GPUs at once; each one's wall time and the pair's."""
+    processes = []
+    started = time.perf_counter()
+    for index, (gpu, tmpdir) in enumerate(zip(gpus, tmpdirs, strict=True)):
+        command = list(argv)
+        command[command.index("-o") + 1] = str(work / f"{tag}_{index}.ncu-rep")
+        env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu["uuid"], "TMPDIR": tmpdir}
+        processes.append((subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                           stderr=subprocess.DEVNULL, env=env, cwd=ROOT),
+                          time.perf_counter()))
+    each = []
+    for process, begun in processes:
+        process.wait()
+        each.append(round(time.perf_counter() - begun, 2))
+    return {"each_s": each, "pair_s": round(time.perf_counter() - started, 2),
+            "status": [process.returncode for process, _ in processes]}
+
+
+def measure_lock(variant: str, size: int, section_set: str, gpus: list[dict[str, Any]],
+                 work: Path) -> dict[str, Any]:
+    completed = subprocess.run(_ncuh(["--variant", variant, "--size", str(size), "--set",
+                                      section_set, "--out", str(work / "lock")]),
+                               capture_output=True, text=True, cwd=ROOT, check=False)
+    if completed.returncode != 0:
+        raise SystemExit(f"ncuh profile failed:\n{completed.stdout}{completed.stderr}")
+    run_dir = Path(completed.stdout.strip().splitlines()[-1])
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    argv = list(manifest["ncu"]["command_lines"][0])
+    alone = manifest["entries"][0]["seconds"]
+    shared_dir = tempfile.mkdtemp(prefix="ncu-shared-")
+    shared = _run_pair(argv, gpus[:2], [shared_dir, shared_dir], work, "shared")
+    separate = _run_pair(argv, gpus[:2], [tempfile.mkdtemp(prefix="ncu-a-"),
+                                          tempfile.mkdtemp(prefix="ncu-b-")], work, "separate")
+    return {
+        "command": argv, "alone_s": alone, "shared_tmpdir": shared, "separate_tmpdirs": separate,
+        # near 2: the two took turns; near 1: they ran at once
+        "shared_pair_over_alone": round(shared["pair_s"] / alone, 2),
+        "separate_pair_over_alone": round(separate["pair_s"] / alone, 2),
+    }
+
+
+def measure_chain(size: int, section_set: str, gpus_arg: str, work: Path) -> dict[str, Any]:
+    started = time.perf_counter()
+    completed = subprocess.run(_ncuh(["--all", "--size", str(size), "--set", section_set,
+                                      "--gpus", gpus_arg, "--out", str(work / gpus_arg)]),
+                               capture_output=True, text=True, cwd=ROOT, check=False)
+    seconds = time.perf_counter() - started
+    entries = []
+    if completed.returncode in (0, 1):
+        manifest = json.loads((Path(completed.stdout.strip().splitlines()[-1])
+                               / "manifest.json").read_text())
+        entries = [{"label": e["label"], "status": e["status"], "seconds": e["seconds"],
+                    "gpu": (e.get("gpu") or {}).get("index")} for e in manifest["entries"]]
+    return {"gpus": gpus_arg, "wall_s": round(seconds, 1), "exit_status": completed.returncode,
+            "entries": entries, "stderr_tail": completed.stderr[-1500:]}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["# `ncuh profile --gpus`: ncu's lock and the chain on every GPU", "",
+             f"GPUs: {', '.join(g['name'] for g in result['gpus'])}; measured "
+             f"{result['created_at']}.", ""]
+    lock = result.get("lock")
+    if lock:
+        lines += [
+            "## Two ncu processes at once on two GPUs", "",
+            "| TMPDIR | each (s) | pair (s) | pair / one alone |", "|---|---|---|---|",
+            f"| one for both (ncu's default) | {lock['shared_tmpdir']['each_s']} | "
+            f"{lock['shared_tmpdir']['pair_s']} | {lock['shared_pair_over_alone']} |",
+            f"| one per GPU (ncuh --gpus) | {lock['separate_tmpdirs']['each_s']} | "
+            f"{lock['separate_tmpdirs']['pair_s']} | {lock['separate_pair_over_alone']} |",
+            "", f"One alone: {lock['alone_s']} s.", ""]
+    chain = result.get("chain")
+    if chain:
+        lines += [
+            "## The chain", "",
+            f"One GPU {chain['one']['wall_s']} s, every GPU {chain['all']['wall_s']} s: ratio "
+            f"{chain['ratio']} (target <= {CHAIN_TARGET_RATIO}): "
+            f"{'met' if chain['met'] else 'NOT met'}.", ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--variant", default="register_tiled")
+    parser.add_argument("--size", type=int, default=2048)
+    parser.add_argument("--all-size", type=int, default=4096)
+    parser.add_argument("--set", dest="section_set", default="pages")
+    parser.add_argument("--skip-chain", action="store_true")
+    args = parser.parse_args()
+    gpus = _gpus()
+    if len(gpus) < 2:
+        raise SystemExit(f"needs two GPUs; nvidia-smi lists {len(gpus)}")
+    result: dict[str, Any] = {
+        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "gpus": gpus}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+
+    def save() -> None:
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+        args.out.with_suffix(".md").write_text(markdown(result))
+
+    with tempfile.TemporaryDirectory(prefix="ncuh-gpus-") as tmp:
+        work = Path(tmp)
+        result["lock"] = measure_lock(args.variant, args.size, args.section_set, gpus, work)
+        save()
+        if not args.skip_chain:
+            one = measure_chain(args.all_size, args.section_set, "0", work)
+            every = measure_chain(args.all_size, args.section_set, "all", work)
+            ratio = every["wall_s"] / one["wall_s"] if one["wall_s"] else None
+            result["chain"] = {"one": one, "all": every, "ratio": round(ratio, 3) if ratio
+                               else None, "met": ratio is not None
+                               and ratio <= CHAIN_TARGET_RATIO}
+            save()
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

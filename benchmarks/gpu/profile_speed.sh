@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Issue 13 on one GPU (repo root, GPU machine; results under $OUT; about 7 minutes on an H100):
+#  1. overhead: `ncuh profile --variant register_tiled --size 2048` (default `pages` set) against
+#     the same ncu command by hand, 5 alternating repeats, plus `--no-metrics-csv` (target <= 1.03);
+#  2. `ncuh profile --all --size 4096 --set pages`: wall time against the sum of ncu's own times
+#     (target <= 1.01), then the same chain with `--set full`: pages/full wall time (target <= 0.6)
+#     and the pass counts of both;
+#  3. a pages/full fixture pair (register_tiled, 1024) for tests/test_pages_set.py, with ncu's raw
+#     page beside each report, under $OUT/fixtures/ (copy into tests/fixtures/).
+# Writes $OUT/profile_speed.{json,md} and prints a short table last.
+set -uo pipefail
+source benchmarks/gpu/setup_env.sh
+
+log "profile speed (overhead, chain pages vs full, fixture pair)"
+timeout "${SPEED_TIMEOUT_S:-570}" python3 benchmarks/bench_profile_overhead.py \
+    --out "$OUT/profile_speed.json" --variant register_tiled --size "${SIZE:-2048}" --set pages \
+    --repeats "${REPEATS:-5}" --no-metrics-too --skip-post-steps \
+    --all-size "${ALL_SIZE:-4096}" --compare-full \
+    --pair-dir "$OUT/fixtures" --pair-size "${PAIR_SIZE:-1024}" 2>&1 | tail -4
+du -sh "$OUT"/fixtures/* 2>/dev/null
+echo
+cat "$OUT/profile_speed.md" 2>/dev/null | head -60
+echo
+log "summary"
+cat "$OUT/profile_speed_table.txt" 2>/dev/null || echo "no summary: the benchmark did not finish"

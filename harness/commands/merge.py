@@ -1,0 +1,26 @@
+"""`ncuh merge`: join shard run directories (a Slurm job array's tasks) into one run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("shards", nargs=-1, required=True,
+                type=click.Path(path_type=Path), metavar="SHARD...")
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="The merged run directory (must not exist).")
+@click.option("--allow-mismatch", is_flag=True,
+              help="Merge shards of different GPU models, ncu versions or ncu settings.")
+def merge(shards: tuple[Path, ...], out: Path, allow_mismatch: bool) -> None:
+    """Join run directories into one run directory that writeup and diff read.
+
+    Refuses shards profiled on different GPU models or with different ncu versions or
+    settings unless --allow-mismatch; the result appears only when complete.
+    """
+    from harness.profile.merge import merge_runs
+
+    merged = merge_runs(list(shards), out, allow_mismatch=allow_mismatch)
+    click.echo(str(merged))

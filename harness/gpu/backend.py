@@ -1,0 +1,177 @@
+"""Make a variant runnable: compile an NVRTC source, or wrap a Python launcher. Nothing else.
+
+`prepare(project, variant, size, params)` takes parameters already resolved by the caller
+(defaults, `--params`, or a tuning winner: see `harness.gpu.tuning`); it checks them against
+the variant's constraints, compiles the source (NVRTC through CuPy's RawModule, -std=c++17
+-lineinfo, every parameter and every `defines` macro as -D, local `#include "x.cuh"` inlined
+with #line so ncu's source view names the real files) and returns a `Runnable`: call it with
+the inputs to launch the variant once. A `call=` variant's `Runnable` calls the user's
+launcher; the project's reference and limits are wrapped the same way.
+
+CuPy is imported lazily so that `ncuh list` and the CPU tests never need it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import NcuhError
+from harness.gpu.env import require_gpu
+from harness.project import Launch, Project, Size, Variant
+
+# Compiled functions by (source text, options, kernel): NVRTC runs once per configuration per
+# process; CuPy's own disk cache (~/.cupy/kernel_cache) keeps them across processes.
+_MODULES: dict[tuple[str, tuple[str, ...]], Any] = {}
+_INCLUDE = re.compile(r'^#include "([\w./-]+)"\s*$', re.MULTILINE)
+# Dynamic shared memory above this needs the kernel's opt-in attribute.
+DEFAULT_DYNAMIC_SMEM = 48 * 1024
+
+
+def source_text(folder: Path, source: str) -> str:
+    """The CUDA source with local headers inlined (so CuPy's cache key covers them)."""
+    main_text = (folder / source).read_text(encoding="utf-8")
+
+    def inline(match: re.Match[str]) -> str:
+        header_path = folder / match.group(1)
+        if not header_path.is_file():
+            return match.group(0)  # a system or toolkit header: NVRTC finds it
+        # `#pragma once` makes no sense once inlined (NVRTC warns about it in a main file).
+        header = header_path.read_text(encoding="utf-8").replace("#pragma once\n", "")
+        # #line keeps -lineinfo (ncu's source view, the writeup's hot instructions) pointing
+        # at the real file and line, not at CuPy's hashed temporary name.
+        resume = main_text.count("\n", 0, match.end()) + 2
+        return f'#line 1 "{match.group(1)}"\n{header}\n#line {resume} "{source}"'
+
+    return f'#line 1 "{source}"\n' + _INCLUDE.sub(inline, main_text)
+
+
+def macros(variant: Variant, size: Size, params: dict[str, int]) -> dict[str, int]:
+    """Every -D macro: the parameters, then what the variant's `defines` adds for this size."""
+    defined = dict(params)
+    if variant.defines is not None:
+        extra = variant.defines(size, dict(params)) or {}
+        defined.update({str(key): int(value) for key, value in extra.items()})
+    return defined
+
+
+def compile_options(defined: dict[str, int]) -> tuple[str, ...]:
+    """NVRTC options: C++17, line info for ncu's source view, one -D per macro."""
+    return ("--std=c++17", "-lineinfo",
+            *(f"-D{key}={value}" for key, value in sorted(defined.items())))
+
+
+def _first_error(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return next((line for line in lines if "error" in line.lower()), lines[0] if lines else "?")
+
+
+def compile_module(folder: Path, variant: Variant, options: tuple[str, ...]) -> Any:
+    """The CuPy RawModule of `variant`'s source with `options` (cached per process)."""
+    cupy = require_gpu()
+    text = source_text(folder, variant.source or "")
+    key = (text, options)
+    if key not in _MODULES:
+        try:
+            module = cupy.RawModule(code=text, options=options, backend="nvrtc")
+            module.compile()
+        except cupy.cuda.compiler.CompileException as error:
+            raise NcuhError(
+                f"{variant.name} failed to compile with {' '.join(options[2:]) or 'no -D'}: "
+                f"{_first_error(error)}"
+            ) from None
+        _MODULES[key] = module
+    return _MODULES[key]
+
+
+@dataclass
+class Runnable:
+    """A variant (or the reference, or a limit) ready to launch at one size."""
+
+    name: str
+    size: Size
+    params: dict[str, int]  # what it was given (defaults merged with overrides)
+    defines: dict[str, int] = field(default_factory=dict)  # every -D macro it was compiled with
+    kernel_name: str | None = None
+    _launch: Callable[[dict[str, Any]], Any] = field(default=lambda inputs: None, repr=False)
+    _module: Any = field(default=None, repr=False)
+    # Looked up once: a timed launch should pay for the launch, not for finding the function.
+    _functions: dict[str | None, Any] = field(default_factory=dict, repr=False)
+    _opted_in: dict[str | None, int] = field(default_factory=dict, repr=False)
+
+    def __call__(self, inputs: dict[str, Any]) -> None:
+        """Launch once on the current stream (asynchronously)."""
+        self._launch(inputs)
+
+    def function(self, kernel: str | None = None) -> Any:
+        """The compiled `__global__` (registers, spills: `.num_regs`, `.local_size_bytes`)."""
+        if self._module is None:
+            raise NcuhError(f"{self.name} is a Python launcher: no compiled function")
+        name = kernel or self.kernel_name
+        if name not in self._functions:
+            try:
+                self._functions[name] = self._module.get_function(name)
+            except Exception as error:
+                raise NcuhError(f"{self.name}: the source has no __global__ {name!r} "
+                                f"({_first_error(error)})") from None
+        return self._functions[name]
+
+    def opt_in(self, kernel: str | None, shared_mem: int) -> None:
+        """Allow `shared_mem` bytes of dynamic shared memory (needed past 48 KiB)."""
+        name = kernel or self.kernel_name
+        if shared_mem > max(self._opted_in.get(name, 0), DEFAULT_DYNAMIC_SMEM):
+            self.function(name).max_dynamic_shared_size_bytes = shared_mem
+            self._opted_in[name] = shared_mem
+
+    @property
+    def registers(self) -> int | None:
+        return None if self._module is None else int(self.function().num_regs)
+
+    @property
+    def spill_bytes(self) -> int | None:
+        return None if self._module is None else int(self.function().local_size_bytes)
+
+
+def _nvrtc_launcher(variant: Variant, size: Size, params: dict[str, int],
+                    runnable: Runnable) -> Callable[[dict[str, Any]], None]:
+    def launch(inputs: dict[str, Any]) -> None:
+        planned = variant.launch(size, dict(params), inputs)  # type: ignore[misc]
+        launches = planned if isinstance(planned, (list, tuple)) else [planned]
+        for one in launches:
+            one = Launch.coerce(one)
+            function = runnable.function(one.kernel)
+            runnable.opt_in(one.kernel, one.shared_mem)
+            function(tuple(one.grid), tuple(one.block), tuple(one.args),
+                     shared_mem=one.shared_mem)
+
+    return launch
+
+
+def prepare(project: Project, variant: Variant | str, size: Size,
+            params: dict[str, Any] | None = None) -> Runnable:
+    """Check, compile (cached) and return `variant` for `size` with `params` (resolved by the
+    caller; None means the defaults). Invalid parameters raise `NcuhError` and sizes the
+    variant cannot take `UnsupportedShapeError`, both before compiling; no GPU, `NoGpuError`.
+    """
+    variant = project.resolve(variant)
+    merged = project.check_params(variant, params, size)
+    require_gpu()
+    if variant.call is not None:
+        call = variant.call
+        return Runnable(variant.name, size, merged, kernel_name=variant.kernel,
+                        _launch=lambda inputs: call(inputs, size, dict(merged)))
+    defined = macros(variant, size, merged)
+    module = compile_module(project.folder, variant, compile_options(defined))
+    runnable = Runnable(variant.name, size, merged, defined, variant.kernel, _module=module)
+    runnable.function()  # a missing __global__ is this variant's compile error
+    runnable._launch = _nvrtc_launcher(variant, size, merged, runnable)
+    return runnable
+
+
+def prepare_call(name: str, call: Callable[..., Any], size: Size) -> Runnable:
+    """The project's reference or a limit: `call(inputs, size)` launches it once."""
+    require_gpu()
+    return Runnable(name, size, {}, _launch=lambda inputs: call(inputs, size))

@@ -1,0 +1,19 @@
+"""What the runner and `ncuh profile` agree on: the NVTX range name, the runner's failure
+prefix, its no-GPU exit status and its result line. Defined here, on the run side, and read by
+the profile side (`harness.profile.ncu_command`, `harness.profile.ncu_errors`)."""
+
+from __future__ import annotations
+
+# Prefix of the NVTX range the runner pushes around the one launch ncu must capture.
+RANGE_PREFIX = "ncuh-"
+# The runner reports its own failures as one line with this prefix.
+RUNNER_PREFIX = "ncuh-runner: "
+# A runner exit status that means "this machine has no GPU", not "this variant is broken".
+RUNNER_NO_GPU_EXIT = 3
+# The runner prints one line with this prefix on success: what it ran, for the manifest.
+RESULT_PREFIX = "ncuh-runner-result: "
+
+
+def runner_range(label: str) -> str:
+    """Name of the NVTX push/pop range around the profiled launch of entry `label`."""
+    return f"{RANGE_PREFIX}{label}"

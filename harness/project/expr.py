@@ -1,0 +1,63 @@
+"""Work-model expressions such as `2*M*N*K` or `4*(M*K + K*N + 2*M*N)`, evaluated safely.
+
+Only integer literals, the project's dimension names and + - * / // ** and parentheses are
+allowed; the expression is parsed with `ast` and checked node by node when the project is
+loaded, so a typo is refused before any GPU work and nothing is ever `eval`-ed.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Mapping, Sequence
+
+_BINARY: dict[type, Callable[[float, float], float]] = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.FloorDiv: operator.floordiv,
+    ast.Pow: operator.pow,
+}
+
+
+def compile_expression(text: str, names: Sequence[str]) -> ast.expr:
+    """The checked tree of `text`; ValueError saying what is not allowed."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError as error:
+        raise ValueError(f"{text!r} is not an expression ({error.msg})") from None
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Expression, ast.operator, ast.unaryop, ast.expr_context)):
+            continue
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            continue
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.UAdd, ast.USub)):
+            continue
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            if node.id not in names:
+                raise ValueError(
+                    f"{text!r} names {node.id!r}, which is not a dimension "
+                    f"({', '.join(names)})"
+                )
+            continue
+        raise ValueError(
+            f"{text!r}: only numbers, dimension names, + - * / // ** and parentheses are allowed"
+        )
+    return tree.body
+
+
+def evaluate(tree: ast.expr, values: Mapping[str, int]) -> float:
+    """The value of a checked tree for one size."""
+    if isinstance(tree, ast.Constant):
+        return tree.value
+    if isinstance(tree, ast.Name):
+        return values[tree.id]
+    if isinstance(tree, ast.UnaryOp):
+        operand = evaluate(tree.operand, values)
+        return -operand if isinstance(tree.op, ast.USub) else operand
+    if isinstance(tree, ast.BinOp):
+        return _BINARY[type(tree.op)](evaluate(tree.left, values), evaluate(tree.right, values))
+    raise ValueError(f"unexpected node {type(tree).__name__}")  # compile_expression refused it

@@ -1,0 +1,418 @@
+"""Find a project file, read it, and check everything in it before any GPU work.
+
+Where the project comes from, first match wins: `--project PATH` (a file or its folder),
+`$NCUH_PROJECT`, an `ncuh.toml` (or a `pyproject.toml` with `[tool.ncuh]`) in the current
+directory or any parent, and finally the bundled default project.
+
+Every problem is a `ProjectError` (exit 2) of one line that names the file, the key and what
+was expected: TOML syntax, empty or binary files, unknown keys and wrong types (the pydantic
+schema), user modules that are missing or fail to import (with their error), callables that
+do not exist, expressions that are not arithmetic on the dims, a `previous` that names no
+variant, cycles, duplicate names, and default parameters that the variant's own
+`constraints` refuse.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import sys
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.errors import BadSizeError, ProjectError
+from harness.project.expr import compile_expression, evaluate
+from harness.project.model import Limit, Project, Reference, Variant
+from harness.project.schema import ProjectFile, VariantTable, describe_error
+from harness.project.size import Size, parse_size
+
+try:  # Python 3.11+
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+PROJECT_FILE = "ncuh.toml"
+PYPROJECT = "pyproject.toml"
+PROJECT_ENV = "NCUH_PROJECT"
+DEFAULT_PROJECT = "sgemm"  # the bundled project used when no other is found
+
+
+def bundled_dir() -> Path:
+    """The bundled projects: `kernels/` in a checkout, the `harness.kernels` package installed."""
+    checkout = Path(__file__).resolve().parents[2] / "kernels"
+    if (checkout / DEFAULT_PROJECT / PROJECT_FILE).is_file():
+        return checkout
+    return Path(str(resources.files("harness.kernels")))
+
+
+def default_project_path() -> Path:
+    return bundled_dir() / DEFAULT_PROJECT / PROJECT_FILE
+
+
+def _has_tool_table(path: Path) -> bool:
+    try:
+        return "ncuh" in tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+
+
+def _file_in(folder: Path) -> Path | None:
+    if (folder / PROJECT_FILE).is_file():
+        return folder / PROJECT_FILE
+    if (folder / PYPROJECT).is_file() and _has_tool_table(folder / PYPROJECT):
+        return folder / PYPROJECT
+    return None
+
+
+def find_project(explicit: Path | str | None = None, cwd: Path | None = None) -> Path:
+    """The project file to use (see the module docstring for the order)."""
+    named = explicit if explicit is not None else os.environ.get(PROJECT_ENV) or None
+    if named is not None:
+        path = Path(named).expanduser()
+        origin = "--project" if explicit is not None else f"${PROJECT_ENV}"
+        if path.is_dir():
+            found = _file_in(path)
+            if found is None:
+                raise ProjectError(
+                    f"{path}: no {PROJECT_FILE} (or {PYPROJECT} with [tool.ncuh]) in this "
+                    f"folder ({origin})"
+                )
+            return found.resolve()
+        if not path.exists():
+            raise ProjectError(f"{path}: no such project file or folder ({origin})")
+        return path.resolve()
+    here = (cwd or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        found = _file_in(folder)
+        if found is not None:
+            return found
+    return default_project_path()
+
+
+# ---------------------------------------------------------------------------------- reading
+
+
+def _read_table(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise ProjectError(f"{path}: a folder, not a project file") from None
+    except OSError as error:
+        raise ProjectError(f"{path}: cannot be read ({error.strerror or error})") from None
+    if not raw.strip():
+        raise ProjectError(f"{path}: empty file; expected a TOML project file with [project], "
+                           "[problem] and [[variant]] tables")
+    if b"\x00" in raw:
+        raise ProjectError(f"{path}: a binary file, not a TOML project file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ProjectError(f"{path}: not UTF-8 text, not a TOML project file") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise ProjectError(f"{path}: TOML syntax error: {error}") from None
+    if path.name == PYPROJECT:
+        table = data.get("tool", {}).get("ncuh")
+        if not isinstance(table, dict):
+            raise ProjectError(f"{path}: no [tool.ncuh] table")
+        return table
+    return data
+
+
+def _callable_finder(path: Path, folder: Path, default_module: str | None) -> Callable:
+    modules: dict[str, Any] = {}
+
+    def module(name: str, where: str) -> Any:
+        if name not in modules:
+            modules[name] = _import(name, folder, f"{path}: {where}")
+        return modules[name]
+
+    def find(spec: str, where: str) -> Callable[..., Any]:
+        if ":" in spec:
+            module_name, attribute = spec.split(":", 1)
+        elif default_module:
+            module_name, attribute = default_module, spec
+        else:
+            raise ProjectError(
+                f"{path}: {where}: {spec!r} names no module; write 'module:{spec}' or set "
+                "[project] module"
+            )
+        found = getattr(module(module_name, where), attribute, None)
+        if not callable(found):
+            raise ProjectError(
+                f"{path}: {where}: module {module_name!r} has no callable {attribute!r}"
+            )
+        return found
+
+    return find
+
+
+def _import(name: str, folder: Path, where: str) -> Any:
+    """Import the user's module from the project folder (first on sys.path)."""
+    text = str(folder)
+    if text in sys.path:
+        sys.path.remove(text)
+    sys.path.insert(0, text)
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        origin = getattr(loaded, "__file__", None)
+        if origin and Path(origin).resolve().parent == folder:
+            return loaded
+        # Another project's module of the same name: this project's file must win.
+        for key in [k for k in sys.modules if k == name or k.startswith(name + ".")]:
+            del sys.modules[key]
+    importlib.invalidate_caches()
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name == name.split(".")[0] or error.name == name:
+            raise ProjectError(
+                f"{where}: module {name!r} not found in {folder} ({error})"
+            ) from None
+        raise ProjectError(f"{where}: module {name!r} failed to import: {_one_line(error)}") \
+            from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as error:
+        raise ProjectError(f"{where}: module {name!r} failed to import: {_one_line(error)}") \
+            from None
+
+
+def _one_line(error: BaseException, folder: Path | None = None) -> str:
+    """`Type: message (file line N)`, the line being the deepest one in the user's folder."""
+    text = " ".join(str(error).split())
+    tb = error.__traceback__
+    line = ""
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not filename.startswith("<") and (folder is None or Path(filename).resolve()
+                                              .is_relative_to(folder)):
+            line = f" ({Path(filename).name} line {tb.tb_lineno})"
+        tb = tb.tb_next
+    return f"{type(error).__name__}: {text}{line}" if text else f"{type(error).__name__}{line}"
+
+
+# ---------------------------------------------------------------------------------- checking
+
+
+def _work_model(path: Path, key: str, spec: str | None, dims: Sequence[str],
+                find: Callable) -> Callable[[Size], float] | None:
+    if spec is None:
+        return None
+    if re.fullmatch(r"([A-Za-z_][\w.]*:)?[A-Za-z_]\w*", spec.strip()) and spec.strip() not in dims:
+        function = find(spec.strip(), f"key {key!r}")
+        return lambda size: float(function(size))
+    try:
+        tree = compile_expression(spec, dims)
+    except ValueError as error:
+        raise ProjectError(f"{path}: key {key!r}: {error}") from None
+    return lambda size: float(evaluate(tree, size.as_dict()))
+
+
+def _size(path: Path, key: str, text: str, dims: Sequence[str]) -> Size:
+    try:
+        return parse_size(text, dims)
+    except BadSizeError as error:
+        raise ProjectError(f"{path}: key {key!r}: {error}") from None
+
+
+def _strategy(path: Path, folder: Path, where: str, text: str) -> str:
+    stripped = text.strip()
+    if re.fullmatch(r"[\w./-]+\.md", stripped):
+        file = folder / stripped
+        if not file.is_file():
+            raise ProjectError(f"{path}: {where}: key 'strategy': file {stripped!r} not found "
+                               f"in {folder} (a relative .md path, or inline Markdown)")
+        return file.read_text(encoding="utf-8").strip()
+    return stripped
+
+
+def _previous_links(path: Path, tables: Sequence[VariantTable]) -> list[str | None]:
+    names = [table.name for table in tables]
+    seen: set[str] = set()
+    for index, name in enumerate(names):
+        if name in seen:
+            raise ProjectError(f"{path}: [[variant]] #{index + 1}: key 'name': duplicate name "
+                               f"{name!r} (each variant needs its own name)")
+        seen.add(name)
+    links: list[str | None] = []
+    for index, table in enumerate(tables):
+        if table.previous is None:
+            links.append(names[index - 1] if index > 0 else None)
+        elif table.previous == "":
+            links.append(None)
+        elif table.previous not in seen:
+            raise ProjectError(
+                f"{path}: [[variant]] #{index + 1} ({table.name!r}): key 'previous': "
+                f"{table.previous!r} is not a variant (expected one of: {', '.join(names)}, "
+                "or \"\" for none)"
+            )
+        elif table.previous == table.name:
+            raise ProjectError(f"{path}: [[variant]] #{index + 1} ({table.name!r}): key "
+                               "'previous': a variant cannot be its own previous")
+        else:
+            links.append(table.previous)
+    by_name = dict(zip(names, links, strict=True))
+    for start in names:
+        walked = [start]
+        current = by_name[start]
+        while current is not None:
+            if current in walked:
+                cycle = " -> ".join([*walked[walked.index(current):], current])
+                index = names.index(start)
+                raise ProjectError(f"{path}: [[variant]] #{index + 1} ({start!r}): key "
+                                   f"'previous': a cycle ({cycle}); the chain must end")
+            walked.append(current)
+            current = by_name[current]
+    return links
+
+
+def _variants(path: Path, folder: Path, tables: Sequence[VariantTable], find: Callable,
+              profile_size: Size) -> tuple[Variant, ...]:
+    links = _previous_links(path, tables)
+    variants = []
+    for index, table in enumerate(tables):
+        where = f"[[variant]] #{index + 1} ({table.name!r})"
+        if table.source is not None and not (folder / table.source).is_file():
+            raise ProjectError(f"{path}: {where}: key 'source': file {table.source!r} not found "
+                               f"in {folder}")
+
+        def get(key: str, table: VariantTable = table, where: str = where) -> Any:
+            spec = getattr(table, key)
+            return None if spec is None else find(spec, f"{where}: key {key!r}")
+
+        variant = Variant(
+            name=table.name,
+            iteration=index,
+            title=table.title or table.name.replace("_", " ").capitalize(),
+            previous=links[index],
+            strategy=_strategy(path, folder, where, table.strategy),
+            params=dict(table.params),
+            tunable={key: list(values) for key, values in table.tunable.items()},
+            source=table.source,
+            kernel=table.kernel,
+            launch=get("launch"),
+            defines=get("defines"),
+            call=get("call"),
+            capture=table.capture,
+            constraints=get("constraints"),
+        )
+        if variant.constraints is not None:
+            try:
+                problems = list(variant.constraints(None, dict(variant.params)) or [])
+                if not problems:
+                    problems = list(variant.constraints(profile_size, dict(variant.params))
+                                    or [])
+            except Exception as error:  # the user's check itself is broken
+                raise ProjectError(f"{path}: {where}: key 'constraints' raised "
+                                   f"{_one_line(error)}") from None
+            if problems:
+                raise ProjectError(f"{path}: {where}: key 'params': invalid defaults: "
+                                   f"{'; '.join(map(str, problems))}")
+        variants.append(variant)
+    return tuple(variants)
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_") or "reference"
+
+
+def load_project(path: Path | str) -> Project:
+    """Read and check the project file at `path` (an ncuh.toml or a pyproject.toml, or the
+    folder that holds one)."""
+    path = Path(path)
+    path = (find_project(path) if path.is_dir() else path).resolve()
+    folder = path.parent
+    data = _read_table(path)
+    try:
+        spec = ProjectFile.model_validate(data)
+    except ValidationError as error:
+        raise ProjectError(f"{path}: {describe_error(error, data)}") from None
+    problem = spec.problem
+    dims = tuple(problem.dims)
+    if len(set(dims)) != len(dims):
+        raise ProjectError(f"{path}: key 'problem.dims': duplicate dimension names {list(dims)}")
+    default_sizes = tuple(dict.fromkeys(
+        _size(path, "problem.default_sizes", text, dims) for text in problem.default_sizes))
+    profile_size = (_size(path, "problem.profile_size", problem.profile_size, dims)
+                    if problem.profile_size else default_sizes[-1])
+    extra = [name for name in problem.poison or [] if name not in problem.outputs]
+    if extra:
+        raise ProjectError(f"{path}: key 'problem.poison': {extra[0]!r} is not in "
+                           f"problem.outputs ({', '.join(problem.outputs)})")
+    find = _callable_finder(path, folder, spec.project.module)
+    if isinstance(problem.tolerance, str):
+        tolerance_function = find(problem.tolerance, "key 'problem.tolerance'")
+
+        def tolerance(size: Size) -> float:
+            return float(tolerance_function(size))
+    else:
+        fixed = float(problem.tolerance)
+
+        def tolerance(size: Size) -> float:
+            return fixed
+
+    reference = None
+    if spec.reference is not None:
+        reference = Reference(
+            name=spec.reference.name, key=_key(spec.reference.name),
+            call=find(spec.reference.call, "[reference]: key 'call'"),
+            strategy=spec.reference.strategy.strip(),
+        )
+    limits = tuple(
+        Limit(name=table.name, key=_key(table.name),
+              call=find(table.call, f"[[limit]] #{i + 1}: key 'call'"),
+              bytes=_work_model(path, f"limit.{i + 1}.bytes", table.bytes, dims, find))  # type: ignore[arg-type]
+        for i, table in enumerate(spec.limit)
+    )
+    variants = _variants(path, folder, spec.variant, find, profile_size)
+    taken = {v.name for v in variants}
+    for other in ([reference] if reference else []) + list(limits):
+        if other.key in taken:
+            raise ProjectError(f"{path}: {other.name!r} ({other.key}) has the name of a variant "
+                               "or another reference; give it its own name")
+        taken.add(other.key)
+    return Project(
+        name=spec.project.name,
+        description=spec.project.description,
+        path=path,
+        folder=folder,
+        dims=dims,
+        default_sizes=default_sizes,
+        profile_size=profile_size,
+        inputs=find(problem.inputs, "key 'problem.inputs'"),
+        outputs=tuple(problem.outputs),
+        poison=tuple(problem.outputs if problem.poison is None else problem.poison),
+        expected=find(problem.expected, "key 'problem.expected'"),
+        tolerance=tolerance,
+        compare=problem.compare,
+        rtol=float(problem.rtol),
+        atol=float(problem.atol),
+        flops=_work_model(path, "problem.flops", problem.flops, dims, find),
+        bytes=_work_model(path, "problem.bytes", problem.bytes, dims, find),
+        reference=reference,
+        limits=limits,
+        variants=variants,
+    )
+
+
+_CACHE: dict[tuple[Path, int], Project] = {}
+
+
+def open_project(explicit: Path | str | None = None) -> Project:
+    """The project a command works on (found as `find_project` says), loaded once per process."""
+    path = find_project(explicit)
+    try:
+        stamp = path.stat().st_mtime_ns
+    except OSError:
+        stamp = 0
+    key = (path, stamp)
+    if key not in _CACHE:
+        _CACHE[key] = load_project(path)
+    return _CACHE[key]

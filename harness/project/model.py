@@ -1,0 +1,251 @@
+"""A loaded project: the problem, its reference, its practical limits and the chain of variants.
+
+These records are what every command works on; `harness.project.loader` builds them from a
+project file. Callables are the user's own functions, already imported and checked to exist.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import NcuhError, UnknownVariantError, UnsupportedShapeError
+from harness.project.size import Size, parse_size, parse_sizes
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One kernel launch of an NVRTC variant, as its `launch` callable describes it.
+
+    `shared_mem` is dynamic shared memory in bytes (over 48 KiB opts in); `kernel` names
+    another `__global__` of the same source (default: the variant's `kernel`).
+    """
+
+    grid: tuple[int, ...]
+    block: tuple[int, ...]
+    args: tuple[Any, ...]
+    shared_mem: int = 0
+    kernel: str | None = None
+
+    @classmethod
+    def coerce(cls, value: Launch | dict[str, Any]) -> Launch:
+        """A `Launch`, or a plain dict with the same keys."""
+        if isinstance(value, Launch):
+            return value
+        if isinstance(value, dict):
+            unknown = set(value) - {"grid", "block", "args", "shared_mem", "kernel"}
+            if unknown:
+                raise NcuhError(f"a launch dict has unknown keys {sorted(unknown)}")
+            return cls(
+                grid=tuple(value["grid"]), block=tuple(value["block"]),
+                args=tuple(value.get("args", ())), shared_mem=int(value.get("shared_mem", 0)),
+                kernel=value.get("kernel"),
+            )
+        raise NcuhError(f"a launch must be a Launch or a dict, got {type(value).__name__}")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One iteration of a project's chain."""
+
+    name: str
+    iteration: int
+    title: str
+    previous: str | None
+    strategy: str = field(repr=False)
+    params: dict[str, int] = field(hash=False, default_factory=dict)
+    tunable: dict[str, list[int]] = field(hash=False, default_factory=dict)
+    source: str | None = None  # NVRTC: file relative to the project folder
+    kernel: str | None = None  # NVRTC: the __global__ name
+    launch: Callable[..., Any] | None = field(default=None, repr=False, hash=False)
+    defines: Callable[..., Any] | None = field(default=None, repr=False, hash=False)
+    call: Callable[..., Any] | None = field(default=None, repr=False, hash=False)
+    capture: str | None = None  # the ncu -k filter; default: the kernel's exact name
+    constraints: Callable[..., Any] | None = field(default=None, repr=False, hash=False)
+
+    @property
+    def kernel_name(self) -> str | None:
+        """The kernel ncu captures, by name where there is one (writeup's page filter)."""
+        return self.kernel
+
+    @property
+    def capture_filter(self) -> str:
+        """ncu's `-k` argument for this variant: `capture`, else the kernel's exact name."""
+        if self.capture:
+            return self.capture
+        return f"regex:^{self.kernel}$"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form `ncuh list --format json` prints."""
+        return {
+            "name": self.name,
+            "iteration": self.iteration,
+            "title": self.title,
+            "previous": self.previous,
+            "source": self.source,
+            "kernel_name": self.kernel,
+            "launcher": "nvrtc" if self.source else "python",
+            "capture": self.capture_filter,
+            "params": dict(self.params),
+            "tunable": {key: list(values) for key, values in self.tunable.items()},
+            "strategy": self.strategy,
+        }
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The library every speedup is against (its results are stored under `key`)."""
+
+    name: str  # as the tables show it, e.g. the library's name
+    key: str  # its name in bench.json: the display name, lower-case
+    call: Callable[..., Any] = field(repr=False)
+    strategy: str = ""
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A practical ceiling timed beside the variants (a device copy of the same bytes)."""
+
+    name: str
+    key: str
+    call: Callable[..., Any] = field(repr=False)
+    bytes: Callable[[Size], float] = field(repr=False)
+
+
+@dataclass(frozen=True)
+class Project:
+    """A whole project file, loaded and checked."""
+
+    name: str
+    description: str
+    path: Path  # the project file
+    folder: Path  # paths and modules are relative to it
+    dims: tuple[str, ...]
+    default_sizes: tuple[Size, ...]
+    profile_size: Size
+    inputs: Callable[..., Any] = field(repr=False)
+    outputs: tuple[str, ...] = ()
+    poison: tuple[str, ...] = ()
+    expected: Callable[..., Any] | None = field(default=None, repr=False)
+    tolerance: Callable[[Size], float] = field(default=lambda size: 1e-4, repr=False)
+    compare: str = "relative_frobenius"
+    rtol: float = 1e-5
+    atol: float = 1e-8
+    flops: Callable[[Size], float] | None = field(default=None, repr=False)
+    bytes: Callable[[Size], float] | None = field(default=None, repr=False)
+    reference: Reference | None = None
+    limits: tuple[Limit, ...] = ()
+    variants: tuple[Variant, ...] = ()
+
+    # ------------------------------------------------------------------ the chain
+
+    @property
+    def names(self) -> list[str]:
+        return [variant.name for variant in self.variants]
+
+    def variant(self, name: str) -> Variant:
+        """The variant called `name`; `UnknownVariantError` listing the valid names."""
+        for variant in self.variants:
+            if variant.name == name:
+                return variant
+        raise UnknownVariantError(
+            f"unknown variant {name!r}; known variants: {', '.join(self.names)}"
+        )
+
+    def resolve(self, variant: Variant | str) -> Variant:
+        return self.variant(variant) if isinstance(variant, str) else variant
+
+    @property
+    def baseline(self) -> Variant:
+        """The first variant: the chain's "vs naive" column."""
+        return self.variants[0]
+
+    def ordered(self, variants: Sequence[Variant]) -> list[Variant]:
+        """Chain order, duplicates removed."""
+        order = {name: index for index, name in enumerate(self.names)}
+        unique = {v.name: v for v in variants}
+        return sorted(unique.values(), key=lambda v: order.get(v.name, len(order)))
+
+    def with_previous(self, variants: Sequence[Variant]) -> list[Variant]:
+        """`variants` plus the baseline and each one's previous iteration, in chain order."""
+        chosen = {v.name: v for v in variants}
+        for name in [self.baseline.name, *(v.previous for v in variants if v.previous)]:
+            if name and name not in chosen:
+                chosen[name] = self.variant(name)
+        return self.ordered(list(chosen.values()))
+
+    # ------------------------------------------------------------------ sizes
+
+    def parse_size(self, text: str) -> Size:
+        return parse_size(text, self.dims)
+
+    def parse_sizes(self, text: str) -> list[Size]:
+        return parse_sizes(text, self.dims)
+
+    def size(self, values: Sequence[int] | Size) -> Size:
+        if isinstance(values, Size):
+            return values
+        values = [int(v) for v in values]
+        if len(values) == 1 and len(self.dims) > 1:
+            values *= len(self.dims)
+        return Size(self.dims, values)
+
+    # ------------------------------------------------------------------ parameters
+
+    def effective_params(self, variant: Variant, params: dict[str, Any] | None) -> dict[str, int]:
+        """The variant's defaults overridden by `params` (unknown names kept, for checking)."""
+        merged = dict(variant.params)
+        if params:
+            merged.update({key: int(value) for key, value in params.items()})
+        return merged
+
+    def problems(
+        self, variant: Variant | str, params: dict[str, Any] | None, size: Size | None
+    ) -> list[str]:
+        """Every reason why `params` (overrides of the defaults) cannot run at `size`."""
+        variant = self.resolve(variant)
+        merged = self.effective_params(variant, params)
+        takes = ", ".join(variant.params) or "none"
+        unknown = [f"unknown parameter {key!r} for {variant.name} (takes {takes})"
+                   for key in merged if key not in variant.params]
+        if unknown or variant.constraints is None:
+            return unknown
+        found = variant.constraints(size, dict(merged))
+        return [str(problem) for problem in (found or [])]
+
+    def check_params(
+        self, variant: Variant | str, params: dict[str, Any] | None, size: Size | None = None
+    ) -> dict[str, int]:
+        """The effective parameters; `NcuhError` naming every problem otherwise.
+
+        Problems of the parameters alone are `NcuhError`; problems that appear only at this
+        size are `UnsupportedShapeError` (a size the variant cannot take).
+        """
+        variant = self.resolve(variant)
+        merged = self.effective_params(variant, params)
+        general = self.problems(variant, params, None)
+        if general:
+            raise NcuhError(f"invalid parameters for {variant.name}: {'; '.join(general)}")
+        if size is not None:
+            sized = self.problems(variant, params, size)
+            if sized:
+                raise UnsupportedShapeError(f"{variant.name} {size}: {'; '.join(sized)}")
+        return merged
+
+    def tolerance_at(self, size: Size) -> float:
+        return float(self.tolerance(size))
+
+    def manifest(self) -> dict[str, Any]:
+        """The `project` block of manifest.json and bench.json."""
+        return {
+            "name": self.name,
+            "path": str(self.path),
+            "description": self.description,
+            "dims": list(self.dims),
+            "reference": self.reference.key if self.reference else None,
+            "reference_name": self.reference.name if self.reference else None,
+            "baseline": self.baseline.name,
+            "baseline_title": self.baseline.title,
+        }

@@ -1,0 +1,219 @@
+"""The shape of a project file, as pydantic models: unknown keys are refused, types are strict.
+
+`ncuh.toml` (or the `[tool.ncuh]` table of a `pyproject.toml`) is validated against
+`ProjectFile`; `describe_error` turns pydantic's first complaint into one line naming the key
+and what was expected. What the schema cannot see (callables, files, the chain's links) is
+checked by `harness.project.loader`.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
+
+ProjectName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+Identifier = Annotated[StrictStr, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
+VariantName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_]+$")]
+CallableName = Annotated[StrictStr, Field(pattern=r"^([A-Za-z_][\w.]*:)?[A-Za-z_]\w*$")]
+NonEmpty = Annotated[StrictStr, Field(min_length=1)]
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ProjectTable(_Table):
+    name: ProjectName
+    description: StrictStr = ""
+    module: Identifier | None = None
+
+
+class ProblemTable(_Table):
+    dims: Annotated[list[Identifier], Field(min_length=1)]
+    default_sizes: Annotated[list[NonEmpty], Field(min_length=1)] = ["1024"]
+    profile_size: NonEmpty | None = None
+    inputs: CallableName
+    outputs: Annotated[list[Identifier], Field(min_length=1)]
+    poison: list[Identifier] | None = None
+    expected: CallableName
+    tolerance: Annotated[StrictFloat | StrictInt, Field(gt=0)] | CallableName = 1e-4
+    compare: Literal["relative_frobenius", "max_abs", "allclose"] = "relative_frobenius"
+    rtol: Annotated[StrictFloat | StrictInt, Field(ge=0)] = 1e-5
+    atol: Annotated[StrictFloat | StrictInt, Field(ge=0)] = 1e-8
+    flops: NonEmpty | None = None
+    bytes: NonEmpty | None = None
+
+
+class ReferenceTable(_Table):
+    name: NonEmpty
+    call: CallableName
+    strategy: StrictStr = ""
+
+
+class LimitTable(_Table):
+    name: NonEmpty
+    call: CallableName
+    bytes: NonEmpty
+
+
+class VariantTable(_Table):
+    name: VariantName
+    title: NonEmpty | None = None
+    previous: StrictStr | None = None
+    strategy: StrictStr = ""
+    source: NonEmpty | None = None
+    kernel: Identifier | None = None
+    launch: CallableName | None = None
+    defines: CallableName | None = None
+    call: CallableName | None = None
+    capture: NonEmpty | None = None
+    params: dict[Identifier, StrictInt] = {}
+    tunable: dict[Identifier, Annotated[list[StrictInt], Field(min_length=1)]] = {}
+    constraints: CallableName | None = None
+
+    @model_validator(mode="after")
+    def _one_way_to_launch(self) -> VariantTable:
+        if self.source is not None and self.call is not None:
+            raise ValueError("give either source= (NVRTC) or call= (a Python launcher), not both")
+        if self.source is None and self.call is None:
+            raise ValueError("missing key 'source' (a .cu file) or 'call' (a Python launcher)")
+        if self.source is not None:
+            missing = [key for key in ("kernel", "launch") if getattr(self, key) is None]
+            if missing:
+                raise ValueError(f"missing key {missing[0]!r}, needed with source=")
+        elif self.defines is not None or self.kernel is not None or self.launch is not None:
+            raise ValueError("kernel=, launch= and defines= go with source=, not with call=")
+        elif self.capture is None:
+            raise ValueError("missing key 'capture' (the ncu -k filter), needed with call=")
+        unknown = [key for key in self.tunable if key not in self.params]
+        if unknown:
+            raise ValueError(
+                f"tunable {unknown[0]!r} has no default in params (params = {{ {unknown[0]} = "
+                "... }} expected)"
+            )
+        return self
+
+
+class ProjectFile(_Table):
+    project: ProjectTable
+    problem: ProblemTable
+    reference: ReferenceTable | None = None
+    limit: list[LimitTable] = []
+    variant: Annotated[list[VariantTable], Field(min_length=1)]
+
+
+_TABLES = {"variant": "[[variant]]", "limit": "[[limit]]"}
+_UNION_TAGS = ("float", "int", "str", "constrained-str", "function-after", "bool")
+
+
+def _expected(error: dict) -> str:
+    kind = error["type"]
+    context = error.get("ctx") or {}
+    if kind == "missing":
+        return "missing"
+    if kind == "extra_forbidden":
+        return "unknown key"
+    if kind == "string_pattern_mismatch":
+        if "[A-Za-z_][\\w.]*:" in str(context.get("pattern")):
+            return "expected a callable name (function or module:function)"
+        return f"expected a name matching {context.get('pattern')}"
+    if kind in ("greater_than", "greater_than_equal"):
+        sign = ">" if kind == "greater_than" else ">="
+        return f"expected a number {sign} {context.get('gt', context.get('ge'))}"
+    if kind in ("too_short", "too_long"):
+        return f"expected at least {context.get('min_length', 1)} item(s)"
+    if kind in ("string_type", "int_type", "float_type", "list_type", "dict_type",
+                "model_type", "bool_type"):
+        noun = {"string_type": "a string", "int_type": "an integer", "float_type": "a number",
+                "list_type": "a list", "dict_type": "a table", "model_type": "a table",
+                "bool_type": "true or false"}[kind]
+        return f"expected {noun}, got {type(error.get('input')).__name__} {error.get('input')!r}"
+    if kind == "literal_error":
+        return f"expected one of {context.get('expected')}"
+    return error["msg"]
+
+
+def describe_error(error: ValidationError, data: dict) -> str:
+    """The first problem as "<where>key '<key>': <what was expected>"."""
+    errors = error.errors()
+    first = errors[0]
+    loc = [part for part in first["loc"] if not (isinstance(part, str) and "[" in part)]
+    # A union (a number or a callable name) reports one error per member, under tags that are
+    # not keys: name the key once and every form it may take.
+    tags = [i for i, part in enumerate(first["loc"]) if isinstance(part, str) and (
+        "[" in part or part in _UNION_TAGS)]
+    if tags:
+        prefix = tuple(first["loc"][:tags[0]])
+        forms = []
+        for member in errors:
+            if tuple(member["loc"][:len(prefix)]) == prefix:
+                form = _expected(member).split(", got")[0].removeprefix("expected ")
+                if form not in forms:
+                    forms.append(form)
+        key = ".".join(str(p) for p in prefix)
+        return f"key {key!r}: expected {' or '.join(forms)}, got {first.get('input')!r}"
+    where, keys = "", []
+    node: object = data
+    for index, part in enumerate(loc):
+        if isinstance(part, int) and index > 0 and loc[index - 1] in _TABLES:
+            name = node[part].get("name") if isinstance(node, list) and part < len(node) \
+                and isinstance(node[part], dict) else None
+            where = f"{_TABLES[loc[index - 1]]} #{part + 1}" + (f" ({name!r})" if name else "")
+            keys = []
+        elif isinstance(part, str) and part in _TABLES and index == 0:
+            pass
+        else:
+            keys.append(str(part))
+        if isinstance(node, dict) and isinstance(part, str):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            node = None
+    if first["type"] == "value_error":
+        message = str(first["msg"]).removeprefix("Value error, ")
+        return f"{where or 'file'}: {message}"
+    key = ".".join(keys) if keys else (loc[0] if loc else "?")
+    if first["type"] == "extra_forbidden" and len(keys) >= 1:
+        parent = keys[:-1]
+        table = ".".join(parent)
+        allowed = _allowed(loc[:-1])
+        where_text = f"{where} " if where else (f"[{table}] " if table else "")
+        return f"{where_text}unknown key {keys[-1]!r} (expected one of: {allowed})".strip()
+    if first["type"] == "missing":
+        place = f"{where}: " if where else ""
+        return f"{place}missing key {key!r}"
+    place = f"{where}: " if where else ""
+    return f"{place}key {key!r}: {_expected(first)}"
+
+
+def _allowed(loc: list) -> str:
+    model: type[BaseModel] = ProjectFile
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(str(part))
+        if field is None:
+            break
+        annotation = field.annotation
+        inner = getattr(annotation, "__args__", (annotation,))
+        found = next((a for a in inner if isinstance(a, type) and issubclass(a, BaseModel)),
+                     None)
+        if found is None:
+            inner_args = [x for a in inner for x in getattr(a, "__args__", ())]
+            found = next((a for a in inner_args
+                          if isinstance(a, type) and issubclass(a, BaseModel)), None)
+        if found is None:
+            break
+        model = found
+    return ", ".join(model.model_fields)

@@ -1,0 +1,32 @@
+"""Every variant of this project matches the float64 truth (runs where CuPy sees a GPU).
+
+    pytest -q test_saxpy.py
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.gpu.verify import verify_variant
+from harness.project import load_project
+
+PROJECT = load_project(Path(__file__).with_name("ncuh.toml"))
+
+
+def _gpu() -> bool:
+    try:
+        import cupy
+
+        return cupy.cuda.runtime.getDeviceCount() > 0
+    except Exception:
+        return False
+
+
+@pytest.mark.skipif(not _gpu(), reason="needs a CUDA GPU and CuPy")
+@pytest.mark.parametrize("size", ["1", "33", "1000", "2^20", "1000003"])
+@pytest.mark.parametrize("name", PROJECT.names)
+def test_variant_matches_the_truth(name: str, size: str) -> None:
+    result = verify_variant(PROJECT, name, PROJECT.parse_size(size), seed=7)
+    assert result.ok, result.message

@@ -1,0 +1,36 @@
+"""The stand-in ncu and nvidia-smi (tests/standins) on PATH, for profile tests without a GPU.
+
+Import the `standins` fixture into a test module. The stand-ins are real executables, so the
+children ncuh starts (ncu, the post-processing workers, Slurm's tasks) really run.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.profile import run as lib
+
+STANDINS = Path(__file__).parent / "standins"
+REPORT = Path(__file__).parent / "fixtures" / "h200_naive_256.ncu-rep"
+
+
+@pytest.fixture(name="standins")
+def standins_fixture(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """The stand-ins first on PATH; returns the log the stand-in ncu appends each run to."""
+    return use_standins(monkeypatch, tmp_path)
+
+
+def use_standins(monkeypatch: pytest.MonkeyPatch, folder: Path) -> Path:
+    """Put the stand-ins in place through `monkeypatch`; the ncu log goes into `folder`."""
+    log = folder / "ncu-runs.jsonl"
+    monkeypatch.setenv("PATH", f"{STANDINS}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("NCUH_FAKE_NCU_REPORT", str(REPORT))
+    monkeypatch.setenv("NCUH_FAKE_NCU_LOG", str(log))
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "1.5")
+    monkeypatch.delenv("NCU_HOME", raising=False)
+    monkeypatch.setattr(lib, "cupy_installed", lambda: True)
+    monkeypatch.setattr("harness.ncu_locate.ncu_executable", lambda: STANDINS / "ncu")
+    return log

@@ -1,0 +1,90 @@
+"""The `pages` section set against real `--set full` reports: what it keeps and what it drops.
+
+The reports were recorded with `--set full` (ncu 2025.3, H100 and H200): their section lists are
+ncu's own word on what `full` holds, and their rule results say which sections the findings
+that defer to ncu's rules come from. The pairs at the end were recorded both ways.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
+from harness.report.profile_builder import load_profiles
+from harness.report.reportfile import open_report, select_kernels
+
+FIXTURES = Path(__file__).parent / "fixtures"
+# Every `--set full` report: the chain's, and the zoo's (one per problem class: atomics, FP64,
+# tensor cores, divergence, ...), whose rules must come from sections `pages` keeps too.
+FULL_REPORTS = sorted([*FIXTURES.glob("h*_*.ncu-rep"), *FIXTURES.glob("zoo/zoo_*.ncu-rep")])
+FULL_REPORTS = [r for r in FULL_REPORTS if "_pages_" not in r.name]
+DROPPED = {
+    "NumaAffinity", "Nvlink_Tables", "Nvlink_Topology", "PmSampling",
+    "SpeedOfLight_HierarchicalDoubleRooflineChart", "SpeedOfLight_HierarchicalHalfRooflineChart",
+    "SpeedOfLight_HierarchicalTensorRooflineChart",
+}
+
+
+def _sections(report: Path) -> set[str]:
+    kernels = select_kernels(open_report(report), None)
+    return {str(section.identifier()) for k in kernels for section in k.action.sections()}
+
+
+@pytest.mark.parametrize("report", FULL_REPORTS, ids=lambda p: p.name)
+def test_pages_is_full_less_what_nobody_reads(report: Path) -> None:
+    full = _sections(report)
+    assert set(PAGES_SECTIONS) <= full  # every name is a section ncu knows
+    assert full - set(PAGES_SECTIONS) == DROPPED
+
+
+@pytest.mark.parametrize("report", FULL_REPORTS, ids=lambda p: p.name)
+def test_every_rule_ncu_fired_comes_from_a_section_pages_keeps(report: Path) -> None:
+    for profile in load_profiles(report):
+        sections = {rule.section for rule in profile.rules}
+        assert sections <= set(PAGES_SECTIONS), profile.name
+
+
+@pytest.mark.parametrize("report", FULL_REPORTS, ids=lambda p: p.name)
+def test_the_metrics_named_are_in_the_full_reports(report: Path) -> None:
+    for kernel in select_kernels(open_report(report), None):
+        assert set(PAGES_METRICS) <= set(kernel.action.metric_names())
+
+
+# Pairs of reports of the same kernel recorded both ways (benchmarks/gpu/profile_speed.sh
+# records them: `<gpu>_pages_<label>.ncu-rep` beside `<gpu>_full_<label>.ncu-rep`).
+PAIRS = [(pages, pages.with_name(pages.name.replace("_pages_", "_full_")))
+         for pages in sorted(FIXTURES.glob("*_pages_*.ncu-rep"))]
+
+
+def _collected(value: object, path: str = "") -> dict[str, bool]:
+    """Every field of a profile record, flattened: was it collected (not None)?"""
+    import dataclasses
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        fields: dict[str, bool] = {}
+        for field in dataclasses.fields(value):
+            fields.update(_collected(getattr(value, field.name), f"{path}.{field.name}"))
+        return fields
+    return {path: value is not None and value != ()}
+
+
+def _findings(report: Path) -> list[list[tuple[str, str, str]]]:
+    """Per kernel: each finding's rule, kind and ncu rule (order aside: weights are measured)."""
+    from harness.findings.registry import run_rules
+
+    return [sorted((f.rule, f.kind, str(f.metrics.get("ncu_rule", ""))) for f in run_rules(p))
+            for p in load_profiles(report)]
+
+
+@pytest.mark.skipif(not PAIRS, reason="no pages/full report pair recorded yet "
+                                      "(benchmarks/gpu/profile_speed.sh records one)")
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair[0].name)
+def test_pages_and_full_give_the_same_findings_and_fields(pair: tuple[Path, Path]) -> None:
+    pages, full = pair
+    assert full.is_file(), f"{full.name} is missing beside {pages.name}"
+    assert _findings(pages) == _findings(full)
+    for page_profile, full_profile in zip(load_profiles(pages), load_profiles(full), strict=True):
+        assert _collected(page_profile) == _collected(full_profile)
+    assert _sections(pages) == set(PAGES_SECTIONS)

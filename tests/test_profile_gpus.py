@@ -1,0 +1,170 @@
+"""`ncuh profile --gpus`: one ncu per GPU at once, without a GPU.
+
+ncu and nvidia-smi are the stand-ins in tests/standins (real executables on PATH: the children
+really run, concurrently, in their own process groups); the reports they write are a real
+recorded one. What is checked: the targets run at the same time on different GPUs, each child
+pinned by UUID with its own ncu lock directory, the manifest says which GPU profiled what, and
+mixed GPU models are refused unless asked.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from standin_support import standins_fixture  # noqa: F401  (the `standins` fixture)
+
+from harness.cli import main
+from harness.errors import NcuhError
+from harness.profile import run as lib
+from harness.profile.gpus import (
+    Gpu,
+    gpu_for_bus_id,
+    lock_directory,
+    parse_gpu_list,
+    pinned_environment,
+    select_gpus,
+)
+from harness.rundir import load_run
+
+H100 = "NVIDIA H100 80GB HBM3"
+SMI_ROWS = (
+    "0, GPU-0a, 00000000:1B:00.0, NVIDIA H100 80GB HBM3, 9.0\n"
+    "1, GPU-1b, 00000000:2C:00.0, NVIDIA H100 80GB HBM3, 9.0\n"
+)
+
+
+def _runs(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def _union(runs: list[dict]) -> float:
+    """Seconds during which at least one of the runs was running."""
+    total, end = 0.0, float("-inf")
+    for run in sorted(runs, key=lambda r: r["start"]):
+        total += max(0.0, run["end"] - max(run["start"], end))
+        end = max(end, run["end"])
+    return total
+
+
+def test_parse_gpu_list_reads_nvidia_smi_rows() -> None:
+    gpus = parse_gpu_list(SMI_ROWS + "garbage line\n")
+    assert gpus == [Gpu(0, H100, "GPU-0a", "00000000:1B:00.0", "9.0"),
+                    Gpu(1, H100, "GPU-1b", "00000000:2C:00.0", "9.0")]
+
+
+def test_select_gpus_all_or_by_index_and_clear_errors() -> None:
+    gpus = parse_gpu_list(SMI_ROWS)
+    assert select_gpus("all", gpus) == gpus
+    assert select_gpus("1,0,1", gpus) == [gpus[1], gpus[0]]
+    with pytest.raises(NcuhError, match="no GPU 2 on this host"):
+        select_gpus("0,2", gpus)
+    with pytest.raises(NcuhError, match="give 'all' or GPU indexes"):
+        select_gpus("first", gpus)
+    with pytest.raises(NcuhError, match="nvidia-smi lists no GPU"):
+        select_gpus("all", [])
+
+
+def test_mixed_models_are_refused_unless_allowed() -> None:
+    gpus = [Gpu(0, H100, "GPU-0a", "0:1B:0.0"), Gpu(1, "NVIDIA H200", "GPU-1b", "0:2C:0.0")]
+    with pytest.raises(NcuhError, match=r"mixes GPU models \(NVIDIA H100 80GB HBM3; NVIDIA H200\)"):
+        select_gpus("all", gpus)
+    assert select_gpus("all", gpus, allow_mismatch=True) == gpus
+    assert select_gpus("1", gpus) == [gpus[1]]  # one model is no mix
+
+
+def test_each_gpu_gets_its_own_ncu_lock_directory(tmp_path: Path) -> None:
+    a, b = parse_gpu_list(SMI_ROWS)
+    env_a = pinned_environment({"PATH": "/bin"}, a, tmp_path)
+    env_b = pinned_environment({"PATH": "/bin"}, b, tmp_path)
+    assert env_a["CUDA_VISIBLE_DEVICES"] == "GPU-0a" and env_b["CUDA_VISIBLE_DEVICES"] == "GPU-1b"
+    assert env_a["TMPDIR"] != env_b["TMPDIR"]
+    assert Path(env_a["TMPDIR"]) == lock_directory(a, tmp_path) and Path(env_a["TMPDIR"]).is_dir()
+    assert env_a["PATH"] == "/bin"
+
+
+def test_bus_ids_match_in_cuda_and_smi_spelling() -> None:
+    gpus = parse_gpu_list(SMI_ROWS)
+    assert gpu_for_bus_id(gpus, "0000:2C:00.0") == gpus[1]
+    assert gpu_for_bus_id(gpus, "0000:3D:00.0") is None and gpu_for_bus_id(gpus, None) is None
+
+
+def test_gpus_all_profiles_on_both_gpus_at_once(tmp_path: Path, standins: Path) -> None:
+    out = tmp_path / "runs"
+    result = CliRunner().invoke(main, [
+        "profile", "--variant", "naive", "--variant", "register_tiled", "--size", "256",
+        "--size", "512", "--gpus", "all", "--out", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    runs = _runs(standins)
+    assert len(runs) == 4
+    # Both GPUs busy at once: the first run on each started before either's first ended.
+    by_gpu: dict[str, list[dict]] = {}
+    for run in sorted(runs, key=lambda r: r["start"]):
+        by_gpu.setdefault(run["gpu"], []).append(run)
+    assert sorted(by_gpu) == ["GPU-0a", "GPU-1b"]
+    first_a, first_b = by_gpu["GPU-0a"][0], by_gpu["GPU-1b"][0]
+    assert max(first_a["start"], first_b["start"]) < min(first_a["end"], first_b["end"])
+    assert {r["tmpdir"] for r in by_gpu["GPU-0a"]} != {r["tmpdir"] for r in by_gpu["GPU-1b"]}
+    # Four 1.5 s runs on two GPUs: the time any ncu ran is about half their sum.
+    assert _union(runs) < 0.75 * sum(r["end"] - r["start"] for r in runs)
+
+    run = load_run(next(out.iterdir()))
+    entries = run.manifest["entries"]
+    assert [e["label"] for e in entries] == ["naive_256", "naive_512", "register_tiled_256",
+                                             "register_tiled_512"]  # plan order, not end order
+    pinned = {r["label"]: r["gpu"] for r in runs}
+    for entry in entries:
+        assert entry["status"] == "ok" and entry["passes"] == 30
+        assert entry["gpu"]["uuid"] == pinned[entry["label"]]
+        assert entry["gpu"]["name"] == H100 and entry["gpu"]["index"] in (0, 1)
+    assert sorted(g["uuid"] for g in run.manifest["gpus"]) == ["GPU-0a", "GPU-1b"]
+    assert run.manifest["metrics"]["status"] == "ok"
+    # Plain progress lines (not a terminal): one start and one end line per target.
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    assert len(lines) == 8 and sum(": ok " in line for line in lines) == 4
+    assert any(" on GPU 1: ok" in line for line in lines)
+    # The summary on stdout names each entry's pass count, as ncu printed it.
+    assert [line.split()[-2:] for line in result.stdout.splitlines()[:4]] == [["30", "passes"]] * 4
+
+
+def test_gpus_refuses_mixed_models_before_any_ncu(
+    tmp_path: Path, standins: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NCUH_FAKE_GPU_NAMES", f"{H100};NVIDIA H200")
+    result = CliRunner().invoke(main, ["profile", "--variant", "naive", "--size", "256",
+                                       "--gpus", "all", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "ncuh: error: --gpus 'all' mixes GPU models (NVIDIA H100 80GB HBM3; NVIDIA H200): their "
+        "profiles do not compare; choose GPUs of one model or pass --allow-mismatch"]
+    assert not standins.exists() and list(tmp_path.iterdir()) == []
+    result = CliRunner().invoke(main, ["profile", "--variant", "naive", "--size", "256",
+                                       "--gpus", "all", "--allow-mismatch", "--out",
+                                       str(tmp_path)])
+    assert result.exit_code == 0, result.output
+
+
+def test_a_fatal_error_on_one_gpu_stops_the_other(
+    tmp_path: Path, standins: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    original = lib.profile_target
+
+    def failing(target, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if target.label == "register_tiled_256":
+            from harness.errors import CounterPermissionError
+
+            raise CounterPermissionError("no counters")
+        return original(target, *args, **kwargs)
+
+    monkeypatch.setattr(lib, "profile_target", failing)
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "20")
+    started = time.monotonic()
+    result = CliRunner().invoke(main, ["profile", "--variant", "naive", "--variant",
+                                       "register_tiled", "--size", "256", "--gpus", "all",
+                                       "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "ncuh: error: no counters" in result.stderr
+    assert time.monotonic() - started < 10  # the 20 s ncu on the other GPU was killed
+    assert list(tmp_path.iterdir()) == []  # no run directory, not even an incomplete one

@@ -1,0 +1,139 @@
+"""`ncuh merge`: shards (run directories) joined into one run that writeup and diff read.
+
+The shards are made by `ncuh profile` itself with the stand-in ncu (tests/standins), so they are
+real run directories with real reports, metrics.csv and manifests.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from standin_support import use_standins
+
+from harness.cli import main
+from harness.rundir import load_run
+
+
+def profile(out: Path, *args: str) -> Path:
+    result = CliRunner().invoke(main, ["profile", *args, "--out", str(out)],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return Path(result.stdout.strip().splitlines()[-1])
+
+
+def merge(*args: str) -> object:
+    return CliRunner().invoke(main, ["merge", *args])
+
+
+@pytest.fixture(scope="module")
+def made_shards(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two shards made once by `ncuh profile` with the stand-in ncu."""
+    folder = tmp_path_factory.mktemp("made")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        use_standins(monkeypatch, folder)
+        monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.1")
+        return [profile(folder / "shards", "--variant", "naive", "--size", "256"),
+                profile(folder / "shards", "--variant", "register_tiled", "--size", "256",
+                        "--size", "512")]
+
+
+@pytest.fixture
+def shards(tmp_path: Path, made_shards: list[Path]) -> list[Path]:
+    """A fresh copy of the shards for each test (some edit them)."""
+    copies = []
+    for shard in made_shards:
+        copy = tmp_path / "shards" / shard.name
+        shutil.copytree(shard, copy)
+        copies.append(copy)
+    return copies
+
+
+def test_merge_joins_shards_into_one_ordinary_run(tmp_path: Path, shards: list[Path]) -> None:
+    out = tmp_path / "merged"
+    result = merge(*map(str, shards), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.strip() == str(out)
+    run = load_run(out)
+    assert [e.label for e in run.entries] == ["naive_256", "register_tiled_256",
+                                              "register_tiled_512"]
+    assert all(e.ok and e.report.is_file() for e in run.entries)
+    manifest = run.manifest
+    assert [e["shard"] for e in manifest["entries"]] == [shards[0].name] + [shards[1].name] * 2
+    assert manifest["variants"] == ["naive", "register_tiled"]
+    assert manifest["sizes"] == [[256, 256, 256], [512, 512, 512]]
+    assert len(manifest["ncu"]["command_lines"]) == 3
+    assert [m["shard"] for m in manifest["merged_from"]] == [s.name for s in shards]
+    parts = [pd.read_csv(s / "metrics.csv", keep_default_na=False) for s in shards]
+    joined = pd.read_csv(out / "metrics.csv", keep_default_na=False)
+    assert joined.equals(pd.concat(parts, ignore_index=True))
+    assert manifest["metrics"] == {"status": "ok", "error": None, "rows": len(joined)}
+    assert sorted(p.name for p in (out / "logs").iterdir()) == [
+        "naive_256.log", "register_tiled_256.log", "register_tiled_512.log"]
+    assert not list(tmp_path.glob(".merged.*"))  # no temporary left beside it
+
+
+def test_diff_and_writeup_take_the_merged_run(tmp_path: Path, shards: list[Path]) -> None:
+    out = tmp_path / "merged"
+    assert merge(*map(str, shards), "--out", str(out)).exit_code == 0
+    result = CliRunner().invoke(main, ["diff", str(out), str(out), "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["kernels"]
+    result = CliRunner().invoke(main, ["writeup", str(out), "--out", str(tmp_path / "pages"),
+                                       "--format", "md"])
+    assert result.exit_code == 0, result.output
+    assert list((tmp_path / "pages").glob("*.md"))
+
+
+def _edit_manifest(run: Path, change: dict) -> None:
+    manifest = json.loads((run / "manifest.json").read_text())
+    for dotted, value in change.items():
+        section, key = dotted.split(".")
+        manifest[section][key] = value
+    (run / "manifest.json").write_text(json.dumps(manifest))
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    ({"environment.gpu": "NVIDIA H200"}, "GPU model: NVIDIA H100 80GB HBM3"),
+    ({"environment.ncu_version": "2026.1.0.0"}, "ncu version: 2025.3.1.0"),
+    ({"ncu.set": "full"}, "ncu section set: pages"),
+])
+def test_mismatched_shards_are_refused_unless_allowed(
+    tmp_path: Path, shards: list[Path], change: dict, said: str,
+) -> None:
+    _edit_manifest(shards[1], change)
+    out = tmp_path / "merged"
+    result = merge(*map(str, shards), "--out", str(out))
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("ncuh: error: the shards do not compare (") and said in line
+    assert shards[0].name in line and "--allow-mismatch" in line
+    assert not out.exists() and not list(tmp_path.glob(".merged.*"))
+    result = merge(*map(str, shards), "--out", str(out), "--allow-mismatch")
+    assert result.exit_code == 0, result.output
+    assert load_run(out).manifest["mismatches"]
+
+
+def test_bad_merges_are_one_line_and_write_nothing(tmp_path: Path, shards: list[Path]) -> None:
+    out = tmp_path / "merged"
+    cases = [
+        ([str(shards[0]), str(shards[0])], "a shard is given twice"),
+        ([str(shards[0]), str(tmp_path)], "not a run directory"),
+        ([str(shards[0]), str(tmp_path / "nope")], "no such run directory"),
+    ]
+    for args, said in cases:
+        result = merge(*args, "--out", str(out))
+        assert result.exit_code == 2, result.output
+        (line,) = result.stderr.strip().splitlines()
+        assert said in line
+    out.mkdir()
+    result = merge(str(shards[0]), "--out", str(out))
+    assert result.exit_code == 2 and "already exists" in result.stderr
+    again = tmp_path / "again"
+    assert merge(str(shards[0]), "--out", str(again)).exit_code == 0
+    result = merge(str(shards[0]), str(again), "--out", str(tmp_path / "twice"))
+    assert result.exit_code == 2 and "naive_256 is in two shards" in result.stderr

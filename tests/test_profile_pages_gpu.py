@@ -1,0 +1,51 @@
+"""The `pages` set on a GPU: ncu accepts its command line, the report holds exactly its sections,
+and it needs fewer passes than `--set full`. Run with `pytest -m gpu`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.ncu_locate import ncu_executable
+from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
+from harness.report.reportfile import open_report, select_kernels
+from harness.rundir import load_run
+
+pytestmark = pytest.mark.gpu
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _profile(out: Path, *args: str) -> Path:
+    completed = subprocess.run(
+        [sys.executable, "-m", "harness", "profile", "--variant", "naive", "--size", "256",
+         "--out", str(out), *args],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, check=False)
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    return Path(completed.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    if ncu_executable() is None:
+        pytest.skip("gpu test: ncu (Nsight Compute) is not installed")
+    out = tmp_path_factory.mktemp("runs")
+    return {"pages": _profile(out), "full": _profile(out, "--set", "full")}
+
+
+def test_the_pages_report_holds_exactly_its_sections_and_metrics(runs: dict[str, Path]) -> None:
+    run = load_run(runs["pages"])
+    assert run.manifest["ncu"]["set"] == "pages"
+    (entry,) = run.entries
+    (kernel,) = select_kernels(open_report(entry.report), None)
+    assert {str(s.identifier()) for s in kernel.action.sections()} == set(PAGES_SECTIONS)
+    assert set(PAGES_METRICS) <= set(kernel.action.metric_names())
+
+
+def test_pages_needs_fewer_passes_than_full(runs: dict[str, Path]) -> None:
+    pages = load_run(runs["pages"]).manifest["entries"][0]["passes"]
+    full = load_run(runs["full"]).manifest["entries"][0]["passes"]
+    assert pages and full and pages < full
