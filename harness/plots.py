@@ -104,8 +104,8 @@ def _throughput_chart(name: str, unit: str, labels: Sequence[str],
     ax.set_ylabel(unit)
     ax.set_title("Throughput per iteration", fontsize=10)
     rotated = _ticks(ax, labels)
-    beside = " and ".join(n for n, v in ((reference_name, reference), (limit_name, limit)) if v)
-    title = f"{unit} per iteration" + (f" beside {beside}" if beside else "")
+    beside = reference_name + (f" and {limit_name}" if limit else "")
+    title = f"{unit} per iteration beside {beside}"
     return Plot(name, title, _png(fig, rotated=rotated))
 
 

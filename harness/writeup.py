@@ -293,13 +293,18 @@ def _tldr(profile: KernelProfile, findings: list[Finding]) -> str:
     """The binding unit and the problem with the largest estimated gain."""
     bound = _bound_only(profile)
     top = tldr_finding(findings)
+    dram = bound_rule.near_dram_peak(profile)
+    if dram is not None:  # the memory's own speed binds: what is left is small
+        bound += (f" and streams at {dram:.1f}% of the DRAM peak, near what the memory "
+                  "can deliver")
     if top is None:
         return f"The kernel is {bound}; no rule found a clear problem."
     first = top.title.rstrip(".")
     gain = (f" (ncu estimates up to {top.speedup_pct:.0f}% speedup)"
             if top.speedup_pct is not None else "")
-    return (f"The kernel is {bound}, and the biggest problem is this: "
-            f"{first[0].lower()}{first[1:]}{gain}.")
+    lead = ("; the largest remaining item is this: " if dram is not None
+            else ", and the biggest problem is this: ")
+    return f"The kernel is {bound}{lead}{first[0].lower()}{first[1:]}{gain}."
 
 
 def _bonus(item: _Item) -> Bonus:
