@@ -127,7 +127,10 @@ def run_rules(
     fired = {f.rule for f in findings if f.kind != "info"}
     findings = [f for f in findings if f.rule != ncu_rules.NAME or not _explained(f, fired)]
     # stable sort: within one kind, heavier findings first, rule order breaks ties
-    return sorted(findings, key=lambda f: (_KIND_ORDER[f.kind], -f.weight))
+    findings = sorted(findings, key=lambda f: (_KIND_ORDER[f.kind], -f.weight))
+    # the problem the TLDR names leads the list, so the page says one thing first
+    top = tldr_finding(findings)
+    return [top, *(f for f in findings if f is not top)] if top is not None else findings
 
 
 def covering_rules(result: RuleResult) -> tuple[str, ...]:
