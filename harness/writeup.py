@@ -1,10 +1,13 @@
-"""Collect writeup sources into page models: one page per kernel, plus the chain's index.
+"""Collect writeup sources into page models: one page per iteration (or per kernel of a plain
+report), plus the chain's index.
 
 A SOURCE is a run directory (`ncuh profile` output: manifest, reports, maybe bench.json), a
 plain `.ncu-rep`, or bench results (`ncuh bench` output: a bench.json or its directory), whose
 timings serve the pages of runs that were profiled without `--bench`. Run entries of bundled
 variants become "Iteration N: Title" pages with the variant's strategy, its benchmark results
-and speedups; a plain report's kernels become the same page without strategy and speedups.
+and speedups; a variant that runs several launches (a main kernel, then passes over its
+partial results) gets one page about its longest launch, which lists the others. A plain
+report's kernels become one page each, without strategy and speedups.
 Everything here is data; `harness.render` turns it into Markdown and HTML.
 """
 

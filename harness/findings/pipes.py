@@ -208,9 +208,8 @@ def _busy_finding(profile: KernelProfile, top: PipeUse, summary: str,
         title=f"The {name} pipe binds the kernel: {fmt(top.pct)}% of its peak"
         + (f", busy with {busy_with}: control overhead, not the kernel's work." if busy_with
            else "."),
-        text=f"Busiest pipes: {summary}"
-        + (f"; executed {counts} (Instruction Statistics)" if counts else "")
-        + f" ({SECTION}).",
+        text=f"Busiest pipes: {summary} ({SECTION})"
+        + (f"; executed {counts} (Instruction Statistics)" if counts else "") + ".",
         section=SECTION, weight=top.pct, metrics=metrics,
         fix_title=fix_title, fix_text=fix_text, what_if=what_if,
     )
