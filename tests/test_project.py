@@ -469,3 +469,60 @@ def test_init_into_an_existing_empty_directory_and_a_read_only_parent(tmp_path: 
         assert list(locked.iterdir()) == []
     finally:
         locked.chmod(0o700)
+
+
+# --- the user's code, called at sizes and with parameters the loader never tried ----------------
+
+
+def _profile_dry_run(path: Path, *args: str) -> str:
+    """The one error line of `ncuh profile --dry-run` on a project (exit 2, no traceback)."""
+    result = CliRunner().invoke(main, ["profile", "--project", str(path), "--dry-run", *args])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_constraints_that_raise_at_a_new_size_are_one_line(tmp_path: Path) -> None:
+    path = _project_with(tmp_path, _edit('constraints = "check_block"\nparams = { BLOCK = 256 }',
+                                         'constraints = "picky"\nparams = { BLOCK = 256 }'))
+    module = path.parent / "scale_project.py"
+    text = module.read_text() + (
+        "\n\ndef picky(size, params):\n"
+        "    if size is not None and size.n == 7:\n"
+        "        raise RuntimeError('no seven')\n"
+        "    return []\n")
+    module.write_text(text)
+    line = _profile_dry_run(path, "--variant", "rawkernel", "--size", "7")
+    number = len(text.splitlines()) - 1
+    assert line == (f"ncuh: error: {path}: [[variant]] #2 ('rawkernel'): key 'constraints' "
+                    f"raised RuntimeError: no seven (scale_project.py line {number}) at size 7")
+    # the size the loader tried is fine, so the project itself loads
+    assert CliRunner().invoke(main, ["list", "--project", str(path)]).exit_code == 0
+
+
+def test_constraints_returning_one_string_are_one_problem(tmp_path: Path) -> None:
+    path = _project_with(tmp_path, SCALE_TEXT)
+    module = path.parent / "scale_project.py"
+    module.write_text(module.read_text().replace(
+        'return [f"BLOCK={block} must be a multiple of 32 between 32 and 1024"]',
+        'return f"BLOCK={block} is bad"'))
+    line = _profile_dry_run(path, "--variant", "nvrtc", "--params", '{"BLOCK": 100}')
+    assert line == "ncuh: error: invalid parameters for nvrtc: BLOCK=100 is bad"
+    project = load_project(path)
+    assert project.problems("nvrtc", {"BLOCK": 100}, None) == ["BLOCK=100 is bad"]
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ('"abc"', "str 'abc'"), ("null", "NoneType None"), ("[1]", "list [1]"),
+    ("1e400", "float inf"), ("1.5", "float 1.5"), ("true", "bool True"), ("64.0", "float 64.0"),
+])
+def test_params_that_are_not_integers_are_one_line(value: str, shown: str) -> None:
+    line = _profile_dry_run(SCALE, "--variant", "nvrtc", "--params", f'{{"BLOCK": {value}}}')
+    assert line == f"ncuh: error: parameter 'BLOCK' of nvrtc must be an integer, got {shown}"
+
+
+def test_integer_params_are_taken() -> None:
+    project = load_project(SCALE)
+    assert project.check_params("nvrtc", {"BLOCK": 64}) == {"BLOCK": 64}

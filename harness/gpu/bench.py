@@ -25,7 +25,7 @@ from typing import Any
 
 from harness import __version__
 from harness.atomic import atomic_write_text
-from harness.errors import NoGpuError, ReportError, UnsupportedShapeError
+from harness.errors import NcuhError, NoGpuError, ReportError, UnsupportedShapeError, one_line
 from harness.gpu.backend import Runnable, prepare, prepare_call
 from harness.gpu.env import collect_environment, current_gpu_name, read_clocks, require_gpu
 from harness.gpu.timing import L2Flusher, time_launches
@@ -307,11 +307,6 @@ def compare_runs(baseline: BenchRun, current: BenchRun) -> list[BenchComparison]
     return comparisons
 
 
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
 Target = Variant | Reference | Limit
 
 
@@ -334,17 +329,17 @@ def bench_one(project: Project, target: Target, size: Size, settings: BenchSetti
             else "reference" if isinstance(target, Reference) else "variant")
     name = target.key if isinstance(target, (Reference, Limit)) else target.name
     result = BenchResult(variant=name, size=tuple(size), params={}, status="ok", kind=kind)
-    if isinstance(target, Variant):
-        if params is None:
-            resolved = resolve_params(project, target, size, gpu or current_gpu_name())
-            params, result.tuning = resolved.params, resolved.origin
-        result.params = dict(params)
-        problems = project.problems(target, params, size)
-        if problems:
-            result.status, result.error = "unsupported", "; ".join(problems)
-            return result
     try:
         if isinstance(target, Variant):
+            # The user's constraints run here too: a check that raises ends only this result.
+            if params is None:
+                resolved = resolve_params(project, target, size, gpu or current_gpu_name())
+                params, result.tuning = resolved.params, resolved.origin
+            result.params = dict(params)
+            problems = project.problems(target, params, size)
+            if problems:
+                result.status, result.error = "unsupported", "; ".join(problems)
+                return result
             runnable = prepare(project, target, size, params)
             result.params = dict(runnable.params)
         else:
@@ -363,8 +358,11 @@ def bench_one(project: Project, target: Target, size: Size, settings: BenchSetti
     except UnsupportedShapeError as error:
         result.status, result.error = "unsupported", str(error)
         return result
+    except NcuhError as error:  # e.g. the project's own constraints raised at this size
+        result.status, result.error = "failed", str(error)
+        return result
     except Exception as error:  # a compile or launch failure of one variant ends only it
-        result.status, result.error = "failed", _one_line(error)
+        result.status, result.error = "failed", one_line(error)
         return result
 
     result.samples_ms = list(measurement.samples_ms)
@@ -372,14 +370,19 @@ def bench_one(project: Project, target: Target, size: Size, settings: BenchSetti
     result.q1_ms = measurement.q1
     result.q3_ms = measurement.q3
     result.min_ms = measurement.min
-    if kind == "limit":
-        result.gbps = per_second(target.bytes(size), measurement.median)  # type: ignore[union-attr]
-    else:
-        result.gflops = per_second(project.flops(size) if project.flops else None,
-                                   measurement.median)
-        result.gbps = per_second(project.bytes(size) if project.bytes else None,
-                                 measurement.median)
     result.warning = measurement.warning
+    try:  # the user's work model, at a size the loader may not have tried
+        if kind == "limit":
+            result.gbps = per_second(target.bytes(size),  # type: ignore[union-attr]
+                                     measurement.median)
+        else:
+            result.gflops = per_second(project.flops(size) if project.flops else None,
+                                       measurement.median)
+            result.gbps = per_second(project.bytes(size) if project.bytes else None,
+                                     measurement.median)
+    except Exception as error:
+        result.status = "failed"
+        result.error = f"work model (flops/bytes) at {size}: {one_line(error, project.folder)}"
     return result
 
 

@@ -25,9 +25,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.errors import BadSizeError, ProjectError
+from harness.errors import BadSizeError, ProjectError, one_line
 from harness.project.expr import compile_expression, evaluate
-from harness.project.model import Limit, Project, Reference, Variant
+from harness.project.model import Limit, Project, Reference, Variant, constraint_problems
 from harness.project.schema import ProjectFile, VariantTable, describe_error
 from harness.project.size import Size, parse_size
 
@@ -175,27 +175,12 @@ def _import(name: str, folder: Path, where: str) -> Any:
             raise ProjectError(
                 f"{where}: module {name!r} not found in {folder} ({error})"
             ) from None
-        raise ProjectError(f"{where}: module {name!r} failed to import: {_one_line(error)}") \
-            from None
+        failure = error
     except KeyboardInterrupt:
         raise
     except BaseException as error:
-        raise ProjectError(f"{where}: module {name!r} failed to import: {_one_line(error)}") \
-            from None
-
-
-def _one_line(error: BaseException, folder: Path | None = None) -> str:
-    """`Type: message (file line N)`, the line being the deepest one in the user's folder."""
-    text = " ".join(str(error).split())
-    tb = error.__traceback__
-    line = ""
-    while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if not filename.startswith("<") and (folder is None or Path(filename).resolve()
-                                              .is_relative_to(folder)):
-            line = f" ({Path(filename).name} line {tb.tb_lineno})"
-        tb = tb.tb_next
-    return f"{type(error).__name__}: {text}{line}" if text else f"{type(error).__name__}{line}"
+        failure = error
+    raise ProjectError(f"{where}: module {name!r} failed to import: {one_line(failure, folder)}")
 
 
 # ---------------------------------------------------------------------------------- checking
@@ -303,18 +288,12 @@ def _variants(path: Path, folder: Path, tables: Sequence[VariantTable], find: Ca
             capture=table.capture,
             constraints=get("constraints"),
         )
-        if variant.constraints is not None:
-            try:
-                problems = list(variant.constraints(None, dict(variant.params)) or [])
-                if not problems:
-                    problems = list(variant.constraints(profile_size, dict(variant.params))
-                                    or [])
-            except Exception as error:  # the user's check itself is broken
-                raise ProjectError(f"{path}: {where}: key 'constraints' raised "
-                                   f"{_one_line(error)}") from None
-            if problems:
-                raise ProjectError(f"{path}: {where}: key 'params': invalid defaults: "
-                                   f"{'; '.join(map(str, problems))}")
+        problems = constraint_problems(path, folder, variant, None, variant.params)
+        if not problems:
+            problems = constraint_problems(path, folder, variant, profile_size, variant.params)
+        if problems:
+            raise ProjectError(f"{path}: {where}: key 'params': invalid defaults: "
+                               f"{'; '.join(problems)}")
         variants.append(variant)
     return tuple(variants)
 
