@@ -526,3 +526,19 @@ def test_params_that_are_not_integers_are_one_line(value: str, shown: str) -> No
 def test_integer_params_are_taken() -> None:
     project = load_project(SCALE)
     assert project.check_params("nvrtc", {"BLOCK": 64}) == {"BLOCK": 64}
+
+
+def test_a_strategy_file_that_is_not_utf8_names_the_key(tmp_path: Path) -> None:
+    path = _project_with(tmp_path, SCALE_TEXT)
+    (path.parent / "notes" / "nvrtc.md").write_bytes(b"# Strategy\n\xff\xfe caf\xe9\n")
+    line = _one_error_line(tmp_path, path)
+    assert line.endswith("[[variant]] #1 ('nvrtc'): key 'strategy': file 'notes/nvrtc.md' is "
+                         "not UTF-8 text (expected a Markdown file)")
+
+
+def test_a_strategy_path_that_is_a_folder_names_the_key(tmp_path: Path) -> None:
+    path = _project_with(tmp_path, SCALE_TEXT)
+    (path.parent / "notes" / "nvrtc.md").unlink()
+    (path.parent / "notes" / "nvrtc.md").mkdir()
+    line = _one_error_line(tmp_path, path)
+    assert "key 'strategy': file 'notes/nvrtc.md' not found" in line

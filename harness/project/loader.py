@@ -214,7 +214,14 @@ def _strategy(path: Path, folder: Path, where: str, text: str) -> str:
         if not file.is_file():
             raise ProjectError(f"{path}: {where}: key 'strategy': file {stripped!r} not found "
                                f"in {folder} (a relative .md path, or inline Markdown)")
-        return file.read_text(encoding="utf-8").strip()
+        try:
+            return file.read_text(encoding="utf-8").strip()
+        except UnicodeDecodeError:
+            raise ProjectError(f"{path}: {where}: key 'strategy': file {stripped!r} is not "
+                               "UTF-8 text (expected a Markdown file)") from None
+        except OSError as error:
+            raise ProjectError(f"{path}: {where}: key 'strategy': file {stripped!r} cannot be "
+                               f"read ({error.strerror or error})") from None
     return stripped
 
 
