@@ -261,3 +261,17 @@ def test_constraints_that_raise_at_one_size_fail_only_that_result(host_project) 
     assert second.status == "failed" and second.samples_ms == []
     assert second.error.endswith("[[variant]] #1 ('loop'): key 'constraints' raised "
                                  "RuntimeError: no 3000 at size 3000")
+
+
+def test_a_work_model_that_fails_at_one_size_fails_only_that_result(host_project) -> None:
+    def flops(size):
+        return size.n / (size.n - 3000)
+
+    object.__setattr__(host_project, "flops", flops)
+    run = bench.run_bench(host_project, ["loop"], [host_project.parse_size("1000"),
+                                                   host_project.parse_size("3000")],
+                          repeats=2, warmup=0, l2_flush=False)
+    first, second = run.results
+    assert first.status == "ok" and first.gflops == pytest.approx(-0.5 / first.median_ms / 1e6)
+    assert second.status == "failed"
+    assert second.error == "work model (flops/bytes) at 3000: ZeroDivisionError: division by zero"

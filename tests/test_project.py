@@ -285,6 +285,20 @@ BAD_FILES = {
                        "key 'problem.flops'", "only numbers, dimension names"),
     "unknown dim in expression": (_edit('flops = "n"', 'flops = "2*m"'),
                                   "key 'problem.flops'", "'m'"),
+    "flops divides by zero": (_edit('flops = "n"', 'flops = "n/0"'),
+                              "key 'problem.flops': at size 1000: ZeroDivisionError", "zero"),
+    "flops would never end": (_edit('flops = "n"', 'flops = "n**n**n"'),
+                              "key 'problem.flops': at size 1000: OverflowError: 1000**1000 "
+                              "is too large", "2^4096"),
+    "flops overflows a float": (_edit('flops = "n"', 'flops = "2.0**n"'),
+                                "key 'problem.flops': at size 65536: OverflowError", "range"),
+    "bytes negative": (_edit('bytes = "8*n"', 'bytes = "0-8*n"'),
+                       "key 'problem.bytes': at size 1000: expected a finite number >= 0",
+                       "-8000.0"),
+    "limit bytes at the profile size": (_edit('bytes = "8*n"\n\n[[variant]]',
+                                              'bytes = "8*n + n//(65536-n)"\n\n[[variant]]'),
+                                        "[[limit]] #1 ('device copy'): key 'bytes': at size "
+                                        "65536: ZeroDivisionError", "by zero"),
     "missing source": (_edit('source = "scale.cu"', 'source = "scal.cu"'),
                        "key 'source': file 'scal.cu' not found", "[[variant]] #1"),
     "missing strategy file": (_edit('strategy = "notes/nvrtc.md"', 'strategy = "notes/x.md"'),
@@ -400,10 +414,10 @@ def test_harness_names_no_bundled_chain_but_the_default_project_line() -> None:
     for path in sorted((ROOT / "harness").rglob("*")):
         if path.suffix not in (".py", ".toml", ".j2") or "starter" in path.parts:
             continue
-        for number, line in enumerate(path.read_text().splitlines(), start=1):
+        for line in path.read_text().splitlines():
             if re.search(r"sgemm|cublas|reduction|autotuned", line, re.IGNORECASE):
-                hits.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
-    assert hits == ['harness/project/loader.py:42: DEFAULT_PROJECT = "sgemm"  # the bundled '
+                hits.append(f"{path.relative_to(ROOT)}: {line.strip()}")
+    assert hits == ['harness/project/loader.py: DEFAULT_PROJECT = "sgemm"  # the bundled '
                     'project used when no other is found']
 
 

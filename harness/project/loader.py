@@ -15,6 +15,7 @@ variant, cycles, duplicate names, and default parameters that the variant's own
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import re
 import sys
@@ -186,18 +187,39 @@ def _import(name: str, folder: Path, where: str) -> Any:
 # ---------------------------------------------------------------------------------- checking
 
 
-def _work_model(path: Path, key: str, spec: str | None, dims: Sequence[str],
-                find: Callable) -> Callable[[Size], float] | None:
+def _work_model(path: Path, folder: Path, where: str, spec: str | None, dims: Sequence[str],
+                find: Callable, sizes: Sequence[Size]) -> Callable[[Size], float] | None:
+    """FLOPs or bytes per size, from an expression or a callable, tried at `sizes` now.
+
+    `where` is "key 'problem.flops'" or "[[limit]] #1 ('copy'): key 'bytes'". Trying it at
+    every default size and the profile size here means `n/0` or a callable that raises is a
+    bad project file, found before any GPU work rather than after the timing.
+    """
     if spec is None:
         return None
     if re.fullmatch(r"([A-Za-z_][\w.]*:)?[A-Za-z_]\w*", spec.strip()) and spec.strip() not in dims:
-        function = find(spec.strip(), f"key {key!r}")
-        return lambda size: float(function(size))
-    try:
-        tree = compile_expression(spec, dims)
-    except ValueError as error:
-        raise ProjectError(f"{path}: key {key!r}: {error}") from None
-    return lambda size: float(evaluate(tree, size.as_dict()))
+        function = find(spec.strip(), where)
+
+        def model(size: Size) -> float:
+            return float(function(size))
+    else:
+        try:
+            tree = compile_expression(spec, dims)
+        except ValueError as error:
+            raise ProjectError(f"{path}: {where}: {error}") from None
+
+        def model(size: Size) -> float:
+            return float(evaluate(tree, size.as_dict()))
+    for size in sizes:
+        try:
+            value = model(size)
+        except Exception as error:
+            raise ProjectError(f"{path}: {where}: at size {size}: "
+                               f"{one_line(error, folder)}") from None
+        if not (math.isfinite(value) and value >= 0):
+            raise ProjectError(f"{path}: {where}: at size {size}: expected a finite number "
+                               f">= 0, got {value!r}")
+    return model
 
 
 def _size(path: Path, key: str, text: str, dims: Sequence[str]) -> Size:
@@ -328,6 +350,7 @@ def load_project(path: Path | str) -> Project:
         _size(path, "problem.default_sizes", text, dims) for text in problem.default_sizes))
     profile_size = (_size(path, "problem.profile_size", problem.profile_size, dims)
                     if problem.profile_size else default_sizes[-1])
+    tried = tuple(dict.fromkeys((*default_sizes, profile_size)))  # where flops/bytes are tried
     extra = [name for name in problem.poison or [] if name not in problem.outputs]
     if extra:
         raise ProjectError(f"{path}: key 'problem.poison': {extra[0]!r} is not in "
@@ -354,7 +377,8 @@ def load_project(path: Path | str) -> Project:
     limits = tuple(
         Limit(name=table.name, key=_key(table.name),
               call=find(table.call, f"[[limit]] #{i + 1}: key 'call'"),
-              bytes=_work_model(path, f"limit.{i + 1}.bytes", table.bytes, dims, find))  # type: ignore[arg-type]
+              bytes=_work_model(path, folder, f"[[limit]] #{i + 1} ({table.name!r}): key 'bytes'",
+                                table.bytes, dims, find, tried))  # type: ignore[arg-type]
         for i, table in enumerate(spec.limit)
     )
     variants = _variants(path, folder, spec.variant, find, profile_size)
@@ -380,8 +404,8 @@ def load_project(path: Path | str) -> Project:
         compare=problem.compare,
         rtol=float(problem.rtol),
         atol=float(problem.atol),
-        flops=_work_model(path, "problem.flops", problem.flops, dims, find),
-        bytes=_work_model(path, "problem.bytes", problem.bytes, dims, find),
+        flops=_work_model(path, folder, "key 'problem.flops'", problem.flops, dims, find, tried),
+        bytes=_work_model(path, folder, "key 'problem.bytes'", problem.bytes, dims, find, tried),
         reference=reference,
         limits=limits,
         variants=variants,
