@@ -173,6 +173,22 @@ def test_a_project_in_pyproject_toml(tmp_path: Path) -> None:
     assert project.name == "scale-test" and project.names == ["nvrtc", "rawkernel"]
 
 
+def test_a_pyproject_with_tool_ncuh_and_a_syntax_error_is_reported_not_skipped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NCUH_PROJECT", raising=False)
+    (tmp_path / "pyproject.toml").write_text(
+        "[project]\nname = 'mine'\n\n [ tool.ncuh.project ]\nname = 'broken\n")
+    monkeypatch.chdir(tmp_path)
+    assert find_project() == tmp_path / "pyproject.toml"
+    result = CliRunner().invoke(main, ["list"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"ncuh: error: {tmp_path / 'pyproject.toml'}: TOML syntax "
+                                    "error: ")
+    # a broken pyproject.toml that does not mean ncuh is still not ours
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'broken\n")
+    assert find_project() == default_project_path()
+
+
 def test_the_group_option_and_the_env_choose_the_project(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NCUH_PROJECT", raising=False)

@@ -55,11 +55,20 @@ def default_project_path() -> Path:
     return bundled_dir() / DEFAULT_PROJECT / PROJECT_FILE
 
 
+_TOOL_TABLE = re.compile(r"^\s*\[\[?\s*tool\.ncuh\b", re.MULTILINE)
+
+
 def _has_tool_table(path: Path) -> bool:
+    """Whether a pyproject.toml holds the project; one that means to but does not parse is
+    taken too, so that its syntax error is reported instead of a silent fallback."""
     try:
-        return "ncuh" in tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {})
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return False
+    try:
+        return "ncuh" in tomllib.loads(text).get("tool", {})
+    except tomllib.TOMLDecodeError:
+        return _TOOL_TABLE.search(text) is not None
 
 
 def _file_in(folder: Path) -> Path | None:
