@@ -315,6 +315,10 @@ BAD_FILES = {
                                               'bytes = "8*n + n//(65536-n)"\n\n[[variant]]'),
                                         "[[limit]] #1 ('device copy'): key 'bytes': at size "
                                         "65536: ZeroDivisionError", "by zero"),
+    "project named ..": (_edit('name = "scale-test"', 'name = ".."'),
+                         "key 'project.name': expected a name matching", "got '..'"),
+    "project named .hidden": (_edit('name = "scale-test"', 'name = ".hidden"'),
+                              "key 'project.name'", "[A-Za-z0-9_]"),
     "missing source": (_edit('source = "scale.cu"', 'source = "scal.cu"'),
                        "key 'source': file 'scal.cu' not found", "[[variant]] #1"),
     "missing strategy file": (_edit('strategy = "notes/nvrtc.md"', 'strategy = "notes/x.md"'),

@@ -21,7 +21,7 @@ from pydantic import (
     model_validator,
 )
 
-ProjectName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+ProjectName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]  # a folder name
 Identifier = Annotated[StrictStr, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 VariantName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_]+$")]
 CallableName = Annotated[StrictStr, Field(pattern=r"^([A-Za-z_][\w.]*:)?[A-Za-z_]\w*$")]
@@ -124,9 +124,10 @@ def _expected(error: dict) -> str:
     if kind == "extra_forbidden":
         return "unknown key"
     if kind == "string_pattern_mismatch":
+        got = f", got {error.get('input')!r}"
         if "[A-Za-z_][\\w.]*:" in str(context.get("pattern")):
-            return "expected a callable name (function or module:function)"
-        return f"expected a name matching {context.get('pattern')}"
+            return f"expected a callable name (function or module:function){got}"
+        return f"expected a name matching {context.get('pattern')}{got}"
     if kind in ("greater_than", "greater_than_equal"):
         sign = ">" if kind == "greater_than" else ">="
         return f"expected a number {sign} {context.get('gt', context.get('ge'))}"
