@@ -189,6 +189,25 @@ def test_a_pyproject_with_tool_ncuh_and_a_syntax_error_is_reported_not_skipped(
     assert find_project() == default_project_path()
 
 
+def test_errors_in_a_pyproject_name_the_tables_under_tool_ncuh(tmp_path: Path) -> None:
+    shutil.copytree(SCALE, tmp_path / "p")
+    text = (tmp_path / "p" / "ncuh.toml").read_text()
+    text = re.sub(r"^\[(\[?)", r"[\1tool.ncuh.", text, flags=re.MULTILINE)
+    (tmp_path / "p" / "ncuh.toml").unlink()
+    path = tmp_path / "p" / "pyproject.toml"
+    cases = {
+        ("name = \"rawkernel\"", "name = \"nvrtc\""):
+            "[[tool.ncuh.variant]] #2: key 'name': duplicate name 'nvrtc'",
+        ('inputs = "make_inputs"\n', ""): "missing key 'tool.ncuh.problem.inputs'",
+        ('compare = "max_abs"', 'compare = "max_abs"\ncolour = 1'):
+            "[tool.ncuh.problem] unknown key 'colour'",
+        ('flops = "n"', 'flops = "n/0"'): "key 'tool.ncuh.problem.flops': at size 1000",
+    }
+    for (old, new), expected in cases.items():
+        path.write_text(text.replace(old, new, 1))
+        assert f"ncuh: error: {path}: {expected}" in _one_error_line(tmp_path, path)
+
+
 def test_the_group_option_and_the_env_choose_the_project(tmp_path: Path,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NCUH_PROJECT", raising=False)
@@ -330,7 +349,15 @@ BAD_FILES = {
                              "missing key 'capture'", "[[variant]] #2"),
     "tunable without default": (_edit("tunable = { BLOCK = [64, 128, 256] }",
                                       "tunable = { WIDTH = [1, 2] }"),
-                                "tunable 'WIDTH' has no default in params", "#1"),
+                                "[[variant]] #1 ('nvrtc'): tunable 'WIDTH' has no default in "
+                                "params (params = { WIDTH = ... } expected)", "#1"),
+    "bad parameter name": (_edit("params = { BLOCK = 256 }", 'params = { "B-X" = 2 }'),
+                           "[[variant]] #2 ('rawkernel'): key 'params.B-X': expected a name "
+                           "matching", "got 'B-X'"),
+    "missing module of one callable": (_edit('call = "scale_project:device_copy"',
+                                             'call = "other_module:device_copy"'),
+                                       "[[limit]] #1: key 'call': module 'other_module' not "
+                                       "found", "No module named"),
     "reference named like a variant": (_edit('name = "CuPy multiply"', 'name = "NVRTC"'),
                                        "'NVRTC' (nvrtc) has the name of a variant", "own name"),
     "poison not an output": (_edit('outputs = ["out"]', 'outputs = ["out"]\npoison = ["x"]'),
@@ -385,7 +412,8 @@ def test_a_failing_user_module_names_the_module_and_its_error(tmp_path: Path) ->
     number = len(text.splitlines())
     assert "module 'scale_project' failed to import: ZeroDivisionError: division by zero " \
            f"(scale_project.py line {number})" in line
-    assert "key 'problem.tolerance'" in line  # the first callable the loader resolved
+    # the project's module is blamed on [project] module, not on the first callable resolved
+    assert f"ncuh: error: {path}: [project] module: module 'scale_project'" in line
     module.write_text("import cupyy_typo\n")
     line = _one_error_line(tmp_path, path)
     assert "module 'scale_project' failed to import: ModuleNotFoundError: No module named " \

@@ -28,7 +28,14 @@ from pydantic import ValidationError
 
 from harness.errors import BadSizeError, ProjectError, one_line
 from harness.project.expr import compile_expression, evaluate
-from harness.project.model import Limit, Project, Reference, Variant, constraint_problems
+from harness.project.model import (
+    Limit,
+    Project,
+    Reference,
+    Variant,
+    as_written,
+    constraint_problems,
+)
 from harness.project.schema import ProjectFile, VariantTable, describe_error
 from harness.project.size import Size, parse_size
 
@@ -140,6 +147,10 @@ def _callable_finder(path: Path, folder: Path, default_module: str | None) -> Ca
 
     def module(name: str, where: str) -> Any:
         if name not in modules:
+            # The project's own module is blamed on [project] module, not on whichever
+            # callable happened to be resolved first.
+            if name == default_module:
+                where = "[project] module"
             modules[name] = _import(name, folder, f"{path}: {where}")
         return modules[name]
 
@@ -345,6 +356,13 @@ def load_project(path: Path | str) -> Project:
     folder that holds one)."""
     path = Path(path)
     path = (find_project(path) if path.is_dir() else path).resolve()
+    try:
+        return _load(path)
+    except ProjectError as error:
+        raise ProjectError(as_written(path, str(error))) from None
+
+
+def _load(path: Path) -> Project:
     folder = path.parent
     data = _read_table(path)
     try:

@@ -6,6 +6,7 @@ project file. Callables are the user's own functions, already imported and check
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,6 +101,21 @@ class Variant:
         }
 
 
+_TABLE_NAMES = re.compile(r"(\[\[?)(project|problem|reference|limit|variant)(\]\]?)"
+                          r"|(key ')(project|problem|reference|limit|variant)([.'])")
+
+
+def as_written(path: Path, message: str) -> str:
+    """`message` with its tables named as the file writes them: in a pyproject.toml the
+    project lives under [tool.ncuh], so "[[variant]] #2" reads "[[tool.ncuh.variant]] #2" and
+    "key 'problem.dims'" reads "key 'tool.ncuh.problem.dims'"."""
+    if path.name != "pyproject.toml":
+        return message
+    return _TABLE_NAMES.sub(
+        lambda m: (f"{m[1]}tool.ncuh.{m[2]}{m[3]}" if m[1] else f"{m[4]}tool.ncuh.{m[5]}{m[6]}"),
+        message)
+
+
 def constraint_problems(path: Path, folder: Path, variant: Variant, size: Size | None,
                         params: dict[str, int]) -> list[str]:
     """What the variant's own `constraints(size, params)` says against `params` at `size`.
@@ -116,14 +132,16 @@ def constraint_problems(path: Path, folder: Path, variant: Variant, size: Size |
     try:
         found = variant.constraints(size, dict(params))
     except Exception as error:  # the user's check itself is broken
-        raise ProjectError(f"{where} raised {one_line(error, folder)} {at}") from None
+        raise ProjectError(as_written(path, f"{where} raised {one_line(error, folder)} {at}")) \
+            from None
     if found is None:
         return []
     if isinstance(found, str):
         found = [found]
     if not isinstance(found, (list, tuple)):
-        raise ProjectError(f"{where} returned {type(found).__name__} {at}; expected a list of "
-                           "problems (strings), [] when the parameters are fine")
+        raise ProjectError(as_written(path, f"{where} returned {type(found).__name__} {at}; "
+                                      "expected a list of problems (strings), [] when the "
+                                      "parameters are fine"))
     return [str(problem) for problem in found]
 
 

@@ -8,6 +8,7 @@ checked by `harness.project.loader`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -99,7 +100,7 @@ class VariantTable(_Table):
         if unknown:
             raise ValueError(
                 f"tunable {unknown[0]!r} has no default in params (params = {{ {unknown[0]} = "
-                "... }} expected)"
+                "... } expected)"
             )
         return self
 
@@ -144,6 +145,30 @@ def _expected(error: dict) -> str:
     return error["msg"]
 
 
+def _place(loc: Sequence[object], data: dict) -> tuple[str, list[str]]:
+    """Where a pydantic location points: "[[variant]] #2 ('name')" (1-based, as the file reads)
+    and the keys inside that table."""
+    where, keys = "", []
+    node: object = data
+    for index, part in enumerate(loc):
+        if isinstance(part, int) and index > 0 and loc[index - 1] in _TABLES:
+            name = node[part].get("name") if isinstance(node, list) and part < len(node) \
+                and isinstance(node[part], dict) else None
+            where = f"{_TABLES[str(loc[index - 1])]} #{part + 1}" + (f" ({name!r})" if name else "")
+            keys = []
+        elif isinstance(part, str) and part in _TABLES and index == 0:
+            pass
+        else:
+            keys.append(str(part))
+        if isinstance(node, dict) and isinstance(part, str):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            node = None
+    return where, keys
+
+
 def describe_error(error: ValidationError, data: dict) -> str:
     """The first problem as "<where>key '<key>': <what was expected>"."""
     errors = error.errors()
@@ -161,30 +186,15 @@ def describe_error(error: ValidationError, data: dict) -> str:
                 form = _expected(member).split(", got")[0].removeprefix("expected ")
                 if form not in forms:
                     forms.append(form)
-        key = ".".join(str(p) for p in prefix)
-        return f"key {key!r}: expected {' or '.join(forms)}, got {first.get('input')!r}"
-    where, keys = "", []
-    node: object = data
-    for index, part in enumerate(loc):
-        if isinstance(part, int) and index > 0 and loc[index - 1] in _TABLES:
-            name = node[part].get("name") if isinstance(node, list) and part < len(node) \
-                and isinstance(node[part], dict) else None
-            where = f"{_TABLES[loc[index - 1]]} #{part + 1}" + (f" ({name!r})" if name else "")
-            keys = []
-        elif isinstance(part, str) and part in _TABLES and index == 0:
-            pass
-        else:
-            keys.append(str(part))
-        if isinstance(node, dict) and isinstance(part, str):
-            node = node.get(part)
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
-            node = node[part]
-        else:
-            node = None
+        where, keys = _place(prefix, data)
+        place = f"{where}: " if where else ""
+        return (f"{place}key {'.'.join(keys)!r}: expected {' or '.join(forms)}, "
+                f"got {first.get('input')!r}")
+    where, keys = _place(loc, data)
     if first["type"] == "value_error":
         message = str(first["msg"]).removeprefix("Value error, ")
         return f"{where or 'file'}: {message}"
-    key = ".".join(keys) if keys else (loc[0] if loc else "?")
+    key = ".".join(keys) if keys else (str(loc[0]) if loc else "?")
     if first["type"] == "extra_forbidden" and len(keys) >= 1:
         parent = keys[:-1]
         table = ".".join(parent)
