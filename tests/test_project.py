@@ -127,6 +127,32 @@ def test_size_reads_like_a_mapping_and_a_shape() -> None:
         _ = size.Q
 
 
+def test_a_size_equal_to_a_tuple_hashes_like_it() -> None:
+    size = Size(("M", "N", "K"), (4, 8, 2))
+    assert size == (4, 8, 2) and hash(size) == hash((4, 8, 2))
+    assert {size: "a"}[(4, 8, 2)] == "a" and (4, 8, 2) in {size}
+    assert size != Size(("A", "B", "C"), (4, 8, 2))  # other dims: equal values, not equal
+
+
+@pytest.mark.parametrize("name", ["items", "keys", "values", "label", "dims", "as_dict"])
+def test_a_dimension_named_like_a_size_method_is_refused(tmp_path: Path, name: str) -> None:
+    text = SCALE_TEXT.replace('dims = ["n"]', f'dims = ["{name}"]').replace(
+        'flops = "n"', f'flops = "{name}"').replace('"8*n"', f'"8*{name}"')
+    path = _project_with(tmp_path, text)
+    assert _one_error_line(tmp_path, path).endswith(
+        f"[problem]: key 'dims': {name!r} is the name of a method of Size (as_dict, as_list, "
+        "dims, items, keys, label, values); choose another name")
+
+
+def test_expressions_cannot_be_made_to_run_for_ever() -> None:
+    tree = compile_expression("n**n**n", ("n",))
+    with pytest.raises(OverflowError, match="too large"):
+        evaluate(tree, {"n": 1000})
+    assert evaluate(compile_expression("2**n", ("n",)), {"n": 4096}) == 2**4096  # the edge
+    with pytest.raises(OverflowError):
+        evaluate(compile_expression("2**n", ("n",)), {"n": 4097})
+
+
 # --- work-model expressions -------------------------------------------------------------------
 
 

@@ -22,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from harness.project.size import RESERVED_DIMS
+
 ProjectName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]  # a folder name
 Identifier = Annotated[StrictStr, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 VariantName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_]+$")]
@@ -53,6 +55,14 @@ class ProblemTable(_Table):
     atol: Annotated[StrictFloat | StrictInt, Field(ge=0)] = 1e-8
     flops: NonEmpty | None = None
     bytes: NonEmpty | None = None
+
+    @model_validator(mode="after")
+    def _dims_are_not_size_methods(self) -> ProblemTable:
+        taken = [name for name in self.dims if name in RESERVED_DIMS]
+        if taken:
+            raise ValueError(f"key 'dims': {taken[0]!r} is the name of a method of "
+                             f"Size ({', '.join(sorted(RESERVED_DIMS))}); choose another name")
+        return self
 
 
 class ReferenceTable(_Table):
@@ -193,7 +203,8 @@ def describe_error(error: ValidationError, data: dict) -> str:
     where, keys = _place(loc, data)
     if first["type"] == "value_error":
         message = str(first["msg"]).removeprefix("Value error, ")
-        return f"{where or 'file'}: {message}"
+        table = f"[{'.'.join(keys)}]" if keys else "file"
+        return f"{where or table}: {message}"
     key = ".".join(keys) if keys else (str(loc[0]) if loc else "?")
     if first["type"] == "extra_forbidden" and len(keys) >= 1:
         parent = keys[:-1]
