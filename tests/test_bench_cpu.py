@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,7 +43,7 @@ from harness.project import default_project_path, load_project, parse_sizes
 SGEMM = load_project(default_project_path())
 SGEMM_KEYS = {"reference": "cublas", "reference_name": "cuBLAS", "baseline": "naive",
               "baseline_title": "Naive", "description": "C = 1.5*A@B + -0.75*C",
-              "dims": ["M", "N", "K"]}
+              "dims": ["M", "N", "K"], "summary_min_size": 512}
 
 
 def gflops(size, ms: float) -> float:
@@ -51,6 +52,7 @@ def gflops(size, ms: float) -> float:
 
 
 REPO = Path(__file__).resolve().parent.parent
+SCALE = Path(__file__).parent / "projects" / "scale"
 PREVIOUS = {"naive": None, "coalesced": "naive", "register_tiled": "coalesced", "cublas": None}
 
 
@@ -153,6 +155,39 @@ def test_aggregate_speedup_is_geometric_mean_over_512_and_up() -> None:
     assert factors["naive"] == pytest.approx(5.0)
     # 256 is left out: with it the naive factor would still be 5, but cuBLAS's would change.
     assert aggregate_speedups(run, "coalesced", min_size=256)["cublas"] != factors["cublas"]
+
+
+def test_the_summary_floor_is_the_projects_not_a_fixed_512() -> None:
+    assert SGEMM.summary_min_size == 512 and SGEMM.manifest()["summary_min_size"] == 512
+    run = sample_run()
+    everything = aggregate_speedups(run, "coalesced", min_size=1)
+    run.project = {**SGEMM_KEYS, "summary_min_size": None}  # a project without a floor
+    assert aggregate_speedups(run, "coalesced") == everything
+    assert "Speedup Factors (geometric mean over every size)" in format_table(run)
+    assert "\nSpeedup Factors:\n" in format_seed_block(run, "register_tiled")
+    # the edge: a floor of 256 counts 256, one of 257 does not
+    run.project["summary_min_size"] = 256
+    assert aggregate_speedups(run, "coalesced") == everything
+    run.project["summary_min_size"] = 257
+    assert aggregate_speedups(run, "coalesced") == aggregate_speedups(sample_run(), "coalesced")
+    # files written before the key existed keep their 512+ reading
+    run.project = {k: v for k, v in SGEMM_KEYS.items() if k != "summary_min_size"}
+    assert run.summary_min_size == 512
+    run.project = None
+    assert run.summary_min_size == 512
+
+
+def test_summary_min_size_in_the_project_file(tmp_path: Path) -> None:
+    shutil.copytree(SCALE, tmp_path / "p")
+    path = tmp_path / "p" / "ncuh.toml"
+    assert load_project(path).summary_min_size is None
+    path.write_text(path.read_text().replace('bytes = "8*n"\n', 'bytes = "8*n"\n'
+                                             "summary_min_size = 4096\n", 1))
+    assert load_project(path).summary_min_size == 4096
+    path.write_text(path.read_text().replace("summary_min_size = 4096", "summary_min_size = 0"))
+    result = CliRunner().invoke(main, ["list", "--project", str(path)])
+    assert result.exit_code == 2
+    assert "key 'problem.summary_min_size': expected a number >= 1" in result.stderr
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,9 @@ from harness.rundir import BENCH_SCHEMA
 
 Kind = str  # "variant" | "reference" | "limit"
 PREVIOUS = "previous"
+# Files written before `[problem] summary_min_size` existed summarised sizes from 512 up; they
+# keep that reading so their numbers do not move.
+LEGACY_SUMMARY_MIN_SIZE = 512
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,16 @@ class BenchRun:
             if keys:
                 return keys[0], keys[1] if len(keys) > 1 else None
         return None, None
+
+    @property
+    def summary_min_size(self) -> int | None:
+        """The smallest dimension a size needs to count in the "Speedup Factors" summary
+        (`[problem] summary_min_size`); None: every size counts."""
+        project = self.project or {}
+        if "summary_min_size" in project:
+            value = project["summary_min_size"]
+            return None if value is None else int(value)
+        return LEGACY_SUMMARY_MIN_SIZE
 
     def label(self, key: str | None) -> str:
         """How the tables name a speedup key: the reference's or the baseline's own name."""
@@ -279,18 +292,22 @@ def fill_speedups(results: Iterable[BenchResult], previous_of: Mapping[str, str 
         result.speedup = values
 
 
-def aggregate_speedups(run: BenchRun, variant: str, min_size: int = 512) -> dict[str, float | None]:
+def aggregate_speedups(run: BenchRun, variant: str,
+                       min_size: int | None = None) -> dict[str, float | None]:
     """Geometric mean of a variant's per-size speedups over sizes whose smallest dimension is
-    at least `min_size`, keyed like the results' speedups.
+    at least `min_size` (default: the run's project's `summary_min_size`, else every size),
+    keyed like the results' speedups.
 
-    The seed pages quote one factor "on 512+ matrices"; a geometric mean weighs every size
-    alike, where a ratio of summed times would be the largest size alone.
+    A project may quote one factor over its large sizes only (the seed pages: "on 512+
+    matrices"); a geometric mean weighs every size alike, where a ratio of summed times would
+    be the largest size alone.
     """
+    floor = (min_size if min_size is not None else run.summary_min_size) or 1
     reference, baseline = run.speedup_keys
     out: dict[str, float | None] = {}
     for key in [k for k in (reference, baseline) if k] + [PREVIOUS]:
         values = [r.speedup.get(key) for r in run.results
-                  if r.variant == variant and r.ok and min(r.size) >= min_size]
+                  if r.variant == variant and r.ok and min(r.size) >= floor]
         values = [v for v in values if v is not None and v > 0]
         out[key] = math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
     return out

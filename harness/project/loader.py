@@ -433,6 +433,7 @@ def _load(path: Path) -> Project:
         atol=float(problem.atol),
         flops=_work_model(path, folder, "key 'problem.flops'", problem.flops, dims, find, tried),
         bytes=_work_model(path, folder, "key 'problem.bytes'", problem.bytes, dims, find, tried),
+        summary_min_size=problem.summary_min_size,
         reference=reference,
         limits=limits,
         variants=variants,

@@ -186,6 +186,8 @@ class Project:
     atol: float = 1e-8
     flops: Callable[[Size], float] | None = field(default=None, repr=False)
     bytes: Callable[[Size], float] | None = field(default=None, repr=False)
+    # The "Speedup Factors" summary counts sizes whose smallest dim is at least this (None: all).
+    summary_min_size: int | None = None
     reference: Reference | None = None
     limits: tuple[Limit, ...] = ()
     variants: tuple[Variant, ...] = ()
@@ -305,4 +307,5 @@ class Project:
             "reference_name": self.reference.name if self.reference else None,
             "baseline": self.baseline.name,
             "baseline_title": self.baseline.title,
+            "summary_min_size": self.summary_min_size,
         }

@@ -55,6 +55,7 @@ class ProblemTable(_Table):
     atol: Annotated[StrictFloat | StrictInt, Field(ge=0)] = 1e-8
     flops: NonEmpty | None = None
     bytes: NonEmpty | None = None
+    summary_min_size: Annotated[StrictInt, Field(ge=1)] | None = None
 
     @model_validator(mode="after")
     def _dims_are_not_size_methods(self) -> ProblemTable:
