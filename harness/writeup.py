@@ -11,6 +11,7 @@ Everything here is data; `harness.render` turns it into Markdown and HTML.
 from __future__ import annotations
 
 import re
+import sys
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,11 @@ from harness.findings import Finding
 from harness.findings import bound as bound_rule
 from harness.findings.registry import run_rules
 from harness.findings.stalls import label as stall_label
+from harness.project import Project, Variant, load_project, open_project
+from harness.project.size import size_text
 from harness.report.kernel_profile import KernelProfile
+from harness.report.profile_builder import build_profile
+from harness.report.report_view import build_view, render_text
 from harness.report.reportfile import KernelRef, LoadedReport, open_report
 from harness.report.roofline import Roofline, read_roofline
 from harness.report.sass_hotspots import Hotspot, hotspots
@@ -147,8 +152,8 @@ class _Item:
     profile: KernelProfile
     entry: RunEntry | None = None
     run: Run | None = None
-    variant: Any = None  # harness.project.Variant when the entry names a variant of its project
-    project: Any = None  # the harness.project.Project of the run (strategies, sources, keys)
+    variant: Variant | None = None  # when the entry names a variant of its project
+    project: Project | None = None  # the run's project (strategies, sources, keys)
     previous: _Item | None = None
     # the entry's report holds several kernels and none is the variant's own: name each page
     # after its kernel as well
@@ -157,7 +162,7 @@ class _Item:
 
 
 def _size_text(size: Sequence[int] | None) -> str | None:
-    return "x".join(str(n) for n in size) if size else None
+    return size_text(size) if size else None
 
 
 def _slug(text: str) -> str:
@@ -165,35 +170,31 @@ def _slug(text: str) -> str:
 
 
 def _build_profile(ref: KernelRef) -> KernelProfile:
-    from harness.report.profile_builder import build_profile
-
     return build_profile(ref)
 
 
 def _profiling_results(ref: KernelRef) -> str:
     """ncu's details page for this kernel, as `ncu --print-details` prints it."""
-    from harness.report.report_view import build_view, render_text
-
     return textwrap.dedent(render_text([build_view(ref)]))
 
 
-def _run_project(run: Run | None, fallback: Path | None) -> Any:
+def _run_project(run: Run | None, fallback: Path | None) -> Project | None:
     """The project a run was made from (its manifest names it), else the one found as
     `harness.project` finds it (runs made before manifests named their project)."""
-    from harness.project import load_project, open_project
-
     recorded = (run.manifest.get("project") or {}) if run is not None else {}
     try:
         if recorded.get("path") and Path(recorded["path"]).is_file():
             return load_project(recorded["path"])
         found = open_project(fallback)
-    except NcuhError:
-        return None  # a project this machine cannot load: pages without strategy
+    except NcuhError as error:
+        # A project this machine cannot load: pages without Strategy, and the user told why.
+        print(f"ncuh: warning: {error} (the pages have no Strategy texts)", file=sys.stderr)
+        return None
     # A run made elsewhere names its project: another project's strategies would mislead.
     return found if recorded.get("name") in (None, found.name) else None
 
 
-def _variant(project: Any, name: str | None) -> Any:
+def _variant(project: Project | None, name: str | None) -> Variant | None:
     if not name or project is None:
         return None
     try:
@@ -397,12 +398,13 @@ def _report_items(path: Path) -> list[_Item]:
     return [_Item(ref=ref, report=report, profile=_build_profile(ref)) for ref in report.kernels]
 
 
-def _kernel_regex(variant: Any) -> str | None:
+def _kernel_regex(variant: Variant | None) -> str | None:
     name = getattr(variant, "kernel_name", None)
     return f"^{re.escape(name)}$" if name else None
 
 
-def _speedup_keys(project: Any, speedup: dict[str, Any]) -> tuple[str | None, str | None]:
+def _speedup_keys(project: Project | None,
+                  speedup: dict[str, Any]) -> tuple[str | None, str | None]:
     """The reference's and the baseline's keys in a result's speedups: the project's names,
     else (files before projects) the first and second keys."""
     if project is not None and project.reference is not None:
@@ -411,13 +413,13 @@ def _speedup_keys(project: Any, speedup: dict[str, Any]) -> tuple[str | None, st
     return (keys[0] if keys else None), (keys[1] if len(keys) > 1 else None)
 
 
-def _reference_name(project: Any, key: str | None) -> str:
+def _reference_name(project: Project | None, key: str | None) -> str:
     if project is not None and project.reference is not None:
         return project.reference.name
     return key or "reference"
 
 
-def _baseline_name(project: Any, key: str | None) -> str:
+def _baseline_name(project: Project | None, key: str | None) -> str:
     if project is not None and project.variants:
         return project.baseline.title
     return key or "first"

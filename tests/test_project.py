@@ -630,3 +630,20 @@ def test_a_strategy_path_that_is_a_folder_names_the_key(tmp_path: Path) -> None:
     (path.parent / "notes" / "nvrtc.md").mkdir()
     line = _one_error_line(tmp_path, path)
     assert "key 'strategy': file 'notes/nvrtc.md' not found" in line
+
+
+def test_writeup_of_a_run_whose_project_is_broken_warns_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from test_writeup_run import _with_project, make_run
+
+    from harness.writeup import collect
+
+    path = _project_with(tmp_path, _edit('compare = "max_abs"', 'compare = "l2"'))
+    run = make_run(tmp_path)
+    _with_project(run, {"name": "scale-test", "path": str(path)})
+    writeup = collect([run])
+    assert all(page.strategy is None for page in writeup.pages)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"ncuh: warning: {path}: key "
+                                                   "'problem.compare'")
+    assert lines[0].endswith("(the pages have no Strategy texts)")
