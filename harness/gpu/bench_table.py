@@ -11,9 +11,8 @@ Numbers carry significant figures, not fifteen digits.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from harness.gpu.bench import PREVIOUS, BenchResult, BenchRun, aggregate_speedups
+from harness.project.size import size_text
 
 _NOT_TIMED = ("FAILED", "UNSUPPORTED")
 
@@ -27,10 +26,6 @@ def sig(value: float, digits: int = 4) -> str:
         decimals = max(digits - 1 - len(str(int(abs(value)))), 0)
         text = f"{value:.{decimals}f}"
     return text.rstrip(".")
-
-
-def format_size(size: Sequence[int]) -> str:
-    return "x".join(str(n) for n in size)
 
 
 def format_factor(value: float | None) -> str:
@@ -49,7 +44,7 @@ def _columns(run: BenchRun) -> list[str]:
 
 
 def _row(run: BenchRun, result: BenchResult, columns: list[str]) -> tuple[str, ...]:
-    size = format_size(result.size)
+    size = size_text(result.size)
     if not result.ok:
         reason = result.error or ""
         return (result.variant, size, result.status.upper(), reason,
@@ -158,7 +153,7 @@ def format_seed_block(run: BenchRun, variant: str, min_size: int | None = None) 
     for result in run.results:
         if result.variant != variant:
             continue
-        label = format_size(result.size)
+        label = size_text(result.size)
         if result.ok:
             lines.append(f"{label}: {result.median_ms:.6f} ms")
         else:

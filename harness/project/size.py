@@ -98,7 +98,7 @@ class Size:
         return self._values < other._values
 
     def __str__(self) -> str:
-        return "x".join(str(v) for v in self._values)
+        return size_text(self._values)
 
     def __repr__(self) -> str:
         return f"Size({', '.join(f'{d}={v}' for d, v in self.items())})"
@@ -115,6 +115,11 @@ class Size:
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.items())
+
+
+def size_text(values: Sequence[int]) -> str:
+    """A size's values as every table and file name writes them: "1024x2048x512"."""
+    return "x".join(str(int(v)) for v in values)
 
 
 # A dimension with one of these names would be hidden behind the method (`size.items` is the
