@@ -314,6 +314,11 @@ def test_bench_json_is_read_by_the_run_directory_reader(tmp_path: Path) -> None:
         ("{ not json", "not a readable bench JSON file"),
         ('{"schema": "ncuh.run/1"}', "not an ncuh.bench/1 file"),
         ('{"schema": "ncuh.bench/1", "results": [{"variant": "naive"}]}', "not an ncuh.bench/1"),
+        ('{"schema": "ncuh.bench/1", "results": [{"variant": "naive", "size": [1], '
+         '"status": "great"}]}', "status 'great' is not one of ok, failed, unsupported"),
+        ('{"schema": "ncuh.bench/1", "results": [{"variant": "naive", "size": [1], '
+         '"status": "ok", "kind": "library"}]}', "kind 'library' is not one of variant, "
+                                                 "reference, limit"),
     ],
 )
 def test_bad_bench_json_is_a_report_error(tmp_path: Path, content: str, message: str) -> None:

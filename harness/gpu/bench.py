@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from harness import __version__
 from harness.atomic import atomic_write_text
@@ -34,7 +34,8 @@ from harness.gpu.verify import verify
 from harness.project import Limit, Project, Reference, Size, Variant
 from harness.rundir import BENCH_SCHEMA
 
-Kind = str  # "variant" | "reference" | "limit"
+Kind = Literal["variant", "reference", "limit"]
+Status = Literal["ok", "failed", "unsupported"]  # unsupported: the variant refuses the size
 PREVIOUS = "previous"
 # Files written before `[problem] summary_min_size` existed summarised sizes from 512 up; they
 # keep that reading so their numbers do not move.
@@ -59,7 +60,7 @@ class BenchResult:
     variant: str
     size: tuple[int, ...]
     params: dict[str, Any]
-    status: str  # "ok" | "failed" | "unsupported"
+    status: Status
     samples_ms: list[float] = field(default_factory=list)
     median_ms: float | None = None
     q1_ms: float | None = None
@@ -92,7 +93,7 @@ class BenchResult:
             variant=str(data["variant"]),
             size=size,
             params=dict(data.get("params") or {}),
-            status=str(data["status"]),
+            status=_one_of(Status, data["status"], "status"),
             samples_ms=[float(s) for s in data.get("samples_ms") or []],
             median_ms=_opt_float(data.get("median_ms")),
             q1_ms=_opt_float(data.get("q1_ms")),
@@ -104,7 +105,7 @@ class BenchResult:
             error=data.get("error"),
             warning=data.get("warning"),
             gbps=_opt_float(data.get("gbps")),
-            kind=str(data.get("kind") or "variant"),
+            kind=_one_of(Kind, data.get("kind") or "variant", "kind"),
             tuning=data.get("tuning"),
         )
 
@@ -231,7 +232,7 @@ class BenchStep:
     total: int
     variant: str
     size: Size
-    status: str
+    status: Status
 
 
 @dataclass(frozen=True)
@@ -246,6 +247,13 @@ class BenchComparison:
     @property
     def ratio(self) -> float:
         return self.current_ms / self.baseline_ms
+
+
+def _one_of(words: Any, value: Any, key: str) -> Any:
+    """`value` when it is one of the Literal `words`; ValueError naming the key otherwise."""
+    if value not in get_args(words):
+        raise ValueError(f"{key} {value!r} is not one of {', '.join(get_args(words))}")
+    return value
 
 
 def _opt_float(value: Any) -> float | None:

@@ -36,7 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness import __version__, ncu_locate
 from harness.atomic import atomic_directory, atomic_write_text
@@ -129,7 +129,7 @@ class EntryResult:
     """What happened to one target; becomes one entry of manifest.json."""
 
     target: Target
-    status: str  # "ok" | "failed"
+    status: Literal["ok", "failed"]
     error: str | None = None
     seconds: float = 0.0
     kernel_name: str | None = None
