@@ -472,6 +472,32 @@ def test_the_bundled_project_ships_h100_and_h200_winners_that_a_fresh_install_fi
         == variant.params
 
 
+def test_a_gpu_model_without_winners_borrows_those_of_its_compute_capability(
+        tmp_path: Path) -> None:
+    variant = SGEMM.variant("autotuned")
+    empty = TuneCache(tmp_path / "none.json")
+    shipped = TuneCache(shipped_path(SGEMM))
+    size = SGEMM.parse_size("1024")
+    h100 = resolve_params(SGEMM, variant, size, H100, user=empty, shipped=shipped)
+    # an H100 PCIe (9.0) takes the H100 SXM's winners (the closer name of the two 9.0 models)
+    pcie = resolve_params(SGEMM, variant, size, "NVIDIA H100 PCIe", compute_capability="9.0",
+                          user=empty, shipped=shipped)
+    assert pcie.params == h100.params and pcie.params != variant.params
+    assert pcie.origin == f"shipped for {H100} (same compute capability 9.0)"
+    h20 = resolve_params(SGEMM, variant, size, "NVIDIA H200 NVL", compute_capability="9.0",
+                         user=empty, shipped=shipped)
+    assert h20.origin == "shipped for NVIDIA H200 (same compute capability 9.0)"
+    # another architecture, or an unknown one, keeps the defaults
+    for cc in ("8.0", "9.1", None):
+        other = resolve_params(SGEMM, variant, size, "NVIDIA A100-SXM4-80GB",
+                               compute_capability=cc, user=empty, shipped=shipped)
+        assert (other.params, other.origin) == (variant.params, "defaults")
+    # a model with entries of its own never borrows, even for a size it has not tuned
+    own = resolve_params(SGEMM, variant, SGEMM.parse_size("3000"), H100,
+                         compute_capability="9.0", user=empty, shipped=shipped)
+    assert "same compute capability" not in own.origin
+
+
 def test_a_size_without_a_winner_takes_the_nearest_tuned_size_when_valid(tmp_path: Path) -> None:
     variant = SGEMM.variant("autotuned")
     empty = TuneCache(tmp_path / "none.json")
@@ -610,3 +636,19 @@ def test_recorded_h200_run_loads_and_its_numbers_are_consistent() -> None:
     table = format_table(run)
     assert "cublas          4096x4096x4096      2.933" in table
     assert "NVIDIA H200 (sm_90) at 1980 MHz; driver 580.159.04" in table
+
+
+def test_the_current_devices_name_and_compute_capability(monkeypatch) -> None:
+    import types
+
+    from harness.gpu import env as gpu_env
+
+    props = {"name": b"NVIDIA H100 PCIe", "major": 9, "minor": 0}
+    runtime = types.SimpleNamespace(getDeviceProperties=lambda device: props)
+    shim = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        runtime=runtime, Device=lambda: types.SimpleNamespace(id=0)))
+    monkeypatch.setattr(gpu_env, "_import_cupy", lambda: shim)
+    assert gpu_env.current_gpu_name() == "NVIDIA H100 PCIe"
+    assert gpu_env.current_compute_capability() == "9.0"
+    monkeypatch.setattr(gpu_env, "_import_cupy", lambda: None)
+    assert gpu_env.current_gpu_name() is None and gpu_env.current_compute_capability() is None

@@ -27,7 +27,13 @@ from harness import __version__
 from harness.atomic import atomic_write_text
 from harness.errors import NcuhError, NoGpuError, ReportError, UnsupportedShapeError, one_line
 from harness.gpu.backend import Runnable, prepare, prepare_call
-from harness.gpu.env import collect_environment, current_gpu_name, read_clocks, require_gpu
+from harness.gpu.env import (
+    collect_environment,
+    current_compute_capability,
+    current_gpu_name,
+    read_clocks,
+    require_gpu,
+)
 from harness.gpu.timing import L2Flusher, time_launches
 from harness.gpu.tuning import resolve_params
 from harness.gpu.verify import verify
@@ -358,7 +364,8 @@ def bench_one(project: Project, target: Target, size: Size, settings: BenchSetti
         if isinstance(target, Variant):
             # The user's constraints run here too: a check that raises ends only this result.
             if params is None:
-                resolved = resolve_params(project, target, size, gpu or current_gpu_name())
+                resolved = resolve_params(project, target, size, gpu or current_gpu_name(),
+                                          compute_capability=current_compute_capability())
                 params, result.tuning = resolved.params, resolved.origin
             result.params = dict(params)
             problems = project.problems(target, params, size)

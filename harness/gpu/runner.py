@@ -29,7 +29,12 @@ from typing import Any
 
 from harness.errors import NcuhError, NoGpuError, first_error_line
 from harness.gpu.backend import prepare
-from harness.gpu.env import cuda_fields, current_gpu_name, require_gpu
+from harness.gpu.env import (
+    cuda_fields,
+    current_compute_capability,
+    current_gpu_name,
+    require_gpu,
+)
 from harness.gpu.protocol import RESULT_PREFIX, RUNNER_NO_GPU_EXIT, RUNNER_PREFIX, runner_range
 from harness.gpu.tuning import resolve_params
 from harness.gpu.verify import verify
@@ -88,7 +93,8 @@ def run(project: Project, variant_name: str, size: Size, *, params: dict[str, An
     variant = project.variant(variant_name)
     tuning = "given"
     if not params:
-        resolved = resolve_params(project, variant, size, current_gpu_name())
+        resolved = resolve_params(project, variant, size, current_gpu_name(),
+                                  compute_capability=current_compute_capability())
         params, tuning = resolved.params, resolved.origin
     project.check_params(variant, params, size)  # one-line NcuhError before compiling
     runnable = prepare(project, variant, size, params)

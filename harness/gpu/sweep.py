@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from typing import Literal
 
 from harness.gpu.bench import BenchSettings, bench_one
-from harness.gpu.env import current_gpu_name, require_gpu
+from harness.gpu.env import current_compute_capability, current_gpu_name, require_gpu
 from harness.gpu.timing import L2Flusher
 from harness.gpu.tuning import TuneCache, cache_path, source_fingerprint
 from harness.project import Project, Size, Variant
@@ -111,6 +111,7 @@ def autotune(project: Project, variant: Variant, size: Size, *, repeats: int = 1
     """
     cupy = require_gpu()
     gpu = current_gpu_name() or "unknown GPU"
+    compute_capability = current_compute_capability()
     configs = list(enumerate_configs(variant))
     valid, rejected = filter_configs(project, variant, configs, size)
     valid = sample_configs(variant, valid, limit)
@@ -136,6 +137,7 @@ def autotune(project: Project, variant: Variant, size: Size, *, repeats: int = 1
         cache.put({
             "variant": variant.name,
             "gpu": gpu,
+            "compute_capability": compute_capability,  # lets a sibling model borrow it
             "size": str(size),
             "params": best.params,
             "source_sha256": source_fingerprint(project, variant),
