@@ -652,3 +652,19 @@ def test_the_current_devices_name_and_compute_capability(monkeypatch) -> None:
     assert gpu_env.current_compute_capability() == "9.0"
     monkeypatch.setattr(gpu_env, "_import_cupy", lambda: None)
     assert gpu_env.current_gpu_name() is None and gpu_env.current_compute_capability() is None
+
+
+def test_a_sweep_whose_constraints_raise_is_a_project_error_not_a_traceback() -> None:
+    from harness.errors import ProjectError
+
+    project = load_project(SCALE)
+    variant = project.variant("nvrtc")
+
+    def broken(size, params):
+        raise KeyError("BLOCK_SIZE")
+
+    object.__setattr__(variant, "constraints", broken)
+    configs = list(enumerate_configs(variant))
+    with pytest.raises(ProjectError, match=r"\[\[variant\]\] #1 \('nvrtc'\): key 'constraints' "
+                                           r"raised KeyError: 'BLOCK_SIZE' at size 4096"):
+        filter_configs(project, variant, configs, project.parse_size("4096"))
