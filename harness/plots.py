@@ -183,3 +183,31 @@ def occupancy_chart(labels: Sequence[str], theoretical: Sequence[float | None],
     rotated = _ticks(ax, labels)
     return Plot("occupancy", "Occupancy (theoretical, achieved) and its limiter",
                 _png(fig, True, rotated))
+
+
+def instruction_mix_chart(labels: Sequence[str], mixes: Sequence[dict[str, float]],
+                          top: int = 8) -> Plot:
+    """Each iteration's executed instructions by class (FP32, integer, global load, ...),
+    stacked as shares of all its executed instructions."""
+    totals: dict[str, float] = {}
+    for mix in mixes:
+        for name, share in mix.items():
+            totals[name] = totals.get(name, 0.0) + share
+    classes = sorted(totals, key=lambda c: (-totals[c], c))[:top]
+    fig, ax = _figure()
+    positions = range(len(labels))
+    bottom = [0.0] * len(labels)
+    for i, name in enumerate(classes):
+        heights = [mix.get(name, 0.0) for mix in mixes]
+        ax.bar(positions, heights, bottom=bottom, label=name, color=_PALETTE[i % len(_PALETTE)])
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    other = [sum(v for c, v in mix.items() if c not in classes) for mix in mixes]
+    if any(other):
+        ax.bar(positions, other, bottom=bottom, label="other", color="#cccccc")
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("% of executed instructions")
+    ax.set_title("Instruction mix per iteration", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    rotated = _ticks(ax, labels)
+    return Plot("instruction_mix", "Executed instructions by class per iteration (stacked)",
+                _png(fig, True, rotated))

@@ -17,7 +17,14 @@ import jinja2
 
 from harness.atomic import atomic_write_bytes, atomic_write_text
 from harness.markdown_html import markdown_to_html
-from harness.plots import Plot, gflops_chart, occupancy_chart, roofline_chart, stall_chart
+from harness.plots import (
+    Plot,
+    gflops_chart,
+    instruction_mix_chart,
+    occupancy_chart,
+    roofline_chart,
+    stall_chart,
+)
 from harness.writeup import KernelPage, Writeup, index_pages
 
 Format = Literal["md", "html", "both"]
@@ -94,6 +101,9 @@ def build_plots(writeup: Writeup) -> list[Plot]:
             [o.achieved_pct if o else None for o in occupancy],
             [", ".join(o.limiters) if o else "" for o in occupancy],
         ),
+        instruction_mix_chart(labels, [
+            {c.name: c.share_pct for c in p.profile.instruction_classes} if p.profile else {}
+            for p in pages]),
     ]
 
 

@@ -21,20 +21,21 @@ from typing import Any
 from harness.errors import NcuhError, ReportError
 from harness.findings import Finding
 from harness.findings import bound as bound_rule
-from harness.findings.registry import run_rules
+from harness.findings import pipes as pipes_rule
+from harness.findings.registry import run_rules, tldr_finding
 from harness.findings.stalls import label as stall_label
 from harness.project import Project, Variant, load_project, open_project
 from harness.project.size import size_text
-from harness.report.kernel_profile import KernelProfile
-from harness.report.profile_builder import build_profile
-from harness.report.report_view import build_view, render_text
-from harness.report.reportfile import KernelRef, LoadedReport, open_report
-from harness.report.roofline import Roofline, read_roofline
+from harness.report.kernel_profile import KernelProfile, PipeUse
+from harness.report.profile_builder import load_profiles
+from harness.report.report_view import render_text
+from harness.report.roofline import Roofline
 from harness.report.sass_hotspots import Hotspot, hotspots
 from harness.rundir import BENCH, MANIFEST, Run, RunEntry, load_bench, load_run
 
 MAX_SUMMARY = 5  # items under What's Good? / What's Bad?
 HOTSPOTS = 5
+PIPES_SHOWN = 6
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,7 @@ class KernelPage:
     bonus: Bonus | None = None
     profile: KernelProfile | None = None
     roofline: Roofline = field(default_factory=Roofline)
+    pipes: list[PipeUse] = field(default_factory=list)  # busiest first (Instruction Mix)
     previous_slug: str | None = None
     # index columns
     time_ms: float | None = None
@@ -147,8 +149,7 @@ class Writeup:
 class _Item:
     """A kernel waiting for its page: where it came from and what the run said about it."""
 
-    ref: KernelRef
-    report: LoadedReport
+    report_path: Path
     profile: KernelProfile
     entry: RunEntry | None = None
     run: Run | None = None
@@ -169,13 +170,11 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "kernel"
 
 
-def _build_profile(ref: KernelRef) -> KernelProfile:
-    return build_profile(ref)
-
-
-def _profiling_results(ref: KernelRef) -> str:
+def _profiling_results(profile: KernelProfile) -> str:
     """ncu's details page for this kernel, as `ncu --print-details` prints it."""
-    return textwrap.dedent(render_text([build_view(ref)]))
+    if profile.details is None:
+        return ""
+    return textwrap.dedent(render_text([profile.details]))
 
 
 def _run_project(run: Run | None, fallback: Path | None) -> Project | None:
@@ -204,15 +203,7 @@ def _variant(project: Project | None, name: str | None) -> Variant | None:
 
 
 def _bound_only(profile: KernelProfile) -> str:
-    bound = bound_rule.classify(profile)
-    if bound is None:
-        return "not collected"
-    text = f"{bound}-bound"
-    if bound == "memory":
-        unit = bound_rule.busiest_memory_unit(profile)
-        if unit:
-            text += f" ({unit[0]})"
-    return text
+    return bound_rule.describe(profile)
 
 
 def _bound_text(profile: KernelProfile) -> str:
@@ -272,12 +263,16 @@ def _numbered(findings: list[Finding]) -> list[Finding]:
 
 
 def _tldr(profile: KernelProfile, findings: list[Finding]) -> str:
+    """The binding unit and the problem with the largest estimated gain."""
     bound = _bound_only(profile)
-    bad = [f for f in findings if f.kind == "bad" and f.rule not in ("bound", "progress")]
-    if not bad:
+    top = tldr_finding(findings)
+    if top is None:
         return f"The kernel is {bound}; no rule found a clear problem."
-    first = bad[0].title.rstrip(".")
-    return f"The kernel is {bound}, and the biggest problem is this: {first[0].lower()}{first[1:]}."
+    first = top.title.rstrip(".")
+    gain = (f" (ncu estimates up to {top.speedup_pct:.0f}% speedup)"
+            if top.speedup_pct is not None else "")
+    return (f"The kernel is {bound}, and the biggest problem is this: "
+            f"{first[0].lower()}{first[1:]}{gain}.")
 
 
 def _bonus(item: _Item) -> Bonus:
@@ -290,7 +285,7 @@ def _bonus(item: _Item) -> Bonus:
                                100.0 * access.executed / total if total else 0.0))
     # the project's kernel sources: their lines can be shown next to the SASS
     folders = [item.project.folder] if item.variant is not None and item.project else []
-    spots = tuple(hotspots(item.ref.action, HOTSPOTS, folders))
+    spots = tuple(hotspots(profile, HOTSPOTS, folders))
     return Bonus(
         widths=tuple(widths),
         registers_per_thread=profile.launch.registers_per_thread,
@@ -315,8 +310,8 @@ def _label(item: _Item, profile: KernelProfile) -> str:
 def _display_source(item: _Item) -> str:
     """The report as the page names it: no machine-specific absolute paths."""
     if item.run is not None:
-        return f"{item.run.path.name}/{item.report.path.name}"
-    return item.report.path.name
+        return f"{item.run.path.name}/{item.report_path.name}"
+    return item.report_path.name
 
 
 def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
@@ -340,7 +335,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         for number, f in enumerate(numbered, start=1)
         if f.what_if
     ]
-    roofline = read_roofline(item.ref.action)
+    roofline = profile.roofline
     page = KernelPage(
         slug=slugs[id(item)],
         heading=heading,
@@ -357,10 +352,11 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         tldr=_tldr(profile, findings),
         findings=numbered,
         fix_ideas=fixes,
-        profiling_results=_profiling_results(item.ref),
+        profiling_results=_profiling_results(profile),
         bonus=_bonus(item),
         profile=profile,
         roofline=roofline,
+        pipes=pipes_rule.busiest(profile)[:PIPES_SHOWN],
         previous_slug=slugs.get(id(item.previous)) if item.previous else None,
         limiter=_bound_text(profile),
         label=_label(item, profile),
@@ -394,8 +390,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
 
 
 def _report_items(path: Path) -> list[_Item]:
-    report = open_report(path)
-    return [_Item(ref=ref, report=report, profile=_build_profile(ref)) for ref in report.kernels]
+    return [_Item(report_path=path, profile=profile) for profile in load_profiles(path)]
 
 
 def _kernel_regex(variant: Variant | None) -> str | None:
@@ -431,15 +426,14 @@ def _run_items(run: Run, fallback: Path | None = None) -> list[_Item]:
     for entry in run.entries:
         if not entry.ok or entry.report is None:
             continue
-        report = open_report(entry.report)
+        profiles = load_profiles(entry.report)
         variant = _variant(project, entry.variant)
         regex = _kernel_regex(variant)
         # the variant's own kernel; every kernel when its name is not in the report
-        refs = [r for r in report.kernels if regex and re.search(regex, r.name)]
-        refs = refs or report.kernels
-        shared = len(refs) > 1
-        for ref in refs:
-            items.append(_Item(ref=ref, report=report, profile=_build_profile(ref), entry=entry,
+        chosen = [p for p in profiles if regex and re.search(regex, p.name)] or profiles
+        shared = len(chosen) > 1
+        for profile in chosen:
+            items.append(_Item(report_path=entry.report, profile=profile, entry=entry,
                                run=run, variant=variant, shared_entry=shared, project=project))
     # each iteration's predecessor at the same size
     by_key = {(i.entry.variant, i.entry.size): i for i in items if i.entry}
@@ -450,7 +444,7 @@ def _run_items(run: Run, fallback: Path | None = None) -> list[_Item]:
     items.sort(key=lambda i: (
         i.variant.iteration if i.variant is not None else 1_000_000,
         i.entry.size or () if i.entry else (),
-        i.ref.kernel_id,
+        i.profile.kernel_id,
     ))
     return items
 
@@ -522,11 +516,11 @@ def _slugs(items: list[_Item]) -> dict[int, str]:
         elif item.entry is not None:
             base = item.entry.label
         else:
-            base = f"{item.report.path.stem}_{item.ref.kernel_id}_{item.ref.name}"
+            base = f"{item.report_path.stem}_{item.profile.kernel_id}_{item.profile.name}"
         if item.variant is not None and item.entry is not None and item.entry.size:
             base += f"_{_size_text(item.entry.size)}"
         if item.shared_entry:
-            base += f"_{item.ref.kernel_id}_{item.ref.name}"
+            base += f"_{item.profile.kernel_id}_{item.profile.name}"
         slug = _slug(base)
         n = 2
         while slug in seen:

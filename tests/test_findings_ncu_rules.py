@@ -26,7 +26,8 @@ def test_registry_drops_ncu_messages_our_rules_already_explain():
     rules = {f.metrics.get("ncu_rule") for f in run_rules(smem()) if f.rule == "ncu_rules"}
     assert "SharedMemoryConflicts" not in rules  # bank_conflicts said it (bad)
     assert "CPIStall" not in rules  # stalls said it
-    assert "HighPipeUtilization" in rules  # nobody else did
+    assert "HighPipeUtilization" not in rules  # pipes said it: LSU busiest, not FMA (bad)
+    assert "IssueSlotUtilization" in rules  # nobody else did
 
 
 def test_info_and_tiny_speedups_are_left_out():
@@ -42,5 +43,6 @@ def test_info_and_tiny_speedups_are_left_out():
 
 def test_every_rule_is_registered_once():
     names = [r.name for r in RULES]
-    assert names == ["bound", "stalls", "bank_conflicts", "occupancy", "coalescing",
-                     "vectorization", "spills", "waves", "progress", "ncu_rules"]
+    assert names == ["bound", "pipes", "divergence", "atomics", "memory_level", "stalls",
+                     "bank_conflicts", "occupancy", "coalescing", "vectorization", "spills",
+                     "local_arrays", "waves", "instruction_mix", "progress", "ncu_rules"]

@@ -69,8 +69,8 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_index_loads_and_every_plot_decodes(pages: Path, tmp_path: Path):
     state = _checked(tmp_path, pages / "index.html")
-    assert state["images"] == 4
-    assert state["decoded"] == 4, state["widths"]
+    assert state["images"] == 5  # GFLOP/s, stalls, roofline, occupancy, instruction mix
+    assert state["decoded"] == 5, state["widths"]
     assert all(width >= 400 for width in state["widths"])  # 8 in x 100 dpi plots
 
 

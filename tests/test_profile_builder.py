@@ -193,7 +193,7 @@ def test_rules_equal_ncu_plain_text(profiles) -> None:
         theirs = {s.name: list(s.rules) for s in details[profile.name]}
         for rule in profile.rules:
             ncu_rule = theirs[names[rule.section]].pop(0)
-            assert rule.type == ncu_rule.tag
+            assert rule.tag == ncu_rule.tag
             assert " ".join(rule.message.split()) == " ".join(ncu_rule.text.split())
             assert "@" not in rule.message
             if rule.speedup_pct is None:
@@ -216,46 +216,21 @@ def test_plain_text_resolves_link_markup() -> None:
         "The Profiling Guide (https://docs.nvidia.com/x.html#a) says")
 
 
-class _FakeMetric:
-    def __init__(self, name: str, value: Any, unit: str = "") -> None:
-        self._name, self._value, self._unit = name, value, unit
+class _OlderAction:
+    """A real action that shows only some of its metrics and no rules, sections or SASS: the
+    report of an older ncu or another architecture, where most metrics are absent."""
 
-    def name(self) -> str:
-        return self._name
-
-    def label(self) -> str:
-        return ""
-
-    def unit(self) -> str:
-        return self._unit
-
-    def has_value(self) -> bool:
-        return True
-
-    def value(self, index: int | None = None) -> Any:
-        return self._value
-
-    def num_instances(self) -> int:
-        return 0
-
-    def has_correlation_ids(self) -> bool:
-        return False
-
-
-class _FakeAction:
-    """An action from an older ncu / another architecture: most metrics absent."""
-
-    def __init__(self, metrics: dict[str, Any]) -> None:
-        self.metrics = {n: _FakeMetric(n, v) for n, v in metrics.items()}
+    def __init__(self, action: Any, keep: set[str]) -> None:
+        self._action, self._keep = action, keep
 
     def name(self, base: Any = None) -> str:
         return "old_kernel"
 
     def metric_names(self) -> tuple[str, ...]:
-        return tuple(self.metrics)
+        return tuple(n for n in self._action.metric_names() if n in self._keep)
 
-    def metric_by_name(self, name: str) -> _FakeMetric | None:
-        return self.metrics.get(name)
+    def metric_by_name(self, name: str) -> Any:
+        return self._action.metric_by_name(name) if name in self._keep else None
 
     def rule_results(self) -> tuple[()]:
         return ()
@@ -263,17 +238,27 @@ class _FakeAction:
     def nvtx_state(self) -> None:
         return None
 
+    def sections(self) -> tuple[()]:
+        return ()
+
+    def sass_by_pc(self, pc: int) -> str:
+        return ""
+
+    def source_files(self) -> dict[str, str]:
+        return {}
+
 
 def test_missing_metrics_are_none_not_zero() -> None:
-    action = _FakeAction({
-        "gpu__time_duration.sum": 1234.0,
-        "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio": 2.5,
-        "smsp__issue_active.avg.pct_of_peak_sustained_active": 40.0,
+    real = open_report(NAIVE_SMEM_REPORT).kernels[0].action
+    action = _OlderAction(real, {
+        "gpu__time_duration.sum",
+        "smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio",
+        "smsp__issue_active.avg.pct_of_peak_sustained_active",
     })
     kernel = KernelRef(kernel_id=0, name="old_kernel", range_index=0, action_index=0,
                        action=action)
     profile = build_profile(kernel)
-    assert profile.speed_of_light.duration_ns == 1234.0
+    assert profile.speed_of_light.duration_ns == 5511008.0
     assert profile.speed_of_light.elapsed_cycles is None
     assert profile.launch.grid is None and profile.launch.registers_per_thread is None
     assert profile.occupancy.block_limits == dict.fromkeys(
@@ -283,11 +268,30 @@ def test_missing_metrics_are_none_not_zero() -> None:
     assert profile.bank_conflicts.stores.ways is None
     assert profile.coalescing.global_excess_pct is None
     assert profile.instruction_mix == () and profile.memory_widths.accesses == ()
-    assert profile.warp_state.stall("barrier") == 2.5
+    assert profile.warp_state.stall("barrier") == 0.0  # collected, and zero for this kernel
     assert profile.warp_state.stalls[0].label == "Barrier"
     # "No Eligible" is 100 - "One or More Eligible" when its own metric is missing.
-    assert profile.scheduler.no_eligible_pct == 60.0
+    one_or_more = real.metric_by_name("smsp__issue_active.avg.pct_of_peak_sustained_active")
+    assert profile.scheduler.no_eligible_pct == pytest.approx(100.0 - one_or_more.value())
     assert profile.device is None and profile.compute_capability is None
+    assert profile.pipes == () and profile.sass == () and profile.instruction_classes == ()
+    assert profile.divergence.active_threads_per_warp is None
+    assert profile.atomics.global_atom_requests is None
+    assert profile.local_memory.spill_instructions is None
+    assert profile.metric("gpu__time_duration.sum") == 5511008.0
+    assert profile.metric("gpc__cycles_elapsed.max") is None
+    assert set(profile.metrics) == set(action.metric_names())
+
+
+def test_rule_types_follow_ncu_report_msgtype_enum() -> None:
+    import ncu_report
+
+    from harness.report.rule_text import RULE_TYPES
+
+    enum = {ncu_report.MsgType_NONE: "NONE", ncu_report.MsgType_OK: "OK",
+            ncu_report.MsgType_OPTIMIZATION: "OPT", ncu_report.MsgType_WARNING: "WARN",
+            ncu_report.MsgType_ERR: "ERROR"}
+    assert enum == RULE_TYPES
 
 
 def test_kernel_filter_in_load_profiles() -> None:

@@ -77,7 +77,7 @@ def test_report_rule_lines_equal_ncu_details_page(views, details) -> None:
             assert len(section.rules) == len(expected), section.name
             for rule, ncu_lines in zip(section.rules, expected, strict=True):
                 block = "\n".join(
-                    [f"    {rule.type:<5} {ncu_lines[0]}"]
+                    [f"    {rule.tag:<5} {ncu_lines[0]}"]
                     + [f"          {line}" for line in ncu_lines[1:]]
                 )
                 assert block in text, f"{section.name}: {rule.name} renders differently"

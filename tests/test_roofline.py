@@ -6,16 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.report.reportfile import open_report
-from harness.report.roofline import Roofline, read_roofline
+from harness.report.profile_builder import load_profiles
+from harness.report.roofline import Roofline
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 
 
 @pytest.fixture(scope="module")
 def rooflines():
-    report = open_report(REPORT)
-    return [read_roofline(k.action) for k in report.kernels]
+    return [profile.roofline for profile in load_profiles(REPORT)]
 
 
 def test_achieved_flops_match_the_problem_and_duration(rooflines):

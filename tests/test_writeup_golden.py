@@ -49,7 +49,7 @@ def test_page_carries_the_seed_sections_and_real_numbers(rendered: Path):
     page = (rendered / "h100_sgemm_naive_smem_1_sgemm_smem.md").read_text(encoding="utf-8")
     headings = [line for line in page.splitlines() if line.startswith("### ")]
     assert headings == ["### Benchmark Results", "### What's Good?", "### What's Bad?",
-                        "### In-Depth Findings", "### In-Depth Fix Ideas",
+                        "### In-Depth Findings", "### In-Depth Fix Ideas", "### Instruction Mix",
                         "### Profiling Results", "### Bonus Observations"]
     # numbers ncu prints for this kernel
     assert "0.300928 ms" in page  # gpu__time_duration.sum 300,928 ns

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import click
 
-from harness.report.report_view import VIEW_FORMATS, render, report_views
+from harness.report.profile_builder import load_profiles
+from harness.report.report_view import DETAILS, VIEW_FORMATS, profile_views, render
 
 
 @click.command()
@@ -15,6 +16,11 @@ from harness.report.report_view import VIEW_FORMATS, render, report_views
               help="Only kernels whose name matches REGEX (re.search).")
 @click.option("--format", "fmt", type=click.Choice(VIEW_FORMATS), default="text",
               show_default=True)
-def report(report: Path, kernel_regex: str | None, fmt: str) -> None:
+@click.option("--print-details", "details", type=click.Choice(DETAILS), default="header",
+              show_default=True,
+              help="As ncu's --print-details: 'all' adds the sections' body tables "
+                   "(throughput breakdowns, pipe utilization).")
+def report(report: Path, kernel_regex: str | None, fmt: str, details: str) -> None:
     """Print each kernel's sections (metric, unit, value) and ncu's rule messages."""
-    click.echo(render(report_views(report, kernel_regex), fmt), nl=False)  # type: ignore[arg-type]
+    views = profile_views(load_profiles(report, kernel_regex))  # read through the one model
+    click.echo(render(views, fmt, details), nl=False)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ from harness.diff.formatting import count, percent, quantity
 from harness.diff.inputs import KernelData
 from harness.diff.thresholds import NCU_DURATION
 from harness.diff.verdicts import MetricVerdict
-from harness.report.kernel_profile import RuleResult
+from harness.report.kernel_profile import OCCUPANCY_LIMITERS, RuleResult, limiters_of, stall_label
 
 # Counters that point at a cause, with the words used for them.
 EXPLANATORY_COUNTERS: dict[str, str] = {
@@ -54,19 +54,9 @@ MAX_COUNTERS = 6
 
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
 STALL_SUFFIX = "_per_issue_active.ratio"
-STALL_LABELS: dict[str, str] = {
-    "mio_throttle": "MIO throttle", "long_scoreboard": "long scoreboard",
-    "short_scoreboard": "short scoreboard", "barrier": "barrier", "not_selected": "not selected",
-    "math_pipe_throttle": "math pipe throttle", "wait": "wait", "lg_throttle": "LG throttle",
-    "tex_throttle": "TEX throttle", "membar": "memory barrier", "branch_resolving":
-    "branch resolving", "dispatch_stall": "dispatch stall", "drain": "drain", "gmma": "GMMA",
-    "imc_miss": "IMC miss", "misc": "misc", "no_instruction": "no instruction",
-    "selected": "selected", "sleeping": "sleeping",
-}
 MIN_STALL_DELTA = 0.1  # cycles per issued instruction
 MAX_STALLS = 3
 
-OCCUPANCY_LIMITS = ("registers", "shared_mem", "warps", "blocks", "barriers")
 MIN_OCCUPANCY_DELTA = 2.0  # percentage points
 MIN_RULE_DELTA = 5.0  # percentage points of ncu's estimated speedup
 
@@ -197,7 +187,7 @@ def _stall_moves(base: dict[str, float], cur: dict[str, float], worse: bool) -> 
         if b is None or c is None or abs(c - b) < MIN_STALL_DELTA:
             continue
         reason = name[len(STALL_PREFIX):-len(STALL_SUFFIX)]
-        label = STALL_LABELS.get(reason, reason.replace("_", " "))
+        label = stall_label(reason)
         text = f"{label} stall per instruction {c - b:+.1f} cycles ({b:.1f} -> {c:.1f})"
         moves.append(Move(name, f"{label} stall", b, c, text))
     moves.sort(key=lambda m: (((m.current or 0) > (m.baseline or 0)) != worse,
@@ -206,12 +196,8 @@ def _stall_moves(base: dict[str, float], cur: dict[str, float], worse: bool) -> 
 
 
 def _limiters(metrics: dict[str, float]) -> tuple[str, ...]:
-    limits = {n: metrics.get(f"launch__occupancy_limit_{n}") for n in OCCUPANCY_LIMITS}
-    known = {n: v for n, v in limits.items() if v is not None}
-    if not known:
-        return ()
-    least = min(known.values())
-    return tuple(n for n, v in known.items() if v == least)
+    return limiters_of({n: metrics.get(f"launch__occupancy_limit_{n}")
+                        for n in OCCUPANCY_LIMITERS})
 
 
 def _occupancy_moves(base: dict[str, float], cur: dict[str, float]) -> list[Move]:

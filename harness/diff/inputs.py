@@ -4,23 +4,23 @@ Each kernel gets a `KernelKey`: its name (the variant for the bundled chain, oth
 function name), the problem size when a run recorded one, and its launch order among kernels
 with the same name and size. Keys are what `matching` pairs across the two sides.
 
-Metrics are read straight from `ncu_report` as a flat `{metric name: value}` in ncu's base
-units, so any metric a user names in a thresholds file can be compared; a metric absent from
-the report is simply absent (not collected), never zero. ncu's own rule results come along as
-`RuleResult`s so that `explain` can say which rules appeared or changed their estimate.
+Each kernel is read through the typed `KernelProfile` (the one reader of reports): its
+metrics as a flat `{metric name: value}` in ncu's base units, so any metric a user names in a
+thresholds file can be compared (a metric absent from the report is simply absent, never
+zero), and ncu's own rule results, so that `explain` can say which rules appeared or changed
+their estimate.
 """
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import ReportError
-from harness.report.kernel_profile import RuleResult
-from harness.report.reportfile import open_report
+from harness.report.kernel_profile import KernelProfile, RuleResult
+from harness.report.profile_builder import load_profiles
 from harness.rundir import RunEntry, is_run_directory, load_run
 
 Size = tuple[int, ...]
@@ -71,6 +71,7 @@ class KernelData:
     samples_ms: tuple[float, ...] = ()  # bench event timings, one per repeat
     device: str | None = None
     compute_capability: str | None = None
+    profile: KernelProfile | None = field(default=None, repr=False, compare=False)
 
     def metric(self, name: str) -> float | None:
         return self.metrics.get(name)
@@ -210,72 +211,25 @@ def _environment_from_kernels(kernels: tuple[KernelData, ...]) -> Environment:
 
 
 def _report_kernels(path: Path, name: str | None, size: Size | None) -> list[KernelData]:
-    # open_report validates the file (missing, empty, not a report, truncated, no kernels)
-    # and raises a one-line ReportError; the context must stay alive while actions are read.
-    report = open_report(path)
-    return [_action_kernel(ref.action, ref.name, path, name, size) for ref in report.kernels]
+    # load_profiles validates the file (missing, empty, not a report, truncated, no kernels)
+    # and raises a one-line ReportError
+    return [_profile_kernel(profile, path, name, size) for profile in load_profiles(path)]
 
 
-def _action_kernel(action: Any, function: str, path: Path, name: str | None,
-                   size: Size | None) -> KernelData:
-    metrics: dict[str, float] = {}
-    units: dict[str, str] = {}
-    strings: dict[str, str] = {}
-    for metric_name in action.metric_names():
-        metric = action[metric_name]
-        if metric.kind() == metric.ValueKind_STRING:
-            strings[metric_name] = metric.as_string() or ""
-            continue
-        value = metric.value()
-        if value is None:
-            continue
-        metrics[metric_name] = float(value)
-        units[metric_name] = metric.unit() or ""
-    major = metrics.get("device__attribute_compute_capability_major")
-    minor = metrics.get("device__attribute_compute_capability_minor")
-    cc = f"{int(major)}.{int(minor)}" if major is not None and minor is not None else None
+def _profile_kernel(profile: KernelProfile, path: Path, name: str | None,
+                    size: Size | None) -> KernelData:
+    numbers = profile.numbers()
     return KernelData(
-        key=KernelKey(name or function, size),
-        function=function,
+        key=KernelKey(name or profile.name, size),
+        function=profile.name,
         source=path.name,
-        metrics=metrics,
-        units=units,
-        rules=tuple(_rules(action)),
-        device=strings.get("device__attribute_display_name") or None,
-        compute_capability=cc,
+        metrics=numbers,
+        units={n: profile.metrics[n].unit for n in numbers},
+        rules=profile.rules,
+        device=profile.device,
+        compute_capability=profile.compute_capability,
+        profile=profile,
     )
-
-
-# ncu_report.MsgType_*: NONE 0, OK 1, OPTIMIZATION 2, WARNING 3, ERR 4.
-_MESSAGE_TYPES = {0: "NONE", 1: "OK", 2: "OPT", 3: "WARN", 4: "ERROR"}
-_URL = re.compile(r"@url:([^:@]+):[^@]*@")  # @url:Label:https://...@
-_LINK3 = re.compile(r"@\w+:[^:@]*:([^@]*)@")  # @section:Id:Label@
-_LINK2 = re.compile(r"@\w+:([^@]*)@")  # @sass:Label@ and the like
-
-
-def _plain(message: str) -> str:
-    """ncu's in-message link markup -> its label, whitespace collapsed."""
-    message = _LINK2.sub(r"\1", _LINK3.sub(r"\1", _URL.sub(r"\1", message)))
-    return re.sub(r"\s+", " ", message).strip()
-
-
-def _rules(action: Any) -> list[RuleResult]:
-    rules = []
-    for raw in action.rule_results_as_dicts():
-        message = raw.get("rule_message") or {}
-        estimate = raw.get("speedup_estimation") or {}
-        speedup = estimate.get("speedup")
-        kind = {1: "local", 2: "global"}.get(estimate.get("type"))
-        rules.append(RuleResult(
-            name=str(raw.get("rule_identifier") or raw.get("name") or ""),
-            title=str(message.get("title") or raw.get("name") or ""),
-            type=_MESSAGE_TYPES.get(message.get("type"), "NONE"),  # type: ignore[arg-type]
-            message=_plain(str(message.get("message") or "")),
-            speedup_pct=float(speedup) if speedup is not None else None,
-            speedup_type=kind,
-            section=raw.get("section_identifier"),
-        ))
-    return rules
 
 
 # --- keys ------------------------------------------------------------------------------------

@@ -16,6 +16,7 @@ NAME = "bound"
 SECTION = "GPU Speed Of Light Throughput"
 LATENCY_THRESHOLD = 60.0  # ncu: below this for both, "latency issues"
 HIGH_THRESHOLD = 80.0  # ncu: "utilizing greater than 80.0% of ... the device"
+DESCRIBE_MIN = 20.0  # percent: a latency-bound kernel's busiest unit is named from here on
 
 Bound = Literal["memory", "compute", "latency"]
 
@@ -44,6 +45,31 @@ def busiest_memory_unit(profile: KernelProfile) -> tuple[str, float] | None:
         return None
     name = max(known, key=lambda n: known[n])
     return name, known[name]
+
+
+def describe(profile: KernelProfile) -> str:
+    """The binding unit in a few words, e.g. "compute-bound (FP64 pipe at 86.7%)",
+    "memory-bound (DRAM)", "latency-bound (busiest memory unit L2 at 47.2%)"."""
+    from harness.findings.pipes import busiest  # pipes reads bound's thresholds too
+
+    bound = classify(profile)
+    if bound is None:
+        return "not collected"
+    sol = profile.speed_of_light
+    pipes = busiest(profile)
+    unit = busiest_memory_unit(profile)
+    if bound == "compute":
+        return f"compute-bound ({pipes[0].label} pipe at {fmt(pipes[0].pct)}%)" if pipes \
+            else "compute-bound"
+    if bound == "memory":
+        return f"memory-bound ({unit[0]})" if unit else "memory-bound"
+    # a latency-bound kernel's busiest unit says what it waits with, once it does something
+    memory_side = (sol.memory_throughput_pct or 0.0) >= (sol.compute_throughput_pct or 0.0)
+    if memory_side and unit and unit[1] >= DESCRIBE_MIN:
+        return f"latency-bound (busiest memory unit {unit[0]} at {fmt(unit[1])}%)"
+    if not memory_side and pipes and pipes[0].pct >= DESCRIBE_MIN:
+        return f"latency-bound (busiest pipe {pipes[0].label} at {fmt(pipes[0].pct)}%)"
+    return "latency-bound"
 
 
 _MEMORY_FIX = {
@@ -100,14 +126,18 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             )
         ]
     if bound == "compute":
+        from harness.findings.pipes import busiest
+
         kind = "good" if compute >= LATENCY_THRESHOLD else "info"
         saturated = " and near saturation" if compute >= HIGH_THRESHOLD else ""
+        pipes = busiest(profile)
+        on_pipe = f" on the {pipes[0].label} pipe ({fmt(pipes[0].pct)}%)" if pipes else ""
         return [
             Finding(
                 rule=NAME,
                 kind=kind,
-                title=f"The kernel is compute-bound{saturated}: the SM reaches {fmt(compute)}% "
-                f"of its peak throughput (memory {fmt(memory)}%).",
+                title=f"The kernel is compute-bound{saturated}{on_pipe}: the SM reaches "
+                f"{fmt(compute)}% of its peak throughput (memory {fmt(memory)}%).",
                 text=f"Compute is the busiest unit ({numbers}) ({SECTION}).",
                 section=SECTION,
                 weight=compute,

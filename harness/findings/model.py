@@ -19,6 +19,8 @@ class Finding:
     in-depth sentence with the numbers; `section` is the ncu section the numbers come from.
     `what_if` is the fix idea ("What if ...?") when the rule has one, `fix_title` its heading.
     `weight` orders findings (bigger first): roughly the share of time at stake, in percent.
+    `speedup_pct` is ncu's own estimate of the gain from fixing it, when ncu has one (the
+    registry fills it in from the ncu rule that flags the same problem).
     """
 
     rule: str
@@ -31,6 +33,7 @@ class Finding:
     fix_text: str | None = None
     weight: float = 0.0
     metrics: dict[str, float | str] = field(default_factory=dict)
+    speedup_pct: float | None = None
 
     @property
     def has_fix(self) -> bool:

@@ -49,7 +49,8 @@ def _finding(rule: RuleResult) -> Finding:
         text=f"{rule.message} ({section}).",
         section=section,
         weight=speedup or 0.0,
-        metrics={"ncu_rule": rule.name, "speedup_pct": speedup if speedup is not None else -1.0},
+        metrics={"ncu_rule": rule.name, "ncu_title": title,
+                 "speedup_pct": speedup if speedup is not None else -1.0},
     )
 
 

@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from types import ModuleType
 
 from harness.findings import (
+    atomics,
     bank_conflicts,
     bound,
     coalescing,
+    divergence,
+    instruction_mix,
+    local_arrays,
+    memory_level,
     ncu_rules,
     occupancy,
+    pipes,
     progress,
     spills,
     stalls,
@@ -18,7 +25,7 @@ from harness.findings import (
     waves,
 )
 from harness.findings.model import Finding, RuleCheck
-from harness.report.kernel_profile import KernelProfile
+from harness.report.kernel_profile import KernelProfile, RuleResult
 
 
 @dataclass(frozen=True)
@@ -37,13 +44,19 @@ RULES: tuple[Rule, ...] = tuple(
     _rule(m)
     for m in (
         bound,
+        pipes,
+        divergence,
+        atomics,
+        memory_level,
         stalls,
         bank_conflicts,
         occupancy,
         coalescing,
         vectorization,
         spills,
+        local_arrays,
         waves,
+        instruction_mix,
         progress,
         ncu_rules,
     )
@@ -62,7 +75,26 @@ COVERED_BY = {
     "AchievedOccupancy": "occupancy",
     "TheoreticalOccupancy": "occupancy",
     "LaunchConfiguration": "waves",
+    "MemoryCacheAccessPattern": "coalescing",
+    "HighPipeUtilization": "pipes",
+    "ThreadDivergence": "divergence",
 }
+# ncu rules that speak of local memory under a global-memory identifier
+_LOCAL_RULES = ("local_arrays", "spills")
+
+# A stall is a symptom; these findings name causes of it. When both fire, the cause carries
+# the stall's estimated gain (ncu estimates gains for stalls, not for their causes), so the
+# TLDR names what to fix rather than what the warps wait for.
+CAUSES: dict[str, tuple[str, ...]] = {
+    "long_scoreboard": ("local_arrays", "spills", "atomics"),
+    "lg_throttle": ("spills", "local_arrays", "atomics", "coalescing"),
+    "short_scoreboard": ("atomics", "bank_conflicts"),
+    "drain": ("atomics",),
+    "mio_throttle": ("bank_conflicts",),
+}
+# Our "good" statements that say the same thing for all lanes of a warp: qualified when most
+# lanes idle, since the throughput they praise is mostly wasted issue slots.
+LANE_QUALIFIED = ("bound", "occupancy", "pipes")
 
 
 def rule_names() -> tuple[str, ...]:
@@ -87,11 +119,111 @@ def run_rules(
         if names is not None and rule.name not in names:
             continue
         findings.extend(rule.check(profile, previous))
+    findings = _with_causes([_with_speedup(f, profile) for f in findings])
+    findings = [_consistent(f, profile) for f in findings]
+    findings = [_qualified(f, profile) for f in findings]
     # only a verdict (good/bad) of ours replaces ncu's message; an aside (info) does not
     fired = {f.rule for f in findings if f.kind != "info"}
-    findings = [
-        f for f in findings
-        if f.rule != ncu_rules.NAME or COVERED_BY.get(str(f.metrics.get("ncu_rule"))) not in fired
-    ]
+    findings = [f for f in findings if f.rule != ncu_rules.NAME or not _explained(f, fired)]
     # stable sort: within one kind, heavier findings first, rule order breaks ties
     return sorted(findings, key=lambda f: (_KIND_ORDER[f.kind], -f.weight))
+
+
+def covering_rules(result: RuleResult) -> tuple[str, ...]:
+    """Our rules that explain the same thing as one of ncu's results."""
+    if result.name == "MemoryCacheAccessPattern" and "local" in result.title.lower():
+        return _LOCAL_RULES
+    covered = COVERED_BY.get(result.name)
+    return (covered,) if covered else ()
+
+
+def _problems_for(rule: str, profile: KernelProfile) -> list[RuleResult]:
+    """ncu's OPT/WARN results on the topic our rule `rule` covers."""
+    return [r for r in profile.rules if r.is_problem and rule in covering_rules(r)]
+
+
+def _with_causes(findings: list[Finding]) -> list[Finding]:
+    """Causes inherit the estimated gain of the stalls they explain (see CAUSES)."""
+    fired = {f.rule for f in findings if f.kind == "bad"}
+    inherited: dict[str, float] = {}
+    for f in findings:
+        if f.rule != "stalls" or f.kind != "bad" or f.speedup_pct is None:
+            continue
+        for cause in CAUSES.get(str(f.metrics.get("reason")), ()):
+            if cause in fired:
+                inherited[cause] = max(inherited.get(cause, 0.0), f.speedup_pct)
+    return [dataclasses.replace(f, speedup_pct=max(f.speedup_pct or 0.0, inherited[f.rule]))
+            if f.kind == "bad" and f.rule in inherited else f for f in findings]
+
+
+def _with_speedup(finding: Finding, profile: KernelProfile) -> Finding:
+    """ncu's estimated speedup for the problem a finding names, where ncu has one."""
+    if finding.kind != "bad":
+        if finding.rule == ncu_rules.NAME:
+            speedup = float(finding.metrics.get("speedup_pct", -1.0))
+            return dataclasses.replace(finding, speedup_pct=speedup if speedup >= 0 else None)
+        return finding
+    estimates = [r.speedup_pct for r in _problems_for(finding.rule, profile)
+                 if r.speedup_pct is not None]
+    return dataclasses.replace(finding, speedup_pct=max(estimates)) if estimates else finding
+
+
+def _consistent(finding: Finding, profile: KernelProfile) -> Finding:
+    """A page never praises what ncu flags: a "good" statement on a topic one of ncu's rules
+    flags as a problem becomes an aside that names ncu's rule."""
+    if finding.kind != "good":
+        return finding
+    flagged = [r for r in _problems_for(finding.rule, profile) if _same_unit(finding, r)]
+    if not flagged:
+        return finding
+    titles = ", ".join(sorted({r.title or r.name for r in flagged}))
+    return dataclasses.replace(
+        finding, kind="info",
+        title=f"{finding.title.rstrip('.')} — but ncu flags: {titles}.",
+    )
+
+
+def _directions(text: str) -> set[str]:
+    lowered = text.lower()
+    return {word for word in ("load", "store") if word in lowered}
+
+
+def _same_unit(finding: Finding, rule: RuleResult) -> bool:
+    """Whether ncu's rule speaks of what the finding praises: shared loads free of conflicts
+    do not contradict "Shared Store Bank Conflicts"."""
+    ours, theirs = _directions(finding.title), _directions(rule.title)
+    return not ours or not theirs or bool(ours & theirs)
+
+
+def _qualified(finding: Finding, profile: KernelProfile) -> Finding:
+    """High throughput or occupancy is no praise when most lanes of each warp idle."""
+    if finding.kind != "good" or finding.rule not in LANE_QUALIFIED:
+        return finding
+    if not divergence.most_lanes_idle(profile):
+        return finding
+    lanes = profile.divergence.working_lanes or 0.0
+    return dataclasses.replace(
+        finding, kind="info",
+        title=f"{finding.title.rstrip('.')} — but only {lanes:.1f} of 32 lanes per warp "
+        "instruction do work, so most of it is wasted.",
+    )
+
+
+def _explained(finding: Finding, fired: set[str]) -> bool:
+    """Whether one of our verdicts already says what ncu's message (an ncu_rules finding)
+    says."""
+    name, title = str(finding.metrics.get("ncu_rule")), str(finding.metrics.get("ncu_title", ""))
+    probe = RuleResult(name=name, title=title, type="OPT", message="")
+    return any(rule in fired for rule in covering_rules(probe))
+
+
+def tldr_finding(findings: list[Finding]) -> Finding | None:
+    """The problem with the largest estimated gain: ncu's speedup estimate where it has one,
+    else the finding's own weight (both roughly the share of time at stake, in percent)."""
+    # the binding unit opens the TLDR anyway; progress compares with the previous iteration
+    problems = [f for f in findings if f.kind == "bad" and f.rule not in ("bound", "progress")]
+    if not problems:
+        return None
+    # on a tie a cause beats the stall it explains (stalls are symptoms)
+    return max(problems, key=lambda f: (f.speedup_pct if f.speedup_pct is not None
+                                        else f.weight, f.rule != "stalls"))

@@ -16,6 +16,8 @@ SECTION = "Memory Workload Analysis"
 def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
     spills = profile.local_memory_spill_requests
     if not spills:
+        spills = profile.local_memory.spill_instructions
+    if not spills:
         return []  # None: not collected; 0: nothing to say beyond the bonus table
     regs = profile.launch.registers_per_thread
     share = None

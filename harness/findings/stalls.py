@@ -8,7 +8,7 @@ instructions in it. ncu's CPIStall rule flags the largest; we report every reaso
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report.kernel_profile import KernelProfile, stall_label
 
 NAME = "stalls"
 SECTION = "Warp State Statistics"
@@ -84,21 +84,8 @@ _REASONS: dict[str, tuple[str, str, str, str, str]] = {
     ),
 }
 
-LABELS = {
-    "mio_throttle": "MIO throttle",
-    "long_scoreboard": "long scoreboard",
-    "short_scoreboard": "short scoreboard",
-    "barrier": "barrier",
-    "not_selected": "not selected",
-    "lg_throttle": "LG throttle",
-    "math_pipe_throttle": "math pipe throttle",
-    "wait": "wait",
-    "selected": "selected",
-}
-
-
 def label(reason: str) -> str:
-    return LABELS.get(reason, reason.replace("_", " "))
+    return stall_label(reason)
 
 
 def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:

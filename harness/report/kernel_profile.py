@@ -11,12 +11,17 @@ the records and the small derived quantities that follow from them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from harness.report.roofline import Roofline
+
 Number = float | None  # None: the metric was not collected in this report
 
-RuleType = Literal["OPT", "WARN", "INF", "ERROR", "OK", "NONE"]
+# ncu_report's MsgType names (NONE, OK, OPTIMIZATION, WARNING, ERR), shortened; ncu's text
+# output prints OK as "INF" and WARN as "WRN" (see `RuleResult.tag`).
+RuleType = Literal["NONE", "OK", "OPT", "WARN", "ERROR"]
 MemorySpace = Literal["global", "shared", "local", "constant", "generic"]  # generic: LD/ST/ATOM
 AccessKind = Literal["load", "store", "atomic"]
 
@@ -61,6 +66,18 @@ class LaunchConfig:
 
 
 OccupancyLimiter = Literal["registers", "shared_mem", "warps", "blocks", "barriers"]
+# launch__occupancy_limit_<name>, in the order ncu lists them
+OCCUPANCY_LIMITERS: tuple[OccupancyLimiter, ...] = (
+    "registers", "shared_mem", "warps", "blocks", "barriers")
+
+
+def limiters_of(block_limits: Mapping[str, Number]) -> tuple[str, ...]:
+    """The resources whose block limit is the smallest (ties bind together)."""
+    known = {name: v for name, v in block_limits.items() if v is not None}
+    if not known:
+        return ()
+    least = min(known.values())
+    return tuple(name for name, v in known.items() if v == least)
 
 
 @dataclass(frozen=True)
@@ -77,11 +94,23 @@ class Occupancy:
     @property
     def limiters(self) -> tuple[str, ...]:
         """The resources whose block limit is the smallest (ties bind together)."""
-        known = {name: v for name, v in self.block_limits.items() if v is not None}
-        if not known:
-            return ()
-        least = min(known.values())
-        return tuple(name for name, v in known.items() if v == least)
+        return limiters_of(self.block_limits)
+
+
+# Stall reasons (metric stems) in the words the pages and diffs use.
+STALL_LABELS: dict[str, str] = {
+    "mio_throttle": "MIO throttle", "long_scoreboard": "long scoreboard",
+    "short_scoreboard": "short scoreboard", "barrier": "barrier", "not_selected": "not selected",
+    "math_pipe_throttle": "math pipe throttle", "wait": "wait", "lg_throttle": "LG throttle",
+    "tex_throttle": "TEX throttle", "membar": "memory barrier", "branch_resolving":
+    "branch resolving", "dispatch_stall": "dispatch stall", "drain": "drain", "gmma": "GMMA",
+    "imc_miss": "IMC miss", "misc": "misc", "no_instruction": "no instruction",
+    "selected": "selected", "sleeping": "sleeping",
+}
+
+
+def stall_label(reason: str) -> str:
+    return STALL_LABELS.get(reason, reason.replace("_", " "))
 
 
 @dataclass(frozen=True)
@@ -212,6 +241,16 @@ class RuleResult:
     speedup_type: str | None = None  # "local" / "global" as ncu gives it
     section: str | None = None  # section identifier the rule belongs to
 
+    @property
+    def tag(self) -> str:
+        """The tag ncu's details page prints before the message."""
+        return {"OK": "INF", "WARN": "WRN", "ERROR": "ERR"}.get(self.type, self.type)
+
+    @property
+    def is_problem(self) -> bool:
+        """ncu flags something to fix (an optimization or a warning), not an observation."""
+        return self.type in ("OPT", "WARN", "ERROR")
+
 
 @dataclass(frozen=True)
 class Coalescing:
@@ -228,6 +267,155 @@ class Coalescing:
         if not self.global_sectors or self.global_excessive_sectors is None:
             return None
         return 100.0 * self.global_excessive_sectors / self.global_sectors
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric of the report as ncu_report holds it, in base units.
+
+    `value` is the number (or string) of a plain metric and None for an instanced one, whose
+    values are in `instances` as (correlation id, value): ids are PCs for per-instruction
+    metrics and names (opcodes, categories) for the others.
+    """
+
+    name: str
+    label: str
+    unit: str
+    value: float | str | None = None
+    instances: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class PipeUse:
+    """Utilization of one SM pipe (Compute Workload Analysis), over the SM's active cycles."""
+
+    pipe: str  # metric stem: "fma", "fp64", "xu", "lsu", "tensor_op_hmma", ...
+    label: str  # ncu's wording: "FMA", "FP64", "Tensor (FP)", ...
+    measure: Literal["instructions", "cycles"]  # % of peak issue rate, or % of cycles busy
+    # sm__inst_executed_pipe_<p> or sm__pipe_<p>_cycles_active .avg.pct_of_peak_sustained_active
+    pct: float
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """How many lanes of a warp do work, on average over executed warp instructions."""
+
+    active_threads_per_warp: Number = None  # smsp__thread_inst_executed_per_inst_executed.ratio
+    # smsp__thread_inst_executed_pred_on_per_inst_executed.ratio
+    not_predicated_off_threads_per_warp: Number = None
+    branch_efficiency_pct: Number = None  # smsp__sass_average_branch_targets_threads_uniform.pct
+    divergent_branches: Number = None  # smsp__sass_branch_targets_threads_divergent.sum
+    branch_instructions: Number = None  # smsp__inst_executed_op_branch.sum
+
+    @property
+    def working_lanes(self) -> Number:
+        """Lanes that are active and not predicated off: the ones doing the work."""
+        if self.not_predicated_off_threads_per_warp is not None:
+            return self.not_predicated_off_threads_per_warp
+        return self.active_threads_per_warp
+
+
+@dataclass(frozen=True)
+class Atomics:
+    """Atomic operations (ATOM, RED) and what they cost in L2."""
+
+    global_atom_requests: Number = None  # l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum
+    global_red_requests: Number = None  # l1tex__t_requests_pipe_lsu_mem_global_op_red.sum
+    shared_atom_instructions: Number = None  # smsp__inst_executed_op_shared_atom.sum
+    l2_atom_sectors: Number = None  # lts__t_sectors_srcunit_tex_op_atom.sum
+    l2_red_sectors: Number = None  # lts__t_sectors_srcunit_tex_op_red.sum
+    # lts__d_atomic_input_cycles_active.{avg,max}.pct_of_peak_sustained_elapsed: the L2 atomic
+    # units' busy share on an average slice and on the busiest one (same address: one slice)
+    l2_atomic_unit_avg_pct: Number = None
+    l2_atomic_unit_max_pct: Number = None
+
+    @property
+    def global_requests(self) -> float:
+        return (self.global_atom_requests or 0.0) + (self.global_red_requests or 0.0)
+
+
+@dataclass(frozen=True)
+class LocalMemory:
+    """Per-thread local memory: register spills and arrays the compiler could not keep in
+    registers (dynamically indexed ones) both live there."""
+
+    load_instructions: Number = None  # sass__inst_executed_local_loads
+    store_instructions: Number = None  # sass__inst_executed_local_stores
+    spill_instructions: Number = None  # sass__inst_executed_register_spilling
+    spill_requests: Number = None  # derived__local_spilling_requests
+    spill_overhead_pct: Number = None  # derived__local_spilling_requests_pct
+
+    @property
+    def instructions(self) -> float:
+        return (self.load_instructions or 0.0) + (self.store_instructions or 0.0)
+
+
+@dataclass(frozen=True)
+class SassInstruction:
+    """One SASS instruction of the kernel and the per-instruction counters at its PC."""
+
+    pc: int
+    sass: str  # e.g. "LDG.E R4, desc[UR4][R2.64]"
+    executed: float  # warp-level executions (inst_executed)
+    source: str | None = None  # "file.cu:42" with -lineinfo
+    stall_samples: Mapping[str, int] = field(default_factory=dict)  # reason -> samples
+    global_sectors: Number = None  # memory_l2_theoretical_sectors_global
+    global_ideal_sectors: Number = None  # memory_l2_theoretical_sectors_global_ideal
+
+    @property
+    def opcode(self) -> str:
+        """The mnemonic without modifiers or predicate: "@P0 STG.E.64 [..]" -> "STG"."""
+        words = [w for w in self.sass.split() if not w.startswith("@")]
+        return words[0].split(".")[0] if words else ""
+
+
+@dataclass(frozen=True)
+class InstructionClass:
+    """Executed warp instructions of one class (FP32, FP64, tensor, global load, ...)."""
+
+    name: str
+    executed: float
+    share_pct: float
+    opcodes: tuple[str, ...]  # most executed first
+
+
+@dataclass(frozen=True)
+class MetricRow:
+    """One row of a table of ncu's details page."""
+
+    label: str  # ncu's wording, e.g. "Compute (SM) Throughput"
+    unit: str  # display unit, e.g. "ms"
+    value: str  # display value, e.g. "5.51"
+    metric: str  # metric name
+    raw_value: float | int | str | None  # base units, as ncu_report gives it
+    raw_unit: str
+
+
+@dataclass(frozen=True)
+class BodyTable:
+    """A table of a section's body: its titles as ncu prints them above it, and its rows."""
+
+    titles: tuple[str, ...]  # e.g. ("GPU Throughput Chart", "Table Name : GPU Throughput")
+    rows: tuple[MetricRow, ...]
+
+
+@dataclass(frozen=True)
+class SectionView:
+    identifier: str
+    name: str
+    rows: tuple[MetricRow, ...]
+    rules: tuple[RuleResult, ...]
+    body: tuple[BodyTable, ...] = ()
+
+
+@dataclass(frozen=True)
+class KernelView:
+    """ncu's details page of one kernel: the headline and its sections."""
+
+    kernel_id: int
+    name: str
+    headline: str  # "my_kernel (32, 32, 1)x(32, 32, 1), Context 1, Stream 7, Device 0, CC 9.0"
+    sections: tuple[SectionView, ...]
 
 
 @dataclass(frozen=True)
@@ -252,3 +440,42 @@ class KernelProfile:
     local_memory_spill_requests: Number = None  # derived__local_spilling_requests
     rules: tuple[RuleResult, ...] = ()
     nvtx_ranges: tuple[str, ...] = ()
+    pipes: tuple[PipeUse, ...] = ()  # busiest first
+    divergence: Divergence = field(default_factory=Divergence)
+    atomics: Atomics = field(default_factory=Atomics)
+    local_memory: LocalMemory = field(default_factory=LocalMemory)
+    instruction_classes: tuple[InstructionClass, ...] = ()  # most executed first
+    sass: tuple[SassInstruction, ...] = ()  # in PC order
+    source_files: Mapping[str, str] = field(default_factory=dict)  # imported sources: path -> text
+    roofline: Roofline = field(default_factory=Roofline)
+    details: KernelView | None = None  # ncu's details page of this kernel
+    # every metric of the report by name: what the fields above do not name is still here
+    metrics: Mapping[str, Metric] = field(default_factory=dict, repr=False)
+
+    def metric(self, name: str) -> Number:
+        """A plain numeric metric in base units; None when absent, instanced or a string."""
+        metric = self.metrics.get(name)
+        if metric is None or isinstance(metric.value, str):
+            return None
+        return metric.value
+
+    def numbers(self) -> dict[str, float]:
+        """Every plain numeric metric by name (what `ncuh diff` compares)."""
+        return {name: m.value for name, m in self.metrics.items()
+                if isinstance(m.value, float)}
+
+    def pipe(self, pipe: str, measure: str | None = None) -> Number:
+        """The highest utilization recorded for `pipe` (of either measure unless given)."""
+        values = [p.pct for p in self.pipes
+                  if p.pipe == pipe and (measure is None or p.measure == measure)]
+        return max(values) if values else None
+
+    def instruction_class(self, name: str) -> InstructionClass | None:
+        for cls in self.instruction_classes:
+            if cls.name == name:
+                return cls
+        return None
+
+    def rules_of(self, section: str) -> tuple[RuleResult, ...]:
+        """ncu's rule results of one section (by identifier)."""
+        return tuple(r for r in self.rules if r.section == section)

@@ -11,16 +11,24 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harness.report.instruction_classes import classify
 from harness.report.kernel_profile import (
+    OCCUPANCY_LIMITERS,
+    Atomics,
     BankConflictStats,
     Coalescing,
+    Divergence,
     KernelProfile,
     LaunchConfig,
+    LocalMemory,
     MemoryWidths,
+    Metric,
     Number,
     Occupancy,
     OpcodeCount,
+    PipeUse,
     RuleResult,
+    SassInstruction,
     Scheduler,
     SharedBankConflicts,
     SpeedOfLight,
@@ -29,13 +37,19 @@ from harness.report.kernel_profile import (
 )
 from harness.report.memory_widths import access_widths
 from harness.report.ncu_import import import_ncu_report
-from harness.report.reportfile import KernelRef, open_report, select_kernels
+from harness.report.reportfile import KernelRef, collect_columns, open_report, select_kernels
+from harness.report.roofline import roofline_from
 from harness.report.rule_text import RULE_TYPES, SPEEDUP_TYPES, plain_text
 
 STALL_METRIC = re.compile(
     r"^smsp__average_warps_issue_stalled_(?P<reason>.+)_per_issue_active\.ratio$"
 )
-OCCUPANCY_LIMITERS = ("registers", "shared_mem", "warps", "blocks", "barriers")
+# Compute Workload Analysis: pipe utilization over the SM's active cycles, two measures
+PIPE_METRIC = re.compile(
+    r"^sm__(?:inst_executed_pipe_(?P<inst>\w+?)|pipe_(?P<cycles>\w+?)_cycles_active)"
+    r"\.avg\.pct_of_peak_sustained_active$"
+)
+PCSAMP_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
 
 
 class _Metrics:
@@ -87,6 +101,29 @@ class _Metrics:
             if isinstance(value, (int, float)):
                 values[key] = values.get(key, 0.0) + float(value)
         return values
+
+
+def _all_metrics(kernel: KernelRef) -> dict[str, Metric]:
+    """Every metric of the kernel, read as `ncuh export` reads them (one reader of values:
+    base units, strings and enums as ncu prints them, instances by correlation id)."""
+    columns = collect_columns([kernel], import_ncu_report())
+    rows: dict[str, list[int]] = {}
+    for index, name in enumerate(columns.metric):
+        rows.setdefault(name, []).append(index)
+    metrics: dict[str, Metric] = {}
+    for name, indices in rows.items():
+        aggregate, *instances = indices
+        value = columns.value[aggregate]
+        if isinstance(value, (bool, int, float)):
+            value = float(value)
+        metric = kernel.action.metric_by_name(name)
+        label = str(metric.label() or "") if metric is not None else ""
+        metrics[name] = Metric(
+            name=name, label=label, unit=str(columns.unit[aggregate] or ""), value=value,
+            instances=tuple((columns.instance[i], float(columns.value[i])) for i in instances
+                            if isinstance(columns.value[i], (int, float))),
+        )
+    return metrics
 
 
 def _dims(metrics: _Metrics, prefix: str) -> tuple[int, int, int] | None:
@@ -240,6 +277,111 @@ def _instruction_mix(m: _Metrics) -> tuple[OpcodeCount, ...]:
     return tuple(mix)
 
 
+def _pipes(m: _Metrics) -> tuple[PipeUse, ...]:
+    pipes = []
+    for name in m.names:
+        match = PIPE_METRIC.match(name)
+        value = m.number(name) if match else None
+        if match is None or value is None:
+            continue
+        metric = m.metric(name)
+        pipe = match.group("inst") or match.group("cycles")
+        measure = "instructions" if match.group("inst") else "cycles"
+        label = str(metric.label() or "") if metric is not None else ""
+        pipes.append(PipeUse(pipe=pipe, label=label or pipe.upper(), measure=measure,
+                             pct=value))
+    pipes.sort(key=lambda p: (-p.pct, p.pipe, p.measure))
+    return tuple(pipes)
+
+
+def _divergence(m: _Metrics) -> Divergence:
+    return Divergence(
+        active_threads_per_warp=m.number("smsp__thread_inst_executed_per_inst_executed.ratio"),
+        not_predicated_off_threads_per_warp=m.number(
+            "smsp__thread_inst_executed_pred_on_per_inst_executed.ratio"),
+        branch_efficiency_pct=m.number("smsp__sass_average_branch_targets_threads_uniform.pct"),
+        divergent_branches=m.number("smsp__sass_branch_targets_threads_divergent.sum"),
+        branch_instructions=m.number("smsp__inst_executed_op_branch.sum"),
+    )
+
+
+def _atomics(m: _Metrics) -> Atomics:
+    return Atomics(
+        global_atom_requests=m.number("l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum"),
+        global_red_requests=m.number("l1tex__t_requests_pipe_lsu_mem_global_op_red.sum"),
+        shared_atom_instructions=m.number("smsp__inst_executed_op_shared_atom.sum"),
+        l2_atom_sectors=m.number("lts__t_sectors_srcunit_tex_op_atom.sum"),
+        l2_red_sectors=m.number("lts__t_sectors_srcunit_tex_op_red.sum"),
+        l2_atomic_unit_avg_pct=m.number(
+            "lts__d_atomic_input_cycles_active.avg.pct_of_peak_sustained_elapsed"),
+        l2_atomic_unit_max_pct=m.number(
+            "lts__d_atomic_input_cycles_active.max.pct_of_peak_sustained_elapsed"),
+    )
+
+
+def _local_memory(m: _Metrics) -> LocalMemory:
+    return LocalMemory(
+        load_instructions=m.number("sass__inst_executed_local_loads"),
+        store_instructions=m.number("sass__inst_executed_local_stores"),
+        spill_instructions=m.number("sass__inst_executed_register_spilling"),
+        spill_requests=m.number("derived__local_spilling_requests"),
+        spill_overhead_pct=m.number("derived__local_spilling_requests_pct"),
+    )
+
+
+def _by_pc(metrics: dict[str, Metric], name: str) -> dict[int, float]:
+    metric = metrics.get(name)
+    if metric is None:
+        return {}
+    return {int(pc): value for pc, value in metric.instances if pc.isdigit()}
+
+
+def _source_line(action: Any, pc: int) -> str | None:
+    try:
+        info = action.source_info(pc)
+    except Exception:  # ncu_report raises on PCs outside the function in some versions
+        return None
+    if info is None:
+        return None
+    file_name, line = info.file_name(), info.line()
+    if not file_name or not line:
+        return None
+    return f"{file_name.rsplit('/', 1)[-1]}:{line}"
+
+
+def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...]:
+    """Every instruction ncu counted (inst_executed by PC) or sampled, with its counters."""
+    executed = _by_pc(metrics, "inst_executed")
+    samples: dict[int, dict[str, int]] = {}
+    for name in metrics:
+        if name.startswith(PCSAMP_PREFIX) and not name.endswith("_not_issued"):
+            for pc, value in _by_pc(metrics, name).items():
+                if value:
+                    samples.setdefault(pc, {})[name[len(PCSAMP_PREFIX):]] = int(value)
+    sectors = _by_pc(metrics, "memory_l2_theoretical_sectors_global")
+    ideal = _by_pc(metrics, "memory_l2_theoretical_sectors_global_ideal")
+    result = []
+    for pc in sorted(set(executed) | set(samples)):
+        result.append(SassInstruction(
+            pc=pc,
+            sass=" ".join(str(action.sass_by_pc(pc) or "").split()),
+            executed=executed.get(pc, 0.0),
+            source=_source_line(action, pc),
+            stall_samples=samples.get(pc, {}),
+            global_sectors=sectors.get(pc),
+            global_ideal_sectors=ideal.get(pc),
+        ))
+    return tuple(result)
+
+
+def _source_files(action: Any) -> dict[str, str]:
+    try:
+        return {str(path): str(text) for path, text in dict(action.source_files().items()).items()
+                if text}
+    except Exception:  # an ncu_report without source_files, or none imported
+        return {}
+
+
 def read_rules(action: Any) -> tuple[RuleResult, ...]:
     """ncu's rule results of one action, markup resolved; empty placeholders dropped."""
     rules = []
@@ -296,8 +438,13 @@ def _compute_capability(m: _Metrics) -> str | None:
 
 def build_profile(kernel: KernelRef) -> KernelProfile:
     """The typed profile of one kernel of a loaded report."""
+    from harness.report.report_view import build_view
+
     m = _Metrics(kernel.action)
+    metrics = _all_metrics(kernel)
     widths = m.instances("sass__inst_executed_per_opcode_with_modifier_all") or {}
+    mix = _instruction_mix(m)
+    rules = read_rules(kernel.action)
     return KernelProfile(
         kernel_id=kernel.kernel_id,
         name=kernel.name,
@@ -311,12 +458,22 @@ def build_profile(kernel: KernelRef) -> KernelProfile:
         scheduler=_scheduler(m),
         bank_conflicts=_bank_conflicts(m),
         coalescing=_coalescing(m),
-        instruction_mix=_instruction_mix(m),
+        instruction_mix=mix,
         memory_widths=MemoryWidths(accesses=access_widths(widths)),
         executed_instructions=m.number("smsp__inst_executed.sum"),
         local_memory_spill_requests=m.number("derived__local_spilling_requests"),
-        rules=read_rules(kernel.action),
+        rules=rules,
         nvtx_ranges=_nvtx_ranges(kernel.action),
+        pipes=_pipes(m),
+        divergence=_divergence(m),
+        atomics=_atomics(m),
+        local_memory=_local_memory(m),
+        instruction_classes=classify(mix),
+        sass=_sass(kernel.action, metrics),
+        source_files=_source_files(kernel.action),
+        roofline=roofline_from(m.number),
+        details=build_view(kernel, rules),
+        metrics=metrics,
     )
 
 

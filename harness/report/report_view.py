@@ -8,49 +8,45 @@ metric list in the report (`ISection.header_metrics()`), in metric-name order li
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import json
+import re
 import textwrap
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.report.kernel_profile import RuleResult
-from harness.report.ncu_format import display
+from harness.report.details_layout import (
+    DISPLAY_UNITS,
+    EXTRA_HEADER_ROWS,
+    HEADER_UNITS,
+    SORT_AS,
+    body_layouts,
+)
+from harness.report.kernel_profile import (
+    BodyTable,
+    KernelProfile,
+    KernelView,
+    MetricRow,
+    RuleResult,
+    SectionView,
+)
+from harness.report.ncu_format import display, format_number, scale_unit
 from harness.report.profile_builder import read_rules
 from harness.report.reportfile import KernelRef, open_report, select_kernels
 from harness.report.rule_text import format_speedup, speedup_label
 
 ViewFormat = Literal["text", "md", "json"]
 VIEW_FORMATS: tuple[ViewFormat, ...] = ("text", "md", "json")
+# ncu's --print-details: "header" (its default) prints each section's header table and rules,
+# "all" the body tables too
+Details = Literal["header", "all"]
+DETAILS: tuple[Details, ...] = ("header", "all")
 
+NOT_AVAILABLE = "(!) n/a"  # ncu's value for a metric the report does not hold
 RULE_WRAP = 109  # ncu wraps rule message lines at 109 characters (then pads them)
-RULE_SEPARATOR = "----- " + "-" * 114
-
-
-@dataclass(frozen=True)
-class MetricRow:
-    label: str  # ncu's wording, e.g. "Compute (SM) Throughput"
-    unit: str  # display unit, e.g. "ms"
-    value: str  # display value, e.g. "5.51"
-    metric: str  # metric name
-    raw_value: float | int | str | None  # base units, as ncu_report gives it
-    raw_unit: str
-
-
-@dataclass(frozen=True)
-class SectionView:
-    identifier: str
-    name: str
-    rows: tuple[MetricRow, ...]
-    rules: tuple[RuleResult, ...]
-
-
-@dataclass(frozen=True)
-class KernelView:
-    kernel_id: int
-    name: str
-    headline: str  # "my_kernel (32, 32, 1)x(32, 32, 1), Context 1, Stream 7, Device 0, CC 9.0"
-    sections: tuple[SectionView, ...]
+RULE_SEPARATOR = "----- " + "-" * 110  # 120 columns with its indent
 
 
 def _value(action: Any, name: str) -> Any:
@@ -84,22 +80,141 @@ def _row(metric: Any) -> MetricRow:
     raw_value = metric.value() if metric.has_value() else None
     raw_unit = str(metric.unit() or "")
     value, unit = display(raw_value, raw_unit)
+    unit = DISPLAY_UNITS.get(str(metric.name()), unit)
     return MetricRow(label=str(metric.label() or metric.name()), unit=unit, value=value,
                      metric=str(metric.name()), raw_value=raw_value, raw_unit=raw_unit)
 
 
-def build_view(kernel: KernelRef) -> KernelView:
-    """The sections (header metrics and rules) of one kernel, in ncu's section order."""
-    rules = read_rules(kernel.action)
+def _named_row(action: Any, name: str, label: str) -> MetricRow | None:
+    metric = action.metric_by_name(name) if name in _names(action) else None
+    if metric is None or not metric.has_value():
+        return None
+    row = _row(metric)
+    return MetricRow(label=label, unit=row.unit, value=row.value, metric=row.metric,
+                     raw_value=row.raw_value, raw_unit=row.raw_unit)
+
+
+def _names(action: Any) -> frozenset[str]:
+    cached = getattr(action, "_ncuh_names", None)
+    if cached is None:
+        cached = frozenset(action.metric_names())
+        with contextlib.suppress(AttributeError):  # a proxy that takes no attributes
+            action._ncuh_names = cached
+    return cached
+
+
+_LEADING_NUMBER = re.compile(r"^-?\d+(?:\.\d+)?")
+
+
+def sort_value(printed: str) -> float | None:
+    """The number ncu sorts a body table by: it reads the printed value only up to a
+    thousands separator, so "1,215.00" sorts as 1 (below "1.49") and "8,046.77" ties with
+    "8,464.72" (seen in its Warp State tables)."""
+    match = _LEADING_NUMBER.match(printed.split(",", 1)[0])
+    return float(match.group(0)) if match else None
+
+
+# ncu prints "sum (v1; v2; ...)" values in a 30-column value column, right-aligned, wrapped
+# greedily at spaces: 29 columns on the first line and on the last, 28 in between (read off
+# its pages)
+LIST_WIDTH = 30
+LIST_FIRST, LIST_REST = 29, 28
+
+
+def wrap_list(text: str) -> list[str]:
+    """`text` wrapped at spaces the way ncu wraps instance lists."""
+    words = text.split(" ")
+    lines: list[str] = []
+    current = ""
+    for index, word in enumerate(words):
+        candidate = f"{current} {word}" if current else word
+        last = index == len(words) - 1
+        limit = LIST_FIRST if not lines or last else LIST_REST
+        if current and len(candidate) > limit:
+            lines.append(current)
+            current = word
+        else:
+            current = candidate
+    lines.append(current)
+    return lines
+
+
+def _instance_list(metric: Any, row: MetricRow) -> str:
+    """ncu's text for an instanced metric in a body table: the sum, then every instance
+    value in the sum's display unit, wrapped at 30 columns (lines joined by newlines)."""
+    total = metric.value()
+    scaled, _ = scale_unit(float(total), str(metric.unit() or ""))
+    # the unit's power of ten (1000 for Kbyte), so 25 / 1000 prints 0.03 as ncu prints it
+    divisor = round(float(total) / scaled) if total and scaled != total else 1
+    values = []
+    for index in range(metric.num_instances()):
+        value = metric.value(index)
+        values.append(format_number(value if divisor == 1 else value / divisor))
+    text = f"{row.value} ({'; '.join(values)})"
+    return "\n".join(wrap_list(text))
+
+
+def _header_rows(action: Any, section: Any, identifier: str) -> tuple[MetricRow, ...]:
+    """The section's header metrics plus the rows ncu repeats from other sections, in
+    metric-name order as ncu prints them."""
+    rows = {r.metric: r for r in (_row(m) for m in section.header_metrics())}
+    for name, unit in HEADER_UNITS.items():
+        if name in rows:
+            rows[name] = dataclasses.replace(rows[name], unit=unit)
+    for name, label in EXTRA_HEADER_ROWS.get(identifier, ()):
+        if name not in rows and (row := _named_row(action, name, label)) is not None:
+            rows[name] = row
+    return tuple(sorted(rows.values(), key=lambda r: SORT_AS.get(r.metric, r.metric)))
+
+
+def _body_tables(action: Any, section: Any, identifier: str) -> tuple[BodyTable, ...]:
+    def value(name: str) -> float | None:
+        row = _named_row(action, name, name)
+        return sort_value(row.value) if row is not None else None
+
+    body = list(section.body_metrics())
+    # the section's own metric objects carry the unit the section gives (inst, not thread)
+    own = {str(m.name()): m for m in body}
+
+    def row_of(name: str, label: str) -> MetricRow | None:
+        metric = own.get(name)
+        if metric is None or not metric.has_value():
+            return _named_row(action, name, label)
+        row = dataclasses.replace(_row(metric), label=label)
+        if metric.num_instances() > 1:  # a curve: its sum, then every value, wrapped
+            row = dataclasses.replace(row, value=_instance_list(metric, row))
+        return row
+
+    def group(name: str) -> list[str]:
+        row = _named_row(action, name, name)
+        raw = row.raw_value if row is not None else None
+        return [m for m in str(raw).split(",") if m] if isinstance(raw, str) else []
+
+    tables = []
+    for layout in body_layouts(identifier, body, value, group):
+        # a metric the report lacks: ncu prints the row with "(!) n/a" and no unit
+        rows = tuple(row_of(r.metric, r.label) or MetricRow(r.label, "", NOT_AVAILABLE, r.metric,
+                                                            None, "")
+                     for r in layout.rows)
+        if rows or not layout.rows:  # a layout without rows is a note (titles only)
+            tables.append(BodyTable(titles=layout.titles, rows=rows))
+    return tuple(tables)
+
+
+def build_view(kernel: KernelRef, rules: tuple[RuleResult, ...] | None = None) -> KernelView:
+    """The sections (header metrics, body tables, rules) of one kernel, in ncu's order."""
+    if rules is None:
+        rules = read_rules(kernel.action)
     sections = []
     for section in sorted(kernel.action.sections(), key=lambda s: (s.order(), s.name())):
         identifier = str(section.identifier())
-        rows = tuple(sorted((_row(m) for m in section.header_metrics()), key=lambda r: r.metric))
+        rows = _header_rows(kernel.action, section, identifier)
+        body = _body_tables(kernel.action, section, identifier)
         section_rules = tuple(r for r in rules if r.section == identifier)
-        if not rows and not section_rules:
+        if not rows and not section_rules and not body:
             continue
         sections.append(SectionView(identifier=identifier, name=str(section.name()), rows=rows,
-                                    rules=section_rules))
+                                    rules=section_rules, body=body))
     return KernelView(kernel_id=kernel.kernel_id, name=kernel.name, headline=_headline(kernel),
                       sections=tuple(sections))
 
@@ -110,18 +225,31 @@ def report_views(path: Path | str, kernel_regex: str | None = None) -> list[Kern
     return [build_view(kernel) for kernel in select_kernels(report, kernel_regex)]
 
 
+def profile_views(profiles: list[KernelProfile]) -> list[KernelView]:
+    """The details views the profiles carry (every profile built from a report has one)."""
+    return [p.details for p in profiles if p.details is not None]
+
+
 # ---------------------------------------------------------------------------------------------
 # rendering
 
 
 def _table(rows: tuple[MetricRow, ...], indent: str) -> list[str]:
+    values = {id(r): r.value.split("\n") for r in rows}
+    wrapped = any(len(v) > 1 for v in values.values())
     name_w = max([len("Metric Name"), *(len(r.label) for r in rows)])
     unit_w = max([len("Metric Unit"), *(len(r.unit) for r in rows)])
-    value_w = max([len("Metric Value"), *(len(r.value) for r in rows)])
+    value_w = max([len("Metric Value"), *(len(line) for v in values.values() for line in v)])
+    if wrapped:
+        value_w = max(value_w, LIST_WIDTH)
     rule = f"{indent}{'-' * name_w} {'-' * unit_w} {'-' * value_w}"
     lines = [rule, f"{indent}{'Metric Name':<{name_w}} {'Metric Unit':>{unit_w}} "
              f"{'Metric Value':>{value_w}}", rule]
-    lines += [f"{indent}{r.label:<{name_w}} {r.unit:>{unit_w}} {r.value:>{value_w}}" for r in rows]
+    for r in rows:
+        first, *rest = values[id(r)]
+        lines.append(f"{indent}{r.label:<{name_w}} {r.unit:>{unit_w}} {first.strip():>{value_w}}")
+        lines += [f"{indent}{'':<{name_w}} {'':>{unit_w}} {line.strip():>{value_w}}"
+                  for line in rest]
     lines.append(rule)
     return lines
 
@@ -141,12 +269,21 @@ def _rule_lines(rule: RuleResult, indent: str) -> list[str]:
     body = [body[0]] + [line[1:] for line in body[1:]]
     heading = rule_heading(rule)
     first, rest = (heading, body) if heading else (body[0], body[1:])
-    tag = rule.type if rule.type != "WARN" else "WRN"
+    tag = rule.tag
     return [f"{indent}{tag:<5} {first}"] + [f"{indent}      {line}" for line in rest]
 
 
-def render_text(views: list[KernelView]) -> str:
-    """ncu's details page layout (as in `ncu --import R --page details`)."""
+def _bodies(views: list[KernelView], details: Details) -> list[KernelView]:
+    if details == "all":
+        return views
+    return [dataclasses.replace(v, sections=tuple(dataclasses.replace(s, body=())
+                                                  for s in v.sections)) for v in views]
+
+
+def render_text(views: list[KernelView], details: Details = "header") -> str:
+    """ncu's details page layout (as in `ncu --import R --page details --print-details
+    <details>`)."""
+    views = _bodies(views, details)
     lines: list[str] = []
     for view in views:
         lines.append(f"  {view.headline}")
@@ -154,6 +291,12 @@ def render_text(views: list[KernelView]) -> str:
             lines.append(f"    Section: {section.name}")
             if section.rows:
                 lines += _table(section.rows, "    ")
+            for table in section.body:
+                if section.rows or table is not section.body[0]:
+                    lines.append("")
+                lines += [f"    {title}" for title in table.titles]
+                if table.rows:
+                    lines += _table(table.rows, "    ")
             if section.rules:
                 lines.append("")
                 for number, rule in enumerate(section.rules):
@@ -168,31 +311,42 @@ def _md_cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def render_markdown(views: list[KernelView]) -> str:
+def _md_table(rows: tuple[MetricRow, ...]) -> list[str]:
+    return (["| Metric Name | Metric Unit | Metric Value |", "|---|---|--:|"]
+            + [f"| {_md_cell(r.label)} | {_md_cell(r.unit)} | {_md_cell(r.value)} |"
+               for r in rows] + [""])
+
+
+def render_markdown(views: list[KernelView], details: Details = "header") -> str:
+    views = _bodies(views, details)
     lines: list[str] = []
     for view in views:
         lines += [f"## {_md_cell(view.headline)}", ""]
         for section in view.sections:
             lines += [f"### {section.name}", ""]
             if section.rows:
-                lines += ["| Metric Name | Metric Unit | Metric Value |", "|---|---|--:|"]
-                lines += [f"| {_md_cell(r.label)} | {_md_cell(r.unit)} | {_md_cell(r.value)} |"
-                          for r in section.rows]
-                lines.append("")
+                lines += _md_table(section.rows)
+            for table in section.body:
+                if not table.rows:  # a note
+                    lines += [_md_cell(" ".join(table.titles)), ""]
+                    continue
+                lines += [f"**{_md_cell(' · '.join(table.titles[:2]))}**", ""]
+                lines += _md_table(table.rows)
             for rule in section.rules:
                 heading = rule_heading(rule)
-                prefix = f"**{rule.type}** ({heading})" if heading else f"**{rule.type}**"
+                prefix = f"**{rule.tag}** ({heading})" if heading else f"**{rule.tag}**"
                 lines += [f"- {prefix} {_md_cell(rule.message)}"]
             if section.rules:
                 lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def render_json(views: list[KernelView]) -> str:
+def render_json(views: list[KernelView], details: Details = "header") -> str:
+    views = _bodies(views, details)
     return json.dumps({"schema": "ncuh.report/1", "kernels": [asdict(v) for v in views]},
                       indent=2, ensure_ascii=False) + "\n"
 
 
-def render(views: list[KernelView], fmt: ViewFormat = "text") -> str:
+def render(views: list[KernelView], fmt: ViewFormat = "text", details: Details = "header") -> str:
     renderers = {"text": render_text, "md": render_markdown, "json": render_json}
-    return renderers[fmt](views)
+    return renderers[fmt](views, details)

@@ -351,6 +351,11 @@ def _collect(
     return out
 
 
+def collect_columns(kernels: Iterable[KernelRef], ncu_report: Any) -> ExportColumns:
+    """Every metric of the given kernels as export columns (the profile builder's reader)."""
+    return _collect(kernels, ncu_report)
+
+
 def export_columns(
     report_or_path: LoadedReport | Path | str,
     kernel_regex: str | None = None,

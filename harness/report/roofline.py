@@ -9,8 +9,8 @@ A metric the report lacks leaves its field None.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 _FFMA = "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum.per_cycle_elapsed"
 _FADD = "smsp__sass_thread_inst_executed_op_fadd_pred_on.sum.per_cycle_elapsed"
@@ -52,29 +52,18 @@ class Roofline:
         return 100.0 * self.achieved_flops / self.peak_flops
 
 
-def _value(action: Any, names: set[str], name: str) -> float | None:
-    if name not in names:
-        return None
-    metric = action.metric_by_name(name)
-    if metric is None or (metric.num_instances() > 0 and metric.has_correlation_ids()):
-        return None
-    value = metric.value()
-    return None if value is None else float(value)
-
-
-def read_roofline(action: Any) -> Roofline:
-    """The roofline of one ncu_report action (kernel launch)."""
-    names = set(action.metric_names())
-    ffma, fadd, fmul = (_value(action, names, n) for n in (_FFMA, _FADD, _FMUL))
-    sm_hz = _value(action, names, _SM_HZ)
-    ffma_peak = _value(action, names, _FFMA_PEAK)
-    dram_peak, dram_hz = _value(action, names, _DRAM_PEAK), _value(action, names, _DRAM_HZ)
+def roofline_from(number: Callable[[str], float | None]) -> Roofline:
+    """The roofline from a lookup of plain metric values by name (None: not collected)."""
+    ffma, fadd, fmul = (number(n) for n in (_FFMA, _FADD, _FMUL))
+    sm_hz = number(_SM_HZ)
+    ffma_peak = number(_FFMA_PEAK)
+    dram_peak, dram_hz = number(_DRAM_PEAK), number(_DRAM_HZ)
     achieved = None
     if ffma is not None and sm_hz is not None:
         achieved = (2.0 * ffma + (fadd or 0.0) + (fmul or 0.0)) * sm_hz
     return Roofline(
         achieved_flops=achieved,
         peak_flops=2.0 * ffma_peak * sm_hz if ffma_peak is not None and sm_hz else None,
-        dram_bytes_per_second=_value(action, names, _DRAM_BPS),
+        dram_bytes_per_second=number(_DRAM_BPS),
         peak_dram_bytes_per_second=dram_peak * dram_hz if dram_peak and dram_hz else None,
     )

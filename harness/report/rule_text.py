@@ -11,8 +11,9 @@ import re
 
 _MARKUP = re.compile(r"@(?P<kind>[a-zA-Z_]+):(?P<body>[^@]*)@")
 
-# ncu_report's MsgType values -> the tag ncu prints ("OK" results print as INF).
-RULE_TYPES = {0: "NONE", 1: "INF", 2: "OPT", 3: "WARN", 4: "ERROR"}
+# ncu_report's MsgType values (MsgType_NONE 0, _OK 1, _OPTIMIZATION 2, _WARNING 3, _ERR 4) ->
+# `RuleType`; ncu prints OK as "INF" (see `RuleResult.tag`).
+RULE_TYPES = {0: "NONE", 1: "OK", 2: "OPT", 3: "WARN", 4: "ERROR"}
 # ncu_report's SpeedupType values.
 SPEEDUP_TYPES = {1: "local", 2: "global"}
 

@@ -1,23 +1,20 @@
 """The hottest SASS instructions by PC-sampling stall samples, with their main stall reason.
 
 ncu's Source Counters section samples warp program counters (`smsp__pcsamp_*`, instanced by
-PC). Summing the per-reason sample counts at each PC gives the instructions where warps
-spend their time; `action.sass_by_pc` gives the instruction text and `action.source_info`
-the CUDA file and line when the kernel was compiled with line info (`-lineinfo`). The line's
-code comes from the sources imported into the report (`ncu --import-source yes`) or, for the
-bundled kernels, from the file of that name in `kernels/`.
+PC); the profile holds them per instruction (`KernelProfile.sass`). Summing the per-reason
+sample counts at each PC gives the instructions where warps spend their time, with the CUDA
+file and line when the kernel was compiled with line info (`-lineinfo`). The line's code comes
+from the sources imported into the report (`ncu --import-source yes`) or, for the bundled
+kernels, from the file of that name in `kernels/`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-PCSAMP_PREFIX = "smsp__pcsamp_warps_issue_stalled_"
-SAMPLE_COUNT = "smsp__pcsamp_sample_count"
-INST_EXECUTED = "inst_executed"
+from harness.report.kernel_profile import KernelProfile
 
 
 @dataclass(frozen=True)
@@ -36,42 +33,8 @@ class Hotspot:
     code: str | None = None  # the text of that source line, when the file is at hand
 
 
-def _instanced(action: Any, name: str) -> dict[int, float]:
-    """PC -> value for a metric instanced by PC, {} when the report does not have it."""
-    if name not in _names(action):
-        return {}
-    metric = action.metric_by_name(name)
-    ids = metric.correlation_ids()
-    if ids is None:
-        return {}
-    count = metric.num_instances()
-    return {int(ids.as_uint64(i)): float(metric.as_double(i)) for i in range(count)}
-
-
-def _names(action: Any) -> set[str]:
-    # metric_names() is a few thousand strings; cache it on the call path only
-    cached = getattr(_names, "_cache", None)
-    if cached is not None and cached[0] is action:
-        return cached[1]
-    names = set(action.metric_names())
-    _names._cache = (action, names)  # type: ignore[attr-defined]
-    return names
-
-
-def _source(action: Any, pc: int) -> str | None:
-    try:
-        info = action.source_info(pc)
-    except Exception:  # ncu_report raises on PCs outside the function in some versions
-        return None
-    if info is None:
-        return None
-    file_name, line = info.file_name(), info.line()
-    if not file_name or not line:
-        return None
-    return f"{file_name.rsplit('/', 1)[-1]}:{line}"
-
-
-def source_code(action: Any, source: str | None, folders: Sequence[Path] = ()) -> str | None:
+def source_code(source_files: Mapping[str, str], source: str | None,
+                folders: Sequence[Path] = ()) -> str | None:
     """The code on `source` ("file.cu:42"): from the report's imported sources, else from a
     file of that name in one of `folders`; None when neither has it."""
     if not source:
@@ -79,7 +42,8 @@ def source_code(action: Any, source: str | None, folders: Sequence[Path] = ()) -
     name, _, number = source.rpartition(":")
     if not number.isdigit():
         return None
-    text = _imported_source(action, name)
+    text = next((content for path, content in source_files.items()
+                 if str(path).rsplit("/", 1)[-1] == name and content), None)
     if text is None:
         found = [folder / name for folder in folders if (folder / name).is_file()]
         text = found[0].read_text(encoding="utf-8", errors="replace") if found else None
@@ -90,60 +54,33 @@ def source_code(action: Any, source: str | None, folders: Sequence[Path] = ()) -
     return lines[line - 1].strip() or None
 
 
-def _imported_source(action: Any, name: str) -> str | None:
-    try:
-        files = dict(action.source_files().items())
-    except Exception:  # an ncu_report without source_files, or none imported
-        return None
-    for path, content in files.items():
-        if str(path).rsplit("/", 1)[-1] == name and content:
-            return str(content)
-    return None
-
-
-def stall_samples_by_pc(action: Any) -> dict[int, dict[str, int]]:
-    """PC -> {reason: samples}, reasons without samples left out."""
-    names = _names(action)
-    by_pc: dict[int, dict[str, int]] = {}
-    for name in sorted(names):
-        if not name.startswith(PCSAMP_PREFIX) or name.endswith("_not_issued"):
-            continue
-        reason = name[len(PCSAMP_PREFIX):]
-        for pc, value in _instanced(action, name).items():
-            if value:
-                by_pc.setdefault(pc, {})[reason] = int(value)
-    return by_pc
-
-
-def hotspots(action: Any, top: int = 5, folders: Sequence[Path] = ()) -> list[Hotspot]:
+def hotspots(profile: KernelProfile, top: int = 5, folders: Sequence[Path] = ()) -> list[Hotspot]:
     """The `top` instructions with the most stall samples, most first; [] without sampling.
     `folders` are searched for source files the report did not import (see `source_code`)."""
-    by_pc = stall_samples_by_pc(action)
-    if not by_pc:
+    sampled = [i for i in profile.sass if i.stall_samples]
+    if not sampled:
         return []
-    executed = _instanced(action, INST_EXECUTED)
-    totals = {pc: sum(reasons.values()) for pc, reasons in by_pc.items()}
+    totals = {i.pc: sum(i.stall_samples.values()) for i in sampled}
     all_samples = sum(totals.values())
-    base = min(set(by_pc) | set(executed))
-    chosen = sorted(totals, key=lambda pc: (-totals[pc], pc))[:top]
+    base = min(i.pc for i in profile.sass)
+    chosen = sorted(sampled, key=lambda i: (-totals[i.pc], i.pc))[:top]
     result = []
-    for pc in chosen:
-        reasons = by_pc[pc]
-        source = _source(action, pc)
+    for instruction in chosen:
+        reasons = instruction.stall_samples
         # ties go to the alphabetically first reason so the output is deterministic
         reason = max(sorted(reasons), key=lambda r: reasons[r])
         result.append(
             Hotspot(
-                pc=pc,
-                offset=pc - base,
-                sass=" ".join(str(action.sass_by_pc(pc)).split()),
-                samples=totals[pc],
-                share_pct=100.0 * totals[pc] / all_samples,
+                pc=instruction.pc,
+                offset=instruction.pc - base,
+                sass=instruction.sass,
+                samples=totals[instruction.pc],
+                share_pct=100.0 * totals[instruction.pc] / all_samples,
                 reason=reason,
                 reason_samples=reasons[reason],
-                executed=executed.get(pc),
-                source=source,
-                code=source_code(action, source, folders),
+                executed=instruction.executed if instruction.executed else None,
+                source=instruction.source,
+                code=source_code(profile.source_files, instruction.source, folders),
             )
         )
     return result

@@ -1,0 +1,47 @@
+"""The profile's metrics by name equal ncu's raw page (`--page raw --csv`) for every zoo report:
+the one model holds what ncu printed, in base units."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from ncu_units import matches_printed
+
+from harness.report.profile_builder import load_profiles
+
+ZOO = Path(__file__).parent / "fixtures" / "zoo"
+RAW_ID_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context",
+                  "Stream", "Block Size", "Grid Size", "Device", "CC")
+
+
+@pytest.mark.parametrize("report", sorted(ZOO.glob("*.ncu-rep")), ids=lambda p: p.stem)
+def test_profile_metrics_equal_ncu_raw_page(report: Path) -> None:
+    raw_page = pd.read_csv(report.with_name(report.name.replace(".ncu-rep", ".raw.csv.gz")),
+                           dtype=str, keep_default_na=False)
+    units, raw = raw_page.iloc[0], raw_page.iloc[1]
+    [profile] = load_profiles(report)
+    assert profile.name == raw["Kernel Name"].split("(")[0].strip() or profile.name in raw[
+        "Kernel Name"]
+    compared, mismatches = 0, []
+    for name in (c for c in raw_page.columns if c not in RAW_ID_COLUMNS):
+        metric = profile.metrics.get(name)
+        assert metric is not None, f"{name} is on ncu's raw page but not in the profile"
+        value = metric.value
+        if value is None:
+            if metric.instances:  # instanced: ncu prints the aggregate
+                continue
+            ok = raw[name] in ("", "no data")
+        elif isinstance(value, str):
+            ok = value == raw[name]
+        elif math.isnan(value):
+            ok = raw[name].lower() == "nan"
+        else:
+            ok = matches_printed(value, raw[name], units[name], metric.unit)
+        compared += 1
+        if not ok:
+            mismatches.append((name, raw[name], units[name], value, metric.unit))
+    assert compared > 1000
+    assert not mismatches, mismatches[:5]
