@@ -1,7 +1,14 @@
 """Write outputs so that an interrupted command never leaves a half file that looks whole.
 
 Files and directories are built under a temporary name beside their destination and renamed
-into place only when complete (a rename within one file system is atomic on POSIX).
+into place only when complete (a rename within one file system is atomic on POSIX). A set of
+files (`atomic_file_set`, the writeup pages) is built in a temporary sibling directory and
+moved in only when every file of it was written.
+
+Every OS failure (read-only file system, no permission, disk full, a name too long, a path
+under a file, a directory where a file should go) is an `OutputError`: one line naming the
+destination, exit status 2. Writing to a symbolic link writes the file it points to (the link
+stays a link), and overwriting a file keeps its permission bits.
 """
 
 from __future__ import annotations
@@ -9,9 +16,17 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+from harness.errors import OutputError, os_error_text
+from harness.input_file import file_kind
+
+# tempfile's random part is 8 characters; a hidden temporary name is ".<name>.<random><suffix>"
+_RANDOM_CHARS = 8
+_DEFAULT_NAME_MAX = 255
 
 
 def _umask() -> int:
@@ -20,9 +35,67 @@ def _umask() -> int:
     return current
 
 
-def _make_public(path: Path, mode: int) -> None:
-    """mkstemp/mkdtemp create private (0600/0700) entries; outputs get the usual umask mode."""
-    path.chmod(mode & ~_umask())
+def _cannot(destination: Path, error: OSError) -> OutputError:
+    return OutputError(f"cannot write {destination}: {os_error_text(error)}")
+
+
+def _name_max(directory: Path) -> int:
+    try:
+        return int(os.pathconf(directory, "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return _DEFAULT_NAME_MAX
+
+
+def _check_name(destination: Path, name_max: int) -> None:
+    if len(os.fsencode(destination.name)) > name_max:
+        raise OutputError(
+            f"cannot write {destination}: file name too long "
+            f"({len(os.fsencode(destination.name))} bytes, the limit is {name_max})")
+
+
+def _temp_prefix(name: str, suffix: str, name_max: int) -> str:
+    """'.<name>.' cut short enough that the whole temporary name fits in NAME_MAX bytes, so a
+    legal destination name never fails because of the hidden name beside it."""
+    budget = name_max - len(os.fsencode(f"..{suffix}")) - _RANDOM_CHARS
+    while len(os.fsencode(name)) > budget:
+        name = name[:-1]
+    return f".{name}."
+
+
+def _resolve(destination: Path) -> Path:
+    """Where the bytes go: a symbolic link is followed to the file it names."""
+    return Path(os.path.realpath(destination)) if destination.is_symlink() else destination
+
+
+def _prepare_parent(destination: Path) -> int:
+    """Create the parent folder; return NAME_MAX there. `OutputError` when that fails."""
+    try:
+        destination.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise OutputError(
+            f"cannot write {destination}: {destination.parent} exists and is not a directory"
+        ) from None
+    except OSError as error:
+        raise _cannot(destination, error) from None
+    if not destination.parent.is_dir():
+        raise OutputError(f"cannot write {destination}: {destination.parent} is not a directory")
+    name_max = _name_max(destination.parent)
+    _check_name(destination, name_max)
+    return name_max
+
+
+def _existing_mode(destination: Path) -> int | None:
+    """The permission bits of the file being replaced; None when there is none."""
+    try:
+        info = os.stat(destination)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISDIR(info.st_mode):
+        raise OutputError(f"cannot write {destination}: it is a directory")
+    if not stat.S_ISREG(info.st_mode):
+        # replacing /dev/null or a FIFO with a regular file is never what was meant
+        raise OutputError(f"cannot write {destination}: it is {file_kind(info.st_mode)}")
+    return stat.S_IMODE(info.st_mode)
 
 
 @contextlib.contextmanager
@@ -30,19 +103,28 @@ def atomic_path(destination: Path | str, *, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary file path beside `destination`; rename it there on success.
 
     On any exception (KeyboardInterrupt included) the temporary file is removed and the
-    destination is left as it was.
+    destination is left as it was; an OSError becomes a one-line `OutputError`.
     """
-    destination = Path(destination)
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(
-        prefix=f".{destination.name}.", suffix=f"{suffix}.tmp", dir=destination.parent
-    )
-    os.close(fd)
-    tmp = Path(tmp_name)
-    _make_public(tmp, 0o666)
+    requested = Path(destination)
     try:
+        destination = _resolve(requested)
+        name_max = _prepare_parent(destination)
+        mode = _existing_mode(destination)
+        fd, tmp_name = tempfile.mkstemp(
+            prefix=_temp_prefix(destination.name, f"{suffix}.tmp", name_max),
+            suffix=f"{suffix}.tmp", dir=destination.parent)
+        os.close(fd)
+    except OSError as error:
+        raise _cannot(requested, error) from None
+    tmp = Path(tmp_name)
+    try:
+        # mkstemp creates 0600; a new output gets the usual umask mode, a replaced one its own
+        tmp.chmod(mode if mode is not None else 0o666 & ~_umask())
         yield tmp
         os.replace(tmp, destination)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        raise _cannot(requested, error) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -62,6 +144,15 @@ def atomic_write_bytes(destination: Path | str, data: bytes) -> Path:
     return Path(destination)
 
 
+def _temp_directory(destination: Path) -> Path:
+    name_max = _prepare_parent(destination)
+    tmp = Path(tempfile.mkdtemp(
+        prefix=_temp_prefix(destination.name, ".incomplete", name_max), suffix=".incomplete",
+        dir=destination.parent))
+    tmp.chmod(0o777 & ~_umask())  # mkdtemp creates 0700
+    return tmp
+
+
 @contextlib.contextmanager
 def atomic_directory(destination: Path | str) -> Iterator[Path]:
     """Yield a temporary directory beside `destination`; rename it there when complete.
@@ -70,15 +161,77 @@ def atomic_directory(destination: Path | str) -> Iterator[Path]:
     recognisable and never mistaken for a finished one.
     """
     destination = Path(destination)
-    if destination.exists():
-        raise FileExistsError(destination)
-    destination.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".incomplete",
-                                dir=destination.parent))
-    _make_public(tmp, 0o777)
+    try:
+        if destination.exists():
+            raise OutputError(f"cannot write {destination}: it already exists")
+        tmp = _temp_directory(destination)
+    except OSError as error:
+        raise _cannot(destination, error) from None
     try:
         yield tmp
         os.replace(tmp, destination)
+    except OSError as error:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise _cannot(destination, error) from None
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def _staged_files(stage: Path, last: Sequence[str]) -> list[Path]:
+    files = sorted(p.relative_to(stage) for p in stage.rglob("*") if not p.is_dir())
+    return [p for p in files if p.as_posix() not in last] + \
+        [p for p in files if p.as_posix() in last]
+
+
+def _move_into(stage: Path, destination: Path, last: Sequence[str]) -> None:
+    """Rename every staged file over its place in `destination`, the `last` names at the end.
+
+    Every target is checked before the first rename, so a directory where a page should go
+    stops the move before anything changed; renames take no space, so a full disk cannot
+    stop it halfway.
+    """
+    files = _staged_files(stage, last)
+    for relative in files:
+        target = destination / relative
+        for parent in reversed(relative.parents[:-1]):
+            if (destination / parent).exists() and not (destination / parent).is_dir():
+                raise OutputError(f"cannot write {target}: {destination / parent} is a file")
+        mode = _existing_mode(target)
+        if mode is not None:
+            (stage / relative).chmod(mode)
+    for relative in files:
+        target = destination / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(stage / relative, target)
+
+
+@contextlib.contextmanager
+def atomic_file_set(destination: Path | str, *, last: Sequence[str] = ()) -> Iterator[Path]:
+    """Yield a temporary sibling directory to write a set of files into; publish it whole.
+
+    When the block succeeds and `destination` does not exist yet, the directory is renamed into
+    place in one step. When it exists (earlier pages, other files), each new file is renamed
+    over its old version, the names in `last` (relative paths: the index pages) at the end, so
+    an index never links to a page that is not there. When the block fails (an interrupt, a
+    full disk) nothing in `destination` has changed.
+    """
+    destination = Path(destination)
+    try:
+        # a link to a folder elsewhere: stage beside the folder itself (the same file system)
+        destination = _resolve(destination)
+        if destination.exists() and not destination.is_dir():
+            raise OutputError(f"cannot write into {destination}: it is not a directory")
+        stage = _temp_directory(destination)
+    except OSError as error:
+        raise _cannot(destination, error) from None
+    try:
+        yield stage
+        if not destination.exists():
+            os.replace(stage, destination)
+        else:
+            _move_into(stage, destination, last)
+    except OSError as error:
+        raise _cannot(destination, error) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

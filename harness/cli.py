@@ -54,6 +54,12 @@ class LazyGroup(click.Group):
             # `ncuh export r.ncu-rep | head` closes stdout early: not an error.
             sys.stderr.close()
             ctx.exit(0)
+        except OSError as error:
+            # The environment, not a bug (a path too long to look up, a vanished file):
+            # one line like every other expected failure.
+            where = f"{error.filename}: " if error.filename else ""
+            click.echo(f"ncuh: error: {where}{error.strerror or error}", err=True)
+            ctx.exit(2)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})

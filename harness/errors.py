@@ -59,6 +59,19 @@ class ProjectError(NcuhError):
     """A project file (ncuh.toml) that cannot be read or does not describe a valid chain."""
 
 
+class OutputError(NcuhError):
+    """An output cannot be written: read-only, no permission, disk full, bad path or name."""
+
+
+class InputFileError(ReportError):
+    """An input path that cannot be read as a file: too long, a FIFO/device/socket, no access."""
+
+
+def os_error_text(error: OSError) -> str:
+    """An OSError as the few words the OS gives (`No space left on device`), no errno noise."""
+    return error.strerror or str(error) or type(error).__name__
+
+
 def one_line(error: BaseException, folder: Path | None = None) -> str:
     """`Type: message (file line N)` on one line, for an exception raised by a user's code.
 

@@ -3,19 +3,21 @@
 HTML is autoescaped (kernel names and messages are data, not markup), carries its CSS inline
 and its plots as base64 `data:` images, so one file reads anywhere without a network.
 Markdown pages reference the plots as PNG files under `plots/` beside them, which renders on
-GitHub. Every file is written atomically.
+GitHub. The pages are written as one set (`write`).
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import jinja2
 
-from harness.atomic import atomic_write_bytes, atomic_write_text
+from harness import markdown_text
+from harness.atomic import atomic_file_set
+from harness.errors import ReportError
+from harness.input_file import holds_bad_text
 from harness.markdown_html import markdown_to_html
 from harness.plots import (
     Plot,
@@ -30,14 +32,9 @@ from harness.writeup import KernelPage, Writeup, index_pages
 Format = Literal["md", "html", "both"]
 PLOTS_DIR = "plots"
 
-# `<` would open raw HTML, `|` a table cell, the rest emphasis, code or links; `>` and `#`
-# only matter at the start of a line, where no value is placed
-_MD_SPECIAL = re.compile(r"([\\`*_\[\]<|])")
-
-
 def md_escape(value: object) -> str:
     """Text safe inside Markdown prose and table cells: no markup, no raw HTML."""
-    return _MD_SPECIAL.sub(r"\\\1", str(value))
+    return markdown_text.text(value)
 
 
 def num(value: float | None, digits: int = 2, unit: str = "") -> str:
@@ -65,7 +62,10 @@ def _environment(html: bool) -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters["md"] = md_escape
+    env.filters["md"] = md_escape  # data as Markdown text
+    env.filters["fenced"] = markdown_text.fenced  # data inside a ``` block
+    env.filters["one_line"] = markdown_text.one_line
+    env.filters["prose"] = markdown_text.prose  # authored Markdown, no raw HTML, no fences
     env.filters["markdown"] = markdown_to_html
     env.filters["num"] = num
     return env
@@ -130,17 +130,35 @@ def _style() -> str:
 
 
 def write(writeup: Writeup, out: Path | str, fmt: Format = "both") -> Rendered:
-    """Write the index and every page under `out`; return the files written."""
+    """Write the index and every page under `out` as one set; return the files written.
+
+    Everything is rendered first, then written into a temporary sibling of `out` and moved
+    into place together, the index last (`atomic_file_set`): an interrupt or a full disk
+    leaves the previous pages as they were, never an index linking to pages that are missing.
+    """
     out = Path(out)
     formats: tuple[Literal["md", "html"], ...] = ("md", "html") if fmt == "both" else (fmt,)
     plots = build_plots(writeup)
-    files: list[Path] = []
+    contents: dict[str, str | bytes] = {}
     for f in formats:
-        files.append(atomic_write_text(out / f"index.{f}", render_index(writeup, plots, f)))
+        contents[f"index.{f}"] = render_index(writeup, plots, f)
     if "md" in formats:
         for plot in plots:
-            files.append(atomic_write_bytes(out / PLOTS_DIR / f"{plot.name}.png", plot.png))
+            contents[f"{PLOTS_DIR}/{plot.name}.png"] = plot.png
     for page in writeup.pages:
         for f in formats:
-            files.append(atomic_write_text(out / f"{page.slug}.{f}", render_page(page, writeup, f)))
-    return Rendered(files=tuple(files))
+            contents[f"{page.slug}.{f}"] = render_page(page, writeup, f)
+            if holds_bad_text(contents[f"{page.slug}.{f}"]):
+                raise ReportError(f"{page.source} is corrupt: it holds text that is not UTF-8")
+    if holds_bad_text([text for text in contents.values() if isinstance(text, str)]):
+        raise ReportError(f"{', '.join(writeup.sources)}: a source holds text that is not UTF-8")
+    indexes = [f"index.{f}" for f in formats]
+    with atomic_file_set(out, last=indexes) as stage:
+        for name, content in contents.items():
+            path = stage / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content, encoding="utf-8")
+    return Rendered(files=tuple(out / name for name in contents))

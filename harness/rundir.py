@@ -38,22 +38,142 @@ manifest.json:
     }
 
 A directory whose name ends in `.incomplete` was interrupted and is never read as a run.
+
+`Manifest` and `BenchFile` (pydantic) are the one reader of both files: a wrong shape is one
+line naming the file and the field. Fields a newer ncuh adds (say `project`) are kept, not
+refused, so older and newer run directories stay readable. A report path must stay inside its
+run directory: no absolute path, no `..`, no symbolic link that leads out.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, PositiveInt, field_validator
 
 from harness.errors import ReportError
+from harness.input_file import read_text
+from harness.schema import validate
 
 MANIFEST = "manifest.json"
 BENCH = "bench.json"
 METRICS = "metrics.csv"
 RUN_SCHEMA = "ncuh.run/1"
 BENCH_SCHEMA = "ncuh.bench/1"
+
+Size = Annotated[tuple[PositiveInt, ...], Field(min_length=1)]
+Milliseconds = Annotated[FiniteFloat, Field(ge=0)]
+
+
+class _Record(BaseModel):
+    """JSON records: strict types (a string is not a number), unknown fields kept."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True, populate_by_name=True)
+
+
+# --- manifest.json ---------------------------------------------------------------------------
+
+
+class ManifestEntry(_Record):
+    label: Annotated[str, Field(min_length=1)]
+    variant: str | None = None
+    size: Size | None = None
+    params: dict[str, Any] | None = None
+    report: str | None = None
+    status: Annotated[str, Field(min_length=1)]
+    error: str | None = None
+    kernel_name: str | None = None
+    rel_error: float | None = None
+    seconds: float | None = None
+
+    @field_validator("report")
+    @classmethod
+    def _stays_inside(cls, report: str | None) -> str | None:
+        if report is None:
+            return None
+        path = PurePosixPath(report)
+        if not report.strip() or "\x00" in report or path.is_absolute() or ".." in path.parts \
+                or "\\" in report:
+            raise ValueError("must be a path inside the run directory (no absolute path, no '..')")
+        return report
+
+
+class Manifest(_Record):
+    """manifest.json, schema ncuh.run/1 (see the module docstring)."""
+
+    schema_: Literal["ncuh.run/1"] = Field(alias="schema")
+    ncuh_version: str | None = None
+    git_commit: str | None = None
+    environment: dict[str, Any] = Field(default_factory=dict)
+    ncu: dict[str, Any] = Field(default_factory=dict)
+    started_at: str | None = None
+    finished_at: str | None = None
+    entries: tuple[ManifestEntry, ...]
+    metrics: dict[str, Any] | None = None
+    bench: str | None = None
+    timings: dict[str, float] | None = None
+
+    @classmethod
+    def from_json(cls, text: str, source: str) -> Manifest:
+        return validate(cls, text, source, ReportError, json_text=True)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+# --- bench.json ------------------------------------------------------------------------------
+
+
+class BenchRecord(_Record):
+    """One variant at one size of `ncuh bench` (harness.bench.BenchResult on disk)."""
+
+    variant: Annotated[str, Field(min_length=1)]
+    size: Size
+    params: dict[str, Any] | None = None
+    status: Annotated[str, Field(min_length=1)]
+    samples_ms: tuple[Annotated[FiniteFloat, Field(gt=0)], ...] = ()
+    median_ms: Milliseconds | None = None
+    q1_ms: Milliseconds | None = None
+    q3_ms: Milliseconds | None = None
+    min_ms: Milliseconds | None = None
+    gflops: FiniteFloat | None = None
+    gbps: FiniteFloat | None = None  # from the project's bytes model (memory-bound kernels)
+    rel_error: FiniteFloat | None = None
+    speedup: dict[str, FiniteFloat | None] = Field(default_factory=dict)
+    error: str | None = None
+    warning: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+    @property
+    def size_text(self) -> str:
+        return "x".join(str(n) for n in self.size)
+
+
+class BenchFile(_Record):
+    """bench.json, schema ncuh.bench/1: a whole `ncuh bench` run."""
+
+    schema_: Literal["ncuh.bench/1"] = Field(alias="schema")
+    ncuh_version: str | None = None
+    created_at: str | None = None
+    environment: dict[str, Any] = Field(default_factory=dict)
+    settings: dict[str, Any] = Field(default_factory=dict)
+    results: tuple[BenchRecord, ...] = ()
+
+    @classmethod
+    def from_json(cls, text: str, source: str) -> BenchFile:
+        return validate(cls, text, source, ReportError, json_text=True)
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+# --- the run directory -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -78,29 +198,43 @@ class Run:
     """A finished run directory."""
 
     path: Path
-    manifest: dict[str, Any]
+    manifest: dict[str, Any]  # manifest.json as written (validated by `record`)
     entries: tuple[RunEntry, ...] = field(default_factory=tuple)
+    record: Manifest | None = None  # the typed manifest
 
     @property
     def environment(self) -> dict[str, Any]:
-        return self.manifest.get("environment", {})
+        return dict(self.record.environment) if self.record else {}
 
     @property
     def bench_path(self) -> Path | None:
         path = self.path / BENCH
         return path if path.is_file() else None
 
-    def bench(self) -> dict[str, Any] | None:
+    def bench(self) -> BenchFile | None:
         """The bench results (schema ncuh.bench/1), or None when the run had no --bench."""
         path = self.bench_path
         return None if path is None else load_bench(path)
 
 
-def load_bench(path: Path) -> dict[str, Any]:
+def load_bench(path: Path | str) -> BenchFile:
     """A bench.json (a run's, or `ncuh bench --out`'s); `ReportError` unless it is one."""
-    data = _read_json(path, "bench results")
-    if not isinstance(data, dict) or data.get("schema") != BENCH_SCHEMA:
-        raise ReportError(f"{path}: not ncuh bench results (schema {BENCH_SCHEMA})")
+    path = Path(path)
+    text = read_text(path, "bench results")
+    schema = _parse_json(text, path).get("schema")
+    if schema != BENCH_SCHEMA:
+        raise ReportError(f"{path}: not ncuh bench results (schema {schema!r}, expected "
+                          f"{BENCH_SCHEMA})")
+    return BenchFile.from_json(text, str(path))
+
+
+def _parse_json(text: str, path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ReportError(f"{path}: not valid JSON ({error})") from None
+    if not isinstance(data, dict):
+        raise ReportError(f"{path}: not a JSON object")
     return data
 
 
@@ -117,29 +251,37 @@ def load_run(path: Path | str) -> Run:
         raise ReportError(f"{path}: an interrupted run (its name ends in .incomplete)")
     if not is_run_directory(path):
         raise ReportError(f"{path}: not a run directory (no {MANIFEST})")
-    manifest = _read_json(path / MANIFEST, "manifest")
-    if manifest.get("schema") != RUN_SCHEMA:
-        raise ReportError(f"{path / MANIFEST}: unknown schema {manifest.get('schema')!r}")
-    entries = tuple(_entry(path, raw) for raw in manifest.get("entries", []))
-    return Run(path=path, manifest=manifest, entries=entries)
+    text = read_text(path / MANIFEST, "manifest")
+    raw = _parse_json(text, path / MANIFEST)
+    if raw.get("schema") != RUN_SCHEMA:
+        raise ReportError(f"{path / MANIFEST}: unknown schema {raw.get('schema')!r} "
+                          f"(expected {RUN_SCHEMA})")
+    record = Manifest.from_json(text, str(path / MANIFEST))
+    entries = tuple(_entry(path, item, index) for index, item in enumerate(record.entries))
+    return Run(path=path, manifest=raw, entries=entries, record=record)
 
 
-def _entry(run_path: Path, raw: dict[str, Any]) -> RunEntry:
-    size = raw.get("size")
-    report = raw.get("report")
+def _entry(run_path: Path, raw: ManifestEntry, index: int) -> RunEntry:
+    report = None
+    if raw.report and raw.status == "ok":
+        report = run_path / raw.report
+        _check_inside(run_path, report, f"{run_path / MANIFEST}: entries[{index}].report")
     return RunEntry(
-        label=raw["label"],
-        variant=raw.get("variant"),
-        size=tuple(size) if size else None,  # type: ignore[arg-type]
-        params=dict(raw.get("params") or {}),
-        report=(run_path / report) if report and raw.get("status") == "ok" else None,
-        status=raw.get("status", "unknown"),
-        error=raw.get("error"),
+        label=raw.label,
+        variant=raw.variant,
+        size=tuple(raw.size) if raw.size else None,
+        params=dict(raw.params or {}),
+        report=report,
+        status=raw.status,
+        error=raw.error,
     )
 
 
-def _read_json(path: Path, what: str) -> dict[str, Any]:
+def _check_inside(run_path: Path, report: Path, where: str) -> None:
+    """A symbolic link inside the run directory must not lead out of it either."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ReportError(f"{path}: unreadable {what} ({error})") from None
+        inside = report.resolve().is_relative_to(run_path.resolve())
+    except (OSError, RuntimeError) as error:  # a link loop, a path too long
+        raise ReportError(f"{where}: cannot resolve {report} ({error})") from None
+    if not inside:
+        raise ReportError(f"{where}: {report} leads outside the run directory")

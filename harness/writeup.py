@@ -10,6 +10,7 @@ Everything here is data; `harness.render` turns it into Markdown and HTML.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sys
 import textwrap
@@ -31,7 +32,7 @@ from harness.report.profile_builder import load_profiles
 from harness.report.report_view import render_text
 from harness.report.roofline import Roofline
 from harness.report.sass_hotspots import Hotspot, hotspots
-from harness.rundir import BENCH, MANIFEST, Run, RunEntry, load_bench, load_run
+from harness.rundir import BENCH, MANIFEST, BenchRecord, Run, RunEntry, load_bench, load_run
 
 MAX_SUMMARY = 5  # items under What's Good? / What's Bad?
 HOTSPOTS = 5
@@ -159,15 +160,21 @@ class _Item:
     # the entry's report holds several kernels and none is the variant's own: name each page
     # after its kernel as well
     shared_entry: bool = False
-    bench: list[dict[str, Any]] = field(default_factory=list)  # bench results for this page
+    bench: list[BenchRecord] = field(default_factory=list)  # bench results for this page
 
 
 def _size_text(size: Sequence[int] | None) -> str | None:
     return size_text(size) if size else None
 
 
+MAX_SLUG = 120  # page file names stay far below NAME_MAX (255 bytes) for any kernel name
+
+
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "kernel"
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_.") or "kernel"
+    if len(slug) > MAX_SLUG:  # a long C++ name: cut it, and keep it unique with a hash
+        slug = f"{slug[:MAX_SLUG - 9]}_{hashlib.sha1(text.encode()).hexdigest()[:8]}"
+    return slug
 
 
 def _profiling_results(profile: KernelProfile) -> str:
@@ -216,11 +223,11 @@ def _bound_text(profile: KernelProfile) -> str:
     return text
 
 
-def _bench_results(run: Run | None) -> list[dict[str, Any]]:
+def _bench_results(run: Run | None) -> list[BenchRecord]:
     if run is None:
         return []
     bench = run.bench()
-    return list(bench.get("results", [])) if bench else []
+    return list(bench.results) if bench else []
 
 
 def _bench_source(path: Path) -> Path | None:
@@ -233,27 +240,27 @@ def _bench_source(path: Path) -> Path | None:
     return None
 
 
-def _bench_rows(results: list[dict[str, Any]], variant: str) -> list[BenchRow]:
+def _bench_rows(results: list[BenchRecord], variant: str) -> list[BenchRow]:
     rows = [
         BenchRow(
-            size=_size_text(r.get("size")) or "?",
-            median_ms=r.get("median_ms"),
-            q1_ms=r.get("q1_ms"),
-            q3_ms=r.get("q3_ms"),
-            gflops=r.get("gflops"),
-            status=r.get("status", "ok"),
-            gbps=r.get("gbps"),
+            size=r.size_text,
+            median_ms=r.median_ms,
+            q1_ms=r.q1_ms,
+            q3_ms=r.q3_ms,
+            gflops=r.gflops,
+            status=r.status,
+            gbps=r.gbps,
         )
         for r in results
-        if r.get("variant") == variant
+        if r.variant == variant
     ]
     return sorted(rows, key=lambda row: [int(n) for n in row.size.split("x") if n.isdigit()])
 
 
-def _bench_at(results: list[dict[str, Any]], variant: str, size: str | None) -> dict | None:
+def _bench_at(results: list[BenchRecord], variant: str, size: str | None) -> BenchRecord | None:
     for r in results:
-        if r.get("variant") == variant and _size_text(r.get("size")) == size:
-            return r if r.get("status", "ok") == "ok" else None
+        if r.variant == variant and r.size_text == size:
+            return r if r.ok else None
     return None
 
 
@@ -370,9 +377,9 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         page.bench_rows = _bench_rows(results, item.entry.variant)
         at = _bench_at(results, item.entry.variant, size)
         if at is not None:
-            page.time_ms, page.time_source = at.get("median_ms"), "bench"
-            page.gflops = at.get("gflops")
-            speedup = at.get("speedup") or {}
+            page.time_ms, page.time_source = at.median_ms, "bench"
+            page.gflops = at.gflops
+            speedup = dict(at.speedup)
             reference, baseline = _speedup_keys(item.project, speedup)
             page.speedups = Speedups(
                 speedup.get(reference) if reference else None,
@@ -456,12 +463,12 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
         raise ReportError("no source given: name a run directory or an .ncu-rep file")
     items: list[_Item] = []
     environment: dict[str, Any] = {}
-    standalone_bench: list[dict[str, Any]] = []
+    standalone_bench: list[BenchRecord] = []
     for source in sources:
         path = Path(source)
         bench_file = _bench_source(path)
         if bench_file is not None:
-            standalone_bench.extend(load_bench(bench_file).get("results", []))
+            standalone_bench.extend(load_bench(bench_file).results)
         elif path.is_dir():
             run = load_run(path)  # names what is wrong: no manifest, interrupted, bad schema
             environment = environment or dict(run.environment)
@@ -470,7 +477,7 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
             for item in run_items:
                 item.bench = run_bench
             items.extend(run_items)
-        elif path.is_file() or path.suffix == ".ncu-rep":
+        elif path.exists() or path.suffix == ".ncu-rep":  # the report check names what it is
             items.extend(_report_items(path))
         else:
             raise ReportError(f"{path}: no such run directory or report")
@@ -485,9 +492,8 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
     reference = chosen.reference if chosen is not None else None
     reference_gflops: dict[str, float] = {}
     for r in (r for item in items for r in item.bench):
-        if reference is not None and r.get("variant") == reference.key \
-                and r.get("status", "ok") == "ok" and r.get("gflops"):
-            reference_gflops[_size_text(r.get("size")) or "?"] = float(r["gflops"])
+        if reference is not None and r.variant == reference.key and r.ok and r.gflops:
+            reference_gflops[r.size_text] = r.gflops
     slugs = _slugs(items)
     pages = [_page(item, slugs) for item in items]
     if not environment:  # plain reports: the device each report recorded

@@ -96,9 +96,9 @@ def test_bad_thresholds_file(tmp_path: Path) -> None:
     config = tmp_path / "t.toml"
     config.write_text('[metrics.time]\ndirection = "up"\n', encoding="utf-8")
     assert_one_line_error(ncuh_diff(NAIVE_SMEM_REPORT, NAIVE_SMEM_REPORT, "--config", config),
-                          "direction must be 'lower' or 'higher'")
+                          "metrics.time.direction: Input should be 'lower' or 'higher' (got 'up')")
     assert_one_line_error(ncuh_diff(NAIVE_SMEM_REPORT, NAIVE_SMEM_REPORT, "--config",
-                                    tmp_path / "missing.toml"), "no such thresholds file")
+                                    tmp_path / "missing.toml"), "thresholds not found")
 
 
 def test_failed_diff_leaves_no_output_file(tmp_path: Path) -> None:

@@ -693,7 +693,8 @@ def test_bench_writes_bench_json_through_the_bench_module(
     result = invoke(["--variant", "naive", "--size", "256", "--bench", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     run = load_run(only_run(tmp_path))
-    assert run.bench() == {"schema": "ncuh.bench/1", "results": []}
+    bench = run.bench()
+    assert bench is not None and bench.schema_ == "ncuh.bench/1" and bench.results == ()
     assert run.manifest["bench"] == "bench.json"
     assert calls == [(["naive"], [(256, 256, 256)], {"references": True})]
 

@@ -58,7 +58,7 @@ def test_page_carries_the_seed_sections_and_real_numbers(rendered: Path):
     assert "Duration                         us       300.93" in page  # the details table
     # the hottest instruction: CPIStall "responsible for 15.1% of all warp stalls. 78.5% of
     # the stalls for this line are of type long_scoreboard"
-    assert "| 1 | 0x0330 | STS \\[R16\\], R27 | 4,485 | 15.1% | long\\_scoreboard (3,522)" in page
+    assert "| 1 | 0x0330 | STS \\[R16\\], R27 | 4,485 | 15.1% | long_scoreboard (3,522)" in page
     # a plain report: no Strategy and no Speedup Factors
     assert "### Strategy" not in page and "Speedup Factors" not in page
 

@@ -89,7 +89,7 @@ def test_cli_writes_chain_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert result.exit_code == 0, result.output
     out = tmp_path / "reports" / "chain"
     index = (out / "index.md").read_text(encoding="utf-8")
-    assert "| [Iteration 0: Naive](00_naive_1024x1024x1024.md) | sgemm\\_naive | 5.0000 |" in index
+    assert "| [Iteration 0: Naive](00_naive_1024x1024x1024.md) | sgemm_naive | 5.0000 |" in index
     assert "| 5.0% |" in index  # % of cuBLAS from bench.json
     assert "Times are benchmark medians (event-timed, L2 flushed)." in index
     page = (out / "00_naive_1024x1024x1024.md").read_text(encoding="utf-8")

@@ -8,6 +8,8 @@ from pathlib import Path
 import click
 
 from harness.atomic import atomic_write_text
+from harness.errors import ReportError
+from harness.input_file import holds_bad_text
 
 FORMATS = ("md", "json", "junit")
 
@@ -20,13 +22,17 @@ FORMATS = ("md", "json", "junit")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="md", show_default=True,
               help="md: GitHub job summary; json: schema ncuh.diff/1; junit: JUnit XML.")
 @click.option("--out", "out", type=click.Path(path_type=Path), default=None,
-              help="Write here (atomically) instead of stdout; the status line goes to stdout.")
+              help="Write here (atomically) instead of stdout; the status line goes to stdout. "
+                   "A symbolic link is written through; an existing file keeps its permissions.")
 @click.option("--pair", "pairs", multiple=True, metavar="BASE_KERNEL=CURRENT_KERNEL",
               help="Compare a renamed kernel: baseline name = current name. Repeatable.")
 @click.option("--allow-mismatch", is_flag=True,
               help="Compare even when GPU, compute capability or ncu version differ.")
+@click.option("--allow-no-match", is_flag=True,
+              help="Exit 0 even when no kernel of one side pairs with one of the other "
+                   "(otherwise nothing was compared: exit 2).")
 def diff(baseline: Path, current: Path, config: Path | None, fmt: str, out: Path | None,
-         pairs: tuple[str, ...], allow_mismatch: bool) -> None:
+         pairs: tuple[str, ...], allow_mismatch: bool, allow_no_match: bool) -> None:
     """Compare CURRENT against BASELINE (run directories or .ncu-rep reports).
 
     Exit status: 0 nothing regressed, 1 a kernel regressed, 2 bad or incompatible input.
@@ -35,7 +41,10 @@ def diff(baseline: Path, current: Path, config: Path | None, fmt: str, out: Path
     from harness.diff.markdown import status_line
 
     result = diff_runs(baseline, current, config=config, pairs=pairs,
-                       allow_mismatch=allow_mismatch)
+                       allow_mismatch=allow_mismatch, allow_no_match=allow_no_match)
+    for side in (result.baseline, result.current):
+        if holds_bad_text(side.kernels) or holds_bad_text(side.failed):
+            raise ReportError(f"{side.path} is corrupt: it holds text that is not UTF-8")
     text = _render(result, fmt)
     if out is None:
         sys.stdout.write(text)

@@ -17,9 +17,10 @@ from harness.report.reportfile import export_columns
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),  # a directory here is refused in one line by atomic_path
     default=None,
-    help="Write here (atomically) instead of stdout.",
+    help="Write here (atomically) instead of stdout. A symbolic link is written through (the "
+    "file it points to is replaced); an existing file keeps its permissions.",
 )
 @click.option(
     "--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="csv", show_default=True

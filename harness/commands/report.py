@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from harness.errors import ReportError
+from harness.input_file import holds_bad_text
 from harness.report.profile_builder import load_profiles
 from harness.report.report_view import DETAILS, VIEW_FORMATS, profile_views, render
 
@@ -23,4 +25,7 @@ from harness.report.report_view import DETAILS, VIEW_FORMATS, profile_views, ren
 def report(report: Path, kernel_regex: str | None, fmt: str, details: str) -> None:
     """Print each kernel's sections (metric, unit, value) and ncu's rule messages."""
     views = profile_views(load_profiles(report, kernel_regex))  # read through the one model
-    click.echo(render(views, fmt, details), nl=False)  # type: ignore[arg-type]
+    text = render(views, fmt, details)  # type: ignore[arg-type]
+    if holds_bad_text(text):
+        raise ReportError(f"{report} is corrupt: it holds text that is not UTF-8")
+    click.echo(text, nl=False)

@@ -11,9 +11,10 @@ from harness.commands.options import project_option, project_path
 
 @click.command("writeup")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option("--out", "out", type=click.Path(path_type=Path, file_okay=False),
+@click.option("--out", "out", type=click.Path(path_type=Path),
               default=Path("reports/writeup"), show_default=True,
-              help="Directory for index.md/index.html, one page per kernel, and plots/.")
+              help="Directory for index.md/index.html, one page per kernel, and plots/; "
+                   "the pages are written as one set (all or none), the index last.")
 @click.option("--format", "fmt", type=click.Choice(["md", "html", "both"]), default="both",
               show_default=True, help="Markdown for GitHub, self-contained HTML, or both.")
 @project_option

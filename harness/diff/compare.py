@@ -23,7 +23,7 @@ from harness.diff.matching import match_kernels, parse_pairs
 from harness.diff.stats import Verdict
 from harness.diff.thresholds import Thresholds, load_thresholds
 from harness.diff.verdicts import SEVERITY, MetricVerdict, judge_kernel, kernel_verdict
-from harness.errors import IncompatibleInputsError
+from harness.errors import IncompatibleInputsError, NcuhError
 
 ENVIRONMENT_FIELDS = (("gpu", "GPU"), ("compute_capability", "compute capability"),
                       ("ncu_version", "ncu version"))
@@ -83,8 +83,14 @@ def diff_runs(
     config: Thresholds | Path | str | None = None,
     pairs: Iterable[str] | dict[str, str] = (),
     allow_mismatch: bool = False,
+    allow_no_match: bool = False,
 ) -> DiffResult:
-    """Compare two run directories or reports (or already loaded sides)."""
+    """Compare two run directories or reports (or already loaded sides).
+
+    When no kernel of one side pairs with one of the other, nothing was compared: that is an
+    `NcuhError` (exit 2) unless `allow_no_match`, because a gate that judged nothing must not
+    pass.
+    """
     thresholds = config if isinstance(config, Thresholds) else load_thresholds(config)
     renames = dict(pairs) if isinstance(pairs, dict) else parse_pairs(list(pairs))
     base_side = baseline if isinstance(baseline, Side) else load_side(baseline)
@@ -102,10 +108,17 @@ def diff_runs(
         explanation = None if verdict == "SAME" else explain(pair.baseline, pair.current, metrics)
         kernels.append(KernelDiff(pair.key, pair.baseline, pair.current, verdict,
                                   tuple(metrics), explanation))
-    kernels.sort(key=lambda k: (k.severity(), k.key))
+    # a size-less key (a user program) may sit beside sized ones: None sorts first
+    kernels.sort(key=lambda k: (k.severity(), k.key.name, k.key.size or (), k.key.ordinal))
     baseline_names = {(renames.get(k.key.name, k.key.name), k.key.size)
                       for k in base_side.kernels}
     broken = tuple(f for f in cur_side.failed if (f.key.name, f.key.size) in baseline_names)
+    # kernels that stopped working were compared (and fail the diff); nothing at all was not
+    if not kernels and not broken and not allow_no_match:
+        raise NcuhError(
+            f"no kernel of {base_side.path} matches one of {cur_side.path} "
+            f"(baseline: {_names(base_side)}; current: {_names(cur_side)}): nothing to compare; "
+            "pair renamed kernels with --pair, or pass --allow-no-match")
     broken_names = {(f.key.name, f.key.size) for f in broken}
     removed = tuple(k for k in matching.removed  # a broken kernel is listed once, as broken
                     if (renames.get(k.key.name, k.key.name), k.key.size) not in broken_names)
@@ -121,3 +134,10 @@ def environment_mismatches(base: Environment, cur: Environment) -> list[str]:
         if b is not None and c is not None and str(b) != str(c):
             out.append(f"{label} ({b} vs {c})")
     return out
+
+
+def _names(side: Side, limit: int = 5) -> str:
+    labels = list(dict.fromkeys(k.key.label for k in side.kernels))
+    labels += [f"{f.label} (failed)" for f in side.failed]
+    more = f" and {len(labels) - limit} more" if len(labels) > limit else ""
+    return (", ".join(labels[:limit]) + more) or "none"

@@ -21,7 +21,7 @@ from typing import Any
 from harness.errors import ReportError
 from harness.report.kernel_profile import KernelProfile, RuleResult
 from harness.report.profile_builder import load_profiles
-from harness.rundir import RunEntry, is_run_directory, load_run
+from harness.rundir import BenchFile, RunEntry, is_run_directory, load_run
 
 Size = tuple[int, ...]
 
@@ -177,16 +177,11 @@ def _entry_kernels(entry: RunEntry) -> list[KernelData]:
 BenchSamples = dict[tuple[str, Size | None], tuple[float, ...]]
 
 
-def _bench_samples(bench: dict[str, Any] | None) -> BenchSamples:
-    if not bench:
+def _bench_samples(bench: BenchFile | None) -> BenchSamples:
+    if bench is None:
         return {}
-    samples: BenchSamples = {}
-    for result in bench.get("results", []):
-        if result.get("status", "ok") != "ok" or not result.get("samples_ms"):
-            continue
-        size = tuple(int(n) for n in result["size"]) if result.get("size") else None
-        samples[(str(result["variant"]), size)] = tuple(float(s) for s in result["samples_ms"])
-    return samples
+    return {(r.variant, tuple(r.size)): r.samples_ms
+            for r in bench.results if r.ok and r.samples_ms}
 
 
 def _environment_from_manifest(env: dict[str, Any], kernels: tuple[KernelData, ...]) -> Environment:

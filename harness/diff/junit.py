@@ -7,6 +7,7 @@ names and messages are escaped properly.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 
 from harness.diff.compare import DiffResult, KernelDiff
@@ -32,8 +33,22 @@ def render_junit(result: DiffResult) -> str:
                         ("status", status_line(result))):
         ET.SubElement(props, "property", name=name, value=value)
     suite.extend(cases)
+    _xml_safe(suites)
     ET.indent(suites)
     return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"
+
+
+# XML 1.0 allows no control characters but tab, newline and carriage return, and xml.etree
+# writes them unchecked: a kernel name holding one would make the whole file unreadable.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+
+
+def _xml_safe(root: ET.Element) -> None:
+    for element in root.iter():
+        if element.text:
+            element.text = _NOT_XML.sub("\ufffd", element.text)
+        for key, value in element.attrib.items():
+            element.set(key, _NOT_XML.sub("\ufffd", value))
 
 
 def _case(kernel: KernelDiff) -> ET.Element:

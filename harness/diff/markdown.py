@@ -12,6 +12,8 @@ from harness.diff.compare import DiffResult, KernelDiff
 from harness.diff.formatting import percent, quantity
 from harness.diff.inputs import KernelData
 from harness.diff.verdicts import SEVERITY
+from harness.markdown_text import code_span, html_text
+from harness.markdown_text import text as md_text
 
 MAX_BYTES = 1024 * 1024 - 1  # GitHub: "summaries are limited to 1 MiB"
 _RESERVE = 1024  # room kept for the truncation note
@@ -39,7 +41,7 @@ def status_line(result: DiffResult) -> str:
 
 def render_markdown(result: DiffResult, max_bytes: int = MAX_BYTES) -> str:
     """The whole page, guaranteed to be at most `max_bytes` UTF-8 bytes."""
-    head = [_text(status_line(result)), ""]
+    head = [md_text(status_line(result)), ""]
     head += _environment_lines(result)
     rows = [_table_row(k) for k in result.kernels]
     details = [_details(k) for k in result.kernels if k.verdict != "SAME"]
@@ -75,7 +77,7 @@ def _environment_lines(result: DiffResult) -> list[str]:
     env = result.current.environment
     parts = [p for p in (env.gpu, f"CC {env.compute_capability}" if env.compute_capability
                          else None, f"ncu {env.ncu_version}" if env.ncu_version else None) if p]
-    lines = [f"{_text(' · '.join(parts))}" if parts else ""]
+    lines = [md_text(" · ".join(parts)) if parts else ""]
     if result.mismatches:
         lines.append(f"⚠️ compared despite differing {_text('; '.join(result.mismatches))} "
                      "(--allow-mismatch)")
@@ -115,8 +117,9 @@ def _evidence(kernel: KernelDiff) -> str:
 
 def _details(kernel: KernelDiff) -> str:
     summary = kernel.explanation.summary if kernel.explanation else kernel.verdict
-    lines = [f"<details><summary>{_ICON[kernel.verdict]} <b>{_text(kernel.key.label)}</b> "
-             f"{kernel.verdict}: {_text(summary)}</summary>", "",
+    # inside the <details> HTML block Markdown escapes do not apply: HTML-escape there
+    lines = [f"<details><summary>{_ICON[kernel.verdict]} <b>{html_text(kernel.key.label)}</b> "
+             f"{kernel.verdict}: {html_text(summary)}</summary>", "",
              f"Baseline `{_code(kernel.baseline.source)}` · current "
              f"`{_code(kernel.current.source)}`", "",
              "| metric | verdict | baseline | current | change | threshold | note |",
@@ -161,14 +164,13 @@ def _size(lines: list[str]) -> int:
 
 
 def _text(value: str) -> str:
-    """Kernel names and messages are data: escape HTML so `<script>` shows as text ('>' is
-    harmless without a '<' and stays readable as '->')."""
-    return value.replace("&", "&amp;").replace("<", "&lt;")
+    """Kernel names and messages are data: Markdown text, never markup or raw HTML."""
+    return md_text(value)
 
 
 def _cell(value: str) -> str:
-    return _text(value).replace("|", "\\|").replace("\n", " ")
+    return md_text(value)  # `|` is escaped too, line breaks become spaces
 
 
 def _code(value: str) -> str:
-    return value.replace("`", "'")
+    return code_span(value)

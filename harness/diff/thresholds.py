@@ -1,7 +1,9 @@
 """Thresholds: which metrics are judged, how tightly, and which way is better.
 
 The defaults live in `default_thresholds.toml` beside this module (documented there); a
-user's TOML file (`ncuh diff --config`) is merged over them metric by metric, key by key.
+user's TOML file (`ncuh diff --config`) is merged over them metric by metric, key by key, and
+the result is validated (`ThresholdsFile`): a wrong type, an unknown key, a NaN or negative
+threshold or a non-positive resample count is one line naming the file and the field.
 """
 
 from __future__ import annotations
@@ -10,9 +12,13 @@ import sys
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from harness.errors import NcuhError
+from harness.input_file import read_text
+from harness.schema import validate
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -88,12 +94,9 @@ def load_thresholds(config: Path | str | None = None) -> Thresholds:
 
 
 def _read_user(path: Path) -> dict[str, Any]:
+    text = read_text(path, "thresholds")
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ThresholdsError(f"{path}: no such thresholds file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ThresholdsError(f"{path}: unreadable thresholds file ({error})") from None
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ThresholdsError(f"{path}: invalid TOML ({error})") from None
 
@@ -108,52 +111,54 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+# --- the file's shape (pydantic): strict types, no unknown keys, finite non-negative numbers ---
+
+NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Fraction = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
+
+
+class _Table(BaseModel):
+    # strict: "5" is not a number and true is not 1; forbid: a misspelt key is an error, not
+    # a silently ignored setting
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class TimingTable(_Table):
+    noise_floor_pct: NonNegative = 5.0
+    confidence: Fraction = 0.95
+    alpha: Fraction = 0.01
+    bootstrap_resamples: PositiveInt = 2000
+    seed: Annotated[int, Field(ge=0)] = 0
+
+
+class MetricTable(_Table):
+    metric: Annotated[str, Field(min_length=1)] | Annotated[
+        list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    label: str | None = None
+    unit: str = ""
+    kind: Kind | None = None
+    direction: Direction = "lower"
+    threshold_pct: NonNegative = 0.0
+    min_abs: NonNegative = 0.0
+    scale: Annotated[float, Field(gt=0, allow_inf_nan=False)] = 1.0
+    enabled: bool = True
+
+
+class ThresholdsFile(_Table):
+    timing: TimingTable = Field(default_factory=TimingTable)
+    metrics: dict[str, MetricTable] = Field(default_factory=dict)
+
+
 def _parse(raw: dict[str, Any], source: str) -> Thresholds:
-    unknown = set(raw) - {"timing", "metrics"}
-    if unknown:
-        raise ThresholdsError(f"{source}: unknown table(s) {', '.join(sorted(unknown))}")
-    timing_raw = raw.get("timing", {})
-    try:
-        timing = TimingSettings(
-            noise_floor_pct=float(timing_raw.get("noise_floor_pct", 5.0)),
-            confidence=float(timing_raw.get("confidence", 0.95)),
-            alpha=float(timing_raw.get("alpha", 0.01)),
-            bootstrap_resamples=int(timing_raw.get("bootstrap_resamples", 2000)),
-            seed=int(timing_raw.get("seed", 0)),
-        )
-    except (TypeError, ValueError) as error:
-        raise ThresholdsError(f"{source}: [timing]: {error}") from None
-    if not 0 < timing.confidence < 1 or not 0 < timing.alpha < 1:
-        raise ThresholdsError(f"{source}: [timing] confidence and alpha must lie in (0, 1)")
-    rules = []
-    for key, table in raw.get("metrics", {}).items():
-        if not isinstance(table, dict):
-            raise ThresholdsError(f"{source}: [metrics.{key}] must be a table")
-        if table.get("enabled", True):
-            rules.append(_rule(key, table, source))
-    return Thresholds(timing=timing, rules=tuple(rules))
+    data = validate(ThresholdsFile, raw, source, ThresholdsError)
+    timing = TimingSettings(**data.timing.model_dump())
+    rules = tuple(_rule(key, table) for key, table in data.metrics.items() if table.enabled)
+    return Thresholds(timing=timing, rules=rules)
 
 
-def _rule(key: str, table: dict[str, Any], source: str) -> MetricRule:
-    where = f"{source}: [metrics.{key}]"
-    metric = table.get("metric")
-    names = (metric,) if isinstance(metric, str) else tuple(metric or ())
-    if not names or not all(isinstance(n, str) and n for n in names):
-        raise ThresholdsError(f"{where}: 'metric' must be a metric name or a list of names")
-    kind = table.get("kind", "timing" if names == (TIME,) else "counter")
-    direction = table.get("direction", "lower")
-    if kind not in ("timing", "counter"):
-        raise ThresholdsError(f"{where}: kind must be 'timing' or 'counter', not {kind!r}")
-    if direction not in ("lower", "higher"):
-        raise ThresholdsError(f"{where}: direction must be 'lower' or 'higher', not {direction!r}")
-    try:
-        threshold = float(table.get("threshold_pct", 0.0))
-        min_abs = float(table.get("min_abs", 0.0))
-        scale = float(table.get("scale", 1.0))
-    except (TypeError, ValueError) as error:
-        raise ThresholdsError(f"{where}: {error}") from None
-    if threshold < 0 or min_abs < 0:
-        raise ThresholdsError(f"{where}: threshold_pct and min_abs must not be negative")
-    return MetricRule(key=key, metrics=names, label=str(table.get("label", key)), kind=kind,
-                      direction=direction, threshold_pct=threshold, min_abs=min_abs,
-                      scale=scale, unit=str(table.get("unit", "")))
+def _rule(key: str, table: MetricTable) -> MetricRule:
+    names = (table.metric,) if isinstance(table.metric, str) else tuple(table.metric)
+    kind = table.kind or ("timing" if names == (TIME,) else "counter")
+    return MetricRule(key=key, metrics=names, label=table.label or key, kind=kind,
+                      direction=table.direction, threshold_pct=table.threshold_pct,
+                      min_abs=table.min_abs, scale=table.scale, unit=table.unit)

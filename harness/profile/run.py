@@ -31,6 +31,8 @@ import itertools
 import json
 import os
 import re
+import shutil
+import stat
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -272,6 +274,27 @@ def _program_name(program: Sequence[str]) -> str:
 # ---------------------------------------------------------------- running ncu
 
 
+def check_program(program: Sequence[str]) -> None:
+    """`NcuhError` (one line) unless the program after `--` exists and may be run: found
+    before ncu starts, not as an ncu failure after it."""
+    name = program[0]
+    if os.sep in name or (os.altsep and os.altsep in name):
+        path = Path(name)
+        try:
+            info = path.stat()
+        except FileNotFoundError:
+            raise NcuhError(f"program not found: {name}") from None
+        except OSError as error:
+            raise NcuhError(f"cannot run {name}: {error.strerror or error}") from None
+        if stat.S_ISDIR(info.st_mode):
+            raise NcuhError(f"cannot run {name}: it is a directory")
+        if not stat.S_ISREG(info.st_mode) or not os.access(path, os.X_OK):
+            raise NcuhError(f"cannot run {name}: not an executable file "
+                            f"(chmod +x it, or name its interpreter: -- python {name})")
+    elif shutil.which(name) is None:
+        raise NcuhError(f"program not found: {name} (not on PATH)")
+
+
 def find_ncu() -> Path:
     ncu = ncu_locate.ncu_executable()
     if ncu is None:
@@ -425,6 +448,8 @@ def run_profile(
     else:
         spawner = spawner or in_threads(runner)
     plan(request)  # validate names and sizes before touching ncu
+    if request.program:
+        check_program(request.program)
     ncu = find_ncu()
     if not request.program and not cupy_installed():
         raise NoGpuError(NO_CUPY_HELP)

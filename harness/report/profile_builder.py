@@ -440,11 +440,15 @@ def build_profile(kernel: KernelRef) -> KernelProfile:
     """The typed profile of one kernel of a loaded report."""
     from harness.report.report_view import build_view
 
+    rules = read_rules(kernel.action)
+    # The details view first: ncu_report answers a few derived metrics' units ('inst' or
+    # 'thread') differently once every metric of the action has been read, and the view must
+    # print what ncu prints.
+    details = build_view(kernel, rules)
     m = _Metrics(kernel.action)
     metrics = _all_metrics(kernel)
     widths = m.instances("sass__inst_executed_per_opcode_with_modifier_all") or {}
     mix = _instruction_mix(m)
-    rules = read_rules(kernel.action)
     return KernelProfile(
         kernel_id=kernel.kernel_id,
         name=kernel.name,
@@ -472,7 +476,7 @@ def build_profile(kernel: KernelRef) -> KernelProfile:
         sass=_sass(kernel.action, metrics),
         source_files=_source_files(kernel.action),
         roofline=roofline_from(m.number),
-        details=build_view(kernel, rules),
+        details=details,
         metrics=metrics,
     )
 

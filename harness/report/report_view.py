@@ -17,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
+from harness import markdown_text
 from harness.report.details_layout import (
     DISPLAY_UNITS,
     EXTRA_HEADER_ROWS,
@@ -307,8 +308,8 @@ def render_text(views: list[KernelView], details: Details = "header") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|")
+def _md_cell(value: str) -> str:
+    return markdown_text.text(value)  # data: no markup, no raw HTML, one line
 
 
 def _md_table(rows: tuple[MetricRow, ...]) -> list[str]:
@@ -323,7 +324,7 @@ def render_markdown(views: list[KernelView], details: Details = "header") -> str
     for view in views:
         lines += [f"## {_md_cell(view.headline)}", ""]
         for section in view.sections:
-            lines += [f"### {section.name}", ""]
+            lines += [f"### {_md_cell(section.name)}", ""]
             if section.rows:
                 lines += _md_table(section.rows)
             for table in section.body:
@@ -334,7 +335,8 @@ def render_markdown(views: list[KernelView], details: Details = "header") -> str
                 lines += _md_table(table.rows)
             for rule in section.rules:
                 heading = rule_heading(rule)
-                prefix = f"**{rule.tag}** ({heading})" if heading else f"**{rule.tag}**"
+                kind = _md_cell(rule.tag)
+                prefix = f"**{kind}** ({_md_cell(heading)})" if heading else f"**{kind}**"
                 lines += [f"- {prefix} {_md_cell(rule.message)}"]
             if section.rules:
                 lines.append("")

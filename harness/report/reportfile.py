@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import ReportError
+from harness.input_file import holds_bad_text, regular_file
 from harness.report.ncu_import import import_ncu_report
 
 if TYPE_CHECKING:
@@ -123,12 +124,9 @@ def check_report_file(path: Path) -> ReportLayout:
     Walks the block headers only (seeking over payloads), so it costs a few reads even for a
     large report; a file whose blocks do not end exactly at its last byte is truncated.
     """
-    if not path.exists():
-        raise ReportError(f"report not found: {path}")
-    if path.is_dir():
-        raise ReportError(f"{path} is a directory, not an Nsight Compute report (.ncu-rep)")
+    # os.stat first: a FIFO, device or socket is refused before it is opened (never a hang)
+    size = regular_file(path, "report").st_size
     try:
-        size = path.stat().st_size
         handle = path.open("rb")
     except OSError as error:
         raise ReportError(f"cannot read report {path}: {error.strerror or error}") from None
@@ -172,6 +170,54 @@ def check_report_file(path: Path) -> ReportLayout:
 # ---------------------------------------------------------------------------------------------
 # loading
 
+# What names a kernel launch. Bytes flipped inside a block's payload leave the block framing
+# intact, and ncu_report then returns an action with no name and no metrics at all; such a
+# report must be refused, not read as a report of nothing.
+_IDENTITY_METRICS = ("launch__grid_size", "launch__block_size")
+# ncu's metric names are printable ASCII without spaces (`sm__throughput.avg.pct_of_peak_...`,
+# `breakdown:...`); a name with any other byte was read from a corrupt block.
+_METRIC_NAME = re.compile(r"[\x21-\x7e]+")
+
+
+def _kernel_identity(path: Path, index: int, action: Any, function_name: int) -> str:
+    """The kernel's function name; `ReportError` unless its name, grid and block are readable."""
+    name = action.name(function_name)
+    missing = [] if isinstance(name, str) and name.strip() else ["name"]
+    for metric_name in _IDENTITY_METRICS:
+        metric = action.metric_by_name(metric_name)
+        value = metric.value() if metric is not None else None
+        if not isinstance(value, int | float) or not value > 0:
+            missing.append(metric_name.removeprefix("launch__").removesuffix("_size"))
+    if missing:
+        raise ReportError(
+            f"{path} is corrupt: kernel {index} has no readable {', '.join(missing)} "
+            "(its data block cannot be decoded)"
+        )
+    names = action.metric_names()
+    bad = next((m for m in names if not isinstance(m, str) or not _METRIC_NAME.fullmatch(m)),
+               None)
+    if bad is not None:
+        raise ReportError(f"{path} is corrupt: kernel {index} ({name}) has an unreadable "
+                          f"metric name {ascii(bad)[:60]}")
+    if not _texts_are_utf8(action, names):
+        raise ReportError(f"{path} is corrupt: kernel {index} ({name}) holds text that is not "
+                          "UTF-8 (a name, string metric or rule message)")
+    return name
+
+
+def _texts_are_utf8(action: Any, names: Iterable[str]) -> bool:
+    """Every string ncuh prints from this kernel is valid text; a flipped byte inside one
+    would otherwise surface later as an encoding error in the middle of an output."""
+    ncu_report = import_ncu_report()
+    string_kind = ncu_report.IMetric.ValueKind_STRING
+    texts: list[Any] = [action.name(ncu_report.IAction.NameBase_DEMANGLED)]
+    for metric_name in names:
+        metric = action.metric_by_name(metric_name)
+        if metric.kind() == string_kind:
+            texts += [metric.as_string(), metric.unit()]
+    texts.append(action.rule_results_as_dicts())
+    return not holds_bad_text(texts)
+
 
 def open_report(path: Path | str) -> LoadedReport:
     """Validate and load a report; `ReportError` (one line) for anything that is not a
@@ -193,7 +239,7 @@ def open_report(path: Path | str) -> LoadedReport:
             kernels.append(
                 KernelRef(
                     kernel_id=len(kernels),
-                    name=str(action.name(function_name)),
+                    name=_kernel_identity(path, len(kernels), action, function_name),
                     range_index=range_index,
                     action_index=action_index,
                     action=action,
@@ -371,7 +417,11 @@ def export_columns(
         if isinstance(report_or_path, LoadedReport)
         else open_report(report_or_path)
     )
-    return _collect(select_kernels(report, kernel_regex), import_ncu_report(), part)
+    table = _collect(select_kernels(report, kernel_regex), import_ncu_report(), part)
+    if any(holds_bad_text(column) for column in (table.kernel, table.instance, table.value,
+                                                  table.unit)):
+        raise ReportError(f"{report.path} is corrupt: it holds text that is not UTF-8")
+    return table
 
 
 def export_metrics(
