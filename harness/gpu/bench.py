@@ -21,11 +21,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 from harness import __version__
 from harness.atomic import atomic_write_text
-from harness.errors import NcuhError, NoGpuError, ReportError, UnsupportedShapeError, one_line
+from harness.errors import NcuhError, NoGpuError, UnsupportedShapeError, one_line
 from harness.gpu.backend import Runnable, prepare, prepare_call
 from harness.gpu.env import (
     collect_environment,
@@ -38,7 +38,7 @@ from harness.gpu.timing import L2Flusher, time_launches
 from harness.gpu.tuning import resolve_params
 from harness.gpu.verify import verify
 from harness.project import Limit, Project, Reference, Size, Variant
-from harness.rundir import BENCH_SCHEMA
+from harness.rundir import BENCH_SCHEMA, BenchFile, BenchRecord, load_bench
 
 Kind = Literal["variant", "reference", "limit"]
 Status = Literal["ok", "failed", "unsupported"]  # unsupported: the variant refuses the size
@@ -91,28 +91,15 @@ class BenchResult:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BenchResult:
-        size = tuple(int(n) for n in data["size"])
-        if not size:
-            raise ValueError(f"size must be a list of dimensions, got {data['size']!r}")
+    def from_record(cls, record: BenchRecord) -> BenchResult:
+        """One result of a bench.json, as `harness.rundir` (the one reader) validated it."""
         return cls(
-            variant=str(data["variant"]),
-            size=size,
-            params=dict(data.get("params") or {}),
-            status=_one_of(Status, data["status"], "status"),
-            samples_ms=[float(s) for s in data.get("samples_ms") or []],
-            median_ms=_opt_float(data.get("median_ms")),
-            q1_ms=_opt_float(data.get("q1_ms")),
-            q3_ms=_opt_float(data.get("q3_ms")),
-            min_ms=_opt_float(data.get("min_ms")),
-            gflops=_opt_float(data.get("gflops")),
-            rel_error=_opt_float(data.get("rel_error")),
-            speedup={k: _opt_float(v) for k, v in (data.get("speedup") or {}).items()},
-            error=data.get("error"),
-            warning=data.get("warning"),
-            gbps=_opt_float(data.get("gbps")),
-            kind=_one_of(Kind, data.get("kind") or "variant", "kind"),
-            tuning=data.get("tuning"),
+            variant=record.variant, size=tuple(record.size), params=dict(record.params or {}),
+            status=record.status, samples_ms=list(record.samples_ms),
+            median_ms=record.median_ms, q1_ms=record.q1_ms, q3_ms=record.q3_ms,
+            min_ms=record.min_ms, gflops=record.gflops, rel_error=record.rel_error,
+            speedup=dict(record.speedup), error=record.error, warning=record.warning,
+            gbps=record.gbps, kind=record.kind, tuning=record.tuning,
         )
 
 
@@ -199,35 +186,22 @@ class BenchRun:
         return atomic_write_text(path, text)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BenchRun:
-        if data.get("schema") != BENCH_SCHEMA:
-            raise ValueError(f"schema is {data.get('schema')!r}, expected {BENCH_SCHEMA!r}")
-        settings = dict(data.get("settings") or {})
+    def from_record(cls, record: BenchFile) -> BenchRun:
         known = BenchSettings.__dataclass_fields__
-        project = data.get("project")
         return cls(
-            environment=dict(data.get("environment") or {}),
-            settings=BenchSettings(**{k: v for k, v in settings.items() if k in known}),
-            results=[BenchResult.from_json(r) for r in data.get("results") or []],
-            created_at=str(data.get("created_at", "")),
-            ncuh_version=str(data.get("ncuh_version", "")),
-            project=dict(project) if isinstance(project, dict) else None,
+            environment=dict(record.environment),
+            settings=BenchSettings(**{k: v for k, v in record.settings.items() if k in known}),
+            results=[BenchResult.from_record(r) for r in record.results],
+            created_at=record.created_at or "",
+            ncuh_version=record.ncuh_version or "",
+            project=dict(record.project) if record.project is not None else None,
         )
 
     @classmethod
     def load(cls, path: Path | str) -> BenchRun:
-        """Read a saved run; a missing or malformed file is a `ReportError` (exit 2)."""
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError as error:
-            raise ReportError(f"{path}: no such bench file") from error
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ReportError(f"{path}: not a readable bench JSON file ({error})") from error
-        try:
-            return cls.from_json(data)
-        except (AttributeError, KeyError, TypeError, ValueError) as error:
-            raise ReportError(f"{path}: not an {BENCH_SCHEMA} file ({error})") from error
+        """Read a saved run through `harness.rundir.load_bench`, the one reader of bench.json:
+        a missing or malformed file is a `ReportError` (exit 2) naming the file and field."""
+        return cls.from_record(load_bench(path))
 
 
 @dataclass(frozen=True)
@@ -253,17 +227,6 @@ class BenchComparison:
     @property
     def ratio(self) -> float:
         return self.current_ms / self.baseline_ms
-
-
-def _one_of(words: Any, value: Any, key: str) -> Any:
-    """`value` when it is one of the Literal `words`; ValueError naming the key otherwise."""
-    if value not in get_args(words):
-        raise ValueError(f"{key} {value!r} is not one of {', '.join(get_args(words))}")
-    return value
-
-
-def _opt_float(value: Any) -> float | None:
-    return None if value is None else float(value)
 
 
 def per_second(amount: float | None, ms: float) -> float | None:
