@@ -3,12 +3,13 @@
 ncu lays its details page out from its section files, which a report does not carry and
 `ncu_report` does not expose. Two parts of that layout are rebuilt here from the metrics the
 report does hold:
-  * header rows ncu repeats from another section (`ISection.header_metrics()` lists each
+  * header rows ncu adds to a section's header table (`ISection.header_metrics()` lists each
     metric under one section only): "Waves Per SM" under Speed Of Light, the occupancy rows
-    under Launch Statistics, and the like;
-  * the body tables of the Speed Of Light and Compute Workload Analysis sections (throughput
-    breakdowns, pipe utilization), titled as ncu titles them.
-Labels, titles and descriptions are ncu 2025.3's wording; the rows are the report's own.
+    under Launch Statistics, the per-instruction totals of Source Counters, the NUMA rows;
+  * the body tables of every section (throughput breakdowns, pipe utilization, rooflines,
+    memory tables, occupancy graphs, hotspot tables, the NUMA table), titled as ncu titles them.
+Labels, titles, descriptions and a few units are ncu 2025.3.1's wording, copied from its
+output; the rows and values are the report's own.
 """
 
 from __future__ import annotations
@@ -89,6 +90,15 @@ EXTRA_HEADER_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 
+# stall reason (metric suffix) -> the short name ncu 2025.3.1's Source Counters header gives it
+_SOURCE_STALLS = {
+    "barrier": "barrier", "branch_resolving": "branch_resolving", "dispatch_stall": "dispatch",
+    "drain": "drain", "imc_miss": "imc", "lg_throttle": "lg", "long_scoreboard": "long_sb",
+    "math_pipe_throttle": "math", "membar": "membar", "mio_throttle": "mio", "misc": "misc",
+    "no_instructions": "no_inst", "not_selected": "not_selected", "selected": "selected",
+    "short_scoreboard": "short_sb", "sleeping": "sleep", "tex_throttle": "tex", "wait": "wait",
+}
+
 # Source Counters: ncu's header adds the per-instruction metrics of its source view (each
 # metric's total over the kernel's instructions), labelled as ncu 2025.3.1 labels them
 EXTRA_HEADER_ROWS["SourceCounters"] = (
@@ -120,17 +130,11 @@ EXTRA_HEADER_ROWS["SourceCounters"] = (
     ("smsp__inst_executed.sum", "Executed Instructions"),
     ("smsp__pcsamp_sample_count", "# Samples"),
     # the stall reasons of the source view, short-named (no warpgroup_arrive among them)
-    *((f"smsp__pcsamp_warps_issue_stalled_{reason}{suffix}",
-       f"stall_{short if not suffix or reason != 'sleeping' else reason}{note}")
-      for reason, short in (
-          ("barrier", "barrier"), ("branch_resolving", "branch_resolving"),
-          ("dispatch_stall", "dispatch"), ("drain", "drain"), ("imc_miss", "imc"),
-          ("lg_throttle", "lg"), ("long_scoreboard", "long_sb"),
-          ("math_pipe_throttle", "math"), ("membar", "membar"), ("mio_throttle", "mio"),
-          ("misc", "misc"), ("no_instructions", "no_inst"), ("not_selected", "not_selected"),
-          ("selected", "selected"), ("short_scoreboard", "short_sb"), ("sleeping", "sleep"),
-          ("tex_throttle", "tex"), ("wait", "wait"))
-      for suffix, note in (("", ""), ("_not_issued", " (Not Issued)"))),
+    *((f"smsp__pcsamp_warps_issue_stalled_{reason}", f"stall_{short}")
+      for reason, short in _SOURCE_STALLS.items()),
+    *((f"smsp__pcsamp_warps_issue_stalled_{reason}_not_issued", f"stall_{short} (Not Issued)")
+      # ncu's one irregular label: "stall_sleep", but "stall_sleeping (Not Issued)"
+      for reason, short in {**_SOURCE_STALLS, "sleeping": "sleeping"}.items()),
     ("smsp__sass_inst_executed_memdesc_explicit_evict_type", "L2 Explicit Evict Policies"),
     *((f"smsp__sass_inst_executed_memdesc_explicit_{prop}prop_evict_{policy}",
        f"L2 Explicit {word} Policy Evict {policy.replace('_', ' ').title()}")
