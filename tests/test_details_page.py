@@ -205,3 +205,13 @@ def test_cli_print_details_all_adds_the_body_tables():
     assert "    Waves Per SM                                3.88" in header.stdout
     md = CliRunner().invoke(main, ["report", report, "--print-details", "all", "--format", "md"])
     assert "| SM: Inst Executed Pipe Lsu | % | 5.81 |" in md.stdout
+
+
+def test_rule_lines_padded_as_ncu_pads_them_only_on_the_report_page():
+    from harness.report.report_view import render, render_text, report_views
+
+    views = report_views(REPORTS[0])
+    padded = [line for line in render(views, "text").splitlines() if line.endswith(" ")]
+    assert padded and all(len(line) == 120 for line in padded)  # ncu's width, every one
+    # pages that embed the view (writeup) keep no trailing spaces
+    assert not [line for line in render_text(views).splitlines() if line.endswith(" ")]

@@ -325,7 +325,7 @@ def rule_heading(rule: RuleResult) -> str | None:
     return f"{speedup_label(rule.speedup_type)}: {format_speedup(rule.speedup_pct)}"
 
 
-def _rule_lines(rule: RuleResult, indent: str) -> list[str]:
+def _rule_lines(rule: RuleResult, indent: str, pad: bool) -> list[str]:
     # ncu keeps the breaking space at the head of each continuation line while it measures,
     # so continuation lines hold one character less than the first.
     body = textwrap.wrap(rule.message, RULE_WRAP, subsequent_indent=" ", break_long_words=False,
@@ -335,7 +335,7 @@ def _rule_lines(rule: RuleResult, indent: str) -> list[str]:
     first, rest = (heading, body) if heading else (body[0], body[1:])
     tag = rule.tag
     lines = [f"{indent}{tag:<5} {first}"] + [f"{indent}      {line}" for line in rest]
-    return [line.ljust(RULE_COLUMNS) for line in lines]
+    return [line.ljust(RULE_COLUMNS) for line in lines] if pad else lines
 
 
 def _bodies(views: list[KernelView], details: Details) -> list[KernelView]:
@@ -345,9 +345,10 @@ def _bodies(views: list[KernelView], details: Details) -> list[KernelView]:
                                                   for s in v.sections)) for v in views]
 
 
-def render_text(views: list[KernelView], details: Details = "header") -> str:
+def render_text(views: list[KernelView], details: Details = "header", pad: bool = False) -> str:
     """ncu's details page layout (as in `ncu --import R --page details --print-details
-    <details>`)."""
+    <details>`). `pad`: pad rule message lines with spaces to 120 columns, as ncu does (for
+    a page compared byte for byte with ncu's; pages that embed the view leave it off)."""
     views = _bodies(views, details)
     lines: list[str] = []
     for view in views:
@@ -369,7 +370,7 @@ def render_text(views: list[KernelView], details: Details = "header") -> str:
                 for number, rule in enumerate(section.rules):
                     if number:
                         lines.append(f"    {RULE_SEPARATOR}")
-                    lines += _rule_lines(rule, "    ")
+                    lines += _rule_lines(rule, "    ", pad)
             lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -424,5 +425,8 @@ def render_json(views: list[KernelView], details: Details = "header") -> str:
 
 
 def render(views: list[KernelView], fmt: ViewFormat = "text", details: Details = "header") -> str:
-    renderers = {"text": render_text, "md": render_markdown, "json": render_json}
+    """The view as `ncuh report` prints it (its text byte for byte as ncu prints the page)."""
+    if fmt == "text":
+        return render_text(views, details, pad=True)
+    renderers = {"md": render_markdown, "json": render_json}
     return renderers[fmt](views, details)
