@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from harness import __version__
+from harness.commands.options import PROJECT_HELP
 from harness.errors import NcuhError
 
 # command name -> "module:attribute"; the order is the order of `ncuh --help`.
@@ -64,9 +65,7 @@ class LazyGroup(click.Group):
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ncuh")
 @click.option("--project", type=click.Path(path_type=Path), default=None, metavar="PATH",
-              help="The project every command works on (ncuh.toml or its folder) [default: "
-                   "$NCUH_PROJECT, else found from the current directory upwards, else the "
-                   "bundled project].")
+              help=PROJECT_HELP)
 @click.pass_context
 def main(ctx: click.Context, project: Path | None) -> None:
     """ncuh: run kernel variants under Nsight Compute, explain the reports, gate regressions."""

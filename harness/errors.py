@@ -6,6 +6,8 @@ Anything raised as an `NcuhError` reaches the user as one line on stderr and exi
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class NcuhError(Exception):
     """An expected failure caused by the input or the environment: exit status 2."""
@@ -68,3 +70,28 @@ class InputFileError(ReportError):
 def os_error_text(error: OSError) -> str:
     """An OSError as the few words the OS gives (`No space left on device`), no errno noise."""
     return error.strerror or str(error) or type(error).__name__
+
+
+def one_line(error: BaseException, folder: Path | None = None) -> str:
+    """`Type: message (file line N)` on one line, for an exception raised by a user's code.
+
+    The line named is the deepest frame in `folder` (the project folder) when given, else the
+    deepest frame in any file, so the user is pointed at their own code.
+    """
+    text = " ".join(str(error).split())
+    tb = error.__traceback__
+    line = ""
+    while tb is not None:
+        filename = tb.tb_frame.f_code.co_filename
+        if not filename.startswith("<") and (
+            folder is None or Path(filename).resolve().is_relative_to(folder.resolve())
+        ):
+            line = f" ({Path(filename).name} line {tb.tb_lineno})"
+        tb = tb.tb_next
+    return f"{type(error).__name__}: {text}{line}" if text else f"{type(error).__name__}{line}"
+
+
+def first_error_line(error: BaseException) -> str:
+    """The line that says what went wrong: NVRTC logs put it after a header of file names."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return next((line for line in lines if "error" in line.lower()), lines[0] if lines else "?")

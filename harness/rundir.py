@@ -133,7 +133,7 @@ class BenchRecord(_Record):
     variant: Annotated[str, Field(min_length=1)]
     size: Size
     params: dict[str, Any] | None = None
-    status: Annotated[str, Field(min_length=1)]
+    status: Literal["ok", "failed", "unsupported"]
     samples_ms: tuple[Annotated[FiniteFloat, Field(gt=0)], ...] = ()
     median_ms: Milliseconds | None = None
     q1_ms: Milliseconds | None = None
@@ -145,6 +145,8 @@ class BenchRecord(_Record):
     speedup: dict[str, FiniteFloat | None] = Field(default_factory=dict)
     error: str | None = None
     warning: str | None = None
+    kind: Literal["variant", "reference", "limit"] = "variant"
+    tuning: str | None = None  # where the parameters came from (harness.gpu.tuning)
 
     @property
     def ok(self) -> bool:
@@ -164,6 +166,7 @@ class BenchFile(_Record):
     environment: dict[str, Any] = Field(default_factory=dict)
     settings: dict[str, Any] = Field(default_factory=dict)
     results: tuple[BenchRecord, ...] = ()
+    project: dict[str, Any] | None = None  # the project's names and keys (harness.project)
 
     @classmethod
     def from_json(cls, text: str, source: str) -> BenchFile:

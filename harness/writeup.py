@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import sys
 import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,8 +25,11 @@ from harness.findings import bound as bound_rule
 from harness.findings import pipes as pipes_rule
 from harness.findings.registry import run_rules, tldr_finding
 from harness.findings.stalls import label as stall_label
+from harness.project import Project, Variant, load_project, open_project
+from harness.project.size import size_text
 from harness.report.kernel_profile import KernelProfile, PipeUse
 from harness.report.profile_builder import load_profiles
+from harness.report.report_view import render_text
 from harness.report.roofline import Roofline
 from harness.report.sass_hotspots import Hotspot, hotspots
 from harness.rundir import BENCH, MANIFEST, BenchRecord, Run, RunEntry, load_bench, load_run
@@ -150,8 +154,8 @@ class _Item:
     profile: KernelProfile
     entry: RunEntry | None = None
     run: Run | None = None
-    variant: Any = None  # harness.project.Variant when the entry names a variant of its project
-    project: Any = None  # the harness.project.Project of the run (strategies, sources, keys)
+    variant: Variant | None = None  # when the entry names a variant of its project
+    project: Project | None = None  # the run's project (strategies, sources, keys)
     previous: _Item | None = None
     # the entry's report holds several kernels and none is the variant's own: name each page
     # after its kernel as well
@@ -160,7 +164,7 @@ class _Item:
 
 
 def _size_text(size: Sequence[int] | None) -> str | None:
-    return "x".join(str(n) for n in size) if size else None
+    return size_text(size) if size else None
 
 
 MAX_SLUG = 120  # page file names stay far below NAME_MAX (255 bytes) for any kernel name
@@ -175,30 +179,28 @@ def _slug(text: str) -> str:
 
 def _profiling_results(profile: KernelProfile) -> str:
     """ncu's details page for this kernel, as `ncu --print-details` prints it."""
-    from harness.report.report_view import render_text
-
     if profile.details is None:
         return ""
     return textwrap.dedent(render_text([profile.details]))
 
 
-def _run_project(run: Run | None, fallback: Path | None) -> Any:
+def _run_project(run: Run | None, fallback: Path | None) -> Project | None:
     """The project a run was made from (its manifest names it), else the one found as
     `harness.project` finds it (runs made before manifests named their project)."""
-    from harness.project import load_project, open_project
-
     recorded = (run.manifest.get("project") or {}) if run is not None else {}
     try:
         if recorded.get("path") and Path(recorded["path"]).is_file():
             return load_project(recorded["path"])
         found = open_project(fallback)
-    except NcuhError:
-        return None  # a project this machine cannot load: pages without strategy
+    except NcuhError as error:
+        # A project this machine cannot load: pages without Strategy, and the user told why.
+        print(f"ncuh: warning: {error} (the pages have no Strategy texts)", file=sys.stderr)
+        return None
     # A run made elsewhere names its project: another project's strategies would mislead.
     return found if recorded.get("name") in (None, found.name) else None
 
 
-def _variant(project: Any, name: str | None) -> Any:
+def _variant(project: Project | None, name: str | None) -> Variant | None:
     if not name or project is None:
         return None
     try:
@@ -398,12 +400,13 @@ def _report_items(path: Path) -> list[_Item]:
     return [_Item(report_path=path, profile=profile) for profile in load_profiles(path)]
 
 
-def _kernel_regex(variant: Any) -> str | None:
+def _kernel_regex(variant: Variant | None) -> str | None:
     name = getattr(variant, "kernel_name", None)
     return f"^{re.escape(name)}$" if name else None
 
 
-def _speedup_keys(project: Any, speedup: dict[str, Any]) -> tuple[str | None, str | None]:
+def _speedup_keys(project: Project | None,
+                  speedup: dict[str, Any]) -> tuple[str | None, str | None]:
     """The reference's and the baseline's keys in a result's speedups: the project's names,
     else (files before projects) the first and second keys."""
     if project is not None and project.reference is not None:
@@ -412,13 +415,13 @@ def _speedup_keys(project: Any, speedup: dict[str, Any]) -> tuple[str | None, st
     return (keys[0] if keys else None), (keys[1] if len(keys) > 1 else None)
 
 
-def _reference_name(project: Any, key: str | None) -> str:
+def _reference_name(project: Project | None, key: str | None) -> str:
     if project is not None and project.reference is not None:
         return project.reference.name
     return key or "reference"
 
 
-def _baseline_name(project: Any, key: str | None) -> str:
+def _baseline_name(project: Project | None, key: str | None) -> str:
     if project is not None and project.variants:
         return project.baseline.title
     return key or "first"

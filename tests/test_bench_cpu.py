@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -42,7 +43,7 @@ from harness.project import default_project_path, load_project, parse_sizes
 SGEMM = load_project(default_project_path())
 SGEMM_KEYS = {"reference": "cublas", "reference_name": "cuBLAS", "baseline": "naive",
               "baseline_title": "Naive", "description": "C = 1.5*A@B + -0.75*C",
-              "dims": ["M", "N", "K"]}
+              "dims": ["M", "N", "K"], "summary_min_size": 512}
 
 
 def gflops(size, ms: float) -> float:
@@ -51,6 +52,7 @@ def gflops(size, ms: float) -> float:
 
 
 REPO = Path(__file__).resolve().parent.parent
+SCALE = Path(__file__).parent / "projects" / "scale"
 PREVIOUS = {"naive": None, "coalesced": "naive", "register_tiled": "coalesced", "cublas": None}
 
 
@@ -153,6 +155,39 @@ def test_aggregate_speedup_is_geometric_mean_over_512_and_up() -> None:
     assert factors["naive"] == pytest.approx(5.0)
     # 256 is left out: with it the naive factor would still be 5, but cuBLAS's would change.
     assert aggregate_speedups(run, "coalesced", min_size=256)["cublas"] != factors["cublas"]
+
+
+def test_the_summary_floor_is_the_projects_not_a_fixed_512() -> None:
+    assert SGEMM.summary_min_size == 512 and SGEMM.manifest()["summary_min_size"] == 512
+    run = sample_run()
+    everything = aggregate_speedups(run, "coalesced", min_size=1)
+    run.project = {**SGEMM_KEYS, "summary_min_size": None}  # a project without a floor
+    assert aggregate_speedups(run, "coalesced") == everything
+    assert "Speedup Factors (geometric mean over every size)" in format_table(run)
+    assert "\nSpeedup Factors:\n" in format_seed_block(run, "register_tiled")
+    # the edge: a floor of 256 counts 256, one of 257 does not
+    run.project["summary_min_size"] = 256
+    assert aggregate_speedups(run, "coalesced") == everything
+    run.project["summary_min_size"] = 257
+    assert aggregate_speedups(run, "coalesced") == aggregate_speedups(sample_run(), "coalesced")
+    # files written before the key existed keep their 512+ reading
+    run.project = {k: v for k, v in SGEMM_KEYS.items() if k != "summary_min_size"}
+    assert run.summary_min_size == 512
+    run.project = None
+    assert run.summary_min_size == 512
+
+
+def test_summary_min_size_in_the_project_file(tmp_path: Path) -> None:
+    shutil.copytree(SCALE, tmp_path / "p")
+    path = tmp_path / "p" / "ncuh.toml"
+    assert load_project(path).summary_min_size is None
+    path.write_text(path.read_text().replace('bytes = "8*n"\n', 'bytes = "8*n"\n'
+                                             "summary_min_size = 4096\n", 1))
+    assert load_project(path).summary_min_size == 4096
+    path.write_text(path.read_text().replace("summary_min_size = 4096", "summary_min_size = 0"))
+    result = CliRunner().invoke(main, ["list", "--project", str(path)])
+    assert result.exit_code == 2
+    assert "key 'problem.summary_min_size': expected a number >= 1" in result.stderr
 
 
 @pytest.mark.parametrize(
@@ -276,9 +311,16 @@ def test_bench_json_is_read_by_the_run_directory_reader(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ("{ not json", "not a readable bench JSON file"),
-        ('{"schema": "ncuh.run/1"}', "not an ncuh.bench/1 file"),
-        ('{"schema": "ncuh.bench/1", "results": [{"variant": "naive"}]}', "not an ncuh.bench/1"),
+        ("{ not json", "bench.json: not valid JSON"),
+        ('{"schema": "ncuh.run/1"}', r"not ncuh bench results \(schema 'ncuh.run/1'"),
+        ('{"schema": "ncuh.bench/1", "results": [{"variant": "naive"}]}',
+         r"results\[0\].size: Field required"),
+        ('{"schema": "ncuh.bench/1", "results": [{"variant": "naive", "size": [1], '
+         '"status": "great"}]}', r"results\[0\].status: Input should be 'ok', 'failed' or "
+                                 r"'unsupported' \(got 'great'\)"),
+        ('{"schema": "ncuh.bench/1", "results": [{"variant": "naive", "size": [1], '
+         '"status": "ok", "kind": "library"}]}', r"results\[0\].kind: Input should be "
+                                                 "'variant', 'reference' or 'limit'"),
     ],
 )
 def test_bad_bench_json_is_a_report_error(tmp_path: Path, content: str, message: str) -> None:
@@ -286,7 +328,7 @@ def test_bad_bench_json_is_a_report_error(tmp_path: Path, content: str, message:
     path.write_text(content)
     with pytest.raises(ReportError, match=message):
         BenchRun.load(path)
-    with pytest.raises(ReportError, match="no such bench file"):
+    with pytest.raises(ReportError, match=r"bench results not found: .*missing\.json"):
         BenchRun.load(tmp_path / "missing.json")
 
 
@@ -432,6 +474,32 @@ def test_the_bundled_project_ships_h100_and_h200_winners_that_a_fresh_install_fi
         == variant.params
 
 
+def test_a_gpu_model_without_winners_borrows_those_of_its_compute_capability(
+        tmp_path: Path) -> None:
+    variant = SGEMM.variant("autotuned")
+    empty = TuneCache(tmp_path / "none.json")
+    shipped = TuneCache(shipped_path(SGEMM))
+    size = SGEMM.parse_size("1024")
+    h100 = resolve_params(SGEMM, variant, size, H100, user=empty, shipped=shipped)
+    # an H100 PCIe (9.0) takes the H100 SXM's winners (the closer name of the two 9.0 models)
+    pcie = resolve_params(SGEMM, variant, size, "NVIDIA H100 PCIe", compute_capability="9.0",
+                          user=empty, shipped=shipped)
+    assert pcie.params == h100.params and pcie.params != variant.params
+    assert pcie.origin == f"shipped for {H100} (same compute capability 9.0)"
+    h20 = resolve_params(SGEMM, variant, size, "NVIDIA H200 NVL", compute_capability="9.0",
+                         user=empty, shipped=shipped)
+    assert h20.origin == "shipped for NVIDIA H200 (same compute capability 9.0)"
+    # another architecture, or an unknown one, keeps the defaults
+    for cc in ("8.0", "9.1", None):
+        other = resolve_params(SGEMM, variant, size, "NVIDIA A100-SXM4-80GB",
+                               compute_capability=cc, user=empty, shipped=shipped)
+        assert (other.params, other.origin) == (variant.params, "defaults")
+    # a model with entries of its own never borrows, even for a size it has not tuned
+    own = resolve_params(SGEMM, variant, SGEMM.parse_size("3000"), H100,
+                         compute_capability="9.0", user=empty, shipped=shipped)
+    assert "same compute capability" not in own.origin
+
+
 def test_a_size_without_a_winner_takes_the_nearest_tuned_size_when_valid(tmp_path: Path) -> None:
     variant = SGEMM.variant("autotuned")
     empty = TuneCache(tmp_path / "none.json")
@@ -570,3 +638,35 @@ def test_recorded_h200_run_loads_and_its_numbers_are_consistent() -> None:
     table = format_table(run)
     assert "cublas          4096x4096x4096      2.933" in table
     assert "NVIDIA H200 (sm_90) at 1980 MHz; driver 580.159.04" in table
+
+
+def test_the_current_devices_name_and_compute_capability(monkeypatch) -> None:
+    import types
+
+    from harness.gpu import env as gpu_env
+
+    props = {"name": b"NVIDIA H100 PCIe", "major": 9, "minor": 0}
+    runtime = types.SimpleNamespace(getDeviceProperties=lambda device: props)
+    shim = types.SimpleNamespace(cuda=types.SimpleNamespace(
+        runtime=runtime, Device=lambda: types.SimpleNamespace(id=0)))
+    monkeypatch.setattr(gpu_env, "_import_cupy", lambda: shim)
+    assert gpu_env.current_gpu_name() == "NVIDIA H100 PCIe"
+    assert gpu_env.current_compute_capability() == "9.0"
+    monkeypatch.setattr(gpu_env, "_import_cupy", lambda: None)
+    assert gpu_env.current_gpu_name() is None and gpu_env.current_compute_capability() is None
+
+
+def test_a_sweep_whose_constraints_raise_is_a_project_error_not_a_traceback() -> None:
+    from harness.errors import ProjectError
+
+    project = load_project(SCALE)
+    variant = project.variant("nvrtc")
+
+    def broken(size, params):
+        raise KeyError("BLOCK_SIZE")
+
+    object.__setattr__(variant, "constraints", broken)
+    configs = list(enumerate_configs(variant))
+    with pytest.raises(ProjectError, match=r"\[\[variant\]\] #1 \('nvrtc'\): key 'constraints' "
+                                           r"raised KeyError: 'BLOCK_SIZE' at size 4096"):
+        filter_configs(project, variant, configs, project.parse_size("4096"))

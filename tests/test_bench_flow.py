@@ -242,3 +242,36 @@ def test_the_bench_command_prints_the_table_and_writes_bench_json(host_project, 
                                         str(tmp_path / "w")])
     assert failing.exit_code == 1
     assert "ncuh: 1 result(s) failed verification: wrong 1000" in failing.stderr
+
+
+def test_constraints_that_raise_at_one_size_fail_only_that_result(host_project) -> None:
+    loop = host_project.variant("loop")
+
+    def picky(size, params):
+        if size is not None and size.n == 3000:
+            raise RuntimeError("no 3000")
+        return []
+
+    object.__setattr__(loop, "constraints", picky)
+    run = bench.run_bench(host_project, ["loop"], [host_project.parse_size("1000"),
+                                                   host_project.parse_size("3000")],
+                          repeats=2, warmup=0, l2_flush=False)
+    first, second = run.results
+    assert first.status == "ok"
+    assert second.status == "failed" and second.samples_ms == []
+    assert second.error.endswith("[[variant]] #1 ('loop'): key 'constraints' raised "
+                                 "RuntimeError: no 3000 at size 3000")
+
+
+def test_a_work_model_that_fails_at_one_size_fails_only_that_result(host_project) -> None:
+    def flops(size):
+        return size.n / (size.n - 3000)
+
+    object.__setattr__(host_project, "flops", flops)
+    run = bench.run_bench(host_project, ["loop"], [host_project.parse_size("1000"),
+                                                   host_project.parse_size("3000")],
+                          repeats=2, warmup=0, l2_flush=False)
+    first, second = run.results
+    assert first.status == "ok" and first.gflops == pytest.approx(-0.5 / first.median_ms / 1e6)
+    assert second.status == "failed"
+    assert second.error == "work model (flops/bytes) at 3000: ZeroDivisionError: division by zero"

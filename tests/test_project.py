@@ -127,6 +127,32 @@ def test_size_reads_like_a_mapping_and_a_shape() -> None:
         _ = size.Q
 
 
+def test_a_size_equal_to_a_tuple_hashes_like_it() -> None:
+    size = Size(("M", "N", "K"), (4, 8, 2))
+    assert size == (4, 8, 2) and hash(size) == hash((4, 8, 2))
+    assert {size: "a"}[(4, 8, 2)] == "a" and (4, 8, 2) in {size}
+    assert size != Size(("A", "B", "C"), (4, 8, 2))  # other dims: equal values, not equal
+
+
+@pytest.mark.parametrize("name", ["items", "keys", "values", "label", "dims", "as_dict"])
+def test_a_dimension_named_like_a_size_method_is_refused(tmp_path: Path, name: str) -> None:
+    text = SCALE_TEXT.replace('dims = ["n"]', f'dims = ["{name}"]').replace(
+        'flops = "n"', f'flops = "{name}"').replace('"8*n"', f'"8*{name}"')
+    path = _project_with(tmp_path, text)
+    assert _one_error_line(tmp_path, path).endswith(
+        f"[problem]: key 'dims': {name!r} is the name of a method of Size (as_dict, as_list, "
+        "dims, items, keys, label, values); choose another name")
+
+
+def test_expressions_cannot_be_made_to_run_for_ever() -> None:
+    tree = compile_expression("n**n**n", ("n",))
+    with pytest.raises(OverflowError, match="too large"):
+        evaluate(tree, {"n": 1000})
+    assert evaluate(compile_expression("2**n", ("n",)), {"n": 4096}) == 2**4096  # the edge
+    with pytest.raises(OverflowError):
+        evaluate(compile_expression("2**n", ("n",)), {"n": 4097})
+
+
 # --- work-model expressions -------------------------------------------------------------------
 
 
@@ -171,6 +197,41 @@ def test_a_project_in_pyproject_toml(tmp_path: Path) -> None:
     (tmp_path / "p" / "pyproject.toml").write_text("[project]\nname = 'mine'\n\n" + text)
     project = load_project(find_project(tmp_path / "p"))
     assert project.name == "scale-test" and project.names == ["nvrtc", "rawkernel"]
+
+
+def test_a_pyproject_with_tool_ncuh_and_a_syntax_error_is_reported_not_skipped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NCUH_PROJECT", raising=False)
+    (tmp_path / "pyproject.toml").write_text(
+        "[project]\nname = 'mine'\n\n [ tool.ncuh.project ]\nname = 'broken\n")
+    monkeypatch.chdir(tmp_path)
+    assert find_project() == tmp_path / "pyproject.toml"
+    result = CliRunner().invoke(main, ["list"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"ncuh: error: {tmp_path / 'pyproject.toml'}: TOML syntax "
+                                    "error: ")
+    # a broken pyproject.toml that does not mean ncuh is still not ours
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'broken\n")
+    assert find_project() == default_project_path()
+
+
+def test_errors_in_a_pyproject_name_the_tables_under_tool_ncuh(tmp_path: Path) -> None:
+    shutil.copytree(SCALE, tmp_path / "p")
+    text = (tmp_path / "p" / "ncuh.toml").read_text()
+    text = re.sub(r"^\[(\[?)", r"[\1tool.ncuh.", text, flags=re.MULTILINE)
+    (tmp_path / "p" / "ncuh.toml").unlink()
+    path = tmp_path / "p" / "pyproject.toml"
+    cases = {
+        ("name = \"rawkernel\"", "name = \"nvrtc\""):
+            "[[tool.ncuh.variant]] #2: key 'name': duplicate name 'nvrtc'",
+        ('inputs = "make_inputs"\n', ""): "missing key 'tool.ncuh.problem.inputs'",
+        ('compare = "max_abs"', 'compare = "max_abs"\ncolour = 1'):
+            "[tool.ncuh.problem] unknown key 'colour'",
+        ('flops = "n"', 'flops = "n/0"'): "key 'tool.ncuh.problem.flops': at size 1000",
+    }
+    for (old, new), expected in cases.items():
+        path.write_text(text.replace(old, new, 1))
+        assert f"ncuh: error: {path}: {expected}" in _one_error_line(tmp_path, path)
 
 
 def test_the_group_option_and_the_env_choose_the_project(tmp_path: Path,
@@ -285,6 +346,24 @@ BAD_FILES = {
                        "key 'problem.flops'", "only numbers, dimension names"),
     "unknown dim in expression": (_edit('flops = "n"', 'flops = "2*m"'),
                                   "key 'problem.flops'", "'m'"),
+    "flops divides by zero": (_edit('flops = "n"', 'flops = "n/0"'),
+                              "key 'problem.flops': at size 1000: ZeroDivisionError", "zero"),
+    "flops would never end": (_edit('flops = "n"', 'flops = "n**n**n"'),
+                              "key 'problem.flops': at size 1000: OverflowError: 1000**1000 "
+                              "is too large", "2^4096"),
+    "flops overflows a float": (_edit('flops = "n"', 'flops = "2.0**n"'),
+                                "key 'problem.flops': at size 65536: OverflowError", "range"),
+    "bytes negative": (_edit('bytes = "8*n"', 'bytes = "0-8*n"'),
+                       "key 'problem.bytes': at size 1000: expected a finite number >= 0",
+                       "-8000.0"),
+    "limit bytes at the profile size": (_edit('bytes = "8*n"\n\n[[variant]]',
+                                              'bytes = "8*n + n//(65536-n)"\n\n[[variant]]'),
+                                        "[[limit]] #1 ('device copy'): key 'bytes': at size "
+                                        "65536: ZeroDivisionError", "by zero"),
+    "project named ..": (_edit('name = "scale-test"', 'name = ".."'),
+                         "key 'project.name': expected a name matching", "got '..'"),
+    "project named .hidden": (_edit('name = "scale-test"', 'name = ".hidden"'),
+                              "key 'project.name'", "[A-Za-z0-9_]"),
     "missing source": (_edit('source = "scale.cu"', 'source = "scal.cu"'),
                        "key 'source': file 'scal.cu' not found", "[[variant]] #1"),
     "missing strategy file": (_edit('strategy = "notes/nvrtc.md"', 'strategy = "notes/x.md"'),
@@ -296,7 +375,15 @@ BAD_FILES = {
                              "missing key 'capture'", "[[variant]] #2"),
     "tunable without default": (_edit("tunable = { BLOCK = [64, 128, 256] }",
                                       "tunable = { WIDTH = [1, 2] }"),
-                                "tunable 'WIDTH' has no default in params", "#1"),
+                                "[[variant]] #1 ('nvrtc'): tunable 'WIDTH' has no default in "
+                                "params (params = { WIDTH = ... } expected)", "#1"),
+    "bad parameter name": (_edit("params = { BLOCK = 256 }", 'params = { "B-X" = 2 }'),
+                           "[[variant]] #2 ('rawkernel'): key 'params.B-X': expected a name "
+                           "matching", "got 'B-X'"),
+    "missing module of one callable": (_edit('call = "scale_project:device_copy"',
+                                             'call = "other_module:device_copy"'),
+                                       "[[limit]] #1: key 'call': module 'other_module' not "
+                                       "found", "No module named"),
     "reference named like a variant": (_edit('name = "CuPy multiply"', 'name = "NVRTC"'),
                                        "'NVRTC' (nvrtc) has the name of a variant", "own name"),
     "poison not an output": (_edit('outputs = ["out"]', 'outputs = ["out"]\npoison = ["x"]'),
@@ -351,7 +438,8 @@ def test_a_failing_user_module_names_the_module_and_its_error(tmp_path: Path) ->
     number = len(text.splitlines())
     assert "module 'scale_project' failed to import: ZeroDivisionError: division by zero " \
            f"(scale_project.py line {number})" in line
-    assert "key 'problem.tolerance'" in line  # the first callable the loader resolved
+    # the project's module is blamed on [project] module, not on the first callable resolved
+    assert f"ncuh: error: {path}: [project] module: module 'scale_project'" in line
     module.write_text("import cupyy_typo\n")
     line = _one_error_line(tmp_path, path)
     assert "module 'scale_project' failed to import: ModuleNotFoundError: No module named " \
@@ -400,10 +488,10 @@ def test_harness_names_no_bundled_chain_but_the_default_project_line() -> None:
     for path in sorted((ROOT / "harness").rglob("*")):
         if path.suffix not in (".py", ".toml", ".j2") or "starter" in path.parts:
             continue
-        for number, line in enumerate(path.read_text().splitlines(), start=1):
+        for line in path.read_text().splitlines():
             if re.search(r"sgemm|cublas|reduction|autotuned", line, re.IGNORECASE):
-                hits.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()}")
-    assert hits == ['harness/project/loader.py:42: DEFAULT_PROJECT = "sgemm"  # the bundled '
+                hits.append(f"{path.relative_to(ROOT)}: {line.strip()}")
+    assert hits == ['harness/project/loader.py: DEFAULT_PROJECT = "sgemm"  # the bundled '
                     'project used when no other is found']
 
 
@@ -469,3 +557,93 @@ def test_init_into_an_existing_empty_directory_and_a_read_only_parent(tmp_path: 
         assert list(locked.iterdir()) == []
     finally:
         locked.chmod(0o700)
+
+
+# --- the user's code, called at sizes and with parameters the loader never tried ----------------
+
+
+def _profile_dry_run(path: Path, *args: str) -> str:
+    """The one error line of `ncuh profile --dry-run` on a project (exit 2, no traceback)."""
+    result = CliRunner().invoke(main, ["profile", "--project", str(path), "--dry-run", *args])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_constraints_that_raise_at_a_new_size_are_one_line(tmp_path: Path) -> None:
+    path = _project_with(tmp_path, _edit('constraints = "check_block"\nparams = { BLOCK = 256 }',
+                                         'constraints = "picky"\nparams = { BLOCK = 256 }'))
+    module = path.parent / "scale_project.py"
+    text = module.read_text() + (
+        "\n\ndef picky(size, params):\n"
+        "    if size is not None and size.n == 7:\n"
+        "        raise RuntimeError('no seven')\n"
+        "    return []\n")
+    module.write_text(text)
+    line = _profile_dry_run(path, "--variant", "rawkernel", "--size", "7")
+    number = len(text.splitlines()) - 1
+    assert line == (f"ncuh: error: {path}: [[variant]] #2 ('rawkernel'): key 'constraints' "
+                    f"raised RuntimeError: no seven (scale_project.py line {number}) at size 7")
+    # the size the loader tried is fine, so the project itself loads
+    assert CliRunner().invoke(main, ["list", "--project", str(path)]).exit_code == 0
+
+
+def test_constraints_returning_one_string_are_one_problem(tmp_path: Path) -> None:
+    path = _project_with(tmp_path, SCALE_TEXT)
+    module = path.parent / "scale_project.py"
+    module.write_text(module.read_text().replace(
+        'return [f"BLOCK={block} must be a multiple of 32 between 32 and 1024"]',
+        'return f"BLOCK={block} is bad"'))
+    line = _profile_dry_run(path, "--variant", "nvrtc", "--params", '{"BLOCK": 100}')
+    assert line == "ncuh: error: invalid parameters for nvrtc: BLOCK=100 is bad"
+    project = load_project(path)
+    assert project.problems("nvrtc", {"BLOCK": 100}, None) == ["BLOCK=100 is bad"]
+
+
+@pytest.mark.parametrize(("value", "shown"), [
+    ('"abc"', "str 'abc'"), ("null", "NoneType None"), ("[1]", "list [1]"),
+    ("1e400", "float inf"), ("1.5", "float 1.5"), ("true", "bool True"), ("64.0", "float 64.0"),
+])
+def test_params_that_are_not_integers_are_one_line(value: str, shown: str) -> None:
+    line = _profile_dry_run(SCALE, "--variant", "nvrtc", "--params", f'{{"BLOCK": {value}}}')
+    assert line == f"ncuh: error: parameter 'BLOCK' of nvrtc must be an integer, got {shown}"
+
+
+def test_integer_params_are_taken() -> None:
+    project = load_project(SCALE)
+    assert project.check_params("nvrtc", {"BLOCK": 64}) == {"BLOCK": 64}
+
+
+def test_a_strategy_file_that_is_not_utf8_names_the_key(tmp_path: Path) -> None:
+    path = _project_with(tmp_path, SCALE_TEXT)
+    (path.parent / "notes" / "nvrtc.md").write_bytes(b"# Strategy\n\xff\xfe caf\xe9\n")
+    line = _one_error_line(tmp_path, path)
+    assert line.endswith("[[variant]] #1 ('nvrtc'): key 'strategy': file 'notes/nvrtc.md' is "
+                         "not UTF-8 text (expected a Markdown file)")
+
+
+def test_a_strategy_path_that_is_a_folder_names_the_key(tmp_path: Path) -> None:
+    path = _project_with(tmp_path, SCALE_TEXT)
+    (path.parent / "notes" / "nvrtc.md").unlink()
+    (path.parent / "notes" / "nvrtc.md").mkdir()
+    line = _one_error_line(tmp_path, path)
+    assert "key 'strategy': file 'notes/nvrtc.md' not found" in line
+
+
+def test_writeup_of_a_run_whose_project_is_broken_warns_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from test_writeup_run import _with_project, make_run
+
+    from harness.writeup import collect
+
+    path = _project_with(tmp_path, _edit('compare = "max_abs"', 'compare = "l2"'))
+    run = make_run(tmp_path)
+    _with_project(run, {"name": "scale-test", "path": str(path)})
+    writeup = collect([run])
+    assert all(page.strategy is None for page in writeup.pages)
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"ncuh: warning: {path}: key "
+                                                   "'problem.compare'")
+    assert lines[0].endswith("(the pages have no Strategy texts)")

@@ -12,11 +12,17 @@ from __future__ import annotations
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 import click
 
 from harness.commands.options import open_chosen_project, project_option
+from harness.errors import BadSizeError, NcuhError
+from harness.gpu import env as gpu_env
+from harness.gpu.bench import run_bench
+from harness.gpu.bench_table import format_table
+from harness.gpu.sweep import autotune, enumerate_configs, filter_configs, sample_configs
+from harness.project import Project, Size, Variant
+from harness.project.size import size_text
 
 
 def _default_out() -> Path:
@@ -62,8 +68,6 @@ def bench(
     project: Path | None,
 ) -> None:
     """Check every variant against the project's truth, then time it against its reference."""
-    from harness.errors import BadSizeError, NcuhError
-
     if variant_names and all_variants_:
         raise NcuhError("give either --variant NAME ... or --all, not both")
     if not variant_names and not all_variants_:
@@ -77,10 +81,7 @@ def bench(
     except BadSizeError as error:
         raise BadSizeError(f"bad --sizes {sizes!r}: {error}") from None
 
-    from harness.gpu.bench import run_bench
-    from harness.gpu.env import require_gpu
-
-    require_gpu()
+    gpu_env.require_gpu()  # (a module attribute: the tests stand a CPU in for the GPU)
     if tune:
         tunable = [v for v in chosen if v.tunable]
         if not tunable:
@@ -96,21 +97,18 @@ def bench(
             progress=lambda step: bar.update(1, f"{step.variant} {step.size} {step.status}"),
         )
 
-    from harness.gpu.bench_table import format_table
-
     path = run.save((out_dir or _default_out()) / "bench.json")
     click.echo(format_table(run), nl=False)
     click.echo(f"wrote {path}", err=True)
     failed = [r for r in run.results if r.status == "failed"]
     if failed:
-        names = ", ".join(f"{r.variant} {'x'.join(map(str, r.size))}" for r in failed)
+        names = ", ".join(f"{r.variant} {size_text(r.size)}" for r in failed)
         click.echo(f"ncuh: {len(failed)} result(s) failed verification: {names}", err=True)
         sys.exit(1)
 
 
-def _tune(project: Any, variants: list, shapes: list, limit: int | None) -> None:
-    from harness.gpu.sweep import autotune, enumerate_configs, filter_configs, sample_configs
-
+def _tune(project: Project, variants: list[Variant], shapes: list[Size],
+          limit: int | None) -> None:
     for variant in variants:
         for size in shapes:
             label = f"tune {variant.name} {size}"

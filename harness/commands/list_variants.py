@@ -9,9 +9,10 @@ from typing import Any
 import click
 
 from harness.commands.options import open_chosen_project, project_option
+from harness.project import Project
 
 
-def project_record(project: Any) -> dict[str, Any]:
+def project_record(project: Project) -> dict[str, Any]:
     """The whole project as JSON: what it is, where it is, its reference and its chain."""
     return {
         "project": project.name,
@@ -30,7 +31,7 @@ def format_params(params: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items()) or "-"
 
 
-def format_text(project: Any) -> str:
+def format_text(project: Project) -> str:
     records = [variant.to_dict() for variant in project.variants]
     rows = [("#", "name", "title", "previous", "params")]
     rows += [

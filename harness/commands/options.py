@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from harness.project import Project
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,7 +33,9 @@ def project_path(value: Path | None) -> Path | None:
     return (root.obj or {}).get("project") if root is not None else None
 
 
-def open_chosen_project(value: Path | None) -> Any:
+def open_chosen_project(value: Path | None) -> Project:
+    # Imported here: export, report and diff share these options and never load a project
+    # (nor pydantic).
     from harness.project import open_project
 
     return open_project(project_path(value))

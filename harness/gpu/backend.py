@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import NcuhError
+from harness.errors import NcuhError, first_error_line
 from harness.gpu.env import require_gpu
 from harness.project import Launch, Project, Size, Variant
 
@@ -64,11 +64,6 @@ def compile_options(defined: dict[str, int]) -> tuple[str, ...]:
             *(f"-D{key}={value}" for key, value in sorted(defined.items())))
 
 
-def _first_error(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    return next((line for line in lines if "error" in line.lower()), lines[0] if lines else "?")
-
-
 def compile_module(folder: Path, variant: Variant, options: tuple[str, ...]) -> Any:
     """The CuPy RawModule of `variant`'s source with `options` (cached per process)."""
     cupy = require_gpu()
@@ -81,7 +76,7 @@ def compile_module(folder: Path, variant: Variant, options: tuple[str, ...]) -> 
         except cupy.cuda.compiler.CompileException as error:
             raise NcuhError(
                 f"{variant.name} failed to compile with {' '.join(options[2:]) or 'no -D'}: "
-                f"{_first_error(error)}"
+                f"{first_error_line(error)}"
             ) from None
         _MODULES[key] = module
     return _MODULES[key]
@@ -116,7 +111,7 @@ class Runnable:
                 self._functions[name] = self._module.get_function(name)
             except Exception as error:
                 raise NcuhError(f"{self.name}: the source has no __global__ {name!r} "
-                                f"({_first_error(error)})") from None
+                                f"({first_error_line(error)})") from None
         return self._functions[name]
 
     def opt_in(self, kernel: str | None, shared_mem: int) -> None:

@@ -21,21 +21,31 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness import __version__
 from harness.atomic import atomic_write_text
-from harness.errors import NoGpuError, ReportError, UnsupportedShapeError
+from harness.errors import NcuhError, NoGpuError, UnsupportedShapeError, one_line
 from harness.gpu.backend import Runnable, prepare, prepare_call
-from harness.gpu.env import collect_environment, current_gpu_name, read_clocks, require_gpu
+from harness.gpu.env import (
+    collect_environment,
+    current_compute_capability,
+    current_gpu_name,
+    read_clocks,
+    require_gpu,
+)
 from harness.gpu.timing import L2Flusher, time_launches
 from harness.gpu.tuning import resolve_params
 from harness.gpu.verify import verify
 from harness.project import Limit, Project, Reference, Size, Variant
-from harness.rundir import BENCH_SCHEMA
+from harness.rundir import BENCH_SCHEMA, BenchFile, BenchRecord, load_bench
 
-Kind = str  # "variant" | "reference" | "limit"
+Kind = Literal["variant", "reference", "limit"]
+Status = Literal["ok", "failed", "unsupported"]  # unsupported: the variant refuses the size
 PREVIOUS = "previous"
+# Files written before `[problem] summary_min_size` existed summarised sizes from 512 up; they
+# keep that reading so their numbers do not move.
+LEGACY_SUMMARY_MIN_SIZE = 512
 
 
 @dataclass(frozen=True)
@@ -56,7 +66,7 @@ class BenchResult:
     variant: str
     size: tuple[int, ...]
     params: dict[str, Any]
-    status: str  # "ok" | "failed" | "unsupported"
+    status: Status
     samples_ms: list[float] = field(default_factory=list)
     median_ms: float | None = None
     q1_ms: float | None = None
@@ -81,28 +91,15 @@ class BenchResult:
         return data
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BenchResult:
-        size = tuple(int(n) for n in data["size"])
-        if not size:
-            raise ValueError(f"size must be a list of dimensions, got {data['size']!r}")
+    def from_record(cls, record: BenchRecord) -> BenchResult:
+        """One result of a bench.json, as `harness.rundir` (the one reader) validated it."""
         return cls(
-            variant=str(data["variant"]),
-            size=size,
-            params=dict(data.get("params") or {}),
-            status=str(data["status"]),
-            samples_ms=[float(s) for s in data.get("samples_ms") or []],
-            median_ms=_opt_float(data.get("median_ms")),
-            q1_ms=_opt_float(data.get("q1_ms")),
-            q3_ms=_opt_float(data.get("q3_ms")),
-            min_ms=_opt_float(data.get("min_ms")),
-            gflops=_opt_float(data.get("gflops")),
-            rel_error=_opt_float(data.get("rel_error")),
-            speedup={k: _opt_float(v) for k, v in (data.get("speedup") or {}).items()},
-            error=data.get("error"),
-            warning=data.get("warning"),
-            gbps=_opt_float(data.get("gbps")),
-            kind=str(data.get("kind") or "variant"),
-            tuning=data.get("tuning"),
+            variant=record.variant, size=tuple(record.size), params=dict(record.params or {}),
+            status=record.status, samples_ms=list(record.samples_ms),
+            median_ms=record.median_ms, q1_ms=record.q1_ms, q3_ms=record.q3_ms,
+            min_ms=record.min_ms, gflops=record.gflops, rel_error=record.rel_error,
+            speedup=dict(record.speedup), error=record.error, warning=record.warning,
+            gbps=record.gbps, kind=record.kind, tuning=record.tuning,
         )
 
 
@@ -151,6 +148,16 @@ class BenchRun:
                 return keys[0], keys[1] if len(keys) > 1 else None
         return None, None
 
+    @property
+    def summary_min_size(self) -> int | None:
+        """The smallest dimension a size needs to count in the "Speedup Factors" summary
+        (`[problem] summary_min_size`); None: every size counts."""
+        project = self.project or {}
+        if "summary_min_size" in project:
+            value = project["summary_min_size"]
+            return None if value is None else int(value)
+        return LEGACY_SUMMARY_MIN_SIZE
+
     def label(self, key: str | None) -> str:
         """How the tables name a speedup key: the reference's or the baseline's own name."""
         if key is None:
@@ -179,35 +186,22 @@ class BenchRun:
         return atomic_write_text(path, text)
 
     @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> BenchRun:
-        if data.get("schema") != BENCH_SCHEMA:
-            raise ValueError(f"schema is {data.get('schema')!r}, expected {BENCH_SCHEMA!r}")
-        settings = dict(data.get("settings") or {})
+    def from_record(cls, record: BenchFile) -> BenchRun:
         known = BenchSettings.__dataclass_fields__
-        project = data.get("project")
         return cls(
-            environment=dict(data.get("environment") or {}),
-            settings=BenchSettings(**{k: v for k, v in settings.items() if k in known}),
-            results=[BenchResult.from_json(r) for r in data.get("results") or []],
-            created_at=str(data.get("created_at", "")),
-            ncuh_version=str(data.get("ncuh_version", "")),
-            project=dict(project) if isinstance(project, dict) else None,
+            environment=dict(record.environment),
+            settings=BenchSettings(**{k: v for k, v in record.settings.items() if k in known}),
+            results=[BenchResult.from_record(r) for r in record.results],
+            created_at=record.created_at or "",
+            ncuh_version=record.ncuh_version or "",
+            project=dict(record.project) if record.project is not None else None,
         )
 
     @classmethod
     def load(cls, path: Path | str) -> BenchRun:
-        """Read a saved run; a missing or malformed file is a `ReportError` (exit 2)."""
-        path = Path(path)
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError as error:
-            raise ReportError(f"{path}: no such bench file") from error
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise ReportError(f"{path}: not a readable bench JSON file ({error})") from error
-        try:
-            return cls.from_json(data)
-        except (AttributeError, KeyError, TypeError, ValueError) as error:
-            raise ReportError(f"{path}: not an {BENCH_SCHEMA} file ({error})") from error
+        """Read a saved run through `harness.rundir.load_bench`, the one reader of bench.json:
+        a missing or malformed file is a `ReportError` (exit 2) naming the file and field."""
+        return cls.from_record(load_bench(path))
 
 
 @dataclass(frozen=True)
@@ -218,7 +212,7 @@ class BenchStep:
     total: int
     variant: str
     size: Size
-    status: str
+    status: Status
 
 
 @dataclass(frozen=True)
@@ -233,10 +227,6 @@ class BenchComparison:
     @property
     def ratio(self) -> float:
         return self.current_ms / self.baseline_ms
-
-
-def _opt_float(value: Any) -> float | None:
-    return None if value is None else float(value)
 
 
 def per_second(amount: float | None, ms: float) -> float | None:
@@ -279,18 +269,22 @@ def fill_speedups(results: Iterable[BenchResult], previous_of: Mapping[str, str 
         result.speedup = values
 
 
-def aggregate_speedups(run: BenchRun, variant: str, min_size: int = 512) -> dict[str, float | None]:
+def aggregate_speedups(run: BenchRun, variant: str,
+                       min_size: int | None = None) -> dict[str, float | None]:
     """Geometric mean of a variant's per-size speedups over sizes whose smallest dimension is
-    at least `min_size`, keyed like the results' speedups.
+    at least `min_size` (default: the run's project's `summary_min_size`, else every size),
+    keyed like the results' speedups.
 
-    The seed pages quote one factor "on 512+ matrices"; a geometric mean weighs every size
-    alike, where a ratio of summed times would be the largest size alone.
+    A project may quote one factor over its large sizes only (the seed pages: "on 512+
+    matrices"); a geometric mean weighs every size alike, where a ratio of summed times would
+    be the largest size alone.
     """
+    floor = (min_size if min_size is not None else run.summary_min_size) or 1
     reference, baseline = run.speedup_keys
     out: dict[str, float | None] = {}
     for key in [k for k in (reference, baseline) if k] + [PREVIOUS]:
         values = [r.speedup.get(key) for r in run.results
-                  if r.variant == variant and r.ok and min(r.size) >= min_size]
+                  if r.variant == variant and r.ok and min(r.size) >= floor]
         values = [v for v in values if v is not None and v > 0]
         out[key] = math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
     return out
@@ -305,11 +299,6 @@ def compare_runs(baseline: BenchRun, current: BenchRun) -> list[BenchComparison]
             comparisons.append(BenchComparison(result.variant, tuple(result.size),
                                                before.median_ms, result.median_ms))
     return comparisons
-
-
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split())
-    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 Target = Variant | Reference | Limit
@@ -334,17 +323,18 @@ def bench_one(project: Project, target: Target, size: Size, settings: BenchSetti
             else "reference" if isinstance(target, Reference) else "variant")
     name = target.key if isinstance(target, (Reference, Limit)) else target.name
     result = BenchResult(variant=name, size=tuple(size), params={}, status="ok", kind=kind)
-    if isinstance(target, Variant):
-        if params is None:
-            resolved = resolve_params(project, target, size, gpu or current_gpu_name())
-            params, result.tuning = resolved.params, resolved.origin
-        result.params = dict(params)
-        problems = project.problems(target, params, size)
-        if problems:
-            result.status, result.error = "unsupported", "; ".join(problems)
-            return result
     try:
         if isinstance(target, Variant):
+            # The user's constraints run here too: a check that raises ends only this result.
+            if params is None:
+                resolved = resolve_params(project, target, size, gpu or current_gpu_name(),
+                                          compute_capability=current_compute_capability())
+                params, result.tuning = resolved.params, resolved.origin
+            result.params = dict(params)
+            problems = project.problems(target, params, size)
+            if problems:
+                result.status, result.error = "unsupported", "; ".join(problems)
+                return result
             runnable = prepare(project, target, size, params)
             result.params = dict(runnable.params)
         else:
@@ -363,8 +353,11 @@ def bench_one(project: Project, target: Target, size: Size, settings: BenchSetti
     except UnsupportedShapeError as error:
         result.status, result.error = "unsupported", str(error)
         return result
+    except NcuhError as error:  # e.g. the project's own constraints raised at this size
+        result.status, result.error = "failed", str(error)
+        return result
     except Exception as error:  # a compile or launch failure of one variant ends only it
-        result.status, result.error = "failed", _one_line(error)
+        result.status, result.error = "failed", one_line(error)
         return result
 
     result.samples_ms = list(measurement.samples_ms)
@@ -372,14 +365,19 @@ def bench_one(project: Project, target: Target, size: Size, settings: BenchSetti
     result.q1_ms = measurement.q1
     result.q3_ms = measurement.q3
     result.min_ms = measurement.min
-    if kind == "limit":
-        result.gbps = per_second(target.bytes(size), measurement.median)  # type: ignore[union-attr]
-    else:
-        result.gflops = per_second(project.flops(size) if project.flops else None,
-                                   measurement.median)
-        result.gbps = per_second(project.bytes(size) if project.bytes else None,
-                                 measurement.median)
     result.warning = measurement.warning
+    try:  # the user's work model, at a size the loader may not have tried
+        if kind == "limit":
+            result.gbps = per_second(target.bytes(size),  # type: ignore[union-attr]
+                                     measurement.median)
+        else:
+            result.gflops = per_second(project.flops(size) if project.flops else None,
+                                       measurement.median)
+            result.gbps = per_second(project.bytes(size) if project.bytes else None,
+                                     measurement.median)
+    except Exception as error:
+        result.status = "failed"
+        result.error = f"work model (flops/bytes) at {size}: {one_line(error, project.folder)}"
     return result
 
 

@@ -4,17 +4,16 @@
 GFLOP/s and GB/s where the project has a work model, speedups against the project's reference
 by its own name, error), then the "Speedup Factors" summary per variant. `format_seed_block`
 renders one variant in the shape of the seed pages' two blocks ("Average Runtime per Size"
-and "Speedup Factors (on sizes 512+)"), for the write-up.
+and "Speedup Factors (on sizes 512+)", the floor being the project's `summary_min_size`),
+for the write-up.
 Numbers carry significant figures, not fifteen digits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from harness.gpu.bench import PREVIOUS, BenchResult, BenchRun, aggregate_speedups
+from harness.project.size import size_text
 
-SUMMARY_MIN_SIZE = 512
 _NOT_TIMED = ("FAILED", "UNSUPPORTED")
 
 
@@ -27,10 +26,6 @@ def sig(value: float, digits: int = 4) -> str:
         decimals = max(digits - 1 - len(str(int(abs(value)))), 0)
         text = f"{value:.{decimals}f}"
     return text.rstrip(".")
-
-
-def format_size(size: Sequence[int]) -> str:
-    return "x".join(str(n) for n in size)
 
 
 def format_factor(value: float | None) -> str:
@@ -49,7 +44,7 @@ def _columns(run: BenchRun) -> list[str]:
 
 
 def _row(run: BenchRun, result: BenchResult, columns: list[str]) -> tuple[str, ...]:
-    size = format_size(result.size)
+    size = size_text(result.size)
     if not result.ok:
         reason = result.error or ""
         return (result.variant, size, result.status.upper(), reason,
@@ -103,15 +98,23 @@ def _header(run: BenchRun) -> list[str]:
     return [method, machine, f"{description}; {terms}" if description else terms]
 
 
-def format_summary(run: BenchRun, min_size: int = SUMMARY_MIN_SIZE) -> list[str]:
-    """The "Speedup Factors" block: per variant, geometric mean over sizes >= min_size."""
+def _floor(run: BenchRun, min_size: int | None) -> int | None:
+    """The summary's smallest dimension: `min_size`, else the run's project's; None: all."""
+    floor = min_size if min_size is not None else run.summary_min_size
+    return floor if floor is not None and floor > 1 else None
+
+
+def format_summary(run: BenchRun, min_size: int | None = None) -> list[str]:
+    """The "Speedup Factors" block: per variant, geometric mean over sizes >= min_size
+    (default: the project's `summary_min_size`, else every size)."""
+    min_size = _floor(run, min_size)
     reference, baseline = run.speedup_keys
     keys = [key for key in (reference, baseline) if key] + [PREVIOUS]
     titles = {reference: run.label(reference), PREVIOUS: "Prev",
               baseline: (run.project or {}).get("baseline_title") or str(baseline)}
     rows = [("variant", *(titles[key] for key in keys))]
     for variant in run.variants:
-        factors = aggregate_speedups(run, variant, min_size)
+        factors = aggregate_speedups(run, variant, min_size or 1)
         if all(v is None for v in factors.values()):
             continue
         rows.append((variant, *(format_factor(factors[key]) for key in keys)))
@@ -119,7 +122,8 @@ def format_summary(run: BenchRun, min_size: int = SUMMARY_MIN_SIZE) -> list[str]
         return []
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     dims = ", ".join((run.project or {}).get("dims") or ["every dimension"])
-    lines = [f"Speedup Factors (geometric mean over sizes with {dims} >= {min_size})"]
+    over = f"sizes with {dims} >= {min_size}" if min_size else "every size"
+    lines = [f"Speedup Factors (geometric mean over {over})"]
     for row in rows:
         cells = [f"{row[0]:<{widths[0]}}", *(f"{c:>{widths[i + 1]}}" for i, c in
                                               enumerate(row[1:]))]
@@ -127,7 +131,7 @@ def format_summary(run: BenchRun, min_size: int = SUMMARY_MIN_SIZE) -> list[str]
     return lines
 
 
-def format_table(run: BenchRun, min_size: int = SUMMARY_MIN_SIZE) -> str:
+def format_table(run: BenchRun, min_size: int | None = None) -> str:
     """The whole printed report of a run: header, results table, summary, warnings."""
     columns = _columns(run)
     rows = [tuple(columns), *(_row(run, r, columns) for r in run.results)]
@@ -142,22 +146,23 @@ def format_table(run: BenchRun, min_size: int = SUMMARY_MIN_SIZE) -> str:
     return "\n".join(lines) + "\n"
 
 
-def format_seed_block(run: BenchRun, variant: str, min_size: int = SUMMARY_MIN_SIZE) -> str:
+def format_seed_block(run: BenchRun, variant: str, min_size: int | None = None) -> str:
     """One variant in the seed pages' words: runtimes per size, then the speedup factors."""
+    min_size = _floor(run, min_size)
     lines = ["Average Runtime per Size:"]
     for result in run.results:
         if result.variant != variant:
             continue
-        label = format_size(result.size)
+        label = size_text(result.size)
         if result.ok:
             lines.append(f"{label}: {result.median_ms:.6f} ms")
         else:
             lines.append(f"{label}: {result.status} ({result.error})")
-    factors = aggregate_speedups(run, variant, min_size)
+    factors = aggregate_speedups(run, variant, min_size or 1)
     reference, baseline = run.speedup_keys
     titles = {reference: run.label(reference), PREVIOUS: "Prev",
               baseline: (run.project or {}).get("baseline_title") or str(baseline)}
-    lines += ["", f"Speedup Factors (on sizes {min_size}+):"]
+    lines += ["", f"Speedup Factors (on sizes {min_size}+):" if min_size else "Speedup Factors:"]
     for key, value in factors.items():
         label = f"{titles[key]}:"
         lines.append(f"{label:<7} {'-' if value is None else f'{value:.4f}x'}")

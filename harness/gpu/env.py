@@ -148,16 +148,31 @@ def require_gpu() -> Any:
     return _import_cupy()
 
 
-def current_gpu_name() -> str | None:
-    """The current device's name through CuPy, or None without a GPU (never raises)."""
+def _device_properties() -> dict[str, Any] | None:
     cupy = _import_cupy()
     if cupy is None:
         return None
     try:
-        name = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)["name"]
+        return dict(cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id))
     except Exception:
         return None
+
+
+def current_gpu_name() -> str | None:
+    """The current device's name through CuPy, or None without a GPU (never raises)."""
+    props = _device_properties()
+    if props is None or props.get("name") is None:
+        return None
+    name = props["name"]
     return name.decode() if isinstance(name, bytes) else str(name)
+
+
+def current_compute_capability() -> str | None:
+    """The current device's compute capability ("9.0"), or None without a GPU (never raises)."""
+    props = _device_properties()
+    if props is None or props.get("major") is None:
+        return None
+    return f"{props['major']}.{props.get('minor', 0)}"
 
 
 def driver_cuda_version() -> str | None:

@@ -27,9 +27,14 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from harness.errors import NcuhError, NoGpuError
+from harness.errors import NcuhError, NoGpuError, first_error_line
 from harness.gpu.backend import prepare
-from harness.gpu.env import cuda_fields, current_gpu_name, require_gpu
+from harness.gpu.env import (
+    cuda_fields,
+    current_compute_capability,
+    current_gpu_name,
+    require_gpu,
+)
 from harness.gpu.protocol import RESULT_PREFIX, RUNNER_NO_GPU_EXIT, RUNNER_PREFIX, runner_range
 from harness.gpu.tuning import resolve_params
 from harness.gpu.verify import verify
@@ -88,7 +93,8 @@ def run(project: Project, variant_name: str, size: Size, *, params: dict[str, An
     variant = project.variant(variant_name)
     tuning = "given"
     if not params:
-        resolved = resolve_params(project, variant, size, current_gpu_name())
+        resolved = resolve_params(project, variant, size, current_gpu_name(),
+                                  compute_capability=current_compute_capability())
         params, tuning = resolved.params, resolved.origin
     project.check_params(variant, params, size)  # one-line NcuhError before compiling
     runnable = prepare(project, variant, size, params)
@@ -137,15 +143,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _first_error_line(error: BaseException) -> str:
-    """The line that says what went wrong: NVRTC logs put it after a header of file names."""
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    for line in lines:
-        if "error" in line.lower():
-            return line
-    return lines[0] if lines else ""
-
-
 def _fail(message: str, status: int) -> int:
     print(f"{RUNNER_PREFIX}{' '.join(message.split())}", file=sys.stderr, flush=True)
     return status
@@ -174,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except RunnerFailure as error:
         return _fail(str(error), 1)
     except Exception as error:  # a compile error or a CUDA error: this variant is broken
-        return _fail(f"{args.variant}: {type(error).__name__}: {_first_error_line(error)}", 1)
+        return _fail(f"{args.variant}: {type(error).__name__}: {first_error_line(error)}", 1)
     print(RESULT_PREFIX + json.dumps(asdict(result)), flush=True)
     return 0
 

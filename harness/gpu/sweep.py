@@ -14,12 +14,15 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
+from typing import Literal
 
 from harness.gpu.bench import BenchSettings, bench_one
-from harness.gpu.env import current_gpu_name, require_gpu
+from harness.gpu.env import current_compute_capability, current_gpu_name, require_gpu
 from harness.gpu.timing import L2Flusher
 from harness.gpu.tuning import TuneCache, cache_path, source_fingerprint
 from harness.project import Project, Size, Variant
+
+CandidateStatus = Literal["rejected", "failed", "ok"]  # rejected: refused before compiling
 
 
 def enumerate_configs(variant: Variant) -> Iterator[dict[str, int]]:
@@ -34,7 +37,7 @@ class Candidate:
     """One configuration of a sweep and what became of it."""
 
     params: dict[str, int]
-    status: str  # "rejected" (before compiling) | "failed" | "ok"
+    status: CandidateStatus
     reason: str | None = None
     median_ms: float | None = None
     gflops: float | None = None
@@ -81,7 +84,7 @@ class TuneResult:
     best: Candidate | None
     candidates: list[Candidate] = field(default_factory=list)
 
-    def count(self, status: str) -> int:
+    def count(self, status: CandidateStatus) -> int:
         return sum(1 for c in self.candidates if c.status == status)
 
     @property
@@ -108,6 +111,7 @@ def autotune(project: Project, variant: Variant, size: Size, *, repeats: int = 1
     """
     cupy = require_gpu()
     gpu = current_gpu_name() or "unknown GPU"
+    compute_capability = current_compute_capability()
     configs = list(enumerate_configs(variant))
     valid, rejected = filter_configs(project, variant, configs, size)
     valid = sample_configs(variant, valid, limit)
@@ -133,6 +137,7 @@ def autotune(project: Project, variant: Variant, size: Size, *, repeats: int = 1
         cache.put({
             "variant": variant.name,
             "gpu": gpu,
+            "compute_capability": compute_capability,  # lets a sibling model borrow it
             "size": str(size),
             "params": best.params,
             "source_sha256": source_fingerprint(project, variant),

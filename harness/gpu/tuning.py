@@ -11,6 +11,9 @@ params, source fingerprint, and how it was measured):
 this GPU, variant and size; else the winner of the nearest tuned size on the same GPU (by
 log-distance) when the variant's constraints accept it at this size; else the defaults.
 An entry recorded for another source (its fingerprint changed) is stale and ignored.
+A GPU model with no entries at all borrows those of a model of the same compute capability
+(an H100 PCIe those of an H100 SXM), saying so in `origin`: the same architecture runs the
+same configurations, nearly as well, where the defaults are often far off.
 """
 
 from __future__ import annotations
@@ -118,23 +121,50 @@ class Resolved:
     """The parameters a variant runs with, and where they came from."""
 
     params: dict[str, int]
-    origin: str  # "defaults" | "tuned" (user cache) | "shipped" | "nearest <size> (<from>)"
+    # "defaults" | "tuned" (user cache) | "shipped" | "nearest <size> (<from>)", each followed
+    # by " for <gpu> (same compute capability X.Y)" when borrowed from another GPU model
+    origin: str
+
+
+def _borrowed_gpu(caches: list[TuneCache], gpu: str, variant: str,
+                  compute_capability: str | None) -> str | None:
+    """The GPU model whose entries a GPU without any may use: same compute capability, the
+    longest common name prefix ("NVIDIA H100 PCIe" -> "NVIDIA H100 80GB HBM3")."""
+    if compute_capability is None:
+        return None
+    models = sorted({str(e.get("gpu")) for cache in caches for e in cache.entries
+                     if e.get("variant") == variant
+                     and str(e.get("compute_capability")) == compute_capability})
+    if not models:
+        return None
+    def shared(name: str) -> int:  # characters in common at the start of the two names
+        return next((i for i, (a, b) in enumerate(zip(name, gpu, strict=False)) if a != b),
+                    min(len(name), len(gpu)))
+
+    return max(models, key=shared)
 
 
 def resolve_params(project: Project, variant: Variant, size: Size, gpu: str | None, *,
-                   user: TuneCache | None = None, shipped: TuneCache | None = None) -> Resolved:
-    """The winner for (gpu, variant, size), the nearest valid one, or the defaults."""
+                   compute_capability: str | None = None, user: TuneCache | None = None,
+                   shipped: TuneCache | None = None) -> Resolved:
+    """The winner for (gpu, variant, size), the nearest valid one, or the defaults; a GPU
+    model without entries takes those of one of the same `compute_capability`."""
     defaults = dict(variant.params)
     if not variant.tunable or gpu is None:
         return Resolved(defaults, "defaults")
     user = user if user is not None else TuneCache(cache_path(project))
     shipped = shipped if shipped is not None else TuneCache(shipped_path(project))
+    note = ""
+    if not any(cache.for_gpu(gpu, variant.name) for cache in (shipped, user)):
+        borrowed = _borrowed_gpu([shipped, user], gpu, variant.name, compute_capability)
+        if borrowed is not None:
+            gpu, note = borrowed, f" for {borrowed} (same compute capability {compute_capability})"
     fingerprint = source_fingerprint(project, variant)
     candidates: dict[str, tuple[dict[str, Any], str]] = {}
     for cache, origin in ((shipped, "shipped"), (user, "tuned")):  # the user's last: it wins
         for entry in cache.for_gpu(gpu, variant.name):
             if entry.get("source_sha256") == fingerprint:
-                candidates[str(entry.get("size"))] = (entry, origin)
+                candidates[str(entry.get("size"))] = (entry, origin + note)
     if str(size) in candidates:
         entry, origin = candidates[str(size)]
         return Resolved({**defaults, **entry["params"]}, origin)

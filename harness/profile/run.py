@@ -38,11 +38,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from harness import __version__
+from harness import __version__, ncu_locate
 from harness.atomic import atomic_directory, atomic_write_text
 from harness.errors import NcuhError, NcuNotFoundError, NoGpuError
+from harness.gpu import bench as gpu_bench
+from harness.gpu.protocol import RESULT_PREFIX
 from harness.profile.gpus import Gpu, gpu_for_bus_id, list_gpus, pinned_environment, select_gpus
 from harness.profile.ncu_command import (
     CaptureMode,
@@ -66,9 +68,11 @@ from harness.profile.processes import (
 )
 from harness.profile.progress import ProgressDisplay, passes_in
 from harness.profile.schedule import DEFAULT_SLOTS, Slot, run_queue
+from harness.project import Project, Size, open_project
 from harness.rundir import BENCH, MANIFEST, RUN_SCHEMA
 
-Shape = tuple[int, ...]  # a size's values, in the project's dims order
+# A size as the command line gave it ("4096", "1024x2048x512"), or its values in dims order.
+SizeWords = str | tuple[int, ...]
 
 NCU_HELP = (
     "ncu (Nsight Compute) was not found on PATH, in $NCU_HOME or under "
@@ -84,13 +88,13 @@ class ProfileRequest:
     """Everything `ncuh profile` was asked to do."""
 
     variants: tuple[str, ...] = ()
-    sizes: tuple[Shape, ...] = ()  # default: the project's profile_size
+    sizes: tuple[SizeWords, ...] = ()  # default: the project's profile_size
     settings: NcuSettings = field(default_factory=NcuSettings)
     out: Path = Path("runs")
     params: dict[str, Any] = field(default_factory=dict)
     warmup: int = 3
     bench: bool = False
-    bench_sizes: tuple[Shape, ...] = ()  # sizes to time with bench; default: the profiled ones
+    bench_sizes: tuple[SizeWords, ...] = ()  # sizes to time with bench; default: the profiled ones
     all_variants: bool = False
     capture: str = "auto"  # "auto" (NVTX when CuPy has it) | "nvtx" | "kernel"
     program: tuple[str, ...] = ()  # a user program: profiled instead of variants
@@ -108,7 +112,7 @@ class Target:
 
     label: str
     variant: str | None
-    size: Shape | None
+    size: tuple[int, ...] | None
     params: dict[str, Any]
     program: tuple[str, ...]
     kernel_filter: KernelFilter
@@ -127,7 +131,7 @@ class EntryResult:
     """What happened to one target; becomes one entry of manifest.json."""
 
     target: Target
-    status: str  # "ok" | "failed"
+    status: Literal["ok", "failed"]
     error: str | None = None
     seconds: float = 0.0
     kernel_name: str | None = None
@@ -193,19 +197,11 @@ class Plan:
 # ---------------------------------------------------------------- planning (no GPU, no ncu)
 
 
-def size_label(size: Shape) -> str:
-    """"4096" when every dimension is equal, else "4096x2048x1024"."""
-    values = [int(n) for n in size]
-    return str(values[0]) if len(set(values)) == 1 else "x".join(map(str, values))
-
-
-def _size(project: Any, size: str | Shape) -> Any:
+def _size(project: Project, size: SizeWords) -> Size:
     return project.parse_size(size) if isinstance(size, str) else project.size(size)
 
 
-def _project(request: ProfileRequest) -> Any:
-    from harness.project import open_project
-
+def _project(request: ProfileRequest) -> Project:
     return open_project(request.project)
 
 
@@ -300,9 +296,7 @@ def check_program(program: Sequence[str]) -> None:
 
 
 def find_ncu() -> Path:
-    from harness.ncu_locate import ncu_executable
-
-    ncu = ncu_executable()
+    ncu = ncu_locate.ncu_executable()
     if ncu is None:
         raise NcuNotFoundError(NCU_HELP)
     return ncu
@@ -318,8 +312,6 @@ def runner_environment() -> dict[str, str]:
 
 
 def _runner_result(output: str) -> dict[str, Any]:
-    from harness.gpu.protocol import RESULT_PREFIX
-
     return result_line(output, RESULT_PREFIX) or {}
 
 
@@ -541,12 +533,10 @@ def _name_gpus(entries: Sequence[EntryResult], gpus: Sequence[Gpu]) -> None:
                              "pci_bus_id": entry.environment.get("pci_bus_id")}
 
 
-def _write_bench(run_dir: Path, plan_: Plan, bench_sizes: tuple[Shape, ...] = ()) -> None:
-    from harness.gpu.bench import run_bench
-
+def _write_bench(run_dir: Path, plan_: Plan, bench_sizes: tuple[SizeWords, ...] = ()) -> None:
     project = _project(plan_.request)
     variants = list(dict.fromkeys(t.variant for t in plan_.targets if t.variant))
     # The seed pages' "Benchmark Results" list several sizes while one size is profiled.
     sizes = list(bench_sizes) or list(dict.fromkeys(t.size for t in plan_.targets if t.size))
-    run_bench(project, variants, [_size(project, s) for s in sizes],
+    gpu_bench.run_bench(project, variants, [_size(project, s) for s in sizes],
               references=True).save(run_dir / BENCH)

@@ -37,6 +37,7 @@ from harness.atomic import atomic_write_text
 from harness.errors import NcuhError
 from harness.profile.ncu_command import KernelFilter, NcuSettings
 from harness.profile.processes import package_environment
+from harness.project.size import size_text
 
 if TYPE_CHECKING:
     from harness.profile.run import Plan, ProfileRequest
@@ -105,7 +106,7 @@ def task_requests(plan_: Plan, shards: Path) -> list[ProfileRequest]:
         project = Path(open_project(request.project).path).resolve()
         tasks.append(replace(
             request, variants=(target.variant,), all_variants=False, project=project,
-            sizes=("x".join(str(n) for n in target.size or ()),),
+            sizes=(size_text(target.size or ()),),
             out=shards, run_id=target.label, gpus=None, bench_sizes=()))
     return tasks
 

@@ -8,6 +8,7 @@ loaded, so a typo is refused before any GPU work and nothing is ever `eval`-ed.
 from __future__ import annotations
 
 import ast
+import math
 import operator
 from collections.abc import Callable, Mapping, Sequence
 
@@ -49,8 +50,21 @@ def compile_expression(text: str, names: Sequence[str]) -> ast.expr:
     return tree.body
 
 
+# A power whose result would need more bits than this is refused before it is computed:
+# Python's integers never overflow, so `n**n**n` would otherwise run for ever.
+MAX_POWER_BITS = 4096
+
+
+def _power(base: float, exponent: float) -> float:
+    whole = isinstance(base, int) and isinstance(exponent, int)
+    if whole and abs(base) > 1 and exponent > 0 \
+            and exponent * math.log2(abs(base)) > MAX_POWER_BITS:
+        raise OverflowError(f"{base}**{exponent} is too large (over 2^{MAX_POWER_BITS})")
+    return operator.pow(base, exponent)
+
+
 def evaluate(tree: ast.expr, values: Mapping[str, int]) -> float:
-    """The value of a checked tree for one size."""
+    """The value of a checked tree for one size (ZeroDivisionError, OverflowError on bad math)."""
     if isinstance(tree, ast.Constant):
         return tree.value
     if isinstance(tree, ast.Name):
@@ -59,5 +73,8 @@ def evaluate(tree: ast.expr, values: Mapping[str, int]) -> float:
         operand = evaluate(tree.operand, values)
         return -operand if isinstance(tree.op, ast.USub) else operand
     if isinstance(tree, ast.BinOp):
-        return _BINARY[type(tree.op)](evaluate(tree.left, values), evaluate(tree.right, values))
+        left, right = evaluate(tree.left, values), evaluate(tree.right, values)
+        if isinstance(tree.op, ast.Pow):
+            return _power(left, right)
+        return _BINARY[type(tree.op)](left, right)
     raise ValueError(f"unexpected node {type(tree).__name__}")  # compile_expression refused it

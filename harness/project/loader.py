@@ -15,6 +15,7 @@ variant, cycles, duplicate names, and default parameters that the variant's own
 from __future__ import annotations
 
 import importlib
+import math
 import os
 import re
 import sys
@@ -25,9 +26,16 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.errors import BadSizeError, ProjectError
+from harness.errors import BadSizeError, ProjectError, one_line
 from harness.project.expr import compile_expression, evaluate
-from harness.project.model import Limit, Project, Reference, Variant
+from harness.project.model import (
+    Limit,
+    Project,
+    Reference,
+    Variant,
+    as_written,
+    constraint_problems,
+)
 from harness.project.schema import ProjectFile, VariantTable, describe_error
 from harness.project.size import Size, parse_size
 
@@ -54,11 +62,20 @@ def default_project_path() -> Path:
     return bundled_dir() / DEFAULT_PROJECT / PROJECT_FILE
 
 
+_TOOL_TABLE = re.compile(r"^\s*\[\[?\s*tool\.ncuh\b", re.MULTILINE)
+
+
 def _has_tool_table(path: Path) -> bool:
+    """Whether a pyproject.toml holds the project; one that means to but does not parse is
+    taken too, so that its syntax error is reported instead of a silent fallback."""
     try:
-        return "ncuh" in tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {})
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
         return False
+    try:
+        return "ncuh" in tomllib.loads(text).get("tool", {})
+    except tomllib.TOMLDecodeError:
+        return _TOOL_TABLE.search(text) is not None
 
 
 def _file_in(folder: Path) -> Path | None:
@@ -130,6 +147,10 @@ def _callable_finder(path: Path, folder: Path, default_module: str | None) -> Ca
 
     def module(name: str, where: str) -> Any:
         if name not in modules:
+            # The project's own module is blamed on [project] module, not on whichever
+            # callable happened to be resolved first.
+            if name == default_module:
+                where = "[project] module"
             modules[name] = _import(name, folder, f"{path}: {where}")
         return modules[name]
 
@@ -175,44 +196,50 @@ def _import(name: str, folder: Path, where: str) -> Any:
             raise ProjectError(
                 f"{where}: module {name!r} not found in {folder} ({error})"
             ) from None
-        raise ProjectError(f"{where}: module {name!r} failed to import: {_one_line(error)}") \
-            from None
+        failure = error
     except KeyboardInterrupt:
         raise
     except BaseException as error:
-        raise ProjectError(f"{where}: module {name!r} failed to import: {_one_line(error)}") \
-            from None
-
-
-def _one_line(error: BaseException, folder: Path | None = None) -> str:
-    """`Type: message (file line N)`, the line being the deepest one in the user's folder."""
-    text = " ".join(str(error).split())
-    tb = error.__traceback__
-    line = ""
-    while tb is not None:
-        filename = tb.tb_frame.f_code.co_filename
-        if not filename.startswith("<") and (folder is None or Path(filename).resolve()
-                                              .is_relative_to(folder)):
-            line = f" ({Path(filename).name} line {tb.tb_lineno})"
-        tb = tb.tb_next
-    return f"{type(error).__name__}: {text}{line}" if text else f"{type(error).__name__}{line}"
+        failure = error
+    raise ProjectError(f"{where}: module {name!r} failed to import: {one_line(failure, folder)}")
 
 
 # ---------------------------------------------------------------------------------- checking
 
 
-def _work_model(path: Path, key: str, spec: str | None, dims: Sequence[str],
-                find: Callable) -> Callable[[Size], float] | None:
+def _work_model(path: Path, folder: Path, where: str, spec: str | None, dims: Sequence[str],
+                find: Callable, sizes: Sequence[Size]) -> Callable[[Size], float] | None:
+    """FLOPs or bytes per size, from an expression or a callable, tried at `sizes` now.
+
+    `where` is "key 'problem.flops'" or "[[limit]] #1 ('copy'): key 'bytes'". Trying it at
+    every default size and the profile size here means `n/0` or a callable that raises is a
+    bad project file, found before any GPU work rather than after the timing.
+    """
     if spec is None:
         return None
     if re.fullmatch(r"([A-Za-z_][\w.]*:)?[A-Za-z_]\w*", spec.strip()) and spec.strip() not in dims:
-        function = find(spec.strip(), f"key {key!r}")
-        return lambda size: float(function(size))
-    try:
-        tree = compile_expression(spec, dims)
-    except ValueError as error:
-        raise ProjectError(f"{path}: key {key!r}: {error}") from None
-    return lambda size: float(evaluate(tree, size.as_dict()))
+        function = find(spec.strip(), where)
+
+        def model(size: Size) -> float:
+            return float(function(size))
+    else:
+        try:
+            tree = compile_expression(spec, dims)
+        except ValueError as error:
+            raise ProjectError(f"{path}: {where}: {error}") from None
+
+        def model(size: Size) -> float:
+            return float(evaluate(tree, size.as_dict()))
+    for size in sizes:
+        try:
+            value = model(size)
+        except Exception as error:
+            raise ProjectError(f"{path}: {where}: at size {size}: "
+                               f"{one_line(error, folder)}") from None
+        if not (math.isfinite(value) and value >= 0):
+            raise ProjectError(f"{path}: {where}: at size {size}: expected a finite number "
+                               f">= 0, got {value!r}")
+    return model
 
 
 def _size(path: Path, key: str, text: str, dims: Sequence[str]) -> Size:
@@ -229,7 +256,14 @@ def _strategy(path: Path, folder: Path, where: str, text: str) -> str:
         if not file.is_file():
             raise ProjectError(f"{path}: {where}: key 'strategy': file {stripped!r} not found "
                                f"in {folder} (a relative .md path, or inline Markdown)")
-        return file.read_text(encoding="utf-8").strip()
+        try:
+            return file.read_text(encoding="utf-8").strip()
+        except UnicodeDecodeError:
+            raise ProjectError(f"{path}: {where}: key 'strategy': file {stripped!r} is not "
+                               "UTF-8 text (expected a Markdown file)") from None
+        except OSError as error:
+            raise ProjectError(f"{path}: {where}: key 'strategy': file {stripped!r} cannot be "
+                               f"read ({error.strerror or error})") from None
     return stripped
 
 
@@ -303,18 +337,12 @@ def _variants(path: Path, folder: Path, tables: Sequence[VariantTable], find: Ca
             capture=table.capture,
             constraints=get("constraints"),
         )
-        if variant.constraints is not None:
-            try:
-                problems = list(variant.constraints(None, dict(variant.params)) or [])
-                if not problems:
-                    problems = list(variant.constraints(profile_size, dict(variant.params))
-                                    or [])
-            except Exception as error:  # the user's check itself is broken
-                raise ProjectError(f"{path}: {where}: key 'constraints' raised "
-                                   f"{_one_line(error)}") from None
-            if problems:
-                raise ProjectError(f"{path}: {where}: key 'params': invalid defaults: "
-                                   f"{'; '.join(map(str, problems))}")
+        problems = constraint_problems(path, folder, variant, None, variant.params)
+        if not problems:
+            problems = constraint_problems(path, folder, variant, profile_size, variant.params)
+        if problems:
+            raise ProjectError(f"{path}: {where}: key 'params': invalid defaults: "
+                               f"{'; '.join(problems)}")
         variants.append(variant)
     return tuple(variants)
 
@@ -328,6 +356,13 @@ def load_project(path: Path | str) -> Project:
     folder that holds one)."""
     path = Path(path)
     path = (find_project(path) if path.is_dir() else path).resolve()
+    try:
+        return _load(path)
+    except ProjectError as error:
+        raise ProjectError(as_written(path, str(error))) from None
+
+
+def _load(path: Path) -> Project:
     folder = path.parent
     data = _read_table(path)
     try:
@@ -342,6 +377,7 @@ def load_project(path: Path | str) -> Project:
         _size(path, "problem.default_sizes", text, dims) for text in problem.default_sizes))
     profile_size = (_size(path, "problem.profile_size", problem.profile_size, dims)
                     if problem.profile_size else default_sizes[-1])
+    tried = tuple(dict.fromkeys((*default_sizes, profile_size)))  # where flops/bytes are tried
     extra = [name for name in problem.poison or [] if name not in problem.outputs]
     if extra:
         raise ProjectError(f"{path}: key 'problem.poison': {extra[0]!r} is not in "
@@ -368,7 +404,8 @@ def load_project(path: Path | str) -> Project:
     limits = tuple(
         Limit(name=table.name, key=_key(table.name),
               call=find(table.call, f"[[limit]] #{i + 1}: key 'call'"),
-              bytes=_work_model(path, f"limit.{i + 1}.bytes", table.bytes, dims, find))  # type: ignore[arg-type]
+              bytes=_work_model(path, folder, f"[[limit]] #{i + 1} ({table.name!r}): key 'bytes'",
+                                table.bytes, dims, find, tried))  # type: ignore[arg-type]
         for i, table in enumerate(spec.limit)
     )
     variants = _variants(path, folder, spec.variant, find, profile_size)
@@ -394,8 +431,9 @@ def load_project(path: Path | str) -> Project:
         compare=problem.compare,
         rtol=float(problem.rtol),
         atol=float(problem.atol),
-        flops=_work_model(path, "problem.flops", problem.flops, dims, find),
-        bytes=_work_model(path, "problem.bytes", problem.bytes, dims, find),
+        flops=_work_model(path, folder, "key 'problem.flops'", problem.flops, dims, find, tried),
+        bytes=_work_model(path, folder, "key 'problem.bytes'", problem.bytes, dims, find, tried),
+        summary_min_size=problem.summary_min_size,
         reference=reference,
         limits=limits,
         variants=variants,

@@ -6,12 +6,19 @@ project file. Callables are the user's own functions, already imported and check
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import NcuhError, UnknownVariantError, UnsupportedShapeError
+from harness.errors import (
+    NcuhError,
+    ProjectError,
+    UnknownVariantError,
+    UnsupportedShapeError,
+    one_line,
+)
 from harness.project.size import Size, parse_size, parse_sizes
 
 
@@ -94,6 +101,50 @@ class Variant:
         }
 
 
+_TABLE_NAMES = re.compile(r"(\[\[?)(project|problem|reference|limit|variant)(\]\]?)"
+                          r"|(key ')(project|problem|reference|limit|variant)([.'])")
+
+
+def as_written(path: Path, message: str) -> str:
+    """`message` with its tables named as the file writes them: in a pyproject.toml the
+    project lives under [tool.ncuh], so "[[variant]] #2" reads "[[tool.ncuh.variant]] #2" and
+    "key 'problem.dims'" reads "key 'tool.ncuh.problem.dims'"."""
+    if path.name != "pyproject.toml":
+        return message
+    return _TABLE_NAMES.sub(
+        lambda m: (f"{m[1]}tool.ncuh.{m[2]}{m[3]}" if m[1] else f"{m[4]}tool.ncuh.{m[5]}{m[6]}"),
+        message)
+
+
+def constraint_problems(path: Path, folder: Path, variant: Variant, size: Size | None,
+                        params: dict[str, int]) -> list[str]:
+    """What the variant's own `constraints(size, params)` says against `params` at `size`.
+
+    The check is the user's code, called at sizes the loader never tried: when it raises, or
+    returns something that is not a list of problems, that is a broken project file
+    (`ProjectError`), never a traceback. A single string is one problem.
+    """
+    if variant.constraints is None:
+        return []
+    where = (f"{path}: [[variant]] #{variant.iteration + 1} ({variant.name!r}): "
+             "key 'constraints'")
+    at = "with size None (the parameters alone)" if size is None else f"at size {size}"
+    try:
+        found = variant.constraints(size, dict(params))
+    except Exception as error:  # the user's check itself is broken
+        raise ProjectError(as_written(path, f"{where} raised {one_line(error, folder)} {at}")) \
+            from None
+    if found is None:
+        return []
+    if isinstance(found, str):
+        found = [found]
+    if not isinstance(found, (list, tuple)):
+        raise ProjectError(as_written(path, f"{where} returned {type(found).__name__} {at}; "
+                                      "expected a list of problems (strings), [] when the "
+                                      "parameters are fine"))
+    return [str(problem) for problem in found]
+
+
 @dataclass(frozen=True)
 class Reference:
     """The library every speedup is against (its results are stored under `key`)."""
@@ -135,6 +186,8 @@ class Project:
     atol: float = 1e-8
     flops: Callable[[Size], float] | None = field(default=None, repr=False)
     bytes: Callable[[Size], float] | None = field(default=None, repr=False)
+    # The "Speedup Factors" summary counts sizes whose smallest dim is at least this (None: all).
+    summary_min_size: int | None = None
     reference: Reference | None = None
     limits: tuple[Limit, ...] = ()
     variants: tuple[Variant, ...] = ()
@@ -195,10 +248,17 @@ class Project:
     # ------------------------------------------------------------------ parameters
 
     def effective_params(self, variant: Variant, params: dict[str, Any] | None) -> dict[str, int]:
-        """The variant's defaults overridden by `params` (unknown names kept, for checking)."""
+        """The variant's defaults overridden by `params` (unknown names kept, for checking).
+
+        Every override must be a whole number (`--params` is user JSON): a string, a float,
+        null or a bool is an `NcuhError` naming the parameter, never silently cut to an int.
+        """
         merged = dict(variant.params)
-        if params:
-            merged.update({key: int(value) for key, value in params.items()})
+        for key, value in (params or {}).items():
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise NcuhError(f"parameter {key!r} of {variant.name} must be an integer, "
+                                f"got {type(value).__name__} {value!r}")
+            merged[key] = value
         return merged
 
     def problems(
@@ -210,10 +270,9 @@ class Project:
         takes = ", ".join(variant.params) or "none"
         unknown = [f"unknown parameter {key!r} for {variant.name} (takes {takes})"
                    for key in merged if key not in variant.params]
-        if unknown or variant.constraints is None:
+        if unknown:
             return unknown
-        found = variant.constraints(size, dict(merged))
-        return [str(problem) for problem in (found or [])]
+        return constraint_problems(self.path, self.folder, variant, size, merged)
 
     def check_params(
         self, variant: Variant | str, params: dict[str, Any] | None, size: Size | None = None
@@ -248,4 +307,5 @@ class Project:
             "reference_name": self.reference.name if self.reference else None,
             "baseline": self.baseline.name,
             "baseline_title": self.baseline.title,
+            "summary_min_size": self.summary_min_size,
         }

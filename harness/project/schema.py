@@ -8,6 +8,7 @@ checked by `harness.project.loader`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -21,7 +22,9 @@ from pydantic import (
     model_validator,
 )
 
-ProjectName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_.-]+$")]
+from harness.project.size import RESERVED_DIMS
+
+ProjectName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")]  # a folder name
 Identifier = Annotated[StrictStr, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 VariantName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_]+$")]
 CallableName = Annotated[StrictStr, Field(pattern=r"^([A-Za-z_][\w.]*:)?[A-Za-z_]\w*$")]
@@ -52,6 +55,15 @@ class ProblemTable(_Table):
     atol: Annotated[StrictFloat | StrictInt, Field(ge=0)] = 1e-8
     flops: NonEmpty | None = None
     bytes: NonEmpty | None = None
+    summary_min_size: Annotated[StrictInt, Field(ge=1)] | None = None
+
+    @model_validator(mode="after")
+    def _dims_are_not_size_methods(self) -> ProblemTable:
+        taken = [name for name in self.dims if name in RESERVED_DIMS]
+        if taken:
+            raise ValueError(f"key 'dims': {taken[0]!r} is the name of a method of "
+                             f"Size ({', '.join(sorted(RESERVED_DIMS))}); choose another name")
+        return self
 
 
 class ReferenceTable(_Table):
@@ -99,7 +111,7 @@ class VariantTable(_Table):
         if unknown:
             raise ValueError(
                 f"tunable {unknown[0]!r} has no default in params (params = {{ {unknown[0]} = "
-                "... }} expected)"
+                "... } expected)"
             )
         return self
 
@@ -124,9 +136,10 @@ def _expected(error: dict) -> str:
     if kind == "extra_forbidden":
         return "unknown key"
     if kind == "string_pattern_mismatch":
+        got = f", got {error.get('input')!r}"
         if "[A-Za-z_][\\w.]*:" in str(context.get("pattern")):
-            return "expected a callable name (function or module:function)"
-        return f"expected a name matching {context.get('pattern')}"
+            return f"expected a callable name (function or module:function){got}"
+        return f"expected a name matching {context.get('pattern')}{got}"
     if kind in ("greater_than", "greater_than_equal"):
         sign = ">" if kind == "greater_than" else ">="
         return f"expected a number {sign} {context.get('gt', context.get('ge'))}"
@@ -141,6 +154,30 @@ def _expected(error: dict) -> str:
     if kind == "literal_error":
         return f"expected one of {context.get('expected')}"
     return error["msg"]
+
+
+def _place(loc: Sequence[object], data: dict) -> tuple[str, list[str]]:
+    """Where a pydantic location points: "[[variant]] #2 ('name')" (1-based, as the file reads)
+    and the keys inside that table."""
+    where, keys = "", []
+    node: object = data
+    for index, part in enumerate(loc):
+        if isinstance(part, int) and index > 0 and loc[index - 1] in _TABLES:
+            name = node[part].get("name") if isinstance(node, list) and part < len(node) \
+                and isinstance(node[part], dict) else None
+            where = f"{_TABLES[str(loc[index - 1])]} #{part + 1}" + (f" ({name!r})" if name else "")
+            keys = []
+        elif isinstance(part, str) and part in _TABLES and index == 0:
+            pass
+        else:
+            keys.append(str(part))
+        if isinstance(node, dict) and isinstance(part, str):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            node = None
+    return where, keys
 
 
 def describe_error(error: ValidationError, data: dict) -> str:
@@ -160,30 +197,16 @@ def describe_error(error: ValidationError, data: dict) -> str:
                 form = _expected(member).split(", got")[0].removeprefix("expected ")
                 if form not in forms:
                     forms.append(form)
-        key = ".".join(str(p) for p in prefix)
-        return f"key {key!r}: expected {' or '.join(forms)}, got {first.get('input')!r}"
-    where, keys = "", []
-    node: object = data
-    for index, part in enumerate(loc):
-        if isinstance(part, int) and index > 0 and loc[index - 1] in _TABLES:
-            name = node[part].get("name") if isinstance(node, list) and part < len(node) \
-                and isinstance(node[part], dict) else None
-            where = f"{_TABLES[loc[index - 1]]} #{part + 1}" + (f" ({name!r})" if name else "")
-            keys = []
-        elif isinstance(part, str) and part in _TABLES and index == 0:
-            pass
-        else:
-            keys.append(str(part))
-        if isinstance(node, dict) and isinstance(part, str):
-            node = node.get(part)
-        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
-            node = node[part]
-        else:
-            node = None
+        where, keys = _place(prefix, data)
+        place = f"{where}: " if where else ""
+        return (f"{place}key {'.'.join(keys)!r}: expected {' or '.join(forms)}, "
+                f"got {first.get('input')!r}")
+    where, keys = _place(loc, data)
     if first["type"] == "value_error":
         message = str(first["msg"]).removeprefix("Value error, ")
-        return f"{where or 'file'}: {message}"
-    key = ".".join(keys) if keys else (loc[0] if loc else "?")
+        table = f"[{'.'.join(keys)}]" if keys else "file"
+        return f"{where or table}: {message}"
+    key = ".".join(keys) if keys else (str(loc[0]) if loc else "?")
     if first["type"] == "extra_forbidden" and len(keys) >= 1:
         parent = keys[:-1]
         table = ".".join(parent)

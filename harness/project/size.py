@@ -35,6 +35,8 @@ class Size:
     """
 
     __slots__ = ("_dims", "_values")
+    _dims: tuple[str, ...]
+    _values: tuple[int, ...]
 
     def __init__(self, dims: Sequence[str], values: Sequence[int]) -> None:
         if len(dims) != len(values):
@@ -80,8 +82,10 @@ class Size:
     def dims(self) -> tuple[str, ...]:
         return self._dims
 
+    # A Size equals the tuple of its values (`size == (4096, 4096, 4096)`), so it hashes like
+    # that tuple: equal objects must have equal hashes, in sets and dict keys alike.
     def __hash__(self) -> int:
-        return hash((self._dims, self._values))
+        return hash(self._values)
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Size):
@@ -94,7 +98,7 @@ class Size:
         return self._values < other._values
 
     def __str__(self) -> str:
-        return "x".join(str(v) for v in self._values)
+        return size_text(self._values)
 
     def __repr__(self) -> str:
         return f"Size({', '.join(f'{d}={v}' for d, v in self.items())})"
@@ -106,16 +110,21 @@ class Size:
             return str(self._values[0])
         return str(self)
 
-    @property
-    def elements(self) -> int:
-        """The product of the dims (a scale for "nearest size" and sorting)."""
-        return math.prod(self._values)
-
     def as_list(self) -> list[int]:
         return list(self._values)
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.items())
+
+
+def size_text(values: Sequence[int]) -> str:
+    """A size's values as every table and file name writes them: "1024x2048x512"."""
+    return "x".join(str(int(v)) for v in values)
+
+
+# A dimension with one of these names would be hidden behind the method (`size.items` is the
+# method, not the dimension): the project schema refuses them as dim names.
+RESERVED_DIMS = frozenset(name for name in dir(Size) if not name.startswith("_"))
 
 
 def parse_value(text: str) -> int:
