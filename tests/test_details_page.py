@@ -20,8 +20,11 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-REPORTS = [FIXTURES / "h100_sgemm_naive_smem.ncu-rep",
-           *sorted((FIXTURES / "zoo").glob("*.ncu-rep"))]
+SGEMM = FIXTURES / "h100_sgemm_naive_smem.ncu-rep"
+# every fixture report with ncu's details page beside it
+REPORTS = [report for report in sorted([*FIXTURES.glob("*.ncu-rep"),
+                                        *(FIXTURES / "zoo").glob("*.ncu-rep")])
+           if report.with_name(report.name.replace(".ncu-rep", ".details.txt.gz")).exists()]
 _SECTION = re.compile(r"^    Section: (.+)$")
 # ncu's line naming the profiled process ([pid] executable@host): not in ncu_report's API
 _PROCESS = re.compile(r"^\[\d+\] \S+@\S+$")
@@ -98,6 +101,11 @@ def reproduced(ours: str, theirs: str) -> tuple[int, list[str]]:
     for block in matcher.get_matching_blocks():
         kept[block.a:block.a + block.size] = [True] * block.size
     return sum(kept), [line for line, k in zip(theirs_lines, kept, strict=True) if not k]
+
+
+def test_every_zoo_report_and_the_sgemm_report_are_compared():
+    assert len(REPORTS) >= 13
+    assert SGEMM in REPORTS
 
 
 def test_ncus_lines_reproduced_over_all_fixtures():
@@ -196,7 +204,7 @@ def test_cli_print_details_all_adds_the_body_tables():
 
     from harness.cli import main
 
-    report = str(REPORTS[0])
+    report = str(SGEMM)
     header = CliRunner().invoke(main, ["report", report])
     full = CliRunner().invoke(main, ["report", report, "--print-details", "all"])
     assert header.exit_code == 0 and full.exit_code == 0
@@ -210,7 +218,7 @@ def test_cli_print_details_all_adds_the_body_tables():
 def test_rule_lines_padded_as_ncu_pads_them_only_on_the_report_page():
     from harness.report.report_view import render, render_text, report_views
 
-    views = report_views(REPORTS[0])
+    views = report_views(SGEMM)
     padded = [line for line in render(views, "text").splitlines() if line.endswith(" ")]
     assert padded and all(len(line) == 120 for line in padded)  # ncu's width, every one
     # pages that embed the view (writeup) keep no trailing spaces
