@@ -71,22 +71,42 @@ def _ticks(ax: Axes, labels: Sequence[str]) -> bool:
 def gflops_chart(labels: Sequence[str], gflops: Sequence[float | None],
                  reference: float | None, reference_name: str = "reference") -> Plot:
     """GFLOP/s per iteration as bars, the project's reference as a horizontal line."""
+    return _throughput_chart("gflops", "GFLOP/s", labels, gflops, reference, reference_name)
+
+
+def bandwidth_chart(labels: Sequence[str], gbps: Sequence[float | None],
+                    reference: float | None, reference_name: str = "reference",
+                    limit: float | None = None, limit_name: str = "limit") -> Plot:
+    """GB/s per iteration (the project's bytes model) as bars, the reference and the practical
+    limit (a device copy of the same bytes, timed in the same run) as horizontal lines."""
+    return _throughput_chart("bandwidth", "GB/s", labels, gbps, reference, reference_name,
+                             limit, limit_name)
+
+
+def _throughput_chart(name: str, unit: str, labels: Sequence[str],
+                      values: Sequence[float | None], reference: float | None,
+                      reference_name: str, limit: float | None = None,
+                      limit_name: str = "limit") -> Plot:
     fig, ax = _figure()
-    values = [v or 0.0 for v in gflops]
-    bars = ax.bar(range(len(labels)), values, color=_PALETTE[0])
-    for bar, value in zip(bars, gflops, strict=True):
+    bars = ax.bar(range(len(labels)), [v or 0.0 for v in values], color=_PALETTE[0])
+    for bar, value in zip(bars, values, strict=True):
         if value is not None:
             ax.annotate(f"{value:,.0f}", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                         ha="center", va="bottom", fontsize=7)
     if reference:
         ax.axhline(reference, color=_PALETTE[3], linestyle="--",
                    label=f"{reference_name} {reference:,.0f}")
+    if limit:
+        ax.axhline(limit, color=_PALETTE[7], linestyle=":",
+                   label=f"{limit_name} {limit:,.0f}")
+    if reference or limit:
         ax.legend(fontsize=8, loc="upper left")
-    ax.set_ylabel("GFLOP/s")
+    ax.set_ylabel(unit)
     ax.set_title("Throughput per iteration", fontsize=10)
     rotated = _ticks(ax, labels)
-    return Plot("gflops", f"GFLOP/s per iteration beside {reference_name}",
-                _png(fig, rotated=rotated))
+    beside = reference_name + (f" and {limit_name}" if limit else "")
+    title = f"{unit} per iteration beside {beside}"
+    return Plot(name, title, _png(fig, rotated=rotated))
 
 
 def stall_chart(labels: Sequence[str], stalls: Sequence[dict[str, float]],

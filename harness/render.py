@@ -21,6 +21,7 @@ from harness.input_file import holds_bad_text
 from harness.markdown_html import markdown_to_html
 from harness.plots import (
     Plot,
+    bandwidth_chart,
     gflops_chart,
     instruction_mix_chart,
     occupancy_chart,
@@ -91,6 +92,10 @@ def build_plots(writeup: Writeup) -> list[Plot]:
     ]
     occupancy = [p.profile.occupancy if p.profile else None for p in pages]
     return [
+        bandwidth_chart(labels, [p.gbps for p in pages], writeup.reference_gbps,
+                        writeup.reference_name or "reference", writeup.limit_gbps,
+                        writeup.limit_name or "limit")
+        if writeup.bytes_model else
         gflops_chart(labels, [p.gflops for p in pages], writeup.reference_gflops,
                      writeup.reference_name or "reference"),
         stall_chart(labels, stalls),

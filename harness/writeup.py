@@ -1,10 +1,13 @@
-"""Collect writeup sources into page models: one page per kernel, plus the chain's index.
+"""Collect writeup sources into page models: one page per iteration (or per kernel of a plain
+report), plus the chain's index.
 
 A SOURCE is a run directory (`ncuh profile` output: manifest, reports, maybe bench.json), a
 plain `.ncu-rep`, or bench results (`ncuh bench` output: a bench.json or its directory), whose
 timings serve the pages of runs that were profiled without `--bench`. Run entries of bundled
 variants become "Iteration N: Title" pages with the variant's strategy, its benchmark results
-and speedups; a plain report's kernels become the same page without strategy and speedups.
+and speedups; a variant that runs several launches (a main kernel, then passes over its
+partial results) gets one page about its longest launch, which lists the others. A plain
+report's kernels become one page each, without strategy and speedups.
 Everything here is data; `harness.render` turns it into Markdown and HTML.
 """
 
@@ -93,6 +96,17 @@ class Bonus:
     has_line_info: bool
 
 
+@dataclass(frozen=True)
+class LaunchRow:
+    """One launch of an iteration: the main kernel or one of the passes beside it."""
+
+    kernel: str
+    grid: str  # "262144x1x1"
+    duration_us: float | None
+    share_pct: float | None  # of the iteration's profiled time (all its launches)
+    main: bool
+
+
 @dataclass
 class KernelPage:
     """Everything one iteration page shows."""
@@ -120,10 +134,14 @@ class KernelPage:
     roofline: Roofline = field(default_factory=Roofline)
     pipes: list[PipeUse] = field(default_factory=list)  # busiest first (Instruction Mix)
     previous_slug: str | None = None
+    # every launch of the iteration when it has several (main kernel first), else empty
+    launches: list[LaunchRow] = field(default_factory=list)
     # index columns
     time_ms: float | None = None
     time_source: str = "ncu"  # "bench" (median of timed runs) or "ncu" (profiled duration)
     gflops: float | None = None
+    gbps: float | None = None  # from the project's bytes model, where it has one
+    pct_of_limit: float | None = None  # of the project's first benched limit
     pct_of_reference: float | None = None
     limiter: str = ""
     label: str = ""  # short name on plot axes, e.g. "4. register_tiled"
@@ -140,6 +158,10 @@ class Writeup:
     reference_gflops: float | None = None
     index_size: str | None = None
     reference_name: str | None = None  # the project's reference, e.g. the library's name
+    reference_gbps: float | None = None
+    limit_gbps: float | None = None  # the project's first benched limit at index_size
+    limit_name: str | None = None
+    bytes_model: bool = False  # the project counts bytes: the index shows GB/s, not GFLOP/s
 
 
 # ---------------------------------------------------------------------------------------------
@@ -160,6 +182,9 @@ class _Item:
     # the entry's report holds several kernels and none is the variant's own: name each page
     # after its kernel as well
     shared_entry: bool = False
+    # the other launches of the same iteration (a variant that runs several kernels, e.g. a
+    # main kernel and passes over its partial results): listed on the main kernel's page
+    others: list[KernelProfile] = field(default_factory=list)
     bench: list[BenchRecord] = field(default_factory=list)  # bench results for this page
 
 
@@ -273,13 +298,18 @@ def _tldr(profile: KernelProfile, findings: list[Finding]) -> str:
     """The binding unit and the problem with the largest estimated gain."""
     bound = _bound_only(profile)
     top = tldr_finding(findings)
+    dram = bound_rule.near_dram_peak(profile)
+    if dram is not None:  # the memory's own speed binds: what is left is small
+        bound += (f" and streams at {dram:.1f}% of the DRAM peak, near what the memory "
+                  "can deliver")
     if top is None:
         return f"The kernel is {bound}; no rule found a clear problem."
     first = top.title.rstrip(".")
     gain = (f" (ncu estimates up to {top.speedup_pct:.0f}% speedup)"
             if top.speedup_pct is not None else "")
-    return (f"The kernel is {bound}, and the biggest problem is this: "
-            f"{first[0].lower()}{first[1:]}{gain}.")
+    lead = ("; the largest remaining item is this: " if dram is not None
+            else ", and the biggest problem is this: ")
+    return f"The kernel is {bound}{lead}{first[0].lower()}{first[1:]}{gain}."
 
 
 def _bonus(item: _Item) -> Bonus:
@@ -365,6 +395,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         roofline=roofline,
         pipes=pipes_rule.busiest(profile)[:PIPES_SHOWN],
         previous_slug=slugs.get(id(item.previous)) if item.previous else None,
+        launches=_launch_rows(item),
         limiter=_bound_text(profile),
         label=_label(item, profile),
     )
@@ -379,6 +410,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         if at is not None:
             page.time_ms, page.time_source = at.median_ms, "bench"
             page.gflops = at.gflops
+            page.gbps = at.gbps
             speedup = dict(at.speedup)
             reference, baseline = _speedup_keys(item.project, speedup)
             page.speedups = Speedups(
@@ -427,6 +459,29 @@ def _baseline_name(project: Project | None, key: str | None) -> str:
     return key or "first"
 
 
+def _duration(profile: KernelProfile) -> float:
+    return profile.speed_of_light.duration_ns or 0.0
+
+
+def _launch_rows(item: _Item) -> list[LaunchRow]:
+    """The iteration's launches, main kernel first, each with its share of the profiled time
+    of all of them; empty for a single launch."""
+    if not item.others:
+        return []
+    launches = [item.profile, *item.others]
+    known = [_duration(p) for p in launches if p.speed_of_light.duration_ns is not None]
+    total = sum(known)
+    rows = []
+    for profile in launches:
+        ns = profile.speed_of_light.duration_ns
+        grid = "x".join(str(n) for n in profile.launch.grid) if profile.launch.grid else "?"
+        rows.append(LaunchRow(
+            kernel=profile.name, grid=grid, duration_us=ns / 1e3 if ns is not None else None,
+            share_pct=100.0 * ns / total if ns is not None and total else None,
+            main=profile is item.profile))
+    return rows
+
+
 def _run_items(run: Run, fallback: Path | None = None) -> list[_Item]:
     items: list[_Item] = []
     project = _run_project(run, fallback)
@@ -436,10 +491,18 @@ def _run_items(run: Run, fallback: Path | None = None) -> list[_Item]:
         profiles = load_profiles(entry.report)
         variant = _variant(project, entry.variant)
         regex = _kernel_regex(variant)
-        # the variant's own kernel; every kernel when its name is not in the report
-        chosen = [p for p in profiles if regex and re.search(regex, p.name)] or profiles
-        shared = len(chosen) > 1
-        for profile in chosen:
+        own = [p for p in profiles if regex and re.search(regex, p.name)]
+        if own:
+            # one page per iteration: the variant's launch that takes longest is its main
+            # kernel; the other launches (e.g. passes over partial results) are listed on it
+            main = max(own, key=_duration)
+            items.append(_Item(report_path=entry.report, profile=main, entry=entry, run=run,
+                               variant=variant, project=project,
+                               others=[p for p in profiles if p is not main]))
+            continue
+        # the variant's kernel is not in the report: a page for every kernel
+        shared = len(profiles) > 1
+        for profile in profiles:
             items.append(_Item(report_path=entry.report, profile=profile, entry=entry,
                                run=run, variant=variant, shared_entry=shared, project=project))
     # each iteration's predecessor at the same size
@@ -490,12 +553,23 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
     if chosen is None:
         chosen = _run_project(None, project)
     reference = chosen.reference if chosen is not None else None
+    limit = chosen.limits[0] if chosen is not None and chosen.limits else None
     reference_gflops: dict[str, float] = {}
+    reference_gbps: dict[str, float] = {}
+    limit_gbps: dict[str, float] = {}
     for r in (r for item in items for r in item.bench):
         if reference is not None and r.variant == reference.key and r.ok and r.gflops:
             reference_gflops[r.size_text] = r.gflops
+        if reference is not None and r.variant == reference.key and r.ok and r.gbps:
+            reference_gbps[r.size_text] = r.gbps
+        if limit is not None and r.variant == limit.key and r.ok and r.gbps:
+            limit_gbps[r.size_text] = r.gbps
     slugs = _slugs(items)
     pages = [_page(item, slugs) for item in items]
+    for page in pages:  # the share of the practical limit reached, at the page's own size
+        ceiling = limit_gbps.get(page.size or "")
+        if ceiling and page.gbps is not None and page.time_source == "bench":
+            page.pct_of_limit = 100.0 * page.gbps / ceiling
     if not environment:  # plain reports: the device each report recorded
         first = items[0].profile
         environment = {"gpu": first.device, "compute_capability": first.compute_capability}
@@ -510,6 +584,11 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
         reference_gflops=reference_gflops.get(index_size) if index_size else None,
         index_size=index_size,
         reference_name=reference.name if reference is not None else None,
+        reference_gbps=reference_gbps.get(index_size) if index_size else None,
+        limit_gbps=limit_gbps.get(index_size) if index_size else None,
+        limit_name=limit.name if limit is not None else None,
+        bytes_model=chosen is not None and chosen.bytes is not None
+        and any(p.gbps is not None for p in pages),
     )
 
 

@@ -17,6 +17,9 @@ SECTION = "GPU Speed Of Light Throughput"
 LATENCY_THRESHOLD = 60.0  # ncu: below this for both, "latency issues"
 HIGH_THRESHOLD = 80.0  # ncu: "utilizing greater than 80.0% of ... the device"
 DESCRIBE_MIN = 20.0  # percent: a latency-bound kernel's busiest unit is named from here on
+# percent of DRAM peak: a memory-bound kernel this close streams about as fast as DRAM allows
+# (sustained reads and writes top out around 90% of the theoretical peak)
+NEAR_PEAK = 85.0
 
 Bound = Literal["memory", "compute", "latency"]
 
@@ -47,10 +50,18 @@ def busiest_memory_unit(profile: KernelProfile) -> tuple[str, float] | None:
     return name, known[name]
 
 
+def near_dram_peak(profile: KernelProfile) -> float | None:
+    """DRAM throughput in percent of peak when a memory-bound kernel is near it, else None."""
+    unit = busiest_memory_unit(profile)
+    if classify(profile) != "memory" or unit is None or unit[0] != "DRAM":
+        return None
+    return unit[1] if unit[1] >= NEAR_PEAK else None
+
+
 def describe(profile: KernelProfile) -> str:
     """The binding unit in a few words, e.g. "compute-bound (FP64 pipe at 86.7%)",
     "memory-bound (DRAM)", "latency-bound (busiest memory unit L2 at 47.2%)"."""
-    from harness.findings.pipes import busiest  # pipes reads bound's thresholds too
+    from harness.findings.pipes import busiest, content  # pipes reads bound's thresholds too
 
     bound = classify(profile)
     if bound is None:
@@ -59,8 +70,11 @@ def describe(profile: KernelProfile) -> str:
     pipes = busiest(profile)
     unit = busiest_memory_unit(profile)
     if bound == "compute":
-        return f"compute-bound ({pipes[0].label} pipe at {fmt(pipes[0].pct)}%)" if pipes \
-            else "compute-bound"
+        if not pipes:
+            return "compute-bound"
+        busy_with = content(pipes[0].pipe)
+        return (f"compute-bound ({pipes[0].label} pipe at {fmt(pipes[0].pct)}%"
+                + (f": {busy_with})" if busy_with else ")"))
     if bound == "memory":
         return f"memory-bound ({unit[0]})" if unit else "memory-bound"
     # a latency-bound kernel's busiest unit says what it waits with, once it does something

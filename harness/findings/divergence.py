@@ -52,7 +52,8 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
         return []
     cause = ("divergent branches run the paths of a warp one after another"
              if active is not None and active < BAD_LANES
-             else "lanes are active but predicated off")
+             else "lanes are active but predicated off (threads with no work left still "
+             "issue with their warp)")
     return [Finding(
         rule=NAME, kind="bad",
         title=f"Warps run with only {fmt(lanes)} of 32 lanes doing work: {cause}.",

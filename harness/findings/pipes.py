@@ -29,7 +29,7 @@ _WORDS = {
     "xu": "XU (transcendentals: sin, cos, exp, rsqrt; conversions)",
     "lsu": "LSU (loads, stores, shared memory)",
     "alu": "ALU (integer and logic, comparisons)",
-    "adu": "ADU (address divergence, branches)",
+    "adu": "ADU (branches, block barriers, constant loads)",
     "uniform": "uniform datapath",
     "tensor": "tensor",
     "tensor_op_hmma": "tensor (FP16/BF16/TF32 MMA)",
@@ -46,8 +46,25 @@ _TENSOR = {"tensor", "tensor_op_hmma", "tensor_op_gmma", "tensor_op_dmma", "tens
            "shared"}
 
 
+# pipes whose name does not say what they run: the opcodes that keep them busy
+_CONTENT = {"adu": ("branches and barriers", ("BRA", "BAR", "LDC"))}
+
+
 def words(pipe: str) -> str:
     return _WORDS.get(pipe, pipe.upper())
+
+
+def content(pipe: str) -> str:
+    """A few words on what busies a pipe whose name does not say it ("" when it does)."""
+    return _CONTENT[pipe][0] if pipe in _CONTENT else ""
+
+
+def _opcode_counts(profile: KernelProfile, pipe: str) -> str:
+    """The executed counts of the opcodes that keep `pipe` busy, e.g. "BRA 18,874,368"."""
+    wanted = _CONTENT[pipe][1] if pipe in _CONTENT else ()
+    found = {o.opcode: o for o in profile.instruction_mix if o.opcode in wanted}
+    return ", ".join(f"{op} {fmt(found[op].executed, 0)} ({fmt(found[op].share_pct)}%)"
+                     for op in wanted if op in found)
 
 
 def busiest(profile: KernelProfile) -> list[PipeUse]:
@@ -173,16 +190,26 @@ def _busy_finding(profile: KernelProfile, top: PipeUse, summary: str,
                 "Every load and store instruction, shared or global, takes an LSU issue slot.",
                 "What if loads were vectorized (float4) or operands kept in registers, so "
                 "fewer memory instructions are issued?"),
+        "adu": ("Cut loop and barrier overhead.",
+                "The ADU issues branches, block-wide barriers and constant loads: every loop "
+                "step that ends in a barrier pays for all three, whatever work it does.",
+                "What if the loops were unrolled (trip counts known at compile time) and the "
+                "steps where a single warp works synchronized with the warp, not the block?"),
         "alu": ("Cut the integer and logic overhead.",
                 "Index arithmetic, comparisons and bit operations take the ALU.",
                 "What if index arithmetic were hoisted out of the inner loop (increments "
                 "instead of multiplies, unrolling)?"),
     }
     fix_title, fix_text, what_if = fixes.get(top.pipe, (None, None, None))
+    busy_with = content(top.pipe)
+    counts = _opcode_counts(profile, top.pipe)
     return Finding(
         rule=NAME, kind="bad",
-        title=f"The {name} pipe binds the kernel: {fmt(top.pct)}% of its peak.",
-        text=f"Busiest pipes: {summary} ({SECTION}).",
+        title=f"The {name} pipe binds the kernel: {fmt(top.pct)}% of its peak"
+        + (f", busy with {busy_with}: control overhead, not the kernel's work." if busy_with
+           else "."),
+        text=f"Busiest pipes: {summary} ({SECTION})"
+        + (f"; executed {counts} (Instruction Statistics)" if counts else "") + ".",
         section=SECTION, weight=top.pct, metrics=metrics,
         fix_title=fix_title, fix_text=fix_text, what_if=what_if,
     )

@@ -86,7 +86,7 @@ _LOCAL_RULES = ("local_arrays", "spills")
 # the stall's estimated gain (ncu estimates gains for stalls, not for their causes), so the
 # TLDR names what to fix rather than what the warps wait for.
 CAUSES: dict[str, tuple[str, ...]] = {
-    "long_scoreboard": ("local_arrays", "spills", "atomics"),
+    "long_scoreboard": ("local_arrays", "spills", "atomics", "vectorization"),
     "lg_throttle": ("spills", "local_arrays", "atomics", "coalescing"),
     "short_scoreboard": ("atomics", "bank_conflicts"),
     "drain": ("atomics",),
@@ -120,13 +120,17 @@ def run_rules(
             continue
         findings.extend(rule.check(profile, previous))
     findings = _with_causes([_with_speedup(f, profile) for f in findings])
+    findings = _idle_lanes_explain_pipe(findings, profile)
     findings = [_consistent(f, profile) for f in findings]
     findings = [_qualified(f, profile) for f in findings]
     # only a verdict (good/bad) of ours replaces ncu's message; an aside (info) does not
     fired = {f.rule for f in findings if f.kind != "info"}
     findings = [f for f in findings if f.rule != ncu_rules.NAME or not _explained(f, fired)]
     # stable sort: within one kind, heavier findings first, rule order breaks ties
-    return sorted(findings, key=lambda f: (_KIND_ORDER[f.kind], -f.weight))
+    findings = sorted(findings, key=lambda f: (_KIND_ORDER[f.kind], -f.weight))
+    # the problem the TLDR names leads the list, so the page says one thing first
+    top = tldr_finding(findings)
+    return [top, *(f for f in findings if f is not top)] if top is not None else findings
 
 
 def covering_rules(result: RuleResult) -> tuple[str, ...]:
@@ -142,9 +146,37 @@ def _problems_for(rule: str, profile: KernelProfile) -> list[RuleResult]:
     return [r for r in profile.rules if r.is_problem and rule in covering_rules(r)]
 
 
+def _idle_lanes_explain_pipe(findings: list[Finding], profile: KernelProfile) -> list[Finding]:
+    """A pipe that binds only because idle lanes ride along is a symptom: were the working
+    lanes packed into full warps, the same work would keep the pipe below `pipes.BUSY`. The
+    idle lanes (the divergence finding) are then the problem to name; the pipe becomes an
+    aside that says so."""
+    lanes = profile.divergence.working_lanes
+    if lanes is None or not any(f.rule == divergence.NAME and f.kind == "bad"
+                                for f in findings):
+        return findings
+    out = []
+    for f in findings:
+        pct = f.metrics.get("pipe_pct")
+        if f.rule == pipes.NAME and f.kind == "bad" and isinstance(pct, float):
+            packed = pct * lanes / divergence.WARP
+            if packed < pipes.BUSY:
+                f = dataclasses.replace(
+                    f, kind="info",
+                    title=f"{f.title.rstrip('.')} — but only {lanes:.1f} of 32 lanes do work: "
+                    f"packed into full warps, the same work would keep it at {packed:.1f}%.")
+        out.append(f)
+    return out
+
+
+def _can_cause(finding: Finding) -> bool:
+    """Vectorization explains long-scoreboard waits only through scalar global loads."""
+    return finding.rule != vectorization.NAME or vectorization.scalar_global_loads(finding)
+
+
 def _with_causes(findings: list[Finding]) -> list[Finding]:
     """Causes inherit the estimated gain of the stalls they explain (see CAUSES)."""
-    fired = {f.rule for f in findings if f.kind == "bad"}
+    fired = {f.rule for f in findings if f.kind == "bad" and _can_cause(f)}
     inherited: dict[str, float] = {}
     for f in findings:
         if f.rule != "stalls" or f.kind != "bad" or f.speedup_pct is None:

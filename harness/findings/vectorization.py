@@ -13,6 +13,15 @@ NAME = "vectorization"
 SECTION = "Instruction Statistics (SASS)"
 SCALAR_SHARE = 10.0  # at most this share of wide instructions counts as "not vectorized"
 GOOD_SHARE = 50.0
+# A space and direction is worth a finding only when it is at least this share of all executed
+# warp instructions: a store executed once per block, or a few loads beside a long loop of
+# math, cost nothing that wider accesses would save.
+MIN_INSTRUCTION_SHARE = 1.0
+# Shared memory used as a staging buffer that each word passes through once (loads about as
+# many as stores, as in a tree of partial sums or a transpose) gains nothing from wider accesses:
+# each thread handles one word per step. Wide accesses pay when a block re-reads what it
+# staged (tiles): at least this many shared loads per shared store.
+SHARED_REUSE = 3.0
 
 _PAIRS = (("global", "load"), ("global", "store"), ("shared", "load"), ("shared", "store"))
 _OPCODE = {("global", "load"): "LDG", ("global", "store"): "STG",
@@ -30,24 +39,57 @@ def shares(profile: KernelProfile) -> dict[tuple[str, str], tuple[float, float]]
     return out
 
 
+def worth_widening(profile: KernelProfile, space: str, kind: str, executed: float) -> bool:
+    """Whether scalar accesses of this space and direction carry enough of the kernel's
+    instructions for wider ones to matter (see MIN_INSTRUCTION_SHARE and SHARED_REUSE)."""
+    total = profile.executed_instructions
+    if total and 100.0 * executed / total < MIN_INSTRUCTION_SHARE:
+        return False
+    if space == "shared":
+        widths = profile.memory_widths
+        loads, stores = widths.executed("shared", "load"), widths.executed("shared", "store")
+        if loads < SHARED_REUSE * stores:
+            return False
+    return True
+
+
+def scalar_global_loads(finding: Finding) -> bool:
+    """Whether a finding of this rule flags scalar global loads (a cause of long-scoreboard
+    waits in a kernel that streams from memory: few bytes in flight per load)."""
+    return finding.rule == NAME and finding.kind == "bad" and bool(
+        finding.metrics.get("scalar_global_loads"))
+
+
 def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
     found = shares(profile)
     if not found:
         return []
-    scalar = {key: v for key, v in found.items() if v[0] <= SCALAR_SHARE}
+    scalar_all = {key: v for key, v in found.items() if v[0] <= SCALAR_SHARE}
+    scalar = {key: v for key, v in scalar_all.items()
+              if worth_widening(profile, key[0], key[1], v[1])}
+    minor = {key: v for key, v in scalar_all.items() if key not in scalar}
     wide = {key: v for key, v in found.items() if v[0] >= GOOD_SHARE}
     findings: list[Finding] = []
     if scalar:
         parts = [f"{_OPCODE[key]} {fmt(share)}% of {fmt(n)}" for key, (share, n) in scalar.items()]
         names = ", ".join(f"{space} {kind}s" for space, kind in scalar)
         total = sum(n for _, n in scalar.values())
+        executed = profile.executed_instructions or total
+        share = f"{fmt(100.0 * total / executed)}% of executed instructions"
+        also = [f"{_OPCODE[key]} {fmt(v[0])}% of {fmt(v[1])}" for key, v in minor.items()]
+        aside = (f"; too few to matter: {'; '.join(also)}" if also else "")
+        metrics: dict[str, float | str] = {f"{s}_{k}_vector_pct": v[0]
+                                           for (s, k), v in found.items()}
+        if ("global", "load") in scalar:
+            metrics["scalar_global_loads"] = 1.0
         findings.append(
             Finding(
                 rule=NAME,
                 kind="bad",
-                title=f"Memory instructions are not vectorized: {names} are (almost) all 32-bit.",
+                title=f"Memory instructions are not vectorized: {names} are (almost) all "
+                f"32-bit ({share}).",
                 text=f"Share of executed memory instructions wider than 32 bits: "
-                f"{'; '.join(parts)} ({SECTION}).",
+                f"{'; '.join(parts)}{aside} ({SECTION}).",
                 section=SECTION,
                 fix_title="Use fewer but wider memory loads.",
                 fix_text="Each 32-bit load or store is one instruction for four bytes; a "
@@ -55,8 +97,8 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 "pressure off the LSU and MIO queues.",
                 what_if="What if memory were read and written as float4 (128-bit) vectors, "
                 "with 16-byte aligned tiles?",
-                weight=min(50.0, 100.0 * total / max(1.0, profile.executed_instructions or total)),
-                metrics={f"{s}_{k}_vector_pct": v[0] for (s, k), v in found.items()},
+                weight=min(50.0, 100.0 * total / max(1.0, executed)),
+                metrics=metrics,
             )
         )
     if wide:

@@ -1,0 +1,172 @@
+"""The reduction chain's pages from its real H100 run at n = 2^26
+(tests/fixtures/reduction_h100_2p26: ncu reports, manifest, bench results).
+
+Most iterations run several launches (the main kernel, then passes over its partial sums):
+each iteration gets one page about its main kernel, the other launches listed on it, and the
+page's findings name the problem that iteration has."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from harness.findings import bound, pipes, vectorization
+from harness.render import build_plots
+from harness.writeup import KernelPage, Writeup, collect
+
+ROOT = Path(__file__).parent.parent
+RUN = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
+BENCH = RUN / "bench_reduction.json"
+PROJECT = ROOT / "kernels" / "reduction"
+
+CHAIN = ["interleaved_divergent", "interleaved_strided", "sequential", "first_add",
+         "unroll_last_warp", "complete_unroll", "grid_stride", "warp_shuffle", "vectorized",
+         "single_pass"]
+# launches per iteration at 2^26 (ncu: the main kernel, then the passes over partial sums)
+LAUNCHES = [4, 4, 4, 3, 3, 3, 2, 2, 2, 1]
+
+
+@functools.cache
+def writeup() -> Writeup:
+    return collect([RUN, BENCH], project=PROJECT)
+
+
+def page(variant: str) -> KernelPage:
+    [only] = [p for p in writeup().pages if p.variant == variant]
+    return only
+
+
+def first_bad(p: KernelPage) -> str:
+    return next(f.title for f in p.findings if f.kind == "bad" and f.rule != "progress")
+
+
+def test_one_page_per_iteration_about_its_main_kernel():
+    pages = writeup().pages
+    assert [p.variant for p in pages] == CHAIN
+    assert [p.slug for p in pages] == [f"{i:02d}_{v}_67108864" for i, v in enumerate(CHAIN)]
+    for p, launches in zip(pages, LAUNCHES, strict=True):
+        assert p.kernel_name == f"reduce_{p.variant}"
+        # the main kernel is the launch that takes longest; the others are listed beside it
+        assert len(p.launches) == (launches if launches > 1 else 0)
+        if p.launches:
+            main, *others = p.launches
+            assert main.main and not any(o.main for o in others)
+            assert all(main.duration_us > o.duration_us for o in others)
+            assert sum(r.share_pct for r in p.launches) == pytest.approx(100.0)
+            assert p.profile.launch.grid_size == int(main.grid.split("x")[0])
+
+
+def test_launch_table_of_the_first_iteration():
+    rows = page("interleaved_divergent").launches
+    # ncu's gpu__time_duration.sum of the four launches: 805.60, 6.53, 4.06, 3.90 us
+    assert [(r.grid, r.duration_us) for r in rows] == [
+        ("262144x1x1", pytest.approx(805.6)), ("1024x1x1", pytest.approx(6.528)),
+        ("4x1x1", pytest.approx(4.064)), ("1x1x1", pytest.approx(3.904))]
+    assert rows[0].share_pct == pytest.approx(100 * 805.6 / (805.6 + 6.528 + 4.064 + 3.904))
+
+
+def test_previous_iteration_deltas_compare_main_kernels():
+    strided = page("interleaved_strided")
+    progress = [f for f in strided.good + strided.bad if f.rule == "progress"]
+    speed = next(f for f in progress if "previous iteration under the profiler" in f.title)
+    # main kernel against main kernel: 805.60 us -> 473.50 us, not the last pass's 3.90 us
+    assert speed.title.startswith("1.70x faster") and "805.60 us -> 473.50 us" in speed.title
+    for p in writeup().pages:
+        assert not any("Regression" in f.title for f in p.findings), p.heading
+
+
+def test_the_markdown_page_lists_the_other_launches(tmp_path: Path):
+    from harness.render import write
+
+    write(writeup(), tmp_path, "md")
+    text = (tmp_path / "03_first_add_67108864.md").read_text(encoding="utf-8")
+    assert "### Launches" in text
+    assert "| reduce_first_add (main) | 131072x1x1 | 197.06 | 96.6% |" in text
+    assert "| reduce_first_add | 1x1x1 | 3.17 | 1.6% |" in text
+    assert len(list(tmp_path.glob("*.md"))) == len(CHAIN) + 1  # and the index
+
+
+def test_index_shows_bandwidth_against_the_benched_limit():
+    w = writeup()
+    assert w.bytes_model and w.limit_name == "device copy"
+    # bench: device_copy at 2^26 moves 8n bytes in its median time, 2948.0 GB/s
+    assert w.limit_gbps == pytest.approx(2948.026, abs=0.01)
+    best = page("single_pass")
+    assert best.gbps == pytest.approx(2664.319, abs=0.01)
+    assert best.pct_of_limit == pytest.approx(100 * 2664.319 / 2948.026, abs=0.01)
+    assert best.pct_of_reference == pytest.approx(102.1, abs=0.05)
+    plots = {plot.name: plot for plot in build_plots(w)}
+    assert "gflops" not in plots
+    assert plots["bandwidth"].title == "GB/s per iteration beside CUB and device copy"
+
+
+# iteration -> words the TLDR holds: the problem of that iteration
+TLDR = {
+    "interleaved_divergent": "lanes doing work",
+    "interleaved_strided": "shared-memory accesses are uncoalesced",  # excess wavefronts:
+    "sequential": "only 19.4 of 32 lanes doing work",  # threads with no work left
+    "first_add": "branches and barriers",
+    "unroll_last_warp": "pipe binds the kernel: 64.8% of its peak, busy with branches and "
+                        "barriers",
+    "complete_unroll": "global loads are (almost) all 32-bit",
+    "grid_stride": "global loads are (almost) all 32-bit",
+    "warp_shuffle": "global loads are (almost) all 32-bit",
+    "vectorized": "streams at 90.1% of the DRAM peak",
+    "single_pass": "streams at 88.2% of the DRAM peak",
+}
+
+
+@pytest.mark.parametrize("variant", CHAIN)
+def test_tldr_names_the_iterations_problem(variant: str):
+    assert TLDR[variant] in page(variant).tldr, page(variant).tldr
+
+
+@pytest.mark.parametrize(("variant", "words"), [
+    ("interleaved_divergent", "lanes doing work"),
+    ("interleaved_strided", "Shared-memory"),
+    ("sequential", "lanes doing work"),
+    ("unroll_last_warp", "branches and barriers"),
+    ("grid_stride", "global loads are (almost) all 32-bit"),
+])
+def test_first_problem_of_the_page(variant: str, words: str):
+    assert words in first_bad(page(variant))
+
+
+def test_idle_lanes_lead_the_pipe_they_keep_busy():
+    p = page("sequential")
+    # ADU at 76.7% of peak with 19.4 of 32 lanes working: packed, 46.5% (below pipes.BUSY)
+    [adu] = [f for f in p.findings if f.rule == "pipes"]
+    assert adu.kind == "info" and "packed into full warps" in adu.title
+    assert 76.7 * 19.42 / 32 < pipes.BUSY < 76.7
+
+
+def test_idle_lanes_do_not_excuse_a_pipe_busy_for_the_working_ones():
+    # unrolled last warp: 26.9 of 32 lanes work (no divergence finding), the ADU stays binding
+    p = page("unroll_last_warp")
+    assert not any(f.rule == "divergence" for f in p.findings)
+    [adu] = [f for f in p.findings if f.rule == "pipes"]
+    assert adu.kind == "bad" and "BAR 3,145,728" in adu.text
+
+
+def test_vectorization_only_where_it_carries_instructions():
+    for variant in ("sequential", "vectorized", "single_pass"):
+        titles = [f.title for f in page(variant).findings if f.rule == "vectorization"]
+        assert not any("not vectorized" in t for t in titles), (variant, titles)
+    # a tree over shared memory: about as many shared loads as stores (no reuse to widen)
+    p = page("sequential").profile
+    loads = p.memory_widths.executed("shared", "load")
+    stores = p.memory_widths.executed("shared", "store")
+    assert 100 * loads / p.executed_instructions > vectorization.MIN_INSTRUCTION_SHARE
+    assert loads < vectorization.SHARED_REUSE * stores
+    # grid-stride: LDG.E (32-bit) is 13.9% of executed instructions, the one scalar width
+    [grid] = [f for f in page("grid_stride").findings if f.rule == "vectorization"]
+    assert grid.kind == "bad" and "global loads are" in grid.title
+    assert "shared" not in grid.title and "too few to matter" in grid.text
+
+
+def test_near_dram_peak_edge():
+    p = page("grid_stride").profile  # DRAM at 80.8%: not yet near
+    assert bound.near_dram_peak(p) is None
+    assert bound.near_dram_peak(page("single_pass").profile) == pytest.approx(88.2, abs=0.05)
