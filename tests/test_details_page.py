@@ -1,14 +1,16 @@
 """`ncuh report` against ncu's own `--page details --print-details all`, for every fixture.
 
-ncu lays the page out from section files a report does not carry; ncuh rebuilds the parts it
-can from the report's metrics (see harness/report/details_layout.py). What it prints must be
-what ncu prints, block for block (a block: a section's header table, a titled body table, a
-rule message); the sections it rebuilds completely must match ncu's page line for line up to
-their rule messages.
+ncu lays the page out from section files a report does not carry; ncuh rebuilds it from the
+report's metrics (see harness/report/details_layout.py). What it prints must be what ncu
+prints, line for line and byte for byte, except the line naming the profiled process
+("[499] python3.12@127.0.0.1"), which ncu reads from a part of the report that ncu_report's
+Python API does not expose.
 """
 
 from __future__ import annotations
 
+import difflib
+import functools
 import gzip
 import re
 import subprocess
@@ -18,10 +20,16 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-REPORTS = [FIXTURES / "h100_sgemm_naive_smem.ncu-rep",
-           *sorted((FIXTURES / "zoo").glob("*.ncu-rep"))]
+SGEMM = FIXTURES / "h100_sgemm_naive_smem.ncu-rep"
+# every fixture report with ncu's details page beside it
+REPORTS = [report for report in sorted([*FIXTURES.glob("*.ncu-rep"),
+                                        *(FIXTURES / "zoo").glob("*.ncu-rep")])
+           if report.with_name(report.name.replace(".ncu-rep", ".details.txt.gz")).exists()]
 _SECTION = re.compile(r"^    Section: (.+)$")
-# sections whose header table and body tables ncuh prints in full
+# ncu's line naming the profiled process ([pid] executable@host): not in ncu_report's API
+_PROCESS = re.compile(r"^\[\d+\] \S+@\S+$")
+# sections whose header table, body tables and rule messages ncuh prints in full (every
+# section of the fixtures' pages)
 COMPLETE = ("GPU Speed Of Light Throughput", "GPU Speed Of Light Roofline Chart",
             *(f"GPU Speed Of Light Hierarchical Roofline Chart ({p} Precision)"
               for p in ("Double", "Half", "Single")),
@@ -30,9 +38,8 @@ COMPLETE = ("GPU Speed Of Light Throughput", "GPU Speed Of Light Roofline Chart"
             "Launch Statistics", "Scheduler Statistics", "Warp State Statistics",
             "Occupancy", "Instruction Statistics",
             "GPU Speed Of Light Hierarchical Roofline Chart (Tensor Core)",
-            "GPU and Memory Workload Distribution", "NVLink Topology")
-# sections whose header table ncuh prints in full (their body tables it does not rebuild)
-HEADER_COMPLETE = ("PM Sampling",)
+            "GPU and Memory Workload Distribution", "NVLink Topology", "PM Sampling",
+            "Source Counters", "NUMA Affinity")
 
 
 def _kernels(text: str) -> dict[str, dict[str, list[str]]]:
@@ -64,17 +71,9 @@ def _before_rules(lines: list[str]) -> list[str]:
     return out
 
 
-def _header(lines: list[str]) -> list[str]:
-    """The section's first table (its header metrics)."""
-    if not lines or not lines[0].startswith("    ---"):
-        return []
-    end = next(i for i in range(3, len(lines)) if lines[i].startswith("    ---"))
-    return lines[: end + 1]
-
-
-@pytest.fixture(scope="module", params=REPORTS, ids=lambda p: p.stem)
-def pages(request):
-    report = request.param
+@functools.cache
+def _texts(report: Path) -> tuple[str, str]:
+    """(ncuh's page, ncu's page) of a report."""
     details = report.with_name(report.name.replace(".ncu-rep", ".details.txt.gz"))
     with gzip.open(details, "rt") as handle:
         theirs = handle.read()
@@ -84,7 +83,56 @@ def pages(request):
     ours = subprocess.run([sys.executable, "-m", "harness", "report", str(report),
                            "--print-details", "all"], capture_output=True, text=True,
                           check=True, timeout=300).stdout
+    return ours, theirs
+
+
+@pytest.fixture(scope="module", params=REPORTS, ids=lambda p: p.stem)
+def pages(request):
+    ours, theirs = _texts(request.param)
     return _kernels(ours), _kernels(theirs)
+
+
+def reproduced(ours: str, theirs: str) -> tuple[int, list[str]]:
+    """How many of ncu's lines ncuh prints, in ncu's order and byte for byte (trailing
+    spaces included), and ncu's lines it does not."""
+    theirs_lines, ours_lines = theirs.splitlines(), ours.splitlines()
+    matcher = difflib.SequenceMatcher(None, theirs_lines, ours_lines, autojunk=False)
+    kept = [False] * len(theirs_lines)
+    for block in matcher.get_matching_blocks():
+        kept[block.a:block.a + block.size] = [True] * block.size
+    return sum(kept), [line for line, k in zip(theirs_lines, kept, strict=True) if not k]
+
+
+def test_every_zoo_report_and_the_sgemm_report_are_compared():
+    assert len(REPORTS) >= 13
+    assert SGEMM in REPORTS
+
+
+def test_ncus_lines_reproduced_over_all_fixtures():
+    """Every line of ncu's pages but the process line, over all fixtures: 70,127 of 70,140
+    lines (99.98%) at the last count; the 13 left are the pages' process lines."""
+    total = matched = 0
+    missing: list[str] = []
+    for report in REPORTS:
+        ours, theirs = _texts(report)
+        count, lost = reproduced(ours, theirs)
+        matched += count
+        total += len(theirs.splitlines())
+        missing += lost
+    assert [line for line in missing if not _PROCESS.match(line)] == []
+    assert matched / total >= 1 - len(REPORTS) / total
+
+
+def test_page_equals_ncus_but_its_process_line(pages):
+    ours, theirs = pages
+    assert ours == theirs
+
+
+def test_reproduced_counts_ncus_lines_in_order():
+    assert reproduced("a\nb\nc\n", "a\nb\nc\n") == (3, [])
+    assert reproduced("a\nc\n", "[1] p@h\na\nb\nc\n") == (2, ["[1] p@h", "b"])
+    assert reproduced("b\na\n", "a\nb\n")[0] == 1  # out of order: one of the two
+    assert reproduced("a  \n", "a\n") == (0, ["a"])  # byte for byte
 
 
 def test_same_kernels_and_sections_in_ncu_order(pages):
@@ -98,23 +146,15 @@ def test_same_kernels_and_sections_in_ncu_order(pages):
 def test_complete_sections_equal_ncu_line_for_line(pages):
     ours, theirs = pages
     for kernel, sections in theirs.items():
+        assert set(sections) <= set(COMPLETE)
         for name in COMPLETE:
             assert _before_rules(ours[kernel][name]) == _before_rules(sections[name]), name
-        for name in HEADER_COMPLETE:
-            assert _header(ours[kernel][name]) == _header(sections[name]), name
-
-
-# ncu's Source Counters header holds ~100 per-instruction aggregates ncuh does not rebuild;
-# ncuh prints the four branch metrics of it, so its table is narrower than ncu's
-PARTIAL_HEADER = ("Source Counters",)
 
 
 def test_every_line_ncuh_prints_is_on_ncus_page(pages):
     ours, theirs = pages
     for kernel, sections in ours.items():
         for name, lines in sections.items():
-            if name in PARTIAL_HEADER:
-                lines = lines[len(_header(lines)):]
             # in ncu's order: each of our lines is found after the previous one
             remaining = iter(theirs[kernel][name])
             for line in lines:
@@ -164,7 +204,7 @@ def test_cli_print_details_all_adds_the_body_tables():
 
     from harness.cli import main
 
-    report = str(REPORTS[0])
+    report = str(SGEMM)
     header = CliRunner().invoke(main, ["report", report])
     full = CliRunner().invoke(main, ["report", report, "--print-details", "all"])
     assert header.exit_code == 0 and full.exit_code == 0
@@ -173,3 +213,13 @@ def test_cli_print_details_all_adds_the_body_tables():
     assert "    Waves Per SM                                3.88" in header.stdout
     md = CliRunner().invoke(main, ["report", report, "--print-details", "all", "--format", "md"])
     assert "| SM: Inst Executed Pipe Lsu | % | 5.81 |" in md.stdout
+
+
+def test_rule_lines_padded_as_ncu_pads_them_only_on_the_report_page():
+    from harness.report.report_view import render, render_text, report_views
+
+    views = report_views(SGEMM)
+    padded = [line for line in render(views, "text").splitlines() if line.endswith(" ")]
+    assert padded and all(len(line) == 120 for line in padded)  # ncu's width, every one
+    # pages that embed the view (writeup) keep no trailing spaces
+    assert not [line for line in render_text(views).splitlines() if line.endswith(" ")]

@@ -3,12 +3,13 @@
 ncu lays its details page out from its section files, which a report does not carry and
 `ncu_report` does not expose. Two parts of that layout are rebuilt here from the metrics the
 report does hold:
-  * header rows ncu repeats from another section (`ISection.header_metrics()` lists each
+  * header rows ncu adds to a section's header table (`ISection.header_metrics()` lists each
     metric under one section only): "Waves Per SM" under Speed Of Light, the occupancy rows
-    under Launch Statistics, and the like;
-  * the body tables of the Speed Of Light and Compute Workload Analysis sections (throughput
-    breakdowns, pipe utilization), titled as ncu titles them.
-Labels, titles and descriptions are ncu 2025.3's wording; the rows are the report's own.
+    under Launch Statistics, the per-instruction totals of Source Counters, the NUMA rows;
+  * the body tables of every section (throughput breakdowns, pipe utilization, rooflines,
+    memory tables, occupancy graphs, hotspot tables, the NUMA table), titled as ncu titles them.
+Labels, titles, descriptions and a few units are ncu 2025.3.1's wording, copied from its
+output; the rows and values are the report's own.
 """
 
 from __future__ import annotations
@@ -89,6 +90,80 @@ EXTRA_HEADER_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
 }
 
+# stall reason (metric suffix) -> the short name ncu 2025.3.1's Source Counters header gives it
+_SOURCE_STALLS = {
+    "barrier": "barrier", "branch_resolving": "branch_resolving", "dispatch_stall": "dispatch",
+    "drain": "drain", "imc_miss": "imc", "lg_throttle": "lg", "long_scoreboard": "long_sb",
+    "math_pipe_throttle": "math", "membar": "membar", "mio_throttle": "mio", "misc": "misc",
+    "no_instructions": "no_inst", "not_selected": "not_selected", "selected": "selected",
+    "short_scoreboard": "short_sb", "sleeping": "sleep", "tex_throttle": "tex", "wait": "wait",
+}
+
+# Source Counters: ncu's header adds the per-instruction metrics of its source view (each
+# metric's total over the kernel's instructions), labelled as ncu 2025.3.1 labels them
+EXTRA_HEADER_ROWS["SourceCounters"] = (
+    ("derived__avg_thread_executed", "Avg. Threads Executed"),
+    ("derived__avg_thread_executed_true", "Avg. Predicated-On Threads Executed"),
+    ("derived__avg_thread_unexecuted_true", "Avg. Predicated-On Threads Unexecuted"),
+    ("derived__derivative_avg_thread_executed_true",
+     "Derivative Avg. Predicated-On Threads Executed"),
+    ("derived__memory_l1_conflicts_shared_nway", "L1 Conflicts Shared N-Way"),
+    ("derived__memory_l1_wavefronts_shared_excessive", "L1 Wavefronts Shared Excessive"),
+    ("derived__memory_l2_theoretical_sectors_global_excessive",
+     "L2 Theoretical Sectors Global Excessive"),
+    ("gpc__cycles_elapsed.max", "Elapsed Cycles"),
+    ("inst_executed", "Instructions Executed"),
+    ("l1tex__cycles_active.sum", "L1 Active Cycles"),
+    ("l1tex__cycles_elapsed.sum", "L1 Elapsed Cycles"),
+    ("lts__cycles_active.sum", "L2 Active Cycles"),
+    ("lts__cycles_elapsed.sum", "L2 Elapsed Cycles"),
+    ("memory_access_size_type", "Access Size"),
+    ("memory_access_type", "Access Operation"),
+    ("memory_l1_tag_requests_global", "L1 Tag Requests Global"),
+    ("memory_l1_wavefronts_shared", "L1 Wavefronts Shared"),
+    ("memory_l1_wavefronts_shared_ideal", "L1 Wavefronts Shared Ideal"),
+    ("memory_l2_theoretical_sectors_global", "L2 Theoretical Sectors Global"),
+    ("memory_l2_theoretical_sectors_global_ideal", "L2 Theoretical Sectors Global Ideal"),
+    ("memory_l2_theoretical_sectors_local", "L2 Theoretical Sectors Local"),
+    ("memory_type", "Address Space"),
+    ("smsp__branch_targets_threads_divergent", "Divergent Branches"),
+    ("smsp__inst_executed.sum", "Executed Instructions"),
+    ("smsp__pcsamp_sample_count", "# Samples"),
+    # the stall reasons of the source view, short-named (no warpgroup_arrive among them)
+    *((f"smsp__pcsamp_warps_issue_stalled_{reason}", f"stall_{short}")
+      for reason, short in _SOURCE_STALLS.items()),
+    *((f"smsp__pcsamp_warps_issue_stalled_{reason}_not_issued", f"stall_{short} (Not Issued)")
+      # ncu's one irregular label: "stall_sleep", but "stall_sleeping (Not Issued)"
+      for reason, short in {**_SOURCE_STALLS, "sleeping": "sleeping"}.items()),
+    ("smsp__sass_inst_executed_memdesc_explicit_evict_type", "L2 Explicit Evict Policies"),
+    *((f"smsp__sass_inst_executed_memdesc_explicit_{prop}prop_evict_{policy}",
+       f"L2 Explicit {word} Policy Evict {policy.replace('_', ' ').title()}")
+      for prop, word, policies in (("hit", "Hit", ("first", "last", "normal", "normal_demote")),
+                                   ("miss", "Miss", ("first", "normal")))
+      for policy in policies),
+    ("thread_inst_executed", "Thread Instructions Executed"),
+    ("thread_inst_executed_true", "Predicated-On Thread Instructions Executed"),
+)
+
+# section identifier -> (metric group, label): ncu adds a header row for every member of the
+# group, labelled "<label> (<member>)", placed where the group's name sorts
+HEADER_GROUPS: dict[str, tuple[tuple[str, str], ...]] = {
+    "SourceCounters": (
+        ("group:smsp__pcsamp_warp_stall_reasons", "Warp Stall Sampling (All Samples)"),
+        ("group:smsp__pcsamp_warp_stall_reasons_not_issued",
+         "Warp Stall Sampling (Not-issued Samples)"),
+    ),
+}
+
+# NUMA Affinity: one instance per GPU; ncu prints each as "<count> (<instances>)"
+EXTRA_HEADER_ROWS["NumaAffinity"] = (
+    ("numa__cpu_affinity", "CPU Affinity"),
+    ("numa__dev_display_name_all", "Device Names"),
+    ("numa__id_cpu", "NUMA ID by CPU Affinity"),
+    ("numa__id_memory", "NUMA ID by Memory Affinity"),
+)
+INSTANCE_HEADER_ROWS = frozenset(name for name, _ in EXTRA_HEADER_ROWS["NumaAffinity"])
+
 
 
 def _hierarchical_header(ops: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
@@ -122,6 +197,11 @@ SORT_AS = {"lrc__ilc_input_sectors.sum": "lts__gcomp_input_sectors.sum"}
 # metrics whose unit ncu prints differently from the unit ncu_report gives them: everywhere,
 # and only in a section's header table (where the section file names the unit)
 DISPLAY_UNITS = {"idc__requests.sum": ""}
+# units ncu 2025.3.1 gives metrics whose report unit differs (the stall reasons' report unit is
+# "warp"); ncu prints and scales their values in these units, on every fixture's page
+SOURCE_UNITS = {f"smsp__pcsamp_warps_issue_stalled_{reason}{suffix}": unit
+                for reason, unit in (("membar", "byte"), ("no_instructions", "inst"))
+                for suffix in ("", "_not_issued")}
 HEADER_UNITS = {"lts__average_gcomp_output_sector_compression_achieved_rate.ratio": "%"}
 
 # breakdown sub-metric unit prefix -> the unit name ncu prints ("{UNIT}: {COMPOUND_NAME}")
@@ -170,14 +250,27 @@ _PIPE_TABLES = (
 class BodyRow:
     metric: str
     label: str
+    # an instanced metric prints its sum and then every instance; False: its sum only
+    instances: bool = True
+
+
+@dataclass(frozen=True)
+class GridColumn:
+    """A column of a table with one row per instance (ncu's NUMA Affinity table)."""
+
+    title: str
+    metric: str | None  # None: the instances' correlation id
+    align: str  # "<" or ">", as ncu aligns the column
 
 
 @dataclass(frozen=True)
 class BodyLayout:
-    """One body table: the title lines above it and the metric rows, in ncu's order."""
+    """One body table: the title lines above it and the metric rows, in ncu's order (or, for
+    a table of instances, its columns)."""
 
     titles: tuple[str, ...]
     rows: tuple[BodyRow, ...]
+    columns: tuple[GridColumn, ...] = ()
 
 
 def breakdown_label(metric: str) -> str:
@@ -303,6 +396,10 @@ def body_layouts(identifier: str, body: list[Any],
                  "sass__inst_executed_per_opcode_category"),
                 ("Opcode Charts", "Executed Instruction Mix", "sass__inst_executed_per_opcode"))
             if name in labels)
+    if identifier == "SourceCounters":
+        return _source_tables(group)
+    if identifier == "NumaAffinity":
+        return (BodyLayout(("Table Name : NUMA Affinity",), (), columns=_NUMA_COLUMNS),)
     if identifier == "MemoryWorkloadAnalysis_Chart":
         return _group_tables((("Memory Chart", "group:memory__chart"),), "Memory Chart", group)
     if identifier == "MemoryWorkloadAnalysis_Tables":
@@ -319,6 +416,31 @@ def body_layouts(identifier: str, body: list[Any],
     if identifier == "SpeedOfLight_HierarchicalTensorRooflineChart":
         return _tensor_tables(body)
     return ()
+
+
+# one row per GPU, in ncu 2025.3.1's column order and wording
+_NUMA_COLUMNS = (
+    GridColumn("GPU ID", None, ">"),
+    GridColumn("GPU Name", "numa__dev_display_name_all", "<"),
+    GridColumn("NUMA ID by CPU Affinity", "numa__id_cpu", ">"),
+    GridColumn("CPU Affinity", "numa__cpu_affinity", ">"),
+    GridColumn("NUMA ID by Memory Affinity", "numa__id_memory", ">"),
+)
+
+
+def _source_tables(group: Callable[[str], list[str]]) -> tuple[BodyLayout, ...]:
+    """Source Counters' body: the sampled stall reasons (labelled with their metric names) and
+    the instructions executed, each as the kernel's total (ncu's source view lists them per
+    instruction; its details page prints the totals only)."""
+    stalls = group("group:smsp__pcsamp_warp_stall_reasons")
+    layouts = []
+    if stalls:
+        layouts.append(BodyLayout(("Hotspot Locations",
+                                   "Table Name : Warp Stall Sampling (All Samples)"),
+                                  tuple(BodyRow(m, m, instances=False) for m in stalls)))
+    layouts.append(BodyLayout(("Table Name : Most Instructions Executed",), (
+        BodyRow("inst_executed", "Instructions Executed", instances=False),)))
+    return tuple(layouts)
 
 
 _TENSOR_PEAK = re.compile(r"^sm__ops_path_tensor_(?P<variant>\w+)\.sum\.peak_sustained$")

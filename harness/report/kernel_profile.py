@@ -397,6 +397,10 @@ class BodyTable:
 
     titles: tuple[str, ...]  # e.g. ("GPU Throughput Chart", "Table Name : GPU Throughput")
     rows: tuple[MetricRow, ...]
+    # a table of named columns instead (ncu's NUMA Affinity table): one cell tuple per row
+    columns: tuple[str, ...] = ()
+    cells: tuple[tuple[str, ...], ...] = ()
+    align: str = ""  # per column "<" or ">"
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,12 @@ from harness import markdown_text
 from harness.report.details_layout import (
     DISPLAY_UNITS,
     EXTRA_HEADER_ROWS,
+    HEADER_GROUPS,
     HEADER_UNITS,
+    INSTANCE_HEADER_ROWS,
     SORT_AS,
+    SOURCE_UNITS,
+    BodyLayout,
     body_layouts,
 )
 from harness.report.kernel_profile import (
@@ -48,6 +52,7 @@ DETAILS: tuple[Details, ...] = ("header", "all")
 NOT_AVAILABLE = "(!) n/a"  # ncu's value for a metric the report does not hold
 RULE_WRAP = 109  # ncu wraps rule message lines at 109 characters (then pads them)
 RULE_SEPARATOR = "----- " + "-" * 110  # 120 columns with its indent
+RULE_COLUMNS = 120  # ncu pads every line of a rule message with spaces to 120 columns
 
 
 def _value(action: Any, name: str) -> Any:
@@ -80,7 +85,7 @@ def _headline(kernel: KernelRef) -> str:
 def _row(metric: Any) -> MetricRow:
     raw_value = metric.value() if metric.has_value() else None
     raw_unit = str(metric.unit() or "")
-    value, unit = display(raw_value, raw_unit)
+    value, unit = display(raw_value, SOURCE_UNITS.get(str(metric.name()), raw_unit))
     unit = DISPLAY_UNITS.get(str(metric.name()), unit)
     return MetricRow(label=str(metric.label() or metric.name()), unit=unit, value=value,
                      metric=str(metric.name()), raw_value=raw_value, raw_unit=raw_unit)
@@ -155,6 +160,19 @@ def _instance_list(metric: Any, row: MetricRow) -> str:
     return "\n".join(wrap_list(text))
 
 
+def _instances_text(metric: Any, row: MetricRow) -> str:
+    """"1 (0-15)": the metric's value, then each instance's as it stands (NUMA rows)."""
+    values = [str(metric.value(i)) for i in range(metric.num_instances())]
+    return f"{row.value} ({'; '.join(values)})"
+
+
+def _group_members(action: Any, name: str) -> list[str]:
+    """The members of a metric group (group:<name>, a comma list), [] when the report lacks it."""
+    row = _named_row(action, name, name)
+    raw = row.raw_value if row is not None else None
+    return [m for m in str(raw).split(",") if m] if isinstance(raw, str) else []
+
+
 def _header_rows(action: Any, section: Any, identifier: str) -> tuple[MetricRow, ...]:
     """The section's header metrics plus the rows ncu repeats from other sections, in
     metric-name order as ncu prints them."""
@@ -164,8 +182,39 @@ def _header_rows(action: Any, section: Any, identifier: str) -> tuple[MetricRow,
             rows[name] = dataclasses.replace(rows[name], unit=unit)
     for name, label in EXTRA_HEADER_ROWS.get(identifier, ()):
         if name not in rows and (row := _named_row(action, name, label)) is not None:
+            if name in INSTANCE_HEADER_ROWS:
+                row = dataclasses.replace(row, value=_instances_text(action.metric_by_name(name),
+                                                                     row))
             rows[name] = row
-    return tuple(sorted(rows.values(), key=lambda r: SORT_AS.get(r.metric, r.metric)))
+    keyed = [((SORT_AS.get(r.metric, r.metric), 0), r) for r in rows.values()]
+    # a group's members sort where the group's name sorts, in the group's order
+    for group, label in HEADER_GROUPS.get(identifier, ()):
+        for index, member in enumerate(_group_members(action, group)):
+            if (row := _named_row(action, member, f"{label} ({member})")) is not None:
+                keyed.append(((group, index), row))
+    return tuple(row for _, row in sorted(keyed, key=lambda item: item[0]))
+
+
+def _grid(action: Any, layout: BodyLayout) -> BodyTable | None:
+    """A table with one row per instance of its metrics (ncu's NUMA Affinity table)."""
+    metrics = [action.metric_by_name(c.metric) if c.metric in _names(action) else None
+               for c in layout.columns if c.metric is not None]
+    if not metrics or any(m is None or not m.num_instances() for m in metrics):
+        return None
+    first = metrics[0]
+    ids = first.correlation_ids()
+    cells = []
+    for index in range(first.num_instances()):
+        row = []
+        for column in layout.columns:
+            if column.metric is None:
+                row.append(str(ids.value(index)) if ids is not None else str(index))
+            else:
+                metric = action.metric_by_name(column.metric)
+                row.append(str(metric.value(index)) if index < metric.num_instances() else "")
+        cells.append(tuple(row))
+    return BodyTable(titles=layout.titles, rows=(), columns=tuple(c.title for c in layout.columns),
+                     cells=tuple(cells), align="".join(c.align for c in layout.columns))
 
 
 def _body_tables(action: Any, section: Any, identifier: str) -> tuple[BodyTable, ...]:
@@ -177,25 +226,27 @@ def _body_tables(action: Any, section: Any, identifier: str) -> tuple[BodyTable,
     # the section's own metric objects carry the unit the section gives (inst, not thread)
     own = {str(m.name()): m for m in body}
 
-    def row_of(name: str, label: str) -> MetricRow | None:
+    def row_of(name: str, label: str, instances: bool = True) -> MetricRow | None:
         metric = own.get(name)
         if metric is None or not metric.has_value():
             return _named_row(action, name, label)
         row = dataclasses.replace(_row(metric), label=label)
-        if metric.num_instances() > 1:  # a curve: its sum, then every value, wrapped
+        if instances and metric.num_instances() > 1:  # a curve: its sum, then every value
             row = dataclasses.replace(row, value=_instance_list(metric, row))
         return row
 
     def group(name: str) -> list[str]:
-        row = _named_row(action, name, name)
-        raw = row.raw_value if row is not None else None
-        return [m for m in str(raw).split(",") if m] if isinstance(raw, str) else []
+        return _group_members(action, name)
 
     tables = []
     for layout in body_layouts(identifier, body, value, group):
+        if layout.columns:
+            if (grid := _grid(action, layout)) is not None:
+                tables.append(grid)
+            continue
         # a metric the report lacks: ncu prints the row with "(!) n/a" and no unit
-        rows = tuple(row_of(r.metric, r.label) or MetricRow(r.label, "", NOT_AVAILABLE, r.metric,
-                                                            None, "")
+        rows = tuple(row_of(r.metric, r.label, r.instances)
+                     or MetricRow(r.label, "", NOT_AVAILABLE, r.metric, None, "")
                      for r in layout.rows)
         if rows or not layout.rows:  # a layout without rows is a note (titles only)
             tables.append(BodyTable(titles=layout.titles, rows=rows))
@@ -255,6 +306,18 @@ def _table(rows: tuple[MetricRow, ...], indent: str) -> list[str]:
     return lines
 
 
+def _grid_lines(table: BodyTable, indent: str) -> list[str]:
+    widths = [max([len(title), *(len(row[i]) for row in table.cells)])
+              for i, title in enumerate(table.columns)]
+
+    def line(cells: tuple[str, ...]) -> str:
+        return indent + " ".join(f"{cell:{align}{width}}" for cell, align, width
+                                 in zip(cells, table.align, widths, strict=True))
+
+    rule = indent + " ".join("-" * width for width in widths)
+    return [rule, line(table.columns), rule, *(line(row) for row in table.cells), rule]
+
+
 def rule_heading(rule: RuleResult) -> str | None:
     """"Est. Speedup: 83.94%" (or the local wording), None when ncu gave no estimate."""
     if rule.speedup_pct is None:
@@ -262,7 +325,7 @@ def rule_heading(rule: RuleResult) -> str | None:
     return f"{speedup_label(rule.speedup_type)}: {format_speedup(rule.speedup_pct)}"
 
 
-def _rule_lines(rule: RuleResult, indent: str) -> list[str]:
+def _rule_lines(rule: RuleResult, indent: str, pad: bool) -> list[str]:
     # ncu keeps the breaking space at the head of each continuation line while it measures,
     # so continuation lines hold one character less than the first.
     body = textwrap.wrap(rule.message, RULE_WRAP, subsequent_indent=" ", break_long_words=False,
@@ -271,7 +334,8 @@ def _rule_lines(rule: RuleResult, indent: str) -> list[str]:
     heading = rule_heading(rule)
     first, rest = (heading, body) if heading else (body[0], body[1:])
     tag = rule.tag
-    return [f"{indent}{tag:<5} {first}"] + [f"{indent}      {line}" for line in rest]
+    lines = [f"{indent}{tag:<5} {first}"] + [f"{indent}      {line}" for line in rest]
+    return [line.ljust(RULE_COLUMNS) for line in lines] if pad else lines
 
 
 def _bodies(views: list[KernelView], details: Details) -> list[KernelView]:
@@ -281,9 +345,10 @@ def _bodies(views: list[KernelView], details: Details) -> list[KernelView]:
                                                   for s in v.sections)) for v in views]
 
 
-def render_text(views: list[KernelView], details: Details = "header") -> str:
+def render_text(views: list[KernelView], details: Details = "header", pad: bool = False) -> str:
     """ncu's details page layout (as in `ncu --import R --page details --print-details
-    <details>`)."""
+    <details>`). `pad`: pad rule message lines with spaces to 120 columns, as ncu does (for
+    a page compared byte for byte with ncu's; pages that embed the view leave it off)."""
     views = _bodies(views, details)
     lines: list[str] = []
     for view in views:
@@ -298,12 +363,14 @@ def render_text(views: list[KernelView], details: Details = "header") -> str:
                 lines += [f"    {title}" for title in table.titles]
                 if table.rows:
                     lines += _table(table.rows, "    ")
+                elif table.columns:
+                    lines += _grid_lines(table, "    ")
             if section.rules:
                 lines.append("")
                 for number, rule in enumerate(section.rules):
                     if number:
                         lines.append(f"    {RULE_SEPARATOR}")
-                    lines += _rule_lines(rule, "    ")
+                    lines += _rule_lines(rule, "    ", pad)
             lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -328,6 +395,14 @@ def render_markdown(views: list[KernelView], details: Details = "header") -> str
             if section.rows:
                 lines += _md_table(section.rows)
             for table in section.body:
+                if table.columns:
+                    lines += [f"**{_md_cell(' · '.join(table.titles))}**", "",
+                              "| " + " | ".join(_md_cell(c) for c in table.columns) + " |",
+                              "|" + "|".join("---" if a == "<" else "--:" for a in table.align)
+                              + "|",
+                              *("| " + " | ".join(_md_cell(c) for c in row) + " |"
+                                for row in table.cells), ""]
+                    continue
                 if not table.rows:  # a note
                     lines += [_md_cell(" ".join(table.titles)), ""]
                     continue
@@ -350,5 +425,8 @@ def render_json(views: list[KernelView], details: Details = "header") -> str:
 
 
 def render(views: list[KernelView], fmt: ViewFormat = "text", details: Details = "header") -> str:
-    renderers = {"text": render_text, "md": render_markdown, "json": render_json}
+    """The view as `ncuh report` prints it (its text byte for byte as ncu prints the page)."""
+    if fmt == "text":
+        return render_text(views, details, pad=True)
+    renderers = {"md": render_markdown, "json": render_json}
     return renderers[fmt](views, details)
