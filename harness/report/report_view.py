@@ -325,12 +325,36 @@ def rule_heading(rule: RuleResult) -> str | None:
     return f"{speedup_label(rule.speedup_type)}: {format_speedup(rule.speedup_pct)}"
 
 
-def _rule_lines(rule: RuleResult, indent: str, pad: bool) -> list[str]:
+class _RuleWrapper(textwrap.TextWrapper):
+    """ncu's wrap of a rule message: a word longer than a line (a URL) starts a line of its
+    own and is broken at the width there, and that line keeps the breaking space before it."""
+
+    def __init__(self) -> None:
+        super().__init__(RULE_WRAP, subsequent_indent=" ", break_long_words=False,
+                         break_on_hyphens=False)
+        self.broken: list[str] = []  # the long words' pieces that fill a line of their own
+
+    def _handle_long_word(self, reversed_chunks: list[str], cur_line: list[str],
+                          cur_len: int, width: int) -> None:
+        if cur_line:  # end this line; the long word starts the next one
+            return
+        piece = reversed_chunks[-1][:self.width]  # the kept space not counted
+        reversed_chunks[-1] = reversed_chunks[-1][len(piece):]
+        cur_line.append(piece)
+        self.broken.append(piece)
+
+
+def _wrap_rule_message(message: str) -> list[str]:
     # ncu keeps the breaking space at the head of each continuation line while it measures,
-    # so continuation lines hold one character less than the first.
-    body = textwrap.wrap(rule.message, RULE_WRAP, subsequent_indent=" ", break_long_words=False,
-                         break_on_hyphens=False) or [""]
-    body = [body[0]] + [line[1:] for line in body[1:]]
+    # so continuation lines hold one character less than the first; it drops that space
+    # from the printed line, except on a line that starts with a broken long word.
+    wrapper = _RuleWrapper()
+    body = wrapper.wrap(message) or [""]
+    return [body[0]] + [line if line[1:] in wrapper.broken else line[1:] for line in body[1:]]
+
+
+def _rule_lines(rule: RuleResult, indent: str, pad: bool) -> list[str]:
+    body = _wrap_rule_message(rule.message)
     heading = rule_heading(rule)
     first, rest = (heading, body) if heading else (body[0], body[1:])
     tag = rule.tag
