@@ -245,3 +245,13 @@ def test_rule_lines_padded_as_ncu_pads_them_only_on_the_report_page():
     assert padded and all(len(line) == 120 for line in padded)  # ncu's width, every one
     # pages that embed the view (writeup) keep no trailing spaces
     assert not [line for line in render_text(views).splitlines() if line.endswith(" ")]
+
+
+def test_long_words_break_at_the_width_keeping_the_breaking_space():
+    from harness.report.report_view import RULE_WRAP, _wrap_rule_message
+
+    url = "(https://example.com/" + "x" * 100 + "-ab)"
+    lines = _wrap_rule_message(f"The Guide {url} has an example.")
+    # the long word starts a line of its own, broken at the width; that line keeps the
+    # breaking space before it, the next goes on with the rest of the word
+    assert lines == ["The Guide", " " + url[:RULE_WRAP], url[RULE_WRAP:] + " has an example."]
