@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shlex
 import sys
@@ -203,7 +204,11 @@ def _dry_run(request: Any) -> None:
 
     capture = "nvtx" if request.capture == "auto" else request.capture
     plan = lib.plan(request, capture=capture)
-    ncu = ncu_executable() or Path("ncu")
+    found = ncu_executable()
+    ncu = found or Path("ncu")
+    if found is not None:  # the section folder `pages` would use with this ncu
+        plan = lib.plan(dataclasses.replace(
+            request, settings=lib.with_section_overlay(request.settings, found)), capture=capture)
     run_dir = request.out.resolve() / lib.run_id_for(request)
     for argv in plan.command_lines(ncu, run_dir):
         click.echo(shlex.join(argv))

@@ -78,6 +78,10 @@ class NcuSettings:
     cache_control: str = "all"
     replay_mode: str = "kernel"
     import_source: bool = False
+    # `pages` only: the overlay of ncu's sections (`harness.profile.section_overlay`) and the
+    # sections it slims; None runs ncu's stock sections.
+    section_folder: str | None = None
+    slimmed_sections: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.set is not None and self.set not in SETS:
@@ -88,6 +92,8 @@ class NcuSettings:
     def args(self) -> list[str]:
         """The measurement options, in a fixed order."""
         argv = ["--config-file", "off"]
+        if self.section_folder is not None:
+            argv += ["--section-folder", self.section_folder]
         sections, metrics = list(self.sections), list(self.metrics)
         if self.set == "pages":
             # Not an ncu set: its sections; without --set, ncu collects only those named.
@@ -119,6 +125,8 @@ class NcuSettings:
             "replay_mode": self.replay_mode,
             "config_file": "off",
             "import_source": self.import_source,
+            "section_folder": self.section_folder,
+            "slimmed_sections": list(self.slimmed_sections),
         }
 
 

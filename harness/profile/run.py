@@ -26,6 +26,7 @@ Order of work, so that every cheap check fails before anything expensive starts:
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import itertools
 import json
@@ -295,6 +296,20 @@ def check_program(program: Sequence[str]) -> None:
         raise NcuhError(f"program not found: {name} (not on PATH)")
 
 
+def with_section_overlay(settings: NcuSettings, ncu: Path | str) -> NcuSettings:
+    """`pages` with its slimmed section folder (`harness.profile.section_overlay`) where one can
+    be built for this ncu; every other set, and a folder already chosen, as given."""
+    if settings.set != "pages" or settings.section_folder is not None:
+        return settings
+    from harness.profile.section_overlay import pages_overlay
+
+    overlay = pages_overlay(ncu).overlay
+    if overlay is None:
+        return settings
+    return dataclasses.replace(settings, section_folder=str(overlay.folder),
+                               slimmed_sections=overlay.slimmed)
+
+
 def find_ncu() -> Path:
     ncu = ncu_locate.ncu_executable()
     if ncu is None:
@@ -451,6 +466,7 @@ def run_profile(
     if request.program:
         check_program(request.program)
     ncu = find_ncu()
+    request = dataclasses.replace(request, settings=with_section_overlay(request.settings, ncu))
     if not request.program and not cupy_installed():
         raise NoGpuError(NO_CUPY_HELP)
     slots = gpu_slots(request)

@@ -1,0 +1,276 @@
+"""The `pages` set's section folder: ncu's own sections, with two display widgets left out.
+
+ncu's `MemoryWorkloadAnalysis_Tables` and `MemoryWorkloadAnalysis_Chart` sections draw their
+bodies with built-in widgets (`MemorySharedTable`, `MemoryL1TEXCacheTable`, `MemoryL2CacheTable`,
+`MemoryChart`, ...) that collect every cell of ncu's memory tables and chart. On an H100 they
+alone take 30 and 14 replay passes, and with them `pages` needs 36 passes against `full`'s 38;
+without them, 23. ncuh reads a few dozen of those cells, and the sections' rules (bank
+conflicts, access patterns, L2 compression, apertures) request a few dozen more by name.
+
+So `pages` runs ncu with `--section-folder` pointing at an *overlay*: a copy of the stock
+section folder of the ncu that runs (rules included, byte for byte), in which those two
+sections keep their identifiers, their `Metrics` lists and their rules, while their widgets
+give way to exactly the metrics ncuh reads (`WIDGET_METRICS_READ`) and the metrics their rules
+request (read from the rule files themselves, so a newer ncu's rules get what they ask for).
+Every other section is untouched. This is the customisation Nsight Compute documents: a
+section file says what is collected.
+
+The overlay is built once per stock folder under `$NCUH_CACHE_DIR/_ncu_sections/<key>` (the
+key hashes the stock files' names, sizes and times, and `OVERLAY_VERSION`), atomically. Where
+no stock folder is found, or a section file is not in the shape expected, `pages_overlay`
+returns None with the reason, and `pages` runs with ncu's stock sections (36 passes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness import ncu_locate
+
+OVERLAY_VERSION = 1
+CACHE_ENV = "NCUH_CACHE_DIR"
+CACHE_FOLDER = "_ncu_sections"
+SWITCH_ENV = "NCUH_PAGES_OVERLAY"  # "off": `pages` on ncu's stock sections (36 passes on H100)
+SLIMMED_SECTIONS: tuple[str, ...] = (
+    "MemoryWorkloadAnalysis_Tables",
+    "MemoryWorkloadAnalysis_Chart",
+)
+# What ncuh's readers (harness.report, harness.findings, harness.diff) use that only those
+# widgets collected, named as an H100 `--set full` report names them (ncu 2025.3.1): a
+# report recorded with `pages` less the two widget sections lacked exactly these.
+WIDGET_METRICS_READ: tuple[str, ...] = (
+    "dram__bytes_read.sum",
+    "dram__bytes_read.sum.pct_of_peak_sustained_elapsed",
+    "dram__bytes_read.sum.per_second",
+    "dram__bytes_write.sum",
+    "dram__bytes_write.sum.pct_of_peak_sustained_elapsed",
+    "dram__bytes_write.sum.per_second",
+    "idc__requests.sum",
+    "idc__requests.sum.pct_of_peak_sustained_elapsed",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum.pct_of_peak_sustained_elapsed",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum.pct_of_peak_sustained_elapsed",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum.pct_of_peak_sustained_elapsed",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum.pct_of_peak_sustained_elapsed",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "lrc__ilc_input_sectors.sum.pct_of_peak_sustained_elapsed",
+    "lrc__ilc_input_sectors.sum.per_second",
+    "lts__average_gcomp_output_sector_compression_achieved_rate.ratio",
+    "lts__t_sectors.sum.per_second",
+    "lts__t_sectors_srcunit_tex_op_atom.sum",
+    "lts__t_sectors_srcunit_tex_op_atom.sum.pct_of_peak_sustained_elapsed",
+    "lts__t_sectors_srcunit_tex_op_atom.sum.per_second",
+    "lts__t_sectors_srcunit_tex_op_red.sum",
+    "lts__t_sectors_srcunit_tex_op_red.sum.pct_of_peak_sustained_elapsed",
+    "lts__t_sectors_srcunit_tex_op_red.sum.per_second",
+    "sass__inst_executed_local_loads",
+    "sass__inst_executed_local_stores",
+    "smsp__inst_executed_op_shared_atom.sum",
+    "smsp__inst_executed_op_shared_atom.sum.pct_of_peak_sustained_elapsed",
+    "smsp__sass_inst_executed_op_global_ld.sum",
+    "smsp__sass_inst_executed_op_global_st.sum",
+    "smsp__sass_inst_executed_op_local_ld.sum",
+    "smsp__sass_inst_executed_op_local_st.sum",
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+    "smsp__sass_inst_executed_op_shared_st.sum",
+)
+
+_IDENTIFIER = re.compile(r'^Identifier:\s*"([^"]+)"', re.MULTILINE)
+_TOP_BLOCK = r"^{name}\s*\{{"
+_RULE_SECTION = re.compile(r'def\s+get_section_identifier\(\s*\)\s*:\s*return\s+"([^"]+)"')
+# Rules name what they read as `MetricRequest("name", ...)` (ncu 2023.2 and later) or
+# `metric_by_name("name")` (older rules, and helpers).
+_RULE_METRIC = re.compile(r'(?:MetricRequest|metric_by_name)\(\s*"([^"]+)"')
+
+
+class OverlayError(Exception):
+    """A stock section file is not in the shape the overlay expects."""
+
+
+@dataclass(frozen=True)
+class Overlay:
+    """A built overlay: the folder to pass as `--section-folder`, and what it changed."""
+
+    folder: Path
+    stock: Path
+    slimmed: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OverlayResult:
+    overlay: Overlay | None
+    reason: str | None = None  # why there is none (then `pages` runs on the stock sections)
+
+
+def _block_end(text: str, open_brace: int) -> int:
+    """Index of the brace closing the one at `open_brace` (section files quote no braces)."""
+    depth = 0
+    for index in range(open_brace, len(text)):
+        if text[index] == "{":
+            depth += 1
+        elif text[index] == "}":
+            depth -= 1
+            if depth == 0:
+                return index
+    raise OverlayError("unbalanced braces")
+
+
+def _top_blocks(text: str, name: str) -> list[tuple[int, int]]:
+    """(start, end) of every top-level `name { ... }` block."""
+    blocks = []
+    for match in re.finditer(_TOP_BLOCK.format(name=re.escape(name)), text, re.MULTILINE):
+        blocks.append((match.start(), _block_end(text, match.end() - 1)))
+    return blocks
+
+
+def _metric_entry(name: str) -> str:
+    return f'  Metrics {{\n    Label: "{name}"\n    Name: "{name}"\n  }}\n'
+
+
+def slim_section(text: str, extra_metrics: Iterable[str]) -> str:
+    """The section file `text` with each body's items left out (its display name kept) and
+    `extra_metrics` added to its top-level `Metrics` list (those it names already, once)."""
+    metrics_blocks = _top_blocks(text, "Metrics")
+    if len(metrics_blocks) != 1:
+        raise OverlayError(f"expected one top-level Metrics block, found {len(metrics_blocks)}")
+    for start, end in reversed(_top_blocks(text, "Body")):
+        display = re.search(r'^  DisplayName:\s*"[^"]*"', text[start:end], re.MULTILINE)
+        body = "Body {\n" + (display.group(0) + "\n" if display else "") + "}"
+        text = text[:start] + body + text[end + 1:]
+    start, end = _top_blocks(text, "Metrics")[0]
+    named = set(re.findall(r'(?<![A-Za-z])Name:\s*"([^"]+)"', text[start:end]))
+    added = "".join(_metric_entry(name) for name in dict.fromkeys(extra_metrics)
+                    if name not in named)
+    return text[:end] + added + text[end:]
+
+
+def rule_metrics(folder: Path, section: str) -> list[str]:
+    """Every metric the rule files in `folder` that belong to `section` ask for, in order."""
+    names: list[str] = []
+    for rule in sorted(folder.glob("*.py")):
+        text = rule.read_text(encoding="utf-8", errors="replace")
+        owner = _RULE_SECTION.search(text)
+        if owner and owner.group(1) == section:
+            names.extend(_RULE_METRIC.findall(text))
+    return list(dict.fromkeys(names))
+
+
+def _section_files(folder: Path) -> dict[str, Path]:
+    """Section identifier -> its file."""
+    files = {}
+    for path in sorted(folder.glob("*.section")):
+        match = _IDENTIFIER.search(path.read_text(encoding="utf-8", errors="replace"))
+        if match:
+            files[match.group(1)] = path
+    return files
+
+
+def build_overlay(stock: Path, dest: Path,
+                  slimmed: Sequence[str] = SLIMMED_SECTIONS) -> tuple[str, ...]:
+    """Write the overlay of `stock` to `dest` (which must not exist), whole or not at all;
+    return the sections slimmed (those of `slimmed` that the stock folder has)."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
+    try:
+        for path in stock.iterdir():
+            if path.is_file():
+                shutil.copy2(path, tmp / path.name)
+        files = _section_files(tmp)
+        done = []
+        for section in slimmed:
+            path = files.get(section)
+            if path is None:
+                continue
+            extra = [*rule_metrics(tmp, section), *WIDGET_METRICS_READ]
+            text = path.read_text(encoding="utf-8")
+            try:
+                path.write_text(slim_section(text, extra), encoding="utf-8")
+            except OverlayError as error:
+                raise OverlayError(f"{path.name}: {error}") from None
+            done.append(section)
+        os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return tuple(done)
+
+
+def stock_key(stock: Path) -> str:
+    """Names, sizes and times of the stock files, and the overlay's version: a new ncu (or an
+    edited section) gets a new overlay."""
+    digest = hashlib.sha256(f"{OVERLAY_VERSION}\n{stock.resolve()}\n".encode())
+    for path in sorted(stock.iterdir()):
+        if path.is_file():
+            info = path.stat()
+            digest.update(f"{path.name}\t{info.st_size}\t{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def _is_script(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(2) == b"#!"
+    except OSError:
+        return False
+
+
+def stock_sections(ncu: Path | str) -> Path | None:
+    """The stock section folder of the Nsight Compute that `ncu` runs.
+
+    `<root>/sections` beside the resolved executable; the CUDA toolkit's `bin/ncu` is a
+    shell script that runs the newest `<toolkit>/nsight-compute-<version>/ncu`, so its
+    siblings are looked at next; then the install roots `harness.ncu_locate` knows.
+    """
+    executable = Path(ncu).resolve()
+    candidates = [executable.parent / "sections"]
+    if _is_script(executable):
+        toolkit = executable.parent.parent
+        versions = sorted(toolkit.glob("nsight-compute*"), key=lambda p: _version_key(p.name),
+                          reverse=True)
+        candidates += [root / "sections" for root in versions]
+    candidates += [root / "sections" for root in ncu_locate.ncu_install_dirs()]
+    return next((c for c in candidates if (c / "SpeedOfLight.section").is_file()), None)
+
+
+def _version_key(name: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", name))
+
+
+def cache_root() -> Path:
+    directory = os.environ.get(CACHE_ENV)
+    return (Path(directory) if directory else Path.home() / ".cache" / "ncuh") / CACHE_FOLDER
+
+
+def pages_overlay(ncu: Path | str, root: Path | None = None) -> OverlayResult:
+    """The overlay for `ncu`, built on first use; None (with the reason) where it cannot be
+    or where `NCUH_PAGES_OVERLAY=off` asks for ncu's stock sections."""
+    if os.environ.get(SWITCH_ENV, "").strip().lower() in ("off", "0", "no"):
+        return OverlayResult(None, f"{SWITCH_ENV}=off")
+    stock = stock_sections(ncu)
+    if stock is None:
+        return OverlayResult(None, f"no section folder found for {ncu}")
+    try:
+        dest = (root or cache_root()) / stock_key(stock)
+        if not dest.is_dir():
+            try:
+                build_overlay(stock, dest)
+            except OSError:
+                if not dest.is_dir():  # else a concurrent ncuh renamed its copy in first
+                    raise
+        slimmed = tuple(s for s in SLIMMED_SECTIONS if s in _section_files(dest))
+    except (OSError, OverlayError) as error:
+        return OverlayResult(None, f"section overlay: {error}")
+    return OverlayResult(Overlay(folder=dest, stock=stock, slimmed=slimmed))

@@ -1,0 +1,259 @@
+"""The `pages` overlay of ncu's section folder: widgets out, named metrics in, rules untouched.
+
+The section files here are small ones written for the tests in ncu's section format (the
+shape of ncu 2025.3's `MemoryWorkloadAnalysis_Tables.section`: one top-level `Metrics` block,
+then a `Body` of widgets), not copies of NVIDIA's.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from harness.profile import section_overlay as so
+from harness.profile.ncu_command import NcuSettings
+from harness.profile.run import with_section_overlay
+
+TABLES = '''Identifier: "MemoryWorkloadAnalysis_Tables"
+DisplayName: "Memory Workload Analysis Tables"
+Extends: "MemoryWorkloadAnalysis"
+Order: 32
+Sets {
+  Identifier: "full"
+}
+Metrics {
+  Metrics {
+    Label: "L2 Hit Rate For Loads"
+    Name: "lts__t_sector_op_read_hit_rate.pct"
+  }
+  Metrics {
+    Label: "DRAM Throughput"
+    Name: "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed"
+    Filter {
+      Items {
+        MinArch: CC_75
+      }
+    }
+  }
+}
+Body {
+  DisplayName: "Memory Tables"
+  Items {
+    MemorySharedTable {
+      Label: "Shared Memory"
+    }
+  }
+  Items {
+    MemoryL2CacheTable {
+      Label: "L2 Cache"
+    }
+  }
+}
+'''
+CHART = '''Identifier: "MemoryWorkloadAnalysis_Chart"
+DisplayName: "Memory Workload Analysis Chart"
+Metrics {
+  Metrics {
+    Label: "L2 Cache Sectors"
+    Name: "lts__t_sectors.sum"
+  }
+}
+Body {
+  DisplayName: "Memory Chart"
+  SetDefault: true
+  Items {
+    MemoryChart {
+      Label: "Memory Chart"
+    }
+  }
+}
+'''
+OCCUPANCY = '''Identifier: "Occupancy"
+DisplayName: "Occupancy"
+Metrics {
+  Metrics {
+    Name: "sm__warps_active.avg.pct_of_peak_sustained_active"
+  }
+}
+Body {
+  Items {
+    Table {
+      Metrics {
+        Name: "launch__occupancy_limit_blocks"
+      }
+    }
+  }
+}
+'''
+RULE = '''requested_metrics = [
+    MetricRequest("smsp__sass_inst_executed_op_shared_ld.sum", None, Importance.OPTIONAL, 0),
+    MetricRequest("l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum", None),
+    MetricRequest("smsp__inst_executed_op_ldsm.sum", None, Importance.OPTIONAL, 0, False),
+]
+
+def get_section_identifier():
+    return "MemoryWorkloadAnalysis_Tables"
+
+def apply(handle):
+    value = action.metric_by_name("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")
+'''
+OTHER_RULE = '''def get_section_identifier():
+    return "Occupancy"
+
+requested = MetricRequest("launch__occupancy_limit_warps")
+'''
+
+
+@pytest.fixture
+def stock(tmp_path: Path) -> Path:
+    folder = tmp_path / "nsight-compute" / "sections"
+    folder.mkdir(parents=True)
+    (folder / "MemoryWorkloadAnalysis_Tables.section").write_text(TABLES)
+    (folder / "MemoryWorkloadAnalysis_Chart.section").write_text(CHART)
+    (folder / "Occupancy.section").write_text(OCCUPANCY)
+    (folder / "SpeedOfLight.section").write_text('Identifier: "SpeedOfLight"\nMetrics {\n}\n')
+    (folder / "SharedMemoryConflicts.py").write_text(RULE)
+    (folder / "TheoreticalOccupancy.py").write_text(OTHER_RULE)
+    return folder
+
+
+def _names(text: str) -> list[str]:
+    return re.findall(r'(?<![A-Za-z])Name:\s*"([^"]+)"', text)
+
+
+def test_slim_section_drops_the_widgets_and_keeps_the_display_name() -> None:
+    slim = so.slim_section(TABLES, [])
+    assert "MemorySharedTable" not in slim and "MemoryL2CacheTable" not in slim
+    assert 'Body {\n  DisplayName: "Memory Tables"\n}' in slim
+    # everything before the body is as it was: identifier, sets, metrics and their filters
+    assert slim.startswith(TABLES[: TABLES.index("Body {")])
+
+
+def test_slim_section_adds_each_extra_metric_once_and_not_those_named() -> None:
+    extra = ["lts__t_sector_op_read_hit_rate.pct", "dram__bytes_read.sum", "dram__bytes_read.sum"]
+    slim = so.slim_section(TABLES, extra)
+    assert _names(slim) == [
+        "lts__t_sector_op_read_hit_rate.pct",
+        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+        "dram__bytes_read.sum",
+    ]
+    # the added metric sits inside the top-level Metrics block, before the body
+    assert slim.index('Name: "dram__bytes_read.sum"') < slim.index("Body {")
+
+
+@pytest.mark.parametrize("broken", [
+    TABLES.replace("Body {\n", "Body {\n  Items {\n", 1),  # unbalanced
+    TABLES.replace("Metrics {\n  Metrics", "Metric {\n  Metrics", 1),  # no Metrics block
+    TABLES + "Metrics {\n}\n",  # two
+])
+def test_slim_section_refuses_a_file_of_another_shape(broken: str) -> None:
+    with pytest.raises(so.OverlayError):
+        so.slim_section(broken, ["x__y.sum"])
+
+
+def test_rule_metrics_are_those_of_the_sections_rules_only(stock: Path) -> None:
+    assert so.rule_metrics(stock, "MemoryWorkloadAnalysis_Tables") == [
+        "smsp__sass_inst_executed_op_shared_ld.sum",
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+        "smsp__inst_executed_op_ldsm.sum",
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    ]
+    assert so.rule_metrics(stock, "Occupancy") == ["launch__occupancy_limit_warps"]
+    assert so.rule_metrics(stock, "SourceCounters") == []
+
+
+def test_build_overlay_copies_everything_and_slims_only_the_two(stock: Path, tmp_path: Path) -> None:
+    dest = tmp_path / "overlay"
+    assert so.build_overlay(stock, dest) == so.SLIMMED_SECTIONS
+    assert sorted(p.name for p in dest.iterdir()) == sorted(p.name for p in stock.iterdir())
+    for name in ("Occupancy.section", "SpeedOfLight.section", "SharedMemoryConflicts.py"):
+        assert (dest / name).read_bytes() == (stock / name).read_bytes()
+    tables = (dest / "MemoryWorkloadAnalysis_Tables.section").read_text()
+    assert "MemorySharedTable" not in tables
+    names = _names(tables)
+    assert "smsp__inst_executed_op_ldsm.sum" in names  # its rule's
+    assert set(so.WIDGET_METRICS_READ) <= set(names)  # ncuh's
+    chart = (dest / "MemoryWorkloadAnalysis_Chart.section").read_text()
+    assert "MemoryChart" not in chart and "lts__t_sectors.sum" in _names(chart)
+    # the Tables rule's metrics go to its own section, not to the chart
+    assert "smsp__inst_executed_op_ldsm.sum" not in _names(chart)
+
+
+def test_build_overlay_leaves_nothing_when_a_section_is_malformed(
+    stock: Path, tmp_path: Path
+) -> None:
+    (stock / "MemoryWorkloadAnalysis_Chart.section").write_text(CHART.replace("}\n", "", 1))
+    dest = tmp_path / "cache" / "overlay"
+    with pytest.raises(so.OverlayError, match="MemoryWorkloadAnalysis_Chart.section"):
+        so.build_overlay(stock, dest)
+    assert list(dest.parent.iterdir()) == []  # no overlay, no temporary folder
+
+
+def test_pages_overlay_is_built_once_and_follows_the_stock_files(
+    stock: Path, tmp_path: Path
+) -> None:
+    ncu = stock.parent / "ncu"
+    ncu.write_text("")
+    root = tmp_path / "cache"
+    first = so.pages_overlay(ncu, root).overlay
+    assert first is not None and first.stock == stock
+    assert first.slimmed == so.SLIMMED_SECTIONS
+    marker = first.folder / "built"
+    marker.write_text("")
+    again = so.pages_overlay(ncu, root).overlay
+    assert again is not None and again.folder == first.folder and marker.exists()
+    # a changed stock file (a new ncu) gets a new overlay beside the old one
+    rule = stock / "SharedMemoryConflicts.py"
+    rule.write_text(RULE + "\n# newer\n")
+    os.utime(rule, ns=(1, 1))
+    changed = so.pages_overlay(ncu, root).overlay
+    assert changed is not None and changed.folder != first.folder
+    assert len(list(root.iterdir())) == 2
+
+
+def test_pages_overlay_says_why_there_is_none(stock: Path, tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(so.ncu_locate, "ncu_install_dirs", lambda: [])
+    lonely = tmp_path / "bin" / "ncu"
+    lonely.parent.mkdir()
+    lonely.write_text("")
+    result = so.pages_overlay(lonely, tmp_path / "cache")
+    assert result.overlay is None and "no section folder" in (result.reason or "")
+    monkeypatch.setenv(so.SWITCH_ENV, "off")
+    off = so.pages_overlay(stock.parent / "ncu", tmp_path / "cache")
+    assert off.overlay is None and off.reason == "NCUH_PAGES_OVERLAY=off"
+
+
+def test_the_cuda_toolkit_wrapper_finds_its_newest_nsight_compute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(so.ncu_locate, "ncu_install_dirs", lambda: [])
+    toolkit = tmp_path / "cuda-13.0"
+    (toolkit / "bin").mkdir(parents=True)
+    wrapper = toolkit / "bin" / "ncu"
+    wrapper.write_text("#!/bin/sh\nexec \"$LATEST/ncu\" \"$@\"\n")
+    for version in ("2025.1.0", "2025.3.1", "2024.3.2"):
+        sections = toolkit / f"nsight-compute-{version}" / "sections"
+        sections.mkdir(parents=True)
+        (sections / "SpeedOfLight.section").write_text("")
+    assert so.stock_sections(wrapper) == toolkit / "nsight-compute-2025.3.1" / "sections"
+
+
+def test_pages_settings_take_the_overlay_and_other_sets_do_not(
+    stock: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(so.CACHE_ENV, str(tmp_path / "cache"))
+    ncu = stock.parent / "ncu"
+    ncu.write_text("")
+    pages = with_section_overlay(NcuSettings(), ncu)
+    assert pages.section_folder is not None
+    assert Path(pages.section_folder).parent == tmp_path / "cache" / so.CACHE_FOLDER
+    args = pages.args()
+    assert args[:4] == ["--config-file", "off", "--section-folder", pages.section_folder]
+    assert pages.manifest()["slimmed_sections"] == list(so.SLIMMED_SECTIONS)
+    full = with_section_overlay(NcuSettings(set="full"), ncu)
+    assert full.section_folder is None and "--section-folder" not in full.args()
+    assert full.manifest()["section_folder"] is None
