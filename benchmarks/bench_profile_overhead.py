@@ -19,9 +19,10 @@
    ratio <= 1.01. Each entry's ncu pass count comes from the manifest.
 3. `--compare-full`: the chain again with `--set full`; the `pages` chain's wall time over
    full's (target <= 0.6) and both pass counts.
-4. `--pair-dir`: one variant at `--pair-size` recorded with `--set pages` and `--set full`
-   into DIR as `<gpu>_pages_<label>.ncu-rep` / `<gpu>_full_<label>.ncu-rep`, with ncu's raw
-   page beside each: the committed fixture pair tests/test_pages_set.py compares.
+4. `--pair-dir`: each of `--pair-variants` (default `--variant`) at `--pair-size` recorded
+   with `--set pages` and `--set full` into DIR as `<gpu>_pages_<label>.ncu-rep` /
+   `<gpu>_full_<label>.ncu-rep`, with ncu's raw and details pages beside each: the committed
+   fixture pairs tests/test_pages_set.py compares.
 
 Writes the JSON result to --out and a Markdown table beside it (same name, .md).
 """
@@ -29,6 +30,7 @@ Writes the JSON result to --out and a Markdown table beside it (same name, .md).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import re
 import statistics
@@ -202,10 +204,16 @@ def record_pair(variant: str, size: int, pair_dir: Path, gpu: str, work: Path) -
         (report,) = sorted(run_dir.glob("*.ncu-rep"))
         target = pair_dir / f"{prefix}_{section_set}_{report.name}"
         target.write_bytes(report.read_bytes())
-        raw = subprocess.run([manifest["ncu"]["executable"], "--import", str(target), "--page",
-                              "raw", "--csv"], capture_output=True, text=True, check=False)
+        ncu = manifest["ncu"]["executable"]
+        raw = subprocess.run([ncu, "--import", str(target), "--page", "raw", "--csv"],
+                             capture_output=True, text=True, check=False)
         target.with_suffix(".raw.csv").write_text(raw.stdout)
-        written += [target.name, target.with_suffix(".raw.csv").name]
+        # ncu's own details page, for tests/test_details_page.py
+        details = subprocess.run([ncu, "--import", str(target), "--page", "details",
+                                  "--print-details", "all"], capture_output=True, check=False)
+        details_path = target.with_name(target.name.replace(".ncu-rep", ".details.txt.gz"))
+        details_path.write_bytes(gzip.compress(details.stdout, mtime=0))
+        written += [target.name, target.with_suffix(".raw.csv").name, details_path.name]
     return written
 
 
@@ -342,6 +350,8 @@ def main() -> int:
     parser.add_argument("--pair-dir", type=Path, default=None,
                         help="record a pages/full fixture pair of --variant into this folder")
     parser.add_argument("--pair-size", type=int, default=1024)
+    parser.add_argument("--pair-variants", default=None,
+                        help="comma-separated variants to record pairs of (default: --variant)")
     parser.add_argument("--skip-post-steps", action="store_true")
     parser.add_argument("--no-metrics-too", action="store_true",
                         help="also time `ncuh profile --no-metrics-csv` in the alternation")
@@ -376,9 +386,11 @@ def main() -> int:
             save()
             print(f"chain (full) {result['chain_full']['wall_s']} s", flush=True)
         if args.pair_dir is not None:
-            result["pair"] = record_pair(args.variant, args.pair_size, args.pair_dir,
-                                         str(result["environment"].get("gpu") or ""), work)
-            save()
+            result["pair"] = []
+            for variant in (args.pair_variants or args.variant).split(","):
+                result["pair"] += record_pair(variant, args.pair_size, args.pair_dir,
+                                              str(result["environment"].get("gpu") or ""), work)
+                save()
     save()
     return 0
 

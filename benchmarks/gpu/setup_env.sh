@@ -9,8 +9,10 @@ log() { echo "== $(date +%T) $*"; }
 log "device"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 ncu --version | tail -1
+# every wheel carried (ncu_report; pydantic and its three, which this machine's Python lacks)
 python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site \
-    .whl/ncu_report-*.whl 2>/dev/null || echo "no ncu_report wheel carried: ncu's own extras/python is used"
+    .whl/*.whl 2>/dev/null || echo "no wheels carried in .whl/"
+ls .whl/ncu_report-*.whl >/dev/null 2>&1 || echo "no ncu_report wheel carried: ncu's own extras/python is used"
 export PYTHONPATH=/tmp/site:$PYTHONPATH
 python3 -c "
 from harness.report.ncu_import import import_ncu_report
