@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
+from harness.report.details_layout import METRIC_OPTIONS
 from harness.report.profile_builder import load_profiles
 from harness.report.reportfile import open_report, select_kernels
+from harness.report.slim_sections import SLIMMED_SECTIONS, added_metrics, is_slim
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Every `--set full` report: the chain's, and the zoo's (one per problem class: atomics, FP64,
@@ -90,3 +92,32 @@ def test_pages_and_full_give_the_same_findings_and_fields(pair: tuple[Path, Path
     # ncu files the `--metrics` extras under a section of its own, named
     # 'Command line profiler metrics' with the identifier 'section0'
     assert _sections(pages) == {*PAGES_SECTIONS, "section0"}
+
+
+def _raw_value(report: Path, column: str) -> str:
+    """The first kernel's value of `column` on ncu's raw page beside the report."""
+    import csv
+
+    with report.with_suffix(".raw.csv").open(newline="") as handle:
+        header, _units, first = list(csv.reader(handle))[:3]
+    return first[header.index(column)]
+
+
+def _metric_names(report: Path) -> set[str]:
+    (kernel, *_) = select_kernels(open_report(report), None)
+    return set(kernel.action.metric_names())
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair[0].name)
+def test_pages_slims_the_memory_widgets_and_keeps_what_they_fed(pair: tuple[Path, Path]) -> None:
+    pages, full = pair
+    pages_names, full_names = _metric_names(pages), _metric_names(full)
+    for section in SLIMMED_SECTIONS:
+        assert is_slim(section, pages_names) and not is_slim(section, full_names)
+        # every metric ncuh reads or a rule asks for that the full report holds, pages holds
+        # (or the name this chip gives it: Hopper's L2 compression unit is `lrc`)
+        lost = {m for m in added_metrics(section) if m in full_names and m not in pages_names}
+        assert {METRIC_OPTIONS.get(m) for m in lost} <= pages_names
+    # ncu's own count of replay passes (H100, ncu 2025.3.1): 23 with the overlay, 38 in full
+    assert float(_raw_value(pages, "profiler__replayer_passes")) == 23
+    assert float(_raw_value(full, "profiler__replayer_passes")) == 38

@@ -165,7 +165,9 @@ def test_rule_metrics_are_those_of_the_sections_rules_only(stock: Path) -> None:
     assert so.rule_metrics(stock, "SourceCounters") == []
 
 
-def test_build_overlay_copies_everything_and_slims_only_the_two(stock: Path, tmp_path: Path) -> None:
+def test_build_overlay_copies_everything_and_slims_only_the_two(
+    stock: Path, tmp_path: Path
+) -> None:
     dest = tmp_path / "overlay"
     assert so.build_overlay(stock, dest) == so.SLIMMED_SECTIONS
     assert sorted(p.name for p in dest.iterdir()) == sorted(p.name for p in stock.iterdir())
@@ -187,7 +189,7 @@ def test_build_overlay_leaves_nothing_when_a_section_is_malformed(
 ) -> None:
     (stock / "MemoryWorkloadAnalysis_Chart.section").write_text(CHART.replace("}\n", "", 1))
     dest = tmp_path / "cache" / "overlay"
-    with pytest.raises(so.OverlayError, match="MemoryWorkloadAnalysis_Chart.section"):
+    with pytest.raises(so.OverlayError, match=r"MemoryWorkloadAnalysis_Chart\.section"):
         so.build_overlay(stock, dest)
     assert list(dest.parent.iterdir()) == []  # no overlay, no temporary folder
 

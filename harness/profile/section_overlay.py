@@ -10,8 +10,9 @@ conflicts, access patterns, L2 compression, apertures) request a few dozen more 
 So `pages` runs ncu with `--section-folder` pointing at an *overlay*: a copy of the stock
 section folder of the ncu that runs (rules included, byte for byte), in which those two
 sections keep their identifiers, their `Metrics` lists and their rules, while their widgets
-give way to exactly the metrics ncuh reads (`WIDGET_METRICS_READ`) and the metrics their rules
-request (read from the rule files themselves, so a newer ncu's rules get what they ask for).
+give way to exactly the metrics ncuh reads and the metrics their rules request (both listed in
+`harness.report.slim_sections`, which the details page reads too; the rule files themselves
+are read as well, so a newer ncu's rules get what they ask for).
 Every other section is untouched. This is the customisation Nsight Compute documents: a
 section file says what is collected.
 
@@ -33,61 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness import ncu_locate
+from harness.report.slim_sections import RULE_METRICS, SLIMMED_SECTIONS, WIDGET_METRICS_READ
 
 OVERLAY_VERSION = 1
 CACHE_ENV = "NCUH_CACHE_DIR"
 CACHE_FOLDER = "_ncu_sections"
 SWITCH_ENV = "NCUH_PAGES_OVERLAY"  # "off": `pages` on ncu's stock sections (36 passes on H100)
-SLIMMED_SECTIONS: tuple[str, ...] = (
-    "MemoryWorkloadAnalysis_Tables",
-    "MemoryWorkloadAnalysis_Chart",
-)
-# What ncuh's readers (harness.report, harness.findings, harness.diff) use that only those
-# widgets collected, named as an H100 `--set full` report names them (ncu 2025.3.1): a
-# report recorded with `pages` less the two widget sections lacked exactly these.
-WIDGET_METRICS_READ: tuple[str, ...] = (
-    "dram__bytes_read.sum",
-    "dram__bytes_read.sum.pct_of_peak_sustained_elapsed",
-    "dram__bytes_read.sum.per_second",
-    "dram__bytes_write.sum",
-    "dram__bytes_write.sum.pct_of_peak_sustained_elapsed",
-    "dram__bytes_write.sum.per_second",
-    "idc__requests.sum",
-    "idc__requests.sum.pct_of_peak_sustained_elapsed",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
-    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum.pct_of_peak_sustained_elapsed",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
-    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum.pct_of_peak_sustained_elapsed",
-    "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
-    "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum.pct_of_peak_sustained_elapsed",
-    "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
-    "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum.pct_of_peak_sustained_elapsed",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
-    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
-    "lrc__ilc_input_sectors.sum.pct_of_peak_sustained_elapsed",
-    "lrc__ilc_input_sectors.sum.per_second",
-    "lts__average_gcomp_output_sector_compression_achieved_rate.ratio",
-    "lts__t_sectors.sum.per_second",
-    "lts__t_sectors_srcunit_tex_op_atom.sum",
-    "lts__t_sectors_srcunit_tex_op_atom.sum.pct_of_peak_sustained_elapsed",
-    "lts__t_sectors_srcunit_tex_op_atom.sum.per_second",
-    "lts__t_sectors_srcunit_tex_op_red.sum",
-    "lts__t_sectors_srcunit_tex_op_red.sum.pct_of_peak_sustained_elapsed",
-    "lts__t_sectors_srcunit_tex_op_red.sum.per_second",
-    "sass__inst_executed_local_loads",
-    "sass__inst_executed_local_stores",
-    "smsp__inst_executed_op_shared_atom.sum",
-    "smsp__inst_executed_op_shared_atom.sum.pct_of_peak_sustained_elapsed",
-    "smsp__sass_inst_executed_op_global_ld.sum",
-    "smsp__sass_inst_executed_op_global_st.sum",
-    "smsp__sass_inst_executed_op_local_ld.sum",
-    "smsp__sass_inst_executed_op_local_st.sum",
-    "smsp__sass_inst_executed_op_shared_ld.sum",
-    "smsp__sass_inst_executed_op_shared_st.sum",
-)
-
 _IDENTIFIER = re.compile(r'^Identifier:\s*"([^"]+)"', re.MULTILINE)
 _TOP_BLOCK = r"^{name}\s*\{{"
 _RULE_SECTION = re.compile(r'def\s+get_section_identifier\(\s*\)\s*:\s*return\s+"([^"]+)"')
@@ -194,7 +146,9 @@ def build_overlay(stock: Path, dest: Path,
             path = files.get(section)
             if path is None:
                 continue
-            extra = [*rule_metrics(tmp, section), *WIDGET_METRICS_READ]
+            # the rules' requests as of ncu 2025.3.1, then any a newer ncu's rules add
+            extra = [*RULE_METRICS.get(section, ()), *rule_metrics(tmp, section),
+                     *WIDGET_METRICS_READ]
             text = path.read_text(encoding="utf-8")
             try:
                 path.write_text(slim_section(text, extra), encoding="utf-8")

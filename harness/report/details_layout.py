@@ -31,6 +31,7 @@ EXTRA_HEADER_ROWS: dict[str, tuple[tuple[str, str], ...]] = {
     "MemoryWorkloadAnalysis": (
         ("inst_executed", "Instructions Executed"),
         ("lrc__ilc_input_sectors.sum", "L2 Compression Input Sectors"),
+        ("lts__average_gcomp_input_sector_success_rate.pct", "L2 Compression Success Rate"),
     ),
     "MemoryWorkloadAnalysis_Chart": (
         ("dram__bytes.sum.per_second", "DRAM Bandwidth"),
@@ -193,6 +194,12 @@ for _precision, _ops in (("Double", ("dfma",)), ("Half", ("hfma", "hadd", "hmul"
 
 # rows ncu places as if their metric had another name (the name it sorts them by)
 SORT_AS = {"lrc__ilc_input_sectors.sum": "lts__gcomp_input_sectors.sum"}
+# a header row's metric -> the one a section file's `Options` names instead on some chips
+# (Hopper's L2 compression unit is `lrc`): ncu prints the row's label with the option's value
+METRIC_OPTIONS = {
+    "lts__average_gcomp_input_sector_success_rate.pct":
+        "lrc__average_ilc_input_sector_success_rate.pct",
+}
 
 # metrics whose unit ncu prints differently from the unit ncu_report gives them: everywhere,
 # and only in a section's header table (where the section file names the unit)

@@ -24,6 +24,7 @@ from harness.report.details_layout import (
     HEADER_GROUPS,
     HEADER_UNITS,
     INSTANCE_HEADER_ROWS,
+    METRIC_OPTIONS,
     SORT_AS,
     SOURCE_UNITS,
     BodyLayout,
@@ -41,6 +42,7 @@ from harness.report.ncu_format import display, format_number, scale_unit
 from harness.report.profile_builder import read_rules
 from harness.report.reportfile import KernelRef, open_report, select_kernels
 from harness.report.rule_text import format_speedup, speedup_label
+from harness.report.slim_sections import added_metrics, is_slim
 
 ViewFormat = Literal["text", "md", "json"]
 VIEW_FORMATS: tuple[ViewFormat, ...] = ("text", "md", "json")
@@ -180,13 +182,33 @@ def _header_rows(action: Any, section: Any, identifier: str) -> tuple[MetricRow,
     for name, unit in HEADER_UNITS.items():
         if name in rows:
             rows[name] = dataclasses.replace(rows[name], unit=unit)
+    slim = is_slim(identifier, _names(action))
     for name, label in EXTRA_HEADER_ROWS.get(identifier, ()):
-        if name not in rows and (row := _named_row(action, name, label)) is not None:
+        row = _named_row(action, name, label)
+        if row is None and name in METRIC_OPTIONS:
+            # the label, with the value of the metric this chip names instead
+            option = _named_row(action, METRIC_OPTIONS[name], label)
+            row = dataclasses.replace(option, metric=name) if option is not None else None
+        if name not in rows and row is not None:
             if name in INSTANCE_HEADER_ROWS:
                 row = dataclasses.replace(row, value=_instances_text(action.metric_by_name(name),
                                                                      row))
             rows[name] = row
-    keyed = [((SORT_AS.get(r.metric, r.metric), 0), r) for r in rows.values()]
+    if slim:  # what the pages overlay added, named as themselves, in plain name order
+        shown_as = {METRIC_OPTIONS[name] for name in rows if name in METRIC_OPTIONS}
+        units = {metric.split("__", 1)[0] for metric in _names(action)}
+        for name in added_metrics(identifier):
+            if name in rows or name in shown_as:
+                continue
+            row = _named_row(action, name, name)
+            if row is None and name.split("__", 1)[0] in units:
+                # a metric of this chip's units that was not collected: ncu says "n/a"; one of
+                # another chip's units (`syslts__` on Hopper) it leaves out
+                row = MetricRow(name, "", NOT_AVAILABLE, name, None, "")
+            if row is not None:
+                rows[name] = row
+    keyed = [(((r.metric if slim else SORT_AS.get(r.metric, r.metric)), 0), r)
+             for r in rows.values()]
     # a group's members sort where the group's name sorts, in the group's order
     for group, label in HEADER_GROUPS.get(identifier, ()):
         for index, member in enumerate(_group_members(action, group)):

@@ -1,0 +1,144 @@
+"""What the `pages` set's slimmed sections hold: read by the profile side that writes them
+(`harness.profile.section_overlay`) and by the details page that prints them.
+
+Two of ncu's sections, `MemoryWorkloadAnalysis_Tables` and `MemoryWorkloadAnalysis_Chart`, draw
+their bodies with widgets that collect every cell of ncu's memory tables and chart (30 and 14
+replay passes on an H100). In `pages` they keep their identifiers, metric lists and rules, but
+their widgets give way to `WIDGET_METRICS_READ` (what ncuh reads that only the widgets
+collected) and `RULE_METRICS` (what their rules ask for). ncu then prints each as one table of
+its metric list, sorted by metric name; `is_slim` tells such a section from a stock one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+SLIMMED_SECTIONS: tuple[str, ...] = (
+    "MemoryWorkloadAnalysis_Tables",
+    "MemoryWorkloadAnalysis_Chart",
+)
+# What ncuh's readers (harness.report, harness.findings, harness.diff) use that only those
+# widgets collected, named as an H100 `--set full` report names them (ncu 2025.3.1): a
+# report recorded with `pages` less the two widget sections lacked exactly these.
+WIDGET_METRICS_READ: tuple[str, ...] = (
+    "dram__bytes_read.sum",
+    "dram__bytes_read.sum.pct_of_peak_sustained_elapsed",
+    "dram__bytes_read.sum.per_second",
+    "dram__bytes_write.sum",
+    "dram__bytes_write.sum.pct_of_peak_sustained_elapsed",
+    "dram__bytes_write.sum.per_second",
+    "idc__requests.sum",
+    "idc__requests.sum.pct_of_peak_sustained_elapsed",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum.pct_of_peak_sustained_elapsed",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+    "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum.pct_of_peak_sustained_elapsed",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_atom.sum.pct_of_peak_sustained_elapsed",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum",
+    "l1tex__t_requests_pipe_lsu_mem_global_op_red.sum.pct_of_peak_sustained_elapsed",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "lrc__ilc_input_sectors.sum.pct_of_peak_sustained_elapsed",
+    "lrc__ilc_input_sectors.sum.per_second",
+    "lts__average_gcomp_output_sector_compression_achieved_rate.ratio",
+    "lts__t_sectors.sum.per_second",
+    "lts__t_sectors_srcunit_tex_op_atom.sum",
+    "lts__t_sectors_srcunit_tex_op_atom.sum.pct_of_peak_sustained_elapsed",
+    "lts__t_sectors_srcunit_tex_op_atom.sum.per_second",
+    "lts__t_sectors_srcunit_tex_op_red.sum",
+    "lts__t_sectors_srcunit_tex_op_red.sum.pct_of_peak_sustained_elapsed",
+    "lts__t_sectors_srcunit_tex_op_red.sum.per_second",
+    "sass__inst_executed_local_loads",
+    "sass__inst_executed_local_stores",
+    "smsp__inst_executed_op_shared_atom.sum",
+    "smsp__inst_executed_op_shared_atom.sum.pct_of_peak_sustained_elapsed",
+    "smsp__sass_inst_executed_op_global_ld.sum",
+    "smsp__sass_inst_executed_op_global_st.sum",
+    "smsp__sass_inst_executed_op_local_ld.sum",
+    "smsp__sass_inst_executed_op_local_st.sum",
+    "smsp__sass_inst_executed_op_shared_ld.sum",
+    "smsp__sass_inst_executed_op_shared_st.sum",
+)
+
+# What the sections' rules request (`MetricRequest("...")` in ncu 2025.3.1's rule files
+# MemoryCacheAccessPattern and SharedMemoryConflicts for the tables, MemoryApertureUsage and
+# MemoryL2Compression for the chart), in the rules' order; some exist on other chips only.
+RULE_METRICS: dict[str, tuple[str, ...]] = {
+    "MemoryWorkloadAnalysis_Tables": (
+        "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio",
+        "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.max_rate",
+        "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio",
+        "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.max_rate",
+        "smsp__sass_average_data_bytes_per_sector_mem_local_op_ld.ratio",
+        "smsp__sass_average_data_bytes_per_sector_mem_local_op_ld.max_rate",
+        "smsp__sass_average_data_bytes_per_sector_mem_local_op_st.ratio",
+        "smsp__sass_average_data_bytes_per_sector_mem_local_op_st.max_rate",
+        "l1tex__t_sector_pipe_lsu_mem_global_op_ld_hit_rate.pct",
+        "l1tex__t_sector_pipe_lsu_mem_global_op_st_hit_rate.pct",
+        "l1tex__t_sector_pipe_lsu_mem_local_op_ld_hit_rate.pct",
+        "l1tex__t_sector_pipe_lsu_mem_local_op_st_hit_rate.pct",
+        "lts__t_sector_op_read_hit_rate.pct",
+        "lts__t_sector_op_write_hit_rate.pct",
+        "l1tex__throughput.avg.pct_of_peak_sustained_elapsed",
+        "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+        "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+        "smsp__sass_inst_executed_op_shared_ld.sum",
+        "smsp__sass_inst_executed_op_shared_st.sum",
+        "smsp__inst_executed_op_ldsm.sum",
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+        "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+    ),
+    "MemoryWorkloadAnalysis_Chart": (
+        "device__attribute_compute_capability_major",
+        "device__attribute_compute_capability_minor",
+        "lts__t_sectors_srcunit_tex.avg.pct_of_peak_sustained_elapsed",
+        "lts__t_sectors_srcunit_tex_lookup_miss.sum",
+        "lts__t_sectors_srcunit_tex_aperture_peer_lookup_miss.sum",
+        "lts__t_sectors_srcunit_tex_aperture_sysmem_lookup_miss.sum",
+        "syslts__t_sectors_srcunit_tex_aperture_peer_lookup_miss.sum",
+        "syslts__t_sectors_srcunit_tex_aperture_sysmem_lookup_miss.sum",
+        "dram__bytes.sum.per_second",
+        "pcie__read_bytes.sum.per_second",
+        "pcie__write_bytes.sum.per_second",
+        "nvlrx__bytes.sum.per_second",
+        "nvltx__bytes.sum.per_second",
+        "lts__t_sectors.sum",
+        "l1tex__m_l1tex2xbar_write_bytes.sum",
+        "dram__bytes_read.sum.pct_of_peak_sustained_elapsed",
+        "lts__gcomp_input_sectors.sum",
+        "lts__average_gcomp_input_sector_success_rate.pct",
+        "lrc__ilc_input_sectors.sum",
+        "lrc__average_ilc_input_sector_success_rate.pct",
+        "dram__bytes_op_read.sum.pct_of_peak_sustained_elapsed",
+    ),
+}
+# The widget groups of the stock sections: a report whose section lacks all of them was
+# recorded with the slimmed section.
+WIDGET_GROUPS: dict[str, tuple[str, ...]] = {
+    "MemoryWorkloadAnalysis_Tables": (
+        "group:memory__shared_table",
+        "group:memory__first_level_cache_table",
+        "group:memory__l2_cache_table",
+        "group:memory__l2_cache_evict_policy_table",
+        "group:memory__dram_table",
+    ),
+    "MemoryWorkloadAnalysis_Chart": ("group:memory__chart",),
+}
+
+
+def added_metrics(section: str) -> tuple[str, ...]:
+    """The metrics the overlay adds to `section`'s list (before those it already names)."""
+    if section not in SLIMMED_SECTIONS:
+        return ()
+    return tuple(dict.fromkeys([*RULE_METRICS.get(section, ()), *WIDGET_METRICS_READ]))
+
+
+def is_slim(section: str, metric_names: Collection[str]) -> bool:
+    """Whether a report with these metrics holds `section` slimmed (none of its widgets)."""
+    groups = WIDGET_GROUPS.get(section)
+    return bool(groups) and not any(group in metric_names for group in groups)
