@@ -54,6 +54,41 @@ def test_passes_in_a_whole_output() -> None:
     assert passes_in("==PROF== Connected\n==ERROR== no kernels\n") is None
 
 
+# What ncu 2025.3.1 printed for the naive SGEMM at 4096 on the H100 (pages set): for a slow
+# kernel it puts a warning between the dots, which go on on the next line.
+SLOW_KERNEL_OUTPUT = [
+    "==PROF== Connected to process 2508 (/usr/bin/python3.12)\n",
+    '==PROF== Profiling "sgemm_naive": 0%',
+    "\n==WARNING== Launching the workload is taking more time than expected. If this continues "
+    "to hang, terminate the profile and re-try by profiling the range of all related launches "
+    "using '--replay-mode range'.\n",
+    "....50%",
+    "....100% - 36 passes\n",
+    'ncuh-runner-result: {"variant": "naive", "rel_error": 1.1457753512176696e-06}\n',
+    "==PROF== Disconnected from process 2508\n",
+]
+
+
+def test_a_warning_between_the_dots_is_read_past() -> None:
+    assert passes_in("".join(SLOW_KERNEL_OUTPUT)) == 36
+    progress = PassProgress()
+    seen = []
+    for number, piece in enumerate(SLOW_KERNEL_OUTPUT):
+        progress.feed(piece, now=float(number))
+        seen.append((progress.percent, progress.passes))
+    assert seen == [(None, None), (0.0, None), (0.0, None), (50.0, None), (100.0, 36),
+                    (100.0, 36), (100.0, 36)]
+
+
+def test_runner_output_after_the_dots_is_not_progress() -> None:
+    # the runner's JSON has dots and digits: a line that is not all dots stops the reading
+    text = '==PROF== Profiling "k": 0%...\nncuh-runner-result: {"x": 1.5}\n'
+    progress = PassProgress()
+    progress.feed(text, now=0.0)
+    assert progress.percent == 30.0 and progress.passes is None
+    assert passes_in(text) is None
+
+
 def test_plain_lines_when_not_a_terminal() -> None:
     stream, clock = io.StringIO(), Clock()
     display = ProgressDisplay(stream, live=False, clock=clock)

@@ -20,6 +20,7 @@ from typing import IO, Any
 _PROFILING = "==PROF== Profiling"
 _STEP = re.compile(r"(\d+)%|(\.)")
 _PASSES = re.compile(r"-\s*(\d+)\s+passes?\b")
+_CONTINUATION = re.compile(r"^[.0-9%]+(?:\s*-\s*\d+\s+passes?\b.*)?$")
 
 
 @dataclass
@@ -36,7 +37,9 @@ class PassProgress:
         start = self._tail.rfind(_PROFILING)
         if start < 0:
             return
-        line = self._tail[start:].split("\n", 1)[0]
+        self._read(_progress_line(self._tail[start:]), now)
+
+    def _read(self, line: str, now: float | None) -> None:
         # The progress starts after the kernel's name: `"name" - 0: `
         progress = line.split(": ", 1)[1] if ": " in line else ""
         if self.started is None:
@@ -59,10 +62,27 @@ class PassProgress:
         return spent * (100.0 - self.percent) / self.percent
 
 
+def _progress_line(text: str) -> str:
+    """The progress line that starts `text` (at `==PROF== Profiling`), whole: ncu may print a
+    warning between its dots (`==WARNING== Launching the workload is taking more time than
+    expected`, for a slow kernel), and the dots go on on the next line."""
+    first, *rest = text.split("\n")
+    for line in rest:
+        if line.startswith("=="):
+            continue
+        if not _CONTINUATION.match(line):
+            break
+        first += line
+    return first
+
+
 def passes_in(output: str) -> int | None:
     """ncu's pass count for the (last) kernel it profiled, from its whole output."""
+    start = output.rfind(_PROFILING)
+    if start < 0:
+        return None
     progress = PassProgress()
-    progress.feed(output)
+    progress._read(_progress_line(output[start:]), None)
     return progress.passes
 
 
