@@ -17,6 +17,8 @@
 2. Chain: wall time of `ncuh profile --all --size 4096` against the sum of ncu's own times
    (the entries' `seconds` in its manifest): post-processing overlaps ncu, so the target is
    ratio <= 1.01. Each entry's ncu pass count comes from the manifest.
+   `--warm-up` first runs every variant once without ncu, so that neither chain pays the
+   first compiles of a fresh machine.
 3. `--compare-full`: the chain again with `--set full`; the `pages` chain's wall time over
    full's (target <= 0.6) and both pass counts.
 4. `--pair-dir`: each of `--pair-variants` (default `--variant`) at `--pair-size` recorded
@@ -147,6 +149,20 @@ def measure_post_steps(run_dir: Path, ncu: str, work: Path) -> dict[str, float]:
             times.append(seconds)
         steps[name] = round(min(times), 3)
     return steps
+
+
+def warm_up(size: int) -> float:
+    """Run every variant once at `size` without ncu: CuPy's and NVRTC's on-disk caches are
+    then warm for both chains, so neither pays the first compiles (about 15 s on a fresh
+    machine, which fell on whichever chain ran first)."""
+    from harness.project import open_project
+
+    started = time.perf_counter()
+    for name in open_project(None).names:
+        subprocess.run([sys.executable, "-m", "harness.gpu.runner", "--variant", name,
+                        "--size", f"{size}x{size}x{size}", "--warmup", "1"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=600, check=False)
+    return round(time.perf_counter() - started, 1)
 
 
 def measure_chain(size: int, section_set: str, work: Path) -> dict[str, Any]:
@@ -349,6 +365,8 @@ def main() -> int:
                         help="also run the chain with --set full and compare")
     parser.add_argument("--pair-dir", type=Path, default=None,
                         help="record a pages/full fixture pair of --variant into this folder")
+    parser.add_argument("--warm-up", action="store_true",
+                        help="run every variant once without ncu before the chains")
     parser.add_argument("--pair-size", type=int, default=1024)
     parser.add_argument("--pair-variants", default=None,
                         help="comma-separated variants to record pairs of (default: --variant)")
@@ -377,6 +395,8 @@ def main() -> int:
             save()
             print(f"overhead ratio {result['overhead']['ratio']}", flush=True)
         if not args.skip_all:
+            if args.warm_up:
+                result["warm_up_s"] = warm_up(args.all_size)
             result["chain"] = measure_chain(args.all_size, args.section_set, work)
             save()
             print(f"chain {result['chain']['wall_s']} s", flush=True)

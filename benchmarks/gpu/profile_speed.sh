@@ -17,7 +17,7 @@ source benchmarks/gpu/setup_env.sh
 PARTS=${PARTS:-overhead,chain,pairs}
 args=()
 [[ $PARTS == *overhead* ]] || args+=(--skip-overhead)
-[[ $PARTS == *chain* ]] && args+=(--compare-full) || args+=(--skip-all)
+[[ $PARTS == *chain* ]] && args+=(--compare-full --warm-up) || args+=(--skip-all)
 [[ $PARTS == *pairs* ]] && args+=(--pair-dir "$OUT/fixtures" --pair-size "${PAIR_SIZE:-1024}" \
     --pair-variants "${PAIR_VARIANTS:-register_tiled}")
 log "profile speed: $PARTS"
