@@ -23,7 +23,7 @@ args=()
 log "profile speed: $PARTS"
 timeout "${SPEED_TIMEOUT_S:-570}" python3 benchmarks/bench_profile_overhead.py \
     --out "$OUT/profile_speed.json" --variant register_tiled --size "${SIZE:-2048}" --set pages \
-    --repeats "${REPEATS:-5}" --no-metrics-too --skip-post-steps \
+    --repeats "${REPEATS:-5}" --no-metrics-too $([[ ${POST_STEPS:-0} == 1 ]] || echo --skip-post-steps) \
     --all-size "${ALL_SIZE:-4096}" "${args[@]}" 2>&1 | tail -4
 du -sh "$OUT"/fixtures/* 2>/dev/null
 echo
