@@ -7,6 +7,7 @@ failure and every exit-2 case are checked end to end through the real CLI.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -268,6 +269,23 @@ def test_profile_two_variants_writes_a_complete_run_directory(
 
 def argv_dir(argv: list[str]) -> Path:
     return Path(argv[argv.index("-o") + 1]).parent
+
+
+def test_the_ncu_that_runs_gets_the_section_folder_of_the_pages_set(
+    tmp_path: Path, fake_ncu: FakeNcu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The overlay is chosen for the ncu found, after the plan was checked: the command lines
+    # that run and the manifest's must both name it.
+    folder = str(tmp_path / "overlay")
+    monkeypatch.setattr(lib, "with_section_overlay", lambda settings, ncu: dataclasses.replace(
+        settings, section_folder=folder, slimmed_sections=("MemoryWorkloadAnalysis_Chart",)))
+    result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path / "runs")])
+    assert result.exit_code == 0, result.output
+    (argv,) = fake_ncu.profiled
+    assert argv[3:5] == ["--section-folder", folder]
+    manifest = json.loads((only_run(tmp_path / "runs") / "manifest.json").read_text())
+    assert manifest["ncu"]["command_lines"][0][3:5] == ["--section-folder", folder]
+    assert manifest["ncu"]["section_folder"] == folder
 
 
 def test_metrics_csv_is_the_tidy_export_of_every_report_with_its_label(

@@ -37,7 +37,7 @@ from typing import Any, Protocol
 from harness.atomic import atomic_path, atomic_write_text
 from harness.profile.gpus import Gpu, gpu_for_bus_id
 from harness.profile.processes import Job, Spawner, package_environment, result_line
-from harness.rundir import METRICS
+from harness.rundir_names import METRICS
 
 PARTS_DIR = ".metrics-parts"
 

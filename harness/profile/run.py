@@ -44,7 +44,6 @@ from typing import Any, Literal
 from harness import __version__, ncu_locate
 from harness.atomic import atomic_directory, atomic_write_text
 from harness.errors import NcuhError, NcuNotFoundError, NoGpuError
-from harness.gpu import bench as gpu_bench
 from harness.gpu.protocol import RESULT_PREFIX
 from harness.profile.gpus import Gpu, gpu_for_bus_id, list_gpus, pinned_environment, select_gpus
 from harness.profile.ncu_command import (
@@ -70,7 +69,7 @@ from harness.profile.processes import (
 from harness.profile.progress import ProgressDisplay, passes_in
 from harness.profile.schedule import DEFAULT_SLOTS, Slot, run_queue
 from harness.project import Project, Size, open_project
-from harness.rundir import BENCH, MANIFEST, RUN_SCHEMA
+from harness.rundir_names import BENCH, MANIFEST, RUN_SCHEMA
 
 # A size as the command line gave it ("4096", "1024x2048x512"), or its values in dims order.
 SizeWords = str | tuple[int, ...]
@@ -190,6 +189,9 @@ class Plan:
     request: ProfileRequest
     targets: tuple[Target, ...]
     capture: CaptureMode
+    # The project the targets come from (None for a user's program): loaded and checked once,
+    # then read again by the manifest and --bench instead of being looked up anew.
+    project: Project | None = None
 
     def command_lines(self, ncu: Path | str, run_dir: Path) -> list[list[str]]:
         return [t.argv(ncu, self.request.settings, run_dir) for t in self.targets]
@@ -200,10 +202,6 @@ class Plan:
 
 def _size(project: Project, size: SizeWords) -> Size:
     return project.parse_size(size) if isinstance(size, str) else project.size(size)
-
-
-def _project(request: ProfileRequest) -> Project:
-    return open_project(request.project)
 
 
 def plan(request: ProfileRequest, *, capture: CaptureMode = "nvtx") -> Plan:
@@ -217,7 +215,7 @@ def plan(request: ProfileRequest, *, capture: CaptureMode = "nvtx") -> Plan:
         )
         return Plan(request, (target,), capture)
 
-    project = _project(request)
+    project = open_project(request.project)
     names = project.names if request.all_variants else list(request.variants)
     if not names:
         raise NcuhError("nothing to profile: give --variant NAME, --all, or -- COMMAND ARGS")
@@ -244,7 +242,7 @@ def plan(request: ProfileRequest, *, capture: CaptureMode = "nvtx") -> Plan:
                     warmup=request.warmup,
                 ),
             ))
-    return Plan(request, tuple(targets), capture)
+    return Plan(request, tuple(targets), capture, project)
 
 
 def run_id_for(request: ProfileRequest, now: datetime | None = None) -> str:
@@ -411,7 +409,7 @@ def build_manifest(
         "bench": BENCH if bench else None,
         "timings": timings,
         # Optional: which project the variants came from (writeup reads strategies from it).
-        "project": None if request.program else _project(request).manifest(),
+        "project": plan_.project.manifest() if plan_.project is not None else None,
     }
 
 
@@ -462,15 +460,15 @@ def run_profile(
         runner, spawner = run_command, spawner or start_command
     else:
         spawner = spawner or in_threads(runner)
-    plan(request)  # validate names and sizes before touching ncu
+    plan_ = plan(request, capture=_resolve_capture(request))  # names, sizes: before ncu
     if request.program:
         check_program(request.program)
     ncu = find_ncu()
     request = dataclasses.replace(request, settings=with_section_overlay(request.settings, ncu))
+    plan_ = dataclasses.replace(plan_, request=request)  # the same targets, ncu's sections
     if not request.program and not cupy_installed():
         raise NoGpuError(NO_CUPY_HELP)
     slots = gpu_slots(request)
-    plan_ = plan(request, capture=_resolve_capture(request))
     out = request.out.resolve()
     run_id, final_dir = _unique_run_dir(out, request.run_id or run_id_for(request))
     started_at = _iso_now()
@@ -550,7 +548,11 @@ def _name_gpus(entries: Sequence[EntryResult], gpus: Sequence[Gpu]) -> None:
 
 
 def _write_bench(run_dir: Path, plan_: Plan, bench_sizes: tuple[SizeWords, ...] = ()) -> None:
-    project = _project(plan_.request)
+    # Imported here: only --bench needs the bench module (and the backends it loads).
+    from harness.gpu import bench as gpu_bench
+
+    project = plan_.project
+    assert project is not None  # --bench is refused with a program
     variants = list(dict.fromkeys(t.variant for t in plan_.targets if t.variant))
     # The seed pages' "Benchmark Results" list several sizes while one size is profiled.
     sizes = list(bench_sizes) or list(dict.fromkeys(t.size for t in plan_.targets if t.size))
