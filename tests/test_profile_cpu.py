@@ -91,17 +91,19 @@ class FakeNcu:
         self.worker_times: dict[str, tuple[float, float]] = {}
 
     def __call__(self, argv: Sequence[str], env: dict[str, str] | None = None,
-                 on_output: Any = None) -> tuple[int, str]:
-        status, output = self.answer(argv, env)
+                 on_output: Any = None, *, on_start: Any = None) -> tuple[int, str]:
+        argv = list(argv)
+        self.calls.append(argv)
+        self.envs.append(env)
+        if on_start is not None:  # as run_command does once the command has started
+            on_start()
+        status, output = self.answer(argv)
         if on_output is not None:
             for line in output.splitlines(keepends=True):  # as it comes: line by line
                 on_output(line)
         return status, output
 
-    def answer(self, argv: Sequence[str], env: dict[str, str] | None) -> tuple[int, str]:
-        argv = list(argv)
-        self.calls.append(argv)
-        self.envs.append(env)
+    def answer(self, argv: list[str]) -> tuple[int, str]:
         if argv[1:] == ["--version"]:
             return 0, VERSION_OUTPUT
         if argv[1:3] == ["-m", "harness.profile.worker"]:
@@ -543,10 +545,10 @@ def test_environment_and_metrics_children_run_at_the_same_time(
     run = load_run(only_run(tmp_path))
     assert run.manifest["metrics"]["status"] == "ok"
     assert run.environment["ncu_version"] == "2025.3.1.0"
-    # The probe and the report's export both start before its ncu run (the export then waits
-    # for its go-ahead, written when ncu is done).
+    # Nothing starts before ncu: the probe and the report's export start once it has started
+    # (the export then waits for its go-ahead, written when ncu is done).
     order = [argv[3] if "harness.profile.worker" in argv else "ncu" for argv in fake_ncu.calls]
-    assert order == ["environment", "metrics", "ncu"]
+    assert order == ["ncu", "environment", "metrics"]
 
 
 def test_the_runners_nvtx_failure_is_that_entrys_one_line_failure(

@@ -17,11 +17,12 @@ Order of work, so that every cheap check fails before anything expensive starts:
    GPU at once); a failure of the machine (no counter permission, no GPU) stops everything
    with exit 2 and leaves no directory, a failure of one entry is recorded and the walk
    carries on (exit 1 at the end);
-4. post-processing beside ncu (`post.PostProcessing`): the environment probe from the start,
-   each report's export to metrics.csv from its ncu's start (it goes when the report is
-   written). Children because CuPy and `ncu_report` are native code: a crash in either costs
-   its own part, recorded in the manifest. Then `bench.json` with `--bench`, and
-   `manifest.json` last (with phase timings); then the directory is renamed into place.
+4. post-processing beside ncu (`post.PostProcessing`), started once ncu has started, never
+   before it: the environment probe (and the git commit) beside the first ncu, each report's
+   export to metrics.csv beside its own ncu (it goes when the report is written). Children
+   because CuPy and `ncu_report` are native code: a crash in either costs its own part,
+   recorded in the manifest. Then `bench.json` with `--bench`, and `manifest.json` last (with
+   phase timings); then the directory is renamed into place.
 """
 
 from __future__ import annotations
@@ -332,9 +333,11 @@ def profile_target(
     target: Target, ncu: Path, settings: NcuSettings, run_dir: Path,
     runner: Runner = run_command, *, gpu: Gpu | None = None,
     on_output: Callable[[str], None] | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> EntryResult:
     """Run ncu for one target (pinned to `gpu` when given); raise the exit-2 error when the
-    machine cannot profile. `on_output` sees ncu's output as it comes (its pass progress)."""
+    machine cannot profile. `on_output` sees ncu's output as it comes (its pass progress);
+    `on_start` is called once ncu has started (the runner must take it: `run_command`)."""
     report = run_dir / target.report_name
     argv = target.argv(ncu, settings, run_dir)
     started = time.monotonic()
@@ -342,7 +345,10 @@ def profile_target(
     env = runner_environment() if target.variant is not None else None
     if gpu is not None:
         env = pinned_environment(env or dict(os.environ), gpu)
-    returncode, output = runner(argv, env, on_output)
+    if on_start is None:
+        returncode, output = runner(argv, env, on_output)
+    else:
+        returncode, output = runner(argv, env, on_output, on_start=on_start)
     seconds = time.monotonic() - started
     logs = run_dir / "logs"
     logs.mkdir(exist_ok=True)
@@ -453,13 +459,15 @@ def run_profile(
     `runner` runs one argv and returns (status, output); `spawner` starts one and returns a
     `Job`. Tests replace them; the defaults are `run_command` and `start_command` (looked up
     at call time so that they can be patched). Given only a `runner`, the post-processing
-    jobs go through it, on threads. `progress` shows ncu's pass progress as it comes.
+    jobs go through it, on threads (started just before ncu: such a runner cannot say when
+    ncu has started). `progress` shows ncu's pass progress as it comes.
     """
     clock = time.monotonic()
     if runner is None:
         runner, spawner = run_command, spawner or start_command
     else:
         spawner = spawner or in_threads(runner)
+        runner = _starting_first(runner)
     plan_ = plan(request, capture=_resolve_capture(request))  # names, sizes: before ncu
     if request.program:
         check_program(request.program)
@@ -475,8 +483,9 @@ def run_profile(
     total = len(plan_.targets)
 
     with terminate_as_interrupt(), atomic_directory(final_dir) as tmp:
-        # The environment probe starts now, beside the first ncu; each report's export
-        # starts beside its ncu and goes once its ncu is done, beside the next one.
+        # Nothing starts before the first ncu: the environment probe starts beside it; each
+        # report's export starts beside its ncu and goes once its ncu is done, beside the
+        # next one.
         post = PostProcessing(tmp, ncu, spawner, metrics_csv=request.metrics_csv)
         finished = itertools.count(1)  # next() is atomic: slots on several GPUs share it
 
@@ -486,9 +495,13 @@ def run_profile(
             if progress:
                 progress.start(target.label, index, total, slot.name, len(slots))
             output = (lambda text: progress.output(target.label, text)) if progress else None
-            post.prepare(index, target.label, target.report_name)
+
+            def ncu_started() -> None:
+                post.start()
+                post.prepare(index, target.label, target.report_name)
+
             entry = profile_target(target, ncu, request.settings, tmp, runner, gpu=slot.gpu,
-                                   on_output=output)
+                                   on_output=output, on_start=ncu_started)
             post.entry_done(entry, last=next(finished) == total, index=index)
             if progress:
                 progress.finish(target.label, entry.status, entry.seconds, entry.passes,
@@ -525,6 +538,20 @@ def run_profile(
         atomic_write_text(tmp / MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n")
     return ProfileOutcome(run_id=run_id, run_dir=final_dir, entries=list(entries),
                           metrics_error=result.metrics.get("error"))
+
+
+def _starting_first(runner: Runner) -> Runner:
+    """A caller's runner, which cannot say when its command has started: `on_start` is called
+    just before it runs, so that what goes beside ncu still starts (before ncu, then)."""
+
+    def run(argv: Sequence[str], env: dict[str, str] | None,
+            on_output: Callable[[str], None] | None = None, *,
+            on_start: Callable[[], None] | None = None) -> tuple[int, str]:
+        if on_start is not None:
+            on_start()
+        return runner(argv, env, on_output)
+
+    return run
 
 
 def gpu_slots(request: ProfileRequest) -> tuple[Slot, ...]:
