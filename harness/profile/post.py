@@ -31,7 +31,6 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -166,6 +165,8 @@ def _wait_all(jobs: Sequence[_Timed]) -> list[tuple[int, str, float]]:
     """
     if not jobs:
         return []
+    # Imported here, not before ncu starts (`run.py` imports it beside the first ncu).
+    from concurrent.futures import ThreadPoolExecutor
 
     def wait(timed: _Timed) -> tuple[int, str, float]:
         status, output = timed.job.wait()

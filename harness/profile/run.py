@@ -28,6 +28,7 @@ Order of work, so that every cheap check fails before anything expensive starts:
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.util
 import itertools
 import json
@@ -55,7 +56,6 @@ from harness.profile.ncu_command import (
     runner_program,
     variant_filter,
 )
-from harness.profile.ncu_errors import classify
 from harness.profile.post import PostProcessing
 from harness.profile.processes import (
     Runner,
@@ -353,6 +353,8 @@ def profile_target(
     logs = run_dir / "logs"
     logs.mkdir(exist_ok=True)
     atomic_write_text(logs / f"{target.label}.log", output)
+    from harness.profile.ncu_errors import classify  # imported beside the first ncu
+
     failure = classify(output, returncode, report_written=report.is_file())
     where = gpu.manifest() if gpu is not None else None
     if failure is not None:
@@ -499,6 +501,7 @@ def run_profile(
             def ncu_started() -> None:
                 post.start()
                 post.prepare(index, target.label, target.report_name)
+                _import_what_follows_ncu()
 
             entry = profile_target(target, ncu, request.settings, tmp, runner, gpu=slot.gpu,
                                    on_output=output, on_start=ncu_started)
@@ -538,6 +541,17 @@ def run_profile(
         atomic_write_text(tmp / MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n")
     return ProfileOutcome(run_id=run_id, run_dir=final_dir, entries=list(entries),
                           metrics_error=result.metrics.get("error"))
+
+
+# What only the end of a run needs: reading ncu's output, waiting for the post-processing
+# children, reading their results. Imported while the first ncu runs, where the time is free,
+# rather than before ncu starts or after it ends.
+_AFTER_NCU = ("harness.profile.ncu_errors", "concurrent.futures", "harness.profile.worker")
+
+
+def _import_what_follows_ncu() -> None:
+    for name in _AFTER_NCU:
+        importlib.import_module(name)
 
 
 def _starting_first(runner: Runner) -> Runner:
