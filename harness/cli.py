@@ -80,5 +80,5 @@ def main(ctx: click.Context, project: Path | None) -> None:
     ctx.obj = {"project": project}
 
 
-if __name__ == "__main__":  # `python -m harness.cli ...` as well as `python -m harness`
+if __name__ == "__main__":  # `python -m harness.cli ...` (`python -m harness`: harness.entry)
     main()
