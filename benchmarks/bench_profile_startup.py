@@ -1,7 +1,7 @@
 """What `ncuh profile` costs around ncu, without a GPU: before ncu starts and after it ends.
 
-    python benchmarks/bench_profile_startup.py [--variant register_tiled] [--size 2048]
-        [--repeats 7] [--ncu-seconds 1.0] [--json FILE]
+    python benchmarks/bench_profile_startup.py [--baseline REF] [--variant register_tiled]
+        [--size 2048] [--repeats 7] [--ncu-seconds 1.0] [--json FILE]
 
 A stand-in `ncu` (a bash script put first on PATH) notes the wall-clock time it was started
 and the time it is about to exit, sleeps `--ncu-seconds` (so that the post-processing children,
@@ -23,14 +23,21 @@ Per run, from the wall clock of this process and the stand-in's notes:
 
 Also: a bare `python -c pass` (the floor no Python CLI goes below), the wall time of the
 same command with `--dry-run`, and the import time of the run (`-X importtime`, top-level
-imports summed). Medians over `--repeats` runs after one uncounted run that writes the
-bytecode caches (PYTHONDONTWRITEBYTECODE is dropped for the children: an installed ncuh has
-its bytecode). Prints a small table; `--json` also writes the numbers.
+imports summed, in runs of their own: importtime slows imports down) before ncu's spawn (up
+to the progress line printed just before it) and after it. Medians over `--repeats` runs
+after one uncounted run that writes the bytecode caches (PYTHONDONTWRITEBYTECODE is dropped
+for the children: an installed ncuh has its bytecode).
+
+`--baseline REF` also measures the ncuh of commit REF (checked out for the run with
+`git worktree add --detach`, removed after), each repeat running the baseline and this checkout
+one after the other so that the machine's drift hits both alike: a before/after table.
+Prints a small table; `--json` also writes the numbers.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -39,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,28 +77,46 @@ echo "$NCUH_BENCH_RESULT"
 echo "==PROF== Disconnected from process $$"
 echo "$start $EPOCHREALTIME" >> "$NCUH_BENCH_LOG"
 """
+
 # What the runner under ncu prints last (harness.gpu.runner), on an H100.
 RUNNER_RESULT = "ncuh-runner-result: " + json.dumps({
     "kernel_name": "sgemm_register_tiled", "rel_error": 1e-7,
     "environment": {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
                     "pci_bus_id": "0000:1B:00.0", "cuda_runtime": "13.0"}})
 
+LABELS = {
+    "start_to_ncu_spawn": "start -> ncu spawned",
+    "ncu_exit_to_end": "ncu exit -> ncuh end",
+    "post_s_of_that": "  of which post_s (last export, join)",
+    "ncuh_own_after_ncu": "  of which ncuh's own",
+    "ncu_exit_to_end_no_metrics_csv": "ncu exit -> ncuh end, --no-metrics-csv",
+    "python_c_pass": "python -c pass (floor)",
+    "dry_run_wall": "--dry-run, wall",
+    "imports_before_ncu": "imports before ncu spawned",
+    "imports_after_ncu": "imports after that",
+}
 
-def _setup(work: Path, ncu_seconds: float) -> dict[str, str]:
-    """The stand-in ncu and an empty `cupy` in `work`; the environment to run ncuh in."""
-    bin_dir, stub_dir = work / "bin", work / "stubs" / "cupy"
+
+def _stand_ins(work: Path) -> Path:
+    """The stand-in ncu and an empty `cupy` in `work`; returns the folder for PYTHONPATH."""
+    bin_dir, stubs = work / "bin", work / "stubs"
     bin_dir.mkdir()
-    stub_dir.mkdir(parents=True)
-    (stub_dir / "__init__.py").write_text('"""Found by find_spec, never imported."""\n')
+    (stubs / "cupy").mkdir(parents=True)
+    (stubs / "cupy" / "__init__.py").write_text('"""Found by find_spec, never imported."""\n')
     ncu = bin_dir / "ncu"
     ncu.write_text(STAND_IN)
     ncu.chmod(0o755)
+    return stubs
+
+
+def _environment(root: Path, work: Path, ncu_seconds: float) -> dict[str, str]:
+    """The environment to run the ncuh at `root` in, with the stand-ins of `work`."""
     env = {key: value for key, value in os.environ.items()
            if key not in ("PYTHONDONTWRITEBYTECODE", "NCU_HOME", "NCUH_PROJECT")}
     env.update({
-        "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
-        # This checkout's harness, whatever is installed.
-        "PYTHONPATH": os.pathsep.join([str(ROOT), str(work / "stubs")]),
+        "PATH": f"{work / 'bin'}{os.pathsep}{env.get('PATH', '')}",
+        # That checkout's harness, whatever is installed.
+        "PYTHONPATH": os.pathsep.join([str(root), str(work / "stubs")]),
         "NCUH_BENCH_NCU_SECONDS": str(ncu_seconds),
         "NCUH_BENCH_REPORT": str(REPORT),
         "NCUH_BENCH_LOG": str(work / "ncu.log"),
@@ -133,79 +159,117 @@ def wall(argv: list[str], env: dict[str, str], work: Path) -> float:
 
 
 _IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+(\d+) \| (\S.*)$")
+# What `ncuh profile` prints on stderr (not a terminal) just before it starts ncu.
+_PROFILING_LINE = re.compile(r"^\[\d+/\d+\] \S+: profiling$")
 
 
-def import_seconds(argv: list[str], env: dict[str, str], work: Path) -> float:
-    """The run's top-level imports, summed (`-X importtime`, this process only)."""
+def import_seconds(argv: list[str], env: dict[str, str], work: Path) -> tuple[float, float]:
+    """The run's top-level imports summed (`-X importtime`, this process only), before the
+    progress line that comes just before ncu's spawn and after it."""
     completed = subprocess.run([argv[0], "-X", "importtime", *argv[1:]], env=env, cwd=work,
                                capture_output=True, text=True, check=True)
-    total_us = 0
+    totals_us, after = [0, 0], 0
     for line in completed.stderr.splitlines():
+        if _PROFILING_LINE.match(line):
+            after = 1
         match = _IMPORT_LINE.match(line)
         if match and not match.group(2).startswith(" "):
-            total_us += int(match.group(1))
-    return total_us / 1e6
+            totals_us[after] += int(match.group(1))
+    if not after:
+        raise SystemExit(f"no progress line from {argv}:\n{completed.stderr[-2000:]}")
+    return totals_us[0] / 1e6, totals_us[1] / 1e6
 
 
-def measure(variant: str, size: str, repeats: int, ncu_seconds: float) -> dict[str, Any]:
-    with tempfile.TemporaryDirectory(prefix="ncuh-startup-") as tmp:
-        work = Path(tmp)
-        env = _setup(work, ncu_seconds)
-        argv = _profile_argv(variant, size, work / "runs")
-        one_run(argv, env, work)  # uncounted: writes the bytecode caches
-        runs = [one_run(argv, env, work) for _ in range(repeats)]
+class Checkout:
+    """One ncuh to measure, and its samples (seconds) by row."""
+
+    def __init__(self, name: str, root: Path, work: Path, ncu_seconds: float,
+                 out: Path) -> None:
+        self.name = name
+        self.env = _environment(root, work, ncu_seconds)
+        self.out = out  # its run directories
+        self.samples: dict[str, list[float]] = {key: [] for key in LABELS}
+
+    def sample(self, variant: str, size: str, work: Path) -> None:
+        argv = _profile_argv(variant, size, self.out)
+        run = one_run(argv, self.env, work)
         # No metrics.csv: all that is left after ncu is ncuh's own work.
-        lean = [one_run([*argv, "--no-metrics-csv"], env, work) for _ in range(repeats)]
-        floor = [wall([sys.executable, "-c", "pass"], env, work) for _ in range(repeats)]
-        dry = [wall(_profile_argv(variant, size, work / "runs", "--dry-run"), env, work)
-               for _ in range(repeats)]
-        imports = [import_seconds(argv, env, work) for _ in range(repeats)]
+        lean = one_run([*argv, "--no-metrics-csv"], self.env, work)
+        add = self.samples
+        add["start_to_ncu_spawn"].append(run["to_spawn"])
+        add["ncu_exit_to_end"].append(run["after_ncu"])
+        add["post_s_of_that"].append(run["post"])
+        add["ncuh_own_after_ncu"].append(run["after_ncu"] - run["post"])
+        add["ncu_exit_to_end_no_metrics_csv"].append(lean["after_ncu"])
+        add["python_c_pass"].append(wall([sys.executable, "-c", "pass"], self.env, work))
+        add["dry_run_wall"].append(wall([*argv, "--dry-run"], self.env, work))
+        before, after = import_seconds(argv, self.env, work)
+        add["imports_before_ncu"].append(before)
+        add["imports_after_ncu"].append(after)
 
-    def median_ms(values: list[float]) -> float:
-        return round(statistics.median(values) * 1000, 1)
-
-    return {
-        "variant": variant, "size": size, "repeats": repeats, "ncu_seconds": ncu_seconds,
-        "python": sys.version.split()[0],
-        "median_ms": {
-            "start_to_ncu_spawn": median_ms([r["to_spawn"] for r in runs]),
-            "ncu_exit_to_end": median_ms([r["after_ncu"] for r in runs]),
-            "post_s_of_that": median_ms([r["post"] for r in runs]),
-            "ncuh_own_after_ncu": median_ms([r["after_ncu"] - r["post"] for r in runs]),
-            "ncu_exit_to_end_no_metrics_csv": median_ms([r["after_ncu"] for r in lean]),
-            "python_c_pass": median_ms(floor),
-            "dry_run_wall": median_ms(dry),
-            "imports_in_run": median_ms(imports),
-        },
-        "runs_ms": [{key: round(value * 1000, 1) for key, value in run.items()} for run in runs],
-    }
+    def medians_ms(self) -> dict[str, float]:
+        return {key: round(statistics.median(values) * 1000, 1)
+                for key, values in self.samples.items()}
 
 
-LABELS = {
-    "start_to_ncu_spawn": "start -> ncu spawned",
-    "ncu_exit_to_end": "ncu exit -> ncuh end",
-    "post_s_of_that": "  of which post_s (last export, join)",
-    "ncuh_own_after_ncu": "  of which ncuh's own",
-    "ncu_exit_to_end_no_metrics_csv": "ncu exit -> ncuh end, --no-metrics-csv",
-    "python_c_pass": "python -c pass (floor)",
-    "dry_run_wall": "--dry-run, wall",
-    "imports_in_run": "imports (top-level, summed)",
-}
+@contextlib.contextmanager
+def baseline_checkout(ref: str, work: Path) -> Iterator[Path]:
+    """Commit `ref` of this repository checked out (detached) under `work`, removed after."""
+    path = work / "baseline"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--quiet", "--detach", str(path),
+                    ref], check=True)
+    try:
+        yield path
+    finally:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)],
+                       check=False)
+
+
+def measure(variant: str, size: str, repeats: int, ncu_seconds: float,
+            baseline: str | None) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="ncuh-startup-") as tmp, \
+            contextlib.ExitStack() as stack:
+        work = Path(tmp)
+        _stand_ins(work)
+        checkouts = []
+        if baseline is not None:
+            root = stack.enter_context(baseline_checkout(baseline, work))
+            checkouts.append(Checkout(f"before ({baseline})", root, work, ncu_seconds,
+                                      work / "runs-baseline"))
+        checkouts.append(Checkout("this checkout", ROOT, work, ncu_seconds, work / "runs"))
+        for checkout in checkouts:  # uncounted: writes the bytecode caches
+            one_run(_profile_argv(variant, size, checkout.out), checkout.env, work)
+        for _ in range(repeats):
+            for checkout in checkouts:
+                checkout.sample(variant, size, work)
+        return {
+            "variant": variant, "size": size, "repeats": repeats, "ncu_seconds": ncu_seconds,
+            "python": sys.version.split()[0],
+            "median_ms": {checkout.name: checkout.medians_ms() for checkout in checkouts},
+        }
 
 
 def table(result: dict[str, Any]) -> str:
+    columns = list(result["median_ms"])
     width = max(len(label) for label in LABELS.values())
+    widths = [max(10, len(name)) for name in columns]
     lines = [f"ncuh profile --variant {result['variant']} --size {result['size']}, stand-in ncu "
-             f"of {result['ncu_seconds']} s, median of {result['repeats']} runs, "
-             f"Python {result['python']}", f"{'':<{width}}  {'ms':>8}"]
-    lines += [f"{label:<{width}}  {result['median_ms'][key]:>8.1f}"
-              for key, label in LABELS.items()]
+             f"of {result['ncu_seconds']} s, median ms of {result['repeats']} runs, "
+             f"Python {result['python']}",
+             f"{'':<{width}}  " + "  ".join(f"{name:>{w}}" for name, w in zip(columns, widths,
+                                                                                strict=True))]
+    for key, label in LABELS.items():
+        cells = [f"{result['median_ms'][name][key]:>{w}.1f}"
+                 for name, w in zip(columns, widths, strict=True)]
+        lines.append(f"{label:<{width}}  " + "  ".join(cells))
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline", default=None, metavar="REF",
+                        help="also measure this commit's ncuh (a before/after table)")
     parser.add_argument("--variant", default="register_tiled")
     parser.add_argument("--size", default="2048")
     parser.add_argument("--repeats", type=int, default=7)
@@ -215,7 +279,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
-    result = measure(args.variant, args.size, args.repeats, args.ncu_seconds)
+    result = measure(args.variant, args.size, args.repeats, args.ncu_seconds, args.baseline)
     print(table(result))
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
