@@ -7,6 +7,7 @@ runs, so `ncuh export` does not pay for matplotlib or CuPy. Every expected failu
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 from pathlib import Path
@@ -42,7 +43,14 @@ class LazyGroup(click.Group):
         if target is None:
             return None
         module_name, attribute = target.split(":")
-        return getattr(importlib.import_module(module_name), attribute)
+        command = getattr(importlib.import_module(module_name), attribute)
+        if not gc.isenabled():
+            # The executable put the collector off for start-up (`harness.entry`): that is
+            # over once the command is loaded. What start-up made stays, so later
+            # collections need not walk it again.
+            gc.freeze()
+            gc.enable()
+        return command
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
         try:
@@ -72,5 +80,5 @@ def main(ctx: click.Context, project: Path | None) -> None:
     ctx.obj = {"project": project}
 
 
-if __name__ == "__main__":  # `python -m harness.cli ...` as well as `python -m harness`
+if __name__ == "__main__":  # `python -m harness.cli ...` (`python -m harness`: harness.entry)
     main()

@@ -56,13 +56,12 @@ from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, PositiveInt, fie
 
 from harness.errors import ReportError
 from harness.input_file import read_text
+from harness.rundir_names import BENCH as BENCH
+from harness.rundir_names import BENCH_SCHEMA as BENCH_SCHEMA
+from harness.rundir_names import MANIFEST as MANIFEST
+from harness.rundir_names import METRICS as METRICS
+from harness.rundir_names import RUN_SCHEMA as RUN_SCHEMA
 from harness.schema import validate
-
-MANIFEST = "manifest.json"
-BENCH = "bench.json"
-METRICS = "metrics.csv"
-RUN_SCHEMA = "ncuh.run/1"
-BENCH_SCHEMA = "ncuh.bench/1"
 
 Size = Annotated[tuple[PositiveInt, ...], Field(min_length=1)]
 Milliseconds = Annotated[FiniteFloat, Field(ge=0)]

@@ -7,6 +7,7 @@ failure and every exit-2 case are checked end to end through the real CLI.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -90,17 +91,19 @@ class FakeNcu:
         self.worker_times: dict[str, tuple[float, float]] = {}
 
     def __call__(self, argv: Sequence[str], env: dict[str, str] | None = None,
-                 on_output: Any = None) -> tuple[int, str]:
-        status, output = self.answer(argv, env)
+                 on_output: Any = None, *, on_start: Any = None) -> tuple[int, str]:
+        argv = list(argv)
+        self.calls.append(argv)
+        self.envs.append(env)
+        if on_start is not None:  # as run_command does once the command has started
+            on_start()
+        status, output = self.answer(argv)
         if on_output is not None:
             for line in output.splitlines(keepends=True):  # as it comes: line by line
                 on_output(line)
         return status, output
 
-    def answer(self, argv: Sequence[str], env: dict[str, str] | None) -> tuple[int, str]:
-        argv = list(argv)
-        self.calls.append(argv)
-        self.envs.append(env)
+    def answer(self, argv: list[str]) -> tuple[int, str]:
         if argv[1:] == ["--version"]:
             return 0, VERSION_OUTPUT
         if argv[1:3] == ["-m", "harness.profile.worker"]:
@@ -268,6 +271,23 @@ def test_profile_two_variants_writes_a_complete_run_directory(
 
 def argv_dir(argv: list[str]) -> Path:
     return Path(argv[argv.index("-o") + 1]).parent
+
+
+def test_the_ncu_that_runs_gets_the_section_folder_of_the_pages_set(
+    tmp_path: Path, fake_ncu: FakeNcu, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The overlay is chosen for the ncu found, after the plan was checked: the command lines
+    # that run and the manifest's must both name it.
+    folder = str(tmp_path / "overlay")
+    monkeypatch.setattr(lib, "with_section_overlay", lambda settings, ncu: dataclasses.replace(
+        settings, section_folder=folder, slimmed_sections=("MemoryWorkloadAnalysis_Chart",)))
+    result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path / "runs")])
+    assert result.exit_code == 0, result.output
+    (argv,) = fake_ncu.profiled
+    assert argv[3:5] == ["--section-folder", folder]
+    manifest = json.loads((only_run(tmp_path / "runs") / "manifest.json").read_text())
+    assert manifest["ncu"]["command_lines"][0][3:5] == ["--section-folder", folder]
+    assert manifest["ncu"]["section_folder"] == folder
 
 
 def test_metrics_csv_is_the_tidy_export_of_every_report_with_its_label(
@@ -525,10 +545,10 @@ def test_environment_and_metrics_children_run_at_the_same_time(
     run = load_run(only_run(tmp_path))
     assert run.manifest["metrics"]["status"] == "ok"
     assert run.environment["ncu_version"] == "2025.3.1.0"
-    # The probe and the report's export both start before its ncu run (the export then waits
-    # for its go-ahead, written when ncu is done).
+    # Nothing starts before ncu: the probe and the report's export start once it has started
+    # (the export then waits for its go-ahead, written when ncu is done).
     order = [argv[3] if "harness.profile.worker" in argv else "ncu" for argv in fake_ncu.calls]
-    assert order == ["environment", "metrics", "ncu"]
+    assert order == ["ncu", "environment", "metrics"]
 
 
 def test_the_runners_nvtx_failure_is_that_entrys_one_line_failure(

@@ -5,17 +5,18 @@ native code: a crash in one costs its own part, recorded in the manifest, not th
 
 Nothing waits in front of ncu and as little as possible after it:
 
-* the environment probe starts with the run, beside the first ncu. It starts no CUDA (the
-  runner under ncu reports CuPy's view of the device) and lists every GPU with nvidia-smi, so
-  the device each entry ran on is matched afterwards by its PCI bus ID;
-* each report's export to its part of metrics.csv is started when its ncu starts: Python's
-  start and the imports of `ncu_report` happen beside ncu, then the export waits for a
-  go-ahead file (`worker.wait_for_go`), written the moment ncu has finished. It then exports
+* the environment probe starts once the first ncu has started, beside it (`start`). It starts
+  no CUDA (the runner under ncu reports CuPy's view of the device) and lists every GPU with
+  nvidia-smi, so the device each entry ran on is matched afterwards by its PCI bus ID; the
+  ncuh checkout's git commit is looked up beside it, on a thread;
+* each report's export to its part of metrics.csv is started as soon as its ncu has started:
+  Python's start and the imports of `ncu_report` happen beside ncu, then the export waits for
+  a go-ahead file (`worker.wait_for_go`), written the moment ncu has finished. It then exports
   while ncu profiles the next target; at the end the parts are joined in target order.
 
 So after the last ncu only that report's export itself and the join remain. `PostProcessing`
-is fed target by target (`prepare`, then `entry_done`); `post_process` does it all at once
-for a finished list of entries.
+is fed target by target (`start` and `prepare` once its ncu runs, then `entry_done`);
+`post_process` does it all at once for a finished list of entries.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,7 +38,7 @@ from typing import Any, Protocol
 from harness.atomic import atomic_path, atomic_write_text
 from harness.profile.gpus import Gpu, gpu_for_bus_id
 from harness.profile.processes import Job, Spawner, package_environment, result_line
-from harness.rundir import METRICS
+from harness.rundir_names import METRICS
 
 PARTS_DIR = ".metrics-parts"
 
@@ -67,6 +68,23 @@ def git_commit(path: Path | None = None) -> str | None:
         return None
     commit = completed.stdout.strip()
     return commit if completed.returncode == 0 and re.fullmatch(r"[0-9a-f]{40}", commit) else None
+
+
+class _GitCommit:
+    """`git_commit()` on a thread of its own, started beside ncu: nothing left for after it."""
+
+    def __init__(self) -> None:
+        self._commit: str | None = None
+        # A daemon: an interrupted run does not wait for git on its way out.
+        self._thread = threading.Thread(target=self._run, name="ncuh-git", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        self._commit = git_commit()
+
+    def result(self) -> str | None:
+        self._thread.join()
+        return self._commit
 
 
 def _worker(args: Sequence[str]) -> list[str]:
@@ -147,6 +165,8 @@ def _wait_all(jobs: Sequence[_Timed]) -> list[tuple[int, str, float]]:
     """
     if not jobs:
         return []
+    # Imported here, not before ncu starts (`run.py` imports it beside the first ncu).
+    from concurrent.futures import ThreadPoolExecutor
 
     def wait(timed: _Timed) -> tuple[int, str, float]:
         status, output = timed.job.wait()
@@ -178,7 +198,11 @@ def _environment_result(returncode: int, output: str) -> dict[str, Any]:
 
 
 class PostProcessing:
-    """The environment probe (started at once) and one metrics export per finished report."""
+    """The environment probe (started beside the first ncu) and one metrics export per report.
+
+    Constructing it starts nothing: `start` does, once the first ncu runs, so that nothing but
+    ncu's own command line stands between `ncuh profile` and ncu.
+    """
 
     def __init__(self, run_dir: Path, ncu: Path, spawner: Spawner, *,
                  metrics_csv: bool = True, export_jobs: int | None = None) -> None:
@@ -191,9 +215,18 @@ class PostProcessing:
         self.export_jobs = export_jobs or max(1, min(4, (os.cpu_count() or 2) // 4))
         self.parts_dir = run_dir / PARTS_DIR
         self._parts: dict[str, _Part] = {}
-        (run_dir / "logs").mkdir(exist_ok=True)
-        self._environment = self._start(
-            ["environment", str(ncu), "--no-cuda", "--list-gpus"], "environment")
+        self._environment: _Timed | None = None
+        self._git: _GitCommit | None = None
+        self._lock = threading.Lock()  # with --gpus, every slot's ncu calls `start`
+
+    def start(self) -> None:
+        """Start the environment probe and the git lookup, once; ncu should be running."""
+        with self._lock:
+            if self._environment is not None:
+                return
+            self._environment = self._start(
+                ["environment", str(self.ncu), "--no-cuda", "--list-gpus"], "environment")
+            self._git = _GitCommit()
 
     def _start(self, args: Sequence[str], what: str) -> _Timed:
         started = time.monotonic()
@@ -241,6 +274,8 @@ class PostProcessing:
     def finish(self, entries: Sequence[_Entry]) -> PostResult:
         """Wait for every child, join metrics.csv, and say what the environment was."""
         started = time.monotonic()
+        self.start()  # no-op unless no ncu said it had started
+        assert self._environment is not None and self._git is not None
         for part in self._parts.values():
             if part.go is not None and not part.go.exists():  # its ncu never finished
                 atomic_write_text(part.go, "skip")
@@ -251,13 +286,14 @@ class PostProcessing:
                 ["metrics", str(path)], "metrics"))
         parts = sorted(self._parts.values(), key=lambda part: part.index)
         try:
-            commit = git_commit()  # a few milliseconds, while the children work
             waited = _wait_all([self._environment, *(part.timed for part in parts)])
+            commit = self._git.result()  # long done: it started beside ncu
         except BaseException:
             self.kill()
             raise
         (env_status, env_output, env_seconds), *exports = waited
         logs = self.run_dir / "logs"
+        logs.mkdir(exist_ok=True)
         atomic_write_text(logs / "environment.log", env_output)
         atomic_write_text(logs / "metrics.log", "".join(output for _, output, _ in exports))
         probed = _environment_result(env_status, env_output)
@@ -305,7 +341,8 @@ class PostProcessing:
             if part.go is not None and not part.go.exists():
                 # A thread-run export (a caller's own runner) cannot be killed: release it.
                 atomic_write_text(part.go, "skip")
-        for timed in [self._environment, *(part.timed for part in self._parts.values())]:
+        started = [self._environment] if self._environment is not None else []
+        for timed in [*started, *(part.timed for part in self._parts.values())]:
             timed.job.kill()
 
 
@@ -331,6 +368,7 @@ def post_process(run_dir: Path, entries: Sequence[Any], ncu: Path,
     """All post-processing for finished entries at once (the probe and the exports together)."""
     post = PostProcessing(run_dir, ncu, spawner)
     try:
+        post.start()
         for number, entry in enumerate(entries):
             post.entry_done(entry, last=number == len(entries) - 1, index=number)
     except BaseException:

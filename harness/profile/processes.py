@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 # Runs one argv with an environment (None: ours) and returns (exit status, stdout+stderr);
-# a Runner may take a third argument, a callback for the output as it comes (`run_command`).
+# a Runner may take a third argument, a callback for the output as it comes, and the keyword
+# `on_start`, called once the command has started (`run_command`).
 Runner = Callable[..., tuple[int, str]]
 
 
@@ -87,14 +88,16 @@ _RUNNING_LOCK = threading.Lock()
 
 def run_command(
     argv: Sequence[str], env: dict[str, str] | None = None,
-    on_output: Callable[[str], None] | None = None,
+    on_output: Callable[[str], None] | None = None, *,
+    on_start: Callable[[], None] | None = None,
 ) -> tuple[int, str]:
     """Run `argv` in its own process group; return (exit status, stdout+stderr).
 
-    The output is read as it comes and handed to `on_output` piece by piece (ncu's pass
-    progress, for the progress line). Any exception here (KeyboardInterrupt, SystemExit from
-    SIGTERM) kills the whole group before propagating, so no ncu or runner process outlives
-    ncuh; `kill_running` does the same from another thread.
+    `on_start` is called once the command has started (what may run beside ncu starts then,
+    not before it). The output is read as it comes and handed to `on_output` piece by piece
+    (ncu's pass progress, for the progress line). Any exception here (KeyboardInterrupt,
+    SystemExit from SIGTERM, one from `on_start`) kills the whole group before propagating, so
+    no ncu or runner process outlives ncuh; `kill_running` does the same from another thread.
     """
     process = subprocess.Popen(
         list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -105,6 +108,8 @@ def run_command(
     pieces: list[str] = []
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     try:
+        if on_start is not None:
+            on_start()
         assert process.stdout is not None
         while chunk := process.stdout.read1(65536):
             text = decoder.decode(chunk)

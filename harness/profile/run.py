@@ -17,16 +17,18 @@ Order of work, so that every cheap check fails before anything expensive starts:
    GPU at once); a failure of the machine (no counter permission, no GPU) stops everything
    with exit 2 and leaves no directory, a failure of one entry is recorded and the walk
    carries on (exit 1 at the end);
-4. post-processing beside ncu (`post.PostProcessing`): the environment probe from the start,
-   each report's export to metrics.csv from its ncu's start (it goes when the report is
-   written). Children because CuPy and `ncu_report` are native code: a crash in either costs
-   its own part, recorded in the manifest. Then `bench.json` with `--bench`, and
-   `manifest.json` last (with phase timings); then the directory is renamed into place.
+4. post-processing beside ncu (`post.PostProcessing`), started once ncu has started, never
+   before it: the environment probe (and the git commit) beside the first ncu, each report's
+   export to metrics.csv beside its own ncu (it goes when the report is written). Children
+   because CuPy and `ncu_report` are native code: a crash in either costs its own part,
+   recorded in the manifest. Then `bench.json` with `--bench`, and `manifest.json` last (with
+   phase timings); then the directory is renamed into place.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import importlib.util
 import itertools
 import json
@@ -44,7 +46,6 @@ from typing import Any, Literal
 from harness import __version__, ncu_locate
 from harness.atomic import atomic_directory, atomic_write_text
 from harness.errors import NcuhError, NcuNotFoundError, NoGpuError
-from harness.gpu import bench as gpu_bench
 from harness.gpu.protocol import RESULT_PREFIX
 from harness.profile.gpus import Gpu, gpu_for_bus_id, list_gpus, pinned_environment, select_gpus
 from harness.profile.ncu_command import (
@@ -55,7 +56,6 @@ from harness.profile.ncu_command import (
     runner_program,
     variant_filter,
 )
-from harness.profile.ncu_errors import classify
 from harness.profile.post import PostProcessing
 from harness.profile.processes import (
     Runner,
@@ -70,7 +70,7 @@ from harness.profile.processes import (
 from harness.profile.progress import ProgressDisplay, passes_in
 from harness.profile.schedule import DEFAULT_SLOTS, Slot, run_queue
 from harness.project import Project, Size, open_project
-from harness.rundir import BENCH, MANIFEST, RUN_SCHEMA
+from harness.rundir_names import BENCH, MANIFEST, RUN_SCHEMA
 
 # A size as the command line gave it ("4096", "1024x2048x512"), or its values in dims order.
 SizeWords = str | tuple[int, ...]
@@ -190,6 +190,9 @@ class Plan:
     request: ProfileRequest
     targets: tuple[Target, ...]
     capture: CaptureMode
+    # The project the targets come from (None for a user's program): loaded and checked once,
+    # then read again by the manifest and --bench instead of being looked up anew.
+    project: Project | None = None
 
     def command_lines(self, ncu: Path | str, run_dir: Path) -> list[list[str]]:
         return [t.argv(ncu, self.request.settings, run_dir) for t in self.targets]
@@ -200,10 +203,6 @@ class Plan:
 
 def _size(project: Project, size: SizeWords) -> Size:
     return project.parse_size(size) if isinstance(size, str) else project.size(size)
-
-
-def _project(request: ProfileRequest) -> Project:
-    return open_project(request.project)
 
 
 def plan(request: ProfileRequest, *, capture: CaptureMode = "nvtx") -> Plan:
@@ -217,7 +216,7 @@ def plan(request: ProfileRequest, *, capture: CaptureMode = "nvtx") -> Plan:
         )
         return Plan(request, (target,), capture)
 
-    project = _project(request)
+    project = open_project(request.project)
     names = project.names if request.all_variants else list(request.variants)
     if not names:
         raise NcuhError("nothing to profile: give --variant NAME, --all, or -- COMMAND ARGS")
@@ -244,7 +243,7 @@ def plan(request: ProfileRequest, *, capture: CaptureMode = "nvtx") -> Plan:
                     warmup=request.warmup,
                 ),
             ))
-    return Plan(request, tuple(targets), capture)
+    return Plan(request, tuple(targets), capture, project)
 
 
 def run_id_for(request: ProfileRequest, now: datetime | None = None) -> str:
@@ -334,9 +333,11 @@ def profile_target(
     target: Target, ncu: Path, settings: NcuSettings, run_dir: Path,
     runner: Runner = run_command, *, gpu: Gpu | None = None,
     on_output: Callable[[str], None] | None = None,
+    on_start: Callable[[], None] | None = None,
 ) -> EntryResult:
     """Run ncu for one target (pinned to `gpu` when given); raise the exit-2 error when the
-    machine cannot profile. `on_output` sees ncu's output as it comes (its pass progress)."""
+    machine cannot profile. `on_output` sees ncu's output as it comes (its pass progress);
+    `on_start` is called once ncu has started (the runner must take it: `run_command`)."""
     report = run_dir / target.report_name
     argv = target.argv(ncu, settings, run_dir)
     started = time.monotonic()
@@ -344,11 +345,16 @@ def profile_target(
     env = runner_environment() if target.variant is not None else None
     if gpu is not None:
         env = pinned_environment(env or dict(os.environ), gpu)
-    returncode, output = runner(argv, env, on_output)
+    if on_start is None:
+        returncode, output = runner(argv, env, on_output)
+    else:
+        returncode, output = runner(argv, env, on_output, on_start=on_start)
     seconds = time.monotonic() - started
     logs = run_dir / "logs"
     logs.mkdir(exist_ok=True)
     atomic_write_text(logs / f"{target.label}.log", output)
+    from harness.profile.ncu_errors import classify  # imported beside the first ncu
+
     failure = classify(output, returncode, report_written=report.is_file())
     where = gpu.manifest() if gpu is not None else None
     if failure is not None:
@@ -411,7 +417,7 @@ def build_manifest(
         "bench": BENCH if bench else None,
         "timings": timings,
         # Optional: which project the variants came from (writeup reads strategies from it).
-        "project": None if request.program else _project(request).manifest(),
+        "project": plan_.project.manifest() if plan_.project is not None else None,
     }
 
 
@@ -455,30 +461,33 @@ def run_profile(
     `runner` runs one argv and returns (status, output); `spawner` starts one and returns a
     `Job`. Tests replace them; the defaults are `run_command` and `start_command` (looked up
     at call time so that they can be patched). Given only a `runner`, the post-processing
-    jobs go through it, on threads. `progress` shows ncu's pass progress as it comes.
+    jobs go through it, on threads (started just before ncu: such a runner cannot say when
+    ncu has started). `progress` shows ncu's pass progress as it comes.
     """
     clock = time.monotonic()
     if runner is None:
         runner, spawner = run_command, spawner or start_command
     else:
         spawner = spawner or in_threads(runner)
-    plan(request)  # validate names and sizes before touching ncu
+        runner = _starting_first(runner)
+    plan_ = plan(request, capture=_resolve_capture(request))  # names, sizes: before ncu
     if request.program:
         check_program(request.program)
     ncu = find_ncu()
     request = dataclasses.replace(request, settings=with_section_overlay(request.settings, ncu))
+    plan_ = dataclasses.replace(plan_, request=request)  # the same targets, ncu's sections
     if not request.program and not cupy_installed():
         raise NoGpuError(NO_CUPY_HELP)
     slots = gpu_slots(request)
-    plan_ = plan(request, capture=_resolve_capture(request))
     out = request.out.resolve()
     run_id, final_dir = _unique_run_dir(out, request.run_id or run_id_for(request))
     started_at = _iso_now()
     total = len(plan_.targets)
 
     with terminate_as_interrupt(), atomic_directory(final_dir) as tmp:
-        # The environment probe starts now, beside the first ncu; each report's export
-        # starts beside its ncu and goes once its ncu is done, beside the next one.
+        # Nothing starts before the first ncu: the environment probe starts beside it; each
+        # report's export starts beside its ncu and goes once its ncu is done, beside the
+        # next one.
         post = PostProcessing(tmp, ncu, spawner, metrics_csv=request.metrics_csv)
         finished = itertools.count(1)  # next() is atomic: slots on several GPUs share it
 
@@ -488,9 +497,14 @@ def run_profile(
             if progress:
                 progress.start(target.label, index, total, slot.name, len(slots))
             output = (lambda text: progress.output(target.label, text)) if progress else None
-            post.prepare(index, target.label, target.report_name)
+
+            def ncu_started() -> None:
+                post.start()
+                post.prepare(index, target.label, target.report_name)
+                _import_what_follows_ncu()
+
             entry = profile_target(target, ncu, request.settings, tmp, runner, gpu=slot.gpu,
-                                   on_output=output)
+                                   on_output=output, on_start=ncu_started)
             post.entry_done(entry, last=next(finished) == total, index=index)
             if progress:
                 progress.finish(target.label, entry.status, entry.seconds, entry.passes,
@@ -529,6 +543,31 @@ def run_profile(
                           metrics_error=result.metrics.get("error"))
 
 
+# What only the end of a run needs: reading ncu's output, waiting for the post-processing
+# children, reading their results. Imported while the first ncu runs, where the time is free,
+# rather than before ncu starts or after it ends.
+_AFTER_NCU = ("harness.profile.ncu_errors", "concurrent.futures", "harness.profile.worker")
+
+
+def _import_what_follows_ncu() -> None:
+    for name in _AFTER_NCU:
+        importlib.import_module(name)
+
+
+def _starting_first(runner: Runner) -> Runner:
+    """A caller's runner, which cannot say when its command has started: `on_start` is called
+    just before it runs, so that what goes beside ncu still starts (before ncu, then)."""
+
+    def run(argv: Sequence[str], env: dict[str, str] | None,
+            on_output: Callable[[str], None] | None = None, *,
+            on_start: Callable[[], None] | None = None) -> tuple[int, str]:
+        if on_start is not None:
+            on_start()
+        return runner(argv, env, on_output)
+
+    return run
+
+
 def gpu_slots(request: ProfileRequest) -> tuple[Slot, ...]:
     """One slot per GPU asked for with `--gpus`; the default device's one slot otherwise."""
     if request.gpus is None:
@@ -550,7 +589,11 @@ def _name_gpus(entries: Sequence[EntryResult], gpus: Sequence[Gpu]) -> None:
 
 
 def _write_bench(run_dir: Path, plan_: Plan, bench_sizes: tuple[SizeWords, ...] = ()) -> None:
-    project = _project(plan_.request)
+    # Imported here: only --bench needs the bench module (and the backends it loads).
+    from harness.gpu import bench as gpu_bench
+
+    project = plan_.project
+    assert project is not None  # --bench is refused with a program
     variants = list(dict.fromkeys(t.variant for t in plan_.targets if t.variant))
     # The seed pages' "Benchmark Results" list several sizes while one size is profiled.
     sizes = list(bench_sizes) or list(dict.fromkeys(t.size for t in plan_.targets if t.size))

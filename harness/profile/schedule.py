@@ -10,15 +10,17 @@ the error is raised here, and the caller's atomic run directory is removed.
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from harness.profile.gpus import Gpu
 from harness.profile.processes import kill_running
+
+if TYPE_CHECKING:
+    import queue
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -54,6 +56,8 @@ def run_queue(
     if len(slots) <= 1:
         slot = slots[0] if slots else Slot()
         return [work(index, item, slot) for index, item in enumerate(items)]
+    import queue  # here: one slot (the usual run) needs no queue before its ncu starts
+
     shared: _Shared[T, R] = _Shared(queue.Queue(), {}, threading.Event(), [])
     for pair in enumerate(items):
         shared.work.put(pair)
@@ -79,6 +83,8 @@ def run_queue(
 
 
 def _slot_loop(shared: _Shared[T, R], slot: Slot, work: Callable[[int, T, Slot], R]) -> None:
+    import queue
+
     while not shared.stop.is_set():
         try:
             index, item = shared.work.get_nowait()

@@ -24,7 +24,6 @@ which is recorded in the manifest, instead of killing ncuh with a half-built run
 
 from __future__ import annotations
 
-import argparse
 import concurrent.futures
 import json
 import os
@@ -36,6 +35,8 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import NcuhError
 
 if TYPE_CHECKING:
+    import argparse
+
     from harness.gpu.env import CommandRunner
 
 RESULT_PREFIX = "ncuh-worker-result: "
@@ -131,6 +132,9 @@ def _export_part(task: tuple[str, Path, tuple[int, int], Path]) -> tuple[Path, i
 
 
 def _parser() -> argparse.ArgumentParser:
+    # Imported here: `ncuh profile` imports this module for RESULT_PREFIX alone.
+    import argparse
+
     parser = argparse.ArgumentParser(prog="python -m harness.profile.worker")
     commands = parser.add_subparsers(dest="command", required=True)
     env = commands.add_parser("environment")

@@ -1,0 +1,12 @@
+"""The names of a run directory's files and schemas (`harness.rundir` describes the layout).
+
+Apart from `harness.rundir` so that the writers (`ncuh profile`) name the files without
+importing the readers, whose pydantic models cost a start-up that `ncuh profile` pays before
+ncu runs.
+"""
+
+MANIFEST = "manifest.json"
+BENCH = "bench.json"
+METRICS = "metrics.csv"
+RUN_SCHEMA = "ncuh.run/1"
+BENCH_SCHEMA = "ncuh.bench/1"

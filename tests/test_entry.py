@@ -1,0 +1,38 @@
+"""The `ncuh` executable (`harness.entry`): start-up without garbage collection, then Python's
+defaults again once the command is loaded."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from harness import __version__
+from harness.cli import main
+
+
+def test_the_collector_is_back_on_once_the_command_is_loaded() -> None:
+    gc.disable()  # as harness.entry leaves it for start-up
+    try:
+        result = CliRunner().invoke(main, ["list", "--format", "json"])
+        assert result.exit_code == 0, result.output
+        assert gc.isenabled()
+    finally:
+        gc.unfreeze()  # what the command froze goes back to this test process's collector
+        gc.enable()
+
+
+def test_the_cli_leaves_the_collector_alone_in_a_library_or_test_process() -> None:
+    frozen = gc.get_freeze_count()
+    result = CliRunner().invoke(main, ["list", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+
+
+def test_python_m_harness_runs_the_executable() -> None:
+    completed = subprocess.run([sys.executable, "-m", "harness", "--version"],
+                               capture_output=True, text=True, check=False)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == f"ncuh, version {__version__}"
