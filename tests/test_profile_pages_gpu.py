@@ -50,3 +50,27 @@ def test_pages_needs_fewer_passes_than_full(runs: dict[str, Path]) -> None:
     pages = load_run(runs["pages"]).manifest["entries"][0]["passes"]
     full = load_run(runs["full"]).manifest["entries"][0]["passes"]
     assert pages and full and pages < full
+
+
+def test_pages_runs_on_the_overlay_and_finds_what_full_finds(runs: dict[str, Path]) -> None:
+    from harness.findings.registry import run_rules
+    from harness.report.profile_builder import load_profiles
+    from harness.report.slim_sections import SLIMMED_SECTIONS, is_slim
+
+    pages, full = load_run(runs["pages"]), load_run(runs["full"])
+    ncu = pages.manifest["ncu"]
+    assert ncu["section_folder"] and Path(ncu["section_folder"]).is_dir()
+    assert ncu["slimmed_sections"] == list(SLIMMED_SECTIONS)
+    assert "--section-folder" in ncu["command_lines"][0]
+    assert full.manifest["ncu"]["section_folder"] is None
+    (page_entry,), (full_entry,) = pages.entries, full.entries
+    (kernel,) = select_kernels(open_report(page_entry.report), None)
+    names = set(kernel.action.metric_names())
+    assert all(is_slim(section, names) for section in SLIMMED_SECTIONS)
+
+    def findings(report: Path) -> list[tuple[str, str, str]]:
+        (profile,) = load_profiles(report)
+        return sorted((f.rule, f.kind, str(f.metrics.get("ncu_rule", "")))
+                      for f in run_rules(profile))
+
+    assert findings(page_entry.report) == findings(full_entry.report)
