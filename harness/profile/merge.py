@@ -34,6 +34,8 @@ _MUST_MATCH: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ncu section set", ("ncu", "set")),
     ("ncu sections", ("ncu", "sections")),
     ("ncu metrics", ("ncu", "metrics")),
+    # `pages` on its section overlay or on ncu's stock sections (the folder's path may differ)
+    ("slimmed sections", ("ncu", "slimmed_sections")),
     ("clock control", ("ncu", "clock_control")),
     ("cache control", ("ncu", "cache_control")),
     ("replay mode", ("ncu", "replay_mode")),
