@@ -16,18 +16,19 @@ from pathlib import Path
 DEFAULT_INSTALL_GLOB_ROOT = Path("/opt/nvidia/nsight-compute")
 
 
-def _version_key(path: Path) -> tuple[tuple[int, ...], str]:
+def version_key(path: Path) -> tuple[tuple[int, ...], str]:
     """Sort key for versioned directory names: numeric parts first, so 2025.10 > 2025.9."""
     numbers = tuple(int(part) for part in re.findall(r"\d+", path.name))
     return numbers, path.name
 
 
-def _versioned_roots(base: Path | None = None) -> list[Path]:
+def versioned_roots(base: Path | None = None) -> list[Path]:
+    """The versioned install roots under /opt/nvidia/nsight-compute, newest first."""
     base = DEFAULT_INSTALL_GLOB_ROOT if base is None else base
     if not base.is_dir():
         return []
     roots = [child for child in base.iterdir() if child.is_dir()]
-    return sorted(roots, key=_version_key, reverse=True)
+    return sorted(roots, key=version_key, reverse=True)
 
 
 def ncu_install_dirs() -> list[Path]:
@@ -44,7 +45,7 @@ def ncu_install_dirs() -> list[Path]:
     ncu_home = os.environ.get("NCU_HOME")
     if ncu_home:
         candidates.append(Path(ncu_home))
-    candidates.extend(_versioned_roots())
+    candidates.extend(versioned_roots())
 
     unique: list[Path] = []
     for candidate in candidates:

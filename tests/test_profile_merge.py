@@ -120,6 +120,17 @@ def test_mismatched_shards_are_refused_unless_allowed(
     assert load_run(out).manifest["mismatches"]
 
 
+def test_a_shard_from_before_the_overlay_counts_as_stock_sections(
+    tmp_path: Path, shards: list[Path]
+) -> None:
+    manifest = json.loads((shards[1] / "manifest.json").read_text())
+    assert manifest["ncu"]["slimmed_sections"] == []  # the stand-in ncu has no sections
+    del manifest["ncu"]["slimmed_sections"]
+    (shards[1] / "manifest.json").write_text(json.dumps(manifest))
+    result = merge(*map(str, shards), "--out", str(tmp_path / "merged"))
+    assert result.exit_code == 0, result.output
+
+
 def test_bad_merges_are_one_line_and_write_nothing(tmp_path: Path, shards: list[Path]) -> None:
     out = tmp_path / "merged"
     cases = [

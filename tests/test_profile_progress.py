@@ -80,6 +80,21 @@ def test_a_warning_between_the_dots_is_read_past() -> None:
                     (100.0, 36), (100.0, 36)]
 
 
+@pytest.mark.parametrize("after", ["42\n", "0.5\n", "...\n", "100%\n"])
+def test_a_programs_digits_or_dots_after_the_count_are_not_progress(after: str) -> None:
+    text = '==PROF== Profiling "k": 0%....50%....100% - 36 passes\n' + after
+    assert passes_in(text) == 36
+    progress = PassProgress()
+    progress.feed(text, now=0.0)
+    assert (progress.percent, progress.passes) == (100.0, 36)
+
+
+def test_a_number_is_not_a_step_while_the_dots_go_on() -> None:
+    progress = PassProgress()
+    progress.feed('==PROF== Profiling "k": 0%...50%\n1.5\n', now=0.0)
+    assert progress.percent == 50.0
+
+
 def test_runner_output_after_the_dots_is_not_progress() -> None:
     # the runner's JSON has dots and digits: a line that is not all dots stops the reading
     text = '==PROF== Profiling "k": 0%...\nncuh-runner-result: {"x": 1.5}\n'

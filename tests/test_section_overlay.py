@@ -170,7 +170,11 @@ def test_build_overlay_copies_everything_and_slims_only_the_two(
 ) -> None:
     dest = tmp_path / "overlay"
     assert so.build_overlay(stock, dest) == so.SLIMMED_SECTIONS
-    assert sorted(p.name for p in dest.iterdir()) == sorted(p.name for p in stock.iterdir())
+    copied = sorted(p.name for p in dest.iterdir() if p.name != so.MARKER)
+    assert copied == sorted(p.name for p in stock.iterdir())
+    marker = so.read_marker(dest)
+    assert marker is not None and marker["slimmed"] == list(so.SLIMMED_SECTIONS)
+    assert marker["sections"] == sorted([*so.SLIMMED_SECTIONS, "Occupancy", "SpeedOfLight"])
     for name in ("Occupancy.section", "SpeedOfLight.section", "SharedMemoryConflicts.py"):
         assert (dest / name).read_bytes() == (stock / name).read_bytes()
     tables = (dest / "MemoryWorkloadAnalysis_Tables.section").read_text()
@@ -218,30 +222,90 @@ def test_pages_overlay_is_built_once_and_follows_the_stock_files(
 
 def test_pages_overlay_says_why_there_is_none(stock: Path, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(so.ncu_locate, "ncu_install_dirs", lambda: [])
     lonely = tmp_path / "bin" / "ncu"
     lonely.parent.mkdir()
-    lonely.write_text("")
+    lonely.write_text("")  # a binary, nothing beside it: other installs are not guessed at
     result = so.pages_overlay(lonely, tmp_path / "cache")
-    assert result.overlay is None and "no section folder" in (result.reason or "")
+    assert result.overlay is None and "no section folder found beside" in (result.reason or "")
+    ncu = stock.parent / "ncu"
+    ncu.write_text("")
+    asked = so.pages_overlay(ncu, tmp_path / "cache", sections=("Occupancy", "MyOwnSection"))
+    assert asked.overlay is None
+    assert asked.reason == f"section MyOwnSection is not in ncu's stock folder {stock}"
+    assert so.pages_overlay(ncu, tmp_path / "cache", sections=("Occupancy",)).overlay
     monkeypatch.setenv(so.SWITCH_ENV, "off")
-    off = so.pages_overlay(stock.parent / "ncu", tmp_path / "cache")
+    off = so.pages_overlay(ncu, tmp_path / "cache")
     assert off.overlay is None and off.reason == "NCUH_PAGES_OVERLAY=off"
 
 
-def test_the_cuda_toolkit_wrapper_finds_its_newest_nsight_compute(
+def test_bad_bytes_and_no_home_are_reasons_not_tracebacks(
+    stock: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ncu = stock.parent / "ncu"
+    ncu.write_text("")
+    (stock / "MemoryWorkloadAnalysis_Chart.section").write_bytes(
+        CHART.encode().replace(b"Memory Chart", b"Memory \xff Chart"))
+    result = so.pages_overlay(ncu, tmp_path / "cache")
+    assert result.overlay is None
+    assert "MemoryWorkloadAnalysis_Chart.section" in (result.reason or "")
+    assert list((tmp_path / "cache").iterdir()) == []
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.delenv(so.CACHE_ENV, raising=False)
+    monkeypatch.setattr(so.Path, "home", staticmethod(no_home))
+    homeless = so.pages_overlay(ncu)
+    assert homeless.overlay is None and "home directory" in (homeless.reason or "")
+
+
+def test_a_folder_without_its_marker_is_built_again(stock: Path, tmp_path: Path) -> None:
+    ncu = stock.parent / "ncu"
+    ncu.write_text("")
+    first = so.pages_overlay(ncu, tmp_path / "cache").overlay
+    assert first is not None
+    for path in first.folder.iterdir():  # emptied by hand, or a half-deleted cache
+        path.unlink()
+    again = so.pages_overlay(ncu, tmp_path / "cache").overlay
+    assert again is not None and again.folder == first.folder
+    assert again.slimmed == so.SLIMMED_SECTIONS
+    assert (again.folder / "Occupancy.section").read_text() == OCCUPANCY
+
+
+def test_the_overlay_is_readable_by_others_and_follows_ncuhs_lists(
+    stock: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ncu = stock.parent / "ncu"
+    ncu.write_text("")
+    old_umask = os.umask(0o022)
+    try:
+        overlay = so.pages_overlay(ncu, tmp_path / "cache").overlay
+    finally:
+        os.umask(old_umask)
+    assert overlay is not None and overlay.folder.stat().st_mode & 0o777 == 0o755
+    key = so.stock_key(stock)
+    monkeypatch.setattr(so, "WIDGET_METRICS_READ", (*so.WIDGET_METRICS_READ, "x__new.sum"))
+    assert so.stock_key(stock) != key  # a new list of metrics: a new overlay
+
+
+def test_the_cuda_toolkit_wrapper_finds_the_newest_nsight_compute_as_it_does(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(so.ncu_locate, "ncu_install_dirs", lambda: [])
     toolkit = tmp_path / "cuda-13.0"
     (toolkit / "bin").mkdir(parents=True)
     wrapper = toolkit / "bin" / "ncu"
     wrapper.write_text("#!/bin/sh\nexec \"$LATEST/ncu\" \"$@\"\n")
-    for version in ("2025.1.0", "2025.3.1", "2024.3.2"):
-        sections = toolkit / f"nsight-compute-{version}" / "sections"
-        sections.mkdir(parents=True)
-        (sections / "SpeedOfLight.section").write_text("")
+    opt = tmp_path / "opt"
+    for root in (toolkit / "nsight-compute-2025.1.0", toolkit / "nsight-compute-2025.3.1",
+                 opt / "2024.3.2", opt / "2025.10.0", toolkit / "nsight-compute-2026.1.0"):
+        (root / "sections").mkdir(parents=True)
+        if root.name != "nsight-compute-2026.1.0":  # a tree without sections is passed over
+            (root / "sections" / "SpeedOfLight.section").write_text("")
+    monkeypatch.setattr(so.ncu_locate, "versioned_roots", lambda: [])
     assert so.stock_sections(wrapper) == toolkit / "nsight-compute-2025.3.1" / "sections"
+    monkeypatch.setattr(so.ncu_locate, "versioned_roots",
+                        lambda: [opt / "2025.10.0", opt / "2024.3.2"])
+    assert so.stock_sections(wrapper) == opt / "2025.10.0" / "sections"
 
 
 def test_pages_settings_take_the_overlay_and_other_sets_do_not(
@@ -259,3 +323,31 @@ def test_pages_settings_take_the_overlay_and_other_sets_do_not(
     full = with_section_overlay(NcuSettings(set="full"), ncu)
     assert full.section_folder is None and "--section-folder" not in full.args()
     assert full.manifest()["section_folder"] is None
+    assert full.manifest()["overlay_note"] is None
+    stock_only = with_section_overlay(NcuSettings(), tmp_path / "elsewhere" / "ncu")
+    assert stock_only.section_folder is None and "--section-folder" not in stock_only.args()
+    assert "no section folder found" in stock_only.manifest()["overlay_note"]
+
+
+def test_dry_run_shows_the_overlay_of_the_ncu_on_path(
+    stock: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import main
+
+    ncu = stock.parent / "ncu"
+    ncu.write_text("#!/bin/sh\nexit 0\n")
+    ncu.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{ncu.parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    monkeypatch.setenv(so.CACHE_ENV, str(tmp_path / "cache"))
+    result = CliRunner().invoke(main, ["profile", "--variant", "naive", "--size", "256",
+                                       "--dry-run"])
+    assert result.exit_code == 0, result.output
+    (line,) = result.stdout.strip().splitlines()
+    folder = tmp_path / "cache" / so.CACHE_FOLDER / so.stock_key(stock)
+    assert line.startswith(f"{ncu} --config-file off --section-folder {folder} --section ")
+    assert so.read_marker(folder) is not None
+    full = CliRunner().invoke(main, ["profile", "--variant", "naive", "--size", "256",
+                                     "--set", "full", "--dry-run"])
+    assert "--section-folder" not in full.stdout

@@ -168,6 +168,9 @@ def profile(
         click.echo(f"ncuh: failed: {entry.target.label}: {entry.error}", err=True)
     if outcome.metrics_error:
         click.echo(f"ncuh: failed: metrics.csv: {outcome.metrics_error}", err=True)
+    if outcome.overlay_note and not outcome.overlay_note.endswith("=off"):
+        click.echo(f"ncuh: note: pages ran on ncu's stock sections ({outcome.overlay_note})",
+                   err=True)
     click.echo(str(out / outcome.run_id))
     if outcome.exit_code:
         sys.exit(outcome.exit_code)

@@ -82,6 +82,7 @@ class NcuSettings:
     # sections it slims; None runs ncu's stock sections.
     section_folder: str | None = None
     slimmed_sections: tuple[str, ...] = ()
+    overlay_note: str | None = None  # why `pages` runs on ncu's stock sections, when it does
 
     def __post_init__(self) -> None:
         if self.set is not None and self.set not in SETS:
@@ -127,6 +128,7 @@ class NcuSettings:
             "import_source": self.import_source,
             "section_folder": self.section_folder,
             "slimmed_sections": list(self.slimmed_sections),
+            "overlay_note": self.overlay_note,
         }
 
 

@@ -20,7 +20,8 @@ from typing import IO, Any
 _PROFILING = "==PROF== Profiling"
 _STEP = re.compile(r"(\d+)%|(\.)")
 _PASSES = re.compile(r"-\s*(\d+)\s+passes?\b")
-_CONTINUATION = re.compile(r"^[.0-9%]+(?:\s*-\s*\d+\s+passes?\b.*)?$")
+# a line that goes on with ncu's dots: dots and "NN%" steps only, perhaps with the pass count
+_CONTINUATION = re.compile(r"^(?:\.+|\d+%)+(?:\s*-\s*\d+\s+passes?\b.*)?$")
 
 
 @dataclass
@@ -68,6 +69,8 @@ def _progress_line(text: str) -> str:
     expected`, for a slow kernel), and the dots go on on the next line."""
     first, *rest = text.split("\n")
     for line in rest:
+        if _PASSES.search(first):  # the count ends the progress: what follows is the program's
+            break
         if line.startswith("=="):
             continue
         if not _CONTINUATION.match(line):

@@ -175,6 +175,7 @@ class ProfileOutcome:
     run_dir: Path
     entries: list[EntryResult]
     metrics_error: str | None = None  # metrics.csv could not be made (the reports are there)
+    overlay_note: str | None = None  # why `pages` ran on ncu's stock sections, when it did
 
     @property
     def failures(self) -> list[EntryResult]:
@@ -302,11 +303,11 @@ def with_section_overlay(settings: NcuSettings, ncu: Path | str) -> NcuSettings:
         return settings
     from harness.profile.section_overlay import pages_overlay
 
-    overlay = pages_overlay(ncu).overlay
-    if overlay is None:
-        return settings
-    return dataclasses.replace(settings, section_folder=str(overlay.folder),
-                               slimmed_sections=overlay.slimmed)
+    result = pages_overlay(ncu, sections=settings.sections)
+    if result.overlay is None:  # `pages` on ncu's stock sections; the manifest says why
+        return dataclasses.replace(settings, overlay_note=result.reason)
+    return dataclasses.replace(settings, section_folder=str(result.overlay.folder),
+                               slimmed_sections=result.overlay.slimmed)
 
 
 def find_ncu() -> Path:
@@ -540,7 +541,8 @@ def run_profile(
         )
         atomic_write_text(tmp / MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n")
     return ProfileOutcome(run_id=run_id, run_dir=final_dir, entries=list(entries),
-                          metrics_error=result.metrics.get("error"))
+                          metrics_error=result.metrics.get("error"),
+                          overlay_note=request.settings.overlay_note)
 
 
 # What only the end of a run needs: reading ncu's output, waiting for the post-processing

@@ -25,6 +25,7 @@ returns None with the reason, and `pages` runs with ncu's stock sections (36 pas
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -32,6 +33,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from harness import ncu_locate
 from harness.report.slim_sections import RULE_METRICS, SLIMMED_SECTIONS, WIDGET_METRICS_READ
@@ -39,6 +41,7 @@ from harness.report.slim_sections import RULE_METRICS, SLIMMED_SECTIONS, WIDGET_
 OVERLAY_VERSION = 1
 CACHE_ENV = "NCUH_CACHE_DIR"
 CACHE_FOLDER = "_ncu_sections"
+MARKER = ".ncuh-overlay.json"  # written last into a built overlay: what it holds
 SWITCH_ENV = "NCUH_PAGES_OVERLAY"  # "off": `pages` on ncu's stock sections (36 passes on H100)
 _IDENTIFIER = re.compile(r'^Identifier:\s*"([^"]+)"', re.MULTILINE)
 _TOP_BLOCK = r"^{name}\s*\{{"
@@ -133,7 +136,8 @@ def _section_files(folder: Path) -> dict[str, Path]:
 def build_overlay(stock: Path, dest: Path,
                   slimmed: Sequence[str] = SLIMMED_SECTIONS) -> tuple[str, ...]:
     """Write the overlay of `stock` to `dest` (which must not exist), whole or not at all;
-    return the sections slimmed (those of `slimmed` that the stock folder has)."""
+    return the sections slimmed (those of `slimmed` that the stock folder has). The marker
+    file, written last, says what the overlay holds: a folder without it is not one."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
     try:
@@ -149,12 +153,18 @@ def build_overlay(stock: Path, dest: Path,
             # the rules' requests as of ncu 2025.3.1, then any a newer ncu's rules add
             extra = [*RULE_METRICS.get(section, ()), *rule_metrics(tmp, section),
                      *WIDGET_METRICS_READ]
-            text = path.read_text(encoding="utf-8")
             try:
-                path.write_text(slim_section(text, extra), encoding="utf-8")
-            except OverlayError as error:
+                path.write_text(slim_section(path.read_text(encoding="utf-8"), extra),
+                                encoding="utf-8")
+            except (OverlayError, UnicodeDecodeError) as error:
                 raise OverlayError(f"{path.name}: {error}") from None
             done.append(section)
+        marker = {"stock": str(stock), "slimmed": done, "sections": sorted(files)}
+        (tmp / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
+        # mkdtemp makes 0700; a cache shared by several users must be readable by their ncu
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)
         os.replace(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -162,10 +172,22 @@ def build_overlay(stock: Path, dest: Path,
     return tuple(done)
 
 
+def read_marker(folder: Path) -> dict[str, Any] | None:
+    """What a built overlay holds (`build_overlay`'s marker), or None for a folder without
+    a readable one (half-deleted, or not an overlay)."""
+    try:
+        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return marker if isinstance(marker, dict) else None
+
+
 def stock_key(stock: Path) -> str:
-    """Names, sizes and times of the stock files, and the overlay's version: a new ncu (or an
-    edited section) gets a new overlay."""
+    """The stock files' names, sizes and times, and what the overlay adds: a new ncu, an edited
+    section or a new ncuh list of metrics each gets a new overlay."""
     digest = hashlib.sha256(f"{OVERLAY_VERSION}\n{stock.resolve()}\n".encode())
+    digest.update(json.dumps([SLIMMED_SECTIONS, WIDGET_METRICS_READ, RULE_METRICS],
+                             sort_keys=True).encode())
     for path in sorted(stock.iterdir()):
         if path.is_file():
             info = path.stat()
@@ -182,25 +204,28 @@ def _is_script(path: Path) -> bool:
 
 
 def stock_sections(ncu: Path | str) -> Path | None:
-    """The stock section folder of the Nsight Compute that `ncu` runs.
+    """The stock section folder of the Nsight Compute that `ncu` runs, or None.
 
-    `<root>/sections` beside the resolved executable; the CUDA toolkit's `bin/ncu` is a
-    shell script that runs the newest `<toolkit>/nsight-compute-<version>/ncu`, so its
-    siblings are looked at next; then the install roots `harness.ncu_locate` knows.
+    `<root>/sections` beside the resolved executable. The CUDA toolkit's `bin/ncu` is a shell
+    script that runs the newest Nsight Compute among `<toolkit>/nsight-compute-<version>` and
+    `/opt/nvidia/nsight-compute/<version>`: for a script, the newest of those, as it chooses.
+    Nothing else: sections of another ncu version than the one that runs would not match its
+    rules (`NCU_HOME` and other installs are not guessed at).
     """
     executable = Path(ncu).resolve()
-    candidates = [executable.parent / "sections"]
-    if _is_script(executable):
-        toolkit = executable.parent.parent
-        versions = sorted(toolkit.glob("nsight-compute*"), key=lambda p: _version_key(p.name),
-                          reverse=True)
-        candidates += [root / "sections" for root in versions]
-    candidates += [root / "sections" for root in ncu_locate.ncu_install_dirs()]
-    return next((c for c in candidates if (c / "SpeedOfLight.section").is_file()), None)
+    beside = executable.parent / "sections"
+    if _has_sections(beside):
+        return beside
+    if not _is_script(executable):
+        return None
+    roots = [*executable.parent.parent.glob("nsight-compute*"),
+             *ncu_locate.versioned_roots()]
+    found = [root / "sections" for root in roots if _has_sections(root / "sections")]
+    return max(found, key=lambda folder: ncu_locate.version_key(folder.parent), default=None)
 
 
-def _version_key(name: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in re.findall(r"\d+", name))
+def _has_sections(folder: Path) -> bool:
+    return (folder / "SpeedOfLight.section").is_file()
 
 
 def cache_root() -> Path:
@@ -208,23 +233,36 @@ def cache_root() -> Path:
     return (Path(directory) if directory else Path.home() / ".cache" / "ncuh") / CACHE_FOLDER
 
 
-def pages_overlay(ncu: Path | str, root: Path | None = None) -> OverlayResult:
-    """The overlay for `ncu`, built on first use; None (with the reason) where it cannot be
-    or where `NCUH_PAGES_OVERLAY=off` asks for ncu's stock sections."""
+def pages_overlay(ncu: Path | str, root: Path | None = None,
+                  sections: Sequence[str] = ()) -> OverlayResult:
+    """The overlay for `ncu`, built on first use; None (with the reason) where it cannot be,
+    where `NCUH_PAGES_OVERLAY=off` asks for ncu's stock sections, or where `sections` (asked
+    for beside `pages`) names one the stock folder lacks: `--section-folder` replaces ncu's
+    search path, so a section of the user's own folder would not be found."""
     if os.environ.get(SWITCH_ENV, "").strip().lower() in ("off", "0", "no"):
         return OverlayResult(None, f"{SWITCH_ENV}=off")
-    stock = stock_sections(ncu)
-    if stock is None:
-        return OverlayResult(None, f"no section folder found for {ncu}")
     try:
+        stock = stock_sections(ncu)
+        if stock is None:
+            return OverlayResult(None, f"no section folder found beside {ncu}")
         dest = (root or cache_root()) / stock_key(stock)
-        if not dest.is_dir():
+        marker = read_marker(dest)
+        if marker is None:
+            if dest.exists():  # not a whole overlay: set it aside, build again
+                shutil.rmtree(dest, ignore_errors=True)
             try:
                 build_overlay(stock, dest)
             except OSError:
-                if not dest.is_dir():  # else a concurrent ncuh renamed its copy in first
+                if read_marker(dest) is None:  # else a concurrent ncuh renamed its copy in
                     raise
-        slimmed = tuple(s for s in SLIMMED_SECTIONS if s in _section_files(dest))
-    except (OSError, OverlayError) as error:
+            marker = read_marker(dest)
+            if marker is None:
+                return OverlayResult(None, f"section overlay: {dest} holds no overlay")
+    except (OSError, OverlayError, RuntimeError, ValueError) as error:
+        # RuntimeError: Path.home() without HOME or a passwd entry; ValueError: bad bytes
         return OverlayResult(None, f"section overlay: {error}")
-    return OverlayResult(Overlay(folder=dest, stock=stock, slimmed=slimmed))
+    missing = [name for name in sections if name not in marker.get("sections", ())]
+    if missing:
+        return OverlayResult(None, f"section {missing[0]} is not in ncu's stock folder {stock}")
+    return OverlayResult(Overlay(folder=dest, stock=stock,
+                                 slimmed=tuple(marker.get("slimmed", ()))))

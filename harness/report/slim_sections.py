@@ -132,7 +132,8 @@ WIDGET_GROUPS: dict[str, tuple[str, ...]] = {
 
 
 def added_metrics(section: str) -> tuple[str, ...]:
-    """The metrics the overlay adds to `section`'s list (before those it already names)."""
+    """The metrics the overlay adds to `section`'s list as of ncu 2025.3.1 (a newer ncu's rules
+    may ask for more; those it adds too, but the details page does not know them)."""
     if section not in SLIMMED_SECTIONS:
         return ()
     return tuple(dict.fromkeys([*RULE_METRICS.get(section, ()), *WIDGET_METRICS_READ]))
