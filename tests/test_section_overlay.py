@@ -168,11 +168,12 @@ def test_rule_metrics_are_those_of_the_sections_rules_only(stock: Path) -> None:
 def test_build_overlay_copies_everything_and_slims_only_the_two(
     stock: Path, tmp_path: Path
 ) -> None:
-    dest = tmp_path / "overlay"
-    assert so.build_overlay(stock, dest) == so.SLIMMED_SECTIONS
-    copied = sorted(p.name for p in dest.iterdir() if p.name != so.MARKER)
-    assert copied == sorted(p.name for p in stock.iterdir())
-    marker = so.read_marker(dest)
+    built = tmp_path / "overlay"
+    assert so.build_overlay(stock, built) == so.SLIMMED_SECTIONS
+    assert sorted(p.name for p in built.iterdir()) == [so.MARKER, so.SECTIONS]
+    dest = built / so.SECTIONS  # only what ncu's own folder holds: no file of ncuh's in it
+    assert sorted(p.name for p in dest.iterdir()) == sorted(p.name for p in stock.iterdir())
+    marker = so.read_marker(built)
     assert marker is not None and marker["slimmed"] == list(so.SLIMMED_SECTIONS)
     assert marker["sections"] == sorted([*so.SLIMMED_SECTIONS, "Occupancy", "SpeedOfLight"])
     for name in ("Occupancy.section", "SpeedOfLight.section", "SharedMemoryConflicts.py"):
@@ -282,7 +283,9 @@ def test_the_overlay_is_readable_by_others_and_follows_ncuhs_lists(
         overlay = so.pages_overlay(ncu, tmp_path / "cache").overlay
     finally:
         os.umask(old_umask)
-    assert overlay is not None and overlay.folder.stat().st_mode & 0o777 == 0o755
+    assert overlay is not None
+    assert overlay.folder.parent.stat().st_mode & 0o777 == 0o755
+    assert overlay.folder.stat().st_mode & 0o777 == 0o755
     key = so.stock_key(stock)
     monkeypatch.setattr(so, "WIDGET_METRICS_READ", (*so.WIDGET_METRICS_READ, "x__new.sum"))
     assert so.stock_key(stock) != key  # a new list of metrics: a new overlay
@@ -316,7 +319,7 @@ def test_pages_settings_take_the_overlay_and_other_sets_do_not(
     ncu.write_text("")
     pages = with_section_overlay(NcuSettings(), ncu)
     assert pages.section_folder is not None
-    assert Path(pages.section_folder).parent == tmp_path / "cache" / so.CACHE_FOLDER
+    assert Path(pages.section_folder).parent.parent == tmp_path / "cache" / so.CACHE_FOLDER
     args = pages.args()
     assert args[:4] == ["--config-file", "off", "--section-folder", pages.section_folder]
     assert pages.manifest()["slimmed_sections"] == list(so.SLIMMED_SECTIONS)
@@ -345,9 +348,10 @@ def test_dry_run_shows_the_overlay_of_the_ncu_on_path(
                                        "--dry-run"])
     assert result.exit_code == 0, result.output
     (line,) = result.stdout.strip().splitlines()
-    folder = tmp_path / "cache" / so.CACHE_FOLDER / so.stock_key(stock)
+    built = tmp_path / "cache" / so.CACHE_FOLDER / so.stock_key(stock)
+    folder = built / so.SECTIONS
     assert line.startswith(f"{ncu} --config-file off --section-folder {folder} --section ")
-    assert so.read_marker(folder) is not None
+    assert so.read_marker(built) is not None
     full = CliRunner().invoke(main, ["profile", "--variant", "naive", "--size", "256",
                                      "--set", "full", "--dry-run"])
     assert "--section-folder" not in full.stdout

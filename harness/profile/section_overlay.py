@@ -16,10 +16,13 @@ are read as well, so a newer ncu's rules get what they ask for).
 Every other section is untouched. This is the customisation Nsight Compute documents: a
 section file says what is collected.
 
-The overlay is built once per stock folder under `$NCUH_CACHE_DIR/_ncu_sections/<key>` (the
-key hashes the stock files' names, sizes and times, and `OVERLAY_VERSION`), atomically. Where
-no stock folder is found, or a section file is not in the shape expected, `pages_overlay`
-returns None with the reason, and `pages` runs with ncu's stock sections (36 passes).
+The overlay is built once per stock folder under `$NCUH_CACHE_DIR/_ncu_sections/<key>/` (or
+`~/.cache/ncuh/...`; the key hashes the stock files' names, sizes and times, ncuh's metric
+lists and `OVERLAY_VERSION`): `sections/`, the folder ncu is given, and `overlay.json`, what it
+holds, built under a temporary name and renamed into place together. Where no stock folder is
+found, a section file is not in the shape expected, or a section asked for beside `pages` is
+not a stock one, `pages_overlay` returns None with the reason: `pages` then runs on ncu's
+stock sections (36 passes on an H100) and the manifest's `ncu.overlay_note` says why.
 """
 
 from __future__ import annotations
@@ -41,7 +44,10 @@ from harness.report.slim_sections import RULE_METRICS, SLIMMED_SECTIONS, WIDGET_
 OVERLAY_VERSION = 1
 CACHE_ENV = "NCUH_CACHE_DIR"
 CACHE_FOLDER = "_ncu_sections"
-MARKER = ".ncuh-overlay.json"  # written last into a built overlay: what it holds
+# A built overlay `<key>/` holds `sections/` (the folder ncu is given: section and rule files
+# only, as in ncu's own) and `overlay.json` (what it holds), renamed into place together.
+SECTIONS = "sections"
+MARKER = "overlay.json"
 SWITCH_ENV = "NCUH_PAGES_OVERLAY"  # "off": `pages` on ncu's stock sections (36 passes on H100)
 _IDENTIFIER = re.compile(r'^Identifier:\s*"([^"]+)"', re.MULTILINE)
 _TOP_BLOCK = r"^{name}\s*\{{"
@@ -135,23 +141,25 @@ def _section_files(folder: Path) -> dict[str, Path]:
 
 def build_overlay(stock: Path, dest: Path,
                   slimmed: Sequence[str] = SLIMMED_SECTIONS) -> tuple[str, ...]:
-    """Write the overlay of `stock` to `dest` (which must not exist), whole or not at all;
-    return the sections slimmed (those of `slimmed` that the stock folder has). The marker
-    file, written last, says what the overlay holds: a folder without it is not one."""
+    """Write the overlay of `stock` to `dest` (which must not exist), whole or not at all:
+    `dest/sections/` and `dest/overlay.json` (`read_marker`); return the sections slimmed
+    (those of `slimmed` that the stock folder has)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
     try:
+        folder = tmp / SECTIONS
+        folder.mkdir()
         for path in stock.iterdir():
             if path.is_file():
-                shutil.copy2(path, tmp / path.name)
-        files = _section_files(tmp)
+                shutil.copy2(path, folder / path.name)
+        files = _section_files(folder)
         done = []
         for section in slimmed:
             path = files.get(section)
             if path is None:
                 continue
             # the rules' requests as of ncu 2025.3.1, then any a newer ncu's rules add
-            extra = [*RULE_METRICS.get(section, ()), *rule_metrics(tmp, section),
+            extra = [*RULE_METRICS.get(section, ()), *rule_metrics(folder, section),
                      *WIDGET_METRICS_READ]
             try:
                 path.write_text(slim_section(path.read_text(encoding="utf-8"), extra),
@@ -172,14 +180,16 @@ def build_overlay(stock: Path, dest: Path,
     return tuple(done)
 
 
-def read_marker(folder: Path) -> dict[str, Any] | None:
-    """What a built overlay holds (`build_overlay`'s marker), or None for a folder without
-    a readable one (half-deleted, or not an overlay)."""
+def read_marker(dest: Path) -> dict[str, Any] | None:
+    """What the overlay built at `dest` holds (`build_overlay`), or None where there is no
+    whole one (never built, half-deleted, or emptied)."""
     try:
-        marker = json.loads((folder / MARKER).read_text(encoding="utf-8"))
+        marker = json.loads((dest / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return marker if isinstance(marker, dict) else None
+    if not isinstance(marker, dict) or not _has_sections(dest / SECTIONS):
+        return None
+    return marker
 
 
 def stock_key(stock: Path) -> str:
@@ -264,5 +274,5 @@ def pages_overlay(ncu: Path | str, root: Path | None = None,
     missing = [name for name in sections if name not in marker.get("sections", ())]
     if missing:
         return OverlayResult(None, f"section {missing[0]} is not in ncu's stock folder {stock}")
-    return OverlayResult(Overlay(folder=dest, stock=stock,
+    return OverlayResult(Overlay(folder=dest / SECTIONS, stock=stock,
                                  slimmed=tuple(marker.get("slimmed", ()))))
