@@ -144,6 +144,13 @@ def test_slim_section_adds_each_extra_metric_once_and_not_those_named() -> None:
     assert slim.index('Name: "dram__bytes_read.sum"') < slim.index("Body {")
 
 
+def test_a_metric_a_body_names_outright_stays_collected() -> None:
+    slim = so.slim_section(OCCUPANCY, ["x__y.sum"])
+    assert "Table" not in slim
+    assert _names(slim) == ["sm__warps_active.avg.pct_of_peak_sustained_active",
+                            "launch__occupancy_limit_blocks", "x__y.sum"]
+
+
 @pytest.mark.parametrize("broken", [
     TABLES.replace("Body {\n", "Body {\n  Items {\n", 1),  # unbalanced
     TABLES.replace("Metrics {\n  Metrics", "Metric {\n  Metrics", 1),  # no Metrics block

@@ -51,6 +51,7 @@ MARKER = "overlay.json"
 SWITCH_ENV = "NCUH_PAGES_OVERLAY"  # "off": `pages` on ncu's stock sections (36 passes on H100)
 _IDENTIFIER = re.compile(r'^Identifier:\s*"([^"]+)"', re.MULTILINE)
 _TOP_BLOCK = r"^{name}\s*\{{"
+_NAMED = re.compile(r'(?<![A-Za-z])Name:\s*"([^"]+)"')  # `Name:`, not `DisplayName:`
 _RULE_SECTION = re.compile(r'def\s+get_section_identifier\(\s*\)\s*:\s*return\s+"([^"]+)"')
 # Rules name what they read as `MetricRequest("name", ...)` (ncu 2023.2 and later) or
 # `metric_by_name("name")` (older rules, and helpers).
@@ -107,13 +108,17 @@ def slim_section(text: str, extra_metrics: Iterable[str]) -> str:
     metrics_blocks = _top_blocks(text, "Metrics")
     if len(metrics_blocks) != 1:
         raise OverlayError(f"expected one top-level Metrics block, found {len(metrics_blocks)}")
+    from_bodies: list[str] = []
     for start, end in reversed(_top_blocks(text, "Body")):
         display = re.search(r'^  DisplayName:\s*"[^"]*"', text[start:end], re.MULTILINE)
+        # a metric a body names outright (not a widget's own) stays collected
+        from_bodies[:0] = [name for name in _NAMED.findall(text[start:end])
+                           if not name.startswith(("breakdown:", "group:"))]
         body = "Body {\n" + (display.group(0) + "\n" if display else "") + "}"
         text = text[:start] + body + text[end + 1:]
     start, end = _top_blocks(text, "Metrics")[0]
-    named = set(re.findall(r'(?<![A-Za-z])Name:\s*"([^"]+)"', text[start:end]))
-    added = "".join(_metric_entry(name) for name in dict.fromkeys(extra_metrics)
+    named = set(_NAMED.findall(text[start:end]))
+    added = "".join(_metric_entry(name) for name in dict.fromkeys([*from_bodies, *extra_metrics])
                     if name not in named)
     return text[:end] + added + text[end:]
 
