@@ -168,3 +168,80 @@ def test_a_fatal_error_on_one_gpu_stops_the_other(
     assert result.exit_code == 2 and "ncuh: error: no counters" in result.stderr
     assert time.monotonic() - started < 10  # the 20 s ncu on the other GPU was killed
     assert list(tmp_path.iterdir()) == []  # no run directory, not even an incomplete one
+
+
+def test_longest_first_puts_the_unknown_then_the_longest_first() -> None:
+    from harness.profile.schedule import longest_first
+
+    assert longest_first([1.0, None, 9.0, 3.0, 9.0, None]) == [1, 5, 2, 4, 3, 0]
+    assert longest_first([]) == []
+    assert longest_first([None, None]) == [0, 1]
+
+
+def test_run_queue_hands_out_in_the_order_given_and_answers_in_item_order() -> None:
+    import threading
+
+    from harness.profile.schedule import Slot, run_queue
+
+    started: list[int] = []
+    lock = threading.Lock()
+
+    def work(index: int, item: str, slot: Slot) -> str:
+        with lock:
+            started.append(index)
+        time.sleep(0.05)
+        return item.upper()
+
+    slots = (Slot(Gpu(0, "GPU-0a", "a", H100, "9.0")), Slot(Gpu(1, "GPU-1b", "b", H100, "9.0")))
+    items = ["a", "b", "c", "d", "e"]
+    assert run_queue(items, slots, work, order=[4, 2, 0, 1, 3]) == ["A", "B", "C", "D", "E"]
+    assert set(started[:2]) == {4, 2} and sorted(started) == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="every item once"):
+        run_queue(items, slots, work, order=[0, 0, 1, 2, 3])
+
+
+def _earlier_run(out: Path, name: str, section_set: str, entries: list[dict]) -> None:
+    (out / name).mkdir(parents=True)
+    (out / name / "manifest.json").write_text(json.dumps(
+        {"ncu": {"set": section_set}, "entries": entries}))
+
+
+def test_previous_seconds_come_from_the_newest_run_with_the_same_set(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    targets = lib.plan(lib.ProfileRequest(variants=("naive", "register_tiled"),
+                                          sizes=("256",))).targets
+    ok = {"status": "ok"}
+    _earlier_run(out, "20261101-000000-all", "pages", [
+        {**ok, "label": "naive_256", "seconds": 3.0},
+        {**ok, "label": "register_tiled_256", "seconds": 2.0}])
+    _earlier_run(out, "20261102-000000-all", "full", [{**ok, "label": "naive_256", "seconds": 9}])
+    _earlier_run(out, "20261103-000000-all", "pages", [
+        {**ok, "label": "naive_256", "seconds": 5},
+        {"status": "failed", "label": "register_tiled_256", "seconds": 0.1}])
+    (out / "20261104-000000-broken").mkdir()
+    (out / "20261104-000000-broken" / "manifest.json").write_text("{not json")
+    pages = lib.NcuSettings()
+    assert lib.previous_seconds(out, targets, pages) == [5.0, 2.0]
+    assert lib.previous_seconds(out, targets, lib.NcuSettings(set="full")) == [9.0, None]
+    assert lib.previous_seconds(tmp_path / "nothing", targets, pages) == [None, None]
+
+
+def test_gpus_hand_the_longest_out_first_from_an_earlier_run(
+    tmp_path: Path, standins: Path
+) -> None:
+    out = tmp_path / "runs"
+    ok = {"status": "ok"}
+    _earlier_run(out, "20261101-000000-all", "pages", [
+        {**ok, "label": "naive_256", "seconds": 1.0},
+        {**ok, "label": "naive_512", "seconds": 2.0},
+        {**ok, "label": "register_tiled_256", "seconds": 8.0},
+        {**ok, "label": "register_tiled_512", "seconds": 9.0}])
+    result = CliRunner().invoke(main, [
+        "profile", "--variant", "naive", "--variant", "register_tiled", "--size", "256",
+        "--size", "512", "--gpus", "all", "--out", str(out)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    starts = [run["label"] for run in sorted(_runs(standins), key=lambda r: r["start"])]
+    assert set(starts[:2]) == {"register_tiled_512", "register_tiled_256"}
+    newest = sorted(path for path in out.iterdir() if path.name != "20261101-000000-all")[-1]
+    assert [e["label"] for e in load_run(newest).manifest["entries"]] == [
+        "naive_256", "naive_512", "register_tiled_256", "register_tiled_512"]  # plan order

@@ -68,7 +68,7 @@ from harness.profile.processes import (
     terminate_as_interrupt,
 )
 from harness.profile.progress import ProgressDisplay, passes_in
-from harness.profile.schedule import DEFAULT_SLOTS, Slot, run_queue
+from harness.profile.schedule import DEFAULT_SLOTS, Slot, longest_first, run_queue
 from harness.project import Project, Size, open_project
 from harness.rundir_names import BENCH, MANIFEST, RUN_SCHEMA
 
@@ -515,7 +515,9 @@ def run_profile(
             return entry
 
         try:
-            entries = run_queue(plan_.targets, slots, one)
+            order = (longest_first(previous_seconds(out, plan_.targets, request.settings))
+                     if len(slots) > 1 else None)
+            entries = run_queue(plan_.targets, slots, one, order)
             ncu_done = time.monotonic()
             result = post.finish(entries)
         except BaseException:
@@ -568,6 +570,36 @@ def _starting_first(runner: Runner) -> Runner:
         return runner(argv, env, on_output)
 
     return run
+
+
+def previous_seconds(out: Path, targets: Sequence[Target], settings: NcuSettings,
+                     newest: int = 50) -> list[float | None]:
+    """How long each target's ncu took in the newest of the last `newest` runs under `out`
+    that profiled it with the same section set (None where none did): `--gpus` hands the
+    longest out first. Plain JSON, read leniently: a damaged manifest only costs its hint."""
+    wanted = {target.label for target in targets}
+    found: dict[str, float] = {}
+    try:  # run ids start with their time, so names sort oldest to newest
+        manifests = sorted(out.glob("*/manifest.json"), reverse=True)[:newest]
+    except OSError:
+        manifests = []
+    for path in manifests:
+        try:
+            manifest = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(manifest, dict) or not isinstance(manifest.get("ncu"), dict) \
+                or manifest["ncu"].get("set") != settings.set:
+            continue
+        for entry in manifest.get("entries") or []:
+            if not isinstance(entry, dict) or entry.get("status") != "ok":
+                continue
+            label, seconds = entry.get("label"), entry.get("seconds")
+            if label in wanted and label not in found and isinstance(seconds, int | float):
+                found[label] = float(seconds)
+        if len(found) == len(wanted):
+            break
+    return [found.get(target.label) for target in targets]
 
 
 def gpu_slots(request: ProfileRequest) -> tuple[Slot, ...]:
