@@ -151,20 +151,6 @@ def measure_post_steps(run_dir: Path, ncu: str, work: Path) -> dict[str, float]:
     return steps
 
 
-def warm_up(size: int) -> float:
-    """Run every variant once at `size` without ncu: CuPy's and NVRTC's on-disk caches are
-    then warm for both chains, so neither pays the first compiles (about 15 s on a fresh
-    machine, which fell on whichever chain ran first)."""
-    from harness.project import open_project
-
-    started = time.perf_counter()
-    for name in open_project(None).names:
-        subprocess.run([sys.executable, "-m", "harness.gpu.runner", "--variant", name,
-                        "--size", f"{size}x{size}x{size}", "--warmup", "1"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=600, check=False)
-    return round(time.perf_counter() - started, 1)
-
-
 def measure_chain(size: int, section_set: str, work: Path) -> dict[str, Any]:
     seconds, completed = _timed(
         _ncuh(["--all", "--size", str(size), "--set", section_set,
@@ -396,6 +382,8 @@ def main() -> int:
             print(f"overhead ratio {result['overhead']['ratio']}", flush=True)
         if not args.skip_all:
             if args.warm_up:
+                from warm_up import warm_up
+
                 result["warm_up_s"] = warm_up(args.all_size)
             result["chain"] = measure_chain(args.all_size, args.section_set, work)
             save()
