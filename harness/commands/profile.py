@@ -206,12 +206,12 @@ def _dry_run(request: Any) -> None:
     from harness.profile import run as lib
 
     capture = "nvtx" if request.capture == "auto" else request.capture
-    plan = lib.plan(request, capture=capture)
     found = ncu_executable()
     ncu = found or Path("ncu")
     if found is not None:  # the section folder `pages` would use with this ncu
-        plan = lib.plan(dataclasses.replace(
-            request, settings=lib.with_section_overlay(request.settings, found)), capture=capture)
+        request = dataclasses.replace(
+            request, settings=lib.with_section_overlay(request.settings, found))
+    plan = lib.plan(request, capture=capture)
     run_dir = request.out.resolve() / lib.run_id_for(request)
     for argv in plan.command_lines(ncu, run_dir):
         click.echo(shlex.join(argv))

@@ -22,7 +22,6 @@ import hashlib
 import inspect
 import json
 import math
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,17 +29,16 @@ from typing import Any
 from harness.atomic import atomic_write_text
 from harness.gpu.backend import source_text
 from harness.project import Project, Size, Variant
+from harness.user_cache import CACHE_ENV as CACHE_ENV
+from harness.user_cache import cache_dir
 
 TUNING_SCHEMA = "ncuh.tuning/1"
 TUNING_FILE = "tuning.json"
-CACHE_ENV = "NCUH_CACHE_DIR"
 
 
 def cache_path(project: Project) -> Path:
     """The user's cache of winners for `project`."""
-    directory = os.environ.get(CACHE_ENV)
-    base = Path(directory) if directory else Path.home() / ".cache" / "ncuh"
-    return base / project.name / TUNING_FILE
+    return cache_dir() / project.name / TUNING_FILE
 
 
 def shipped_path(project: Project) -> Path:

@@ -40,9 +40,10 @@ from typing import Any
 
 from harness import ncu_locate
 from harness.report.slim_sections import RULE_METRICS, SLIMMED_SECTIONS, WIDGET_METRICS_READ
+from harness.user_cache import CACHE_ENV as CACHE_ENV
+from harness.user_cache import cache_dir
 
 OVERLAY_VERSION = 1
-CACHE_ENV = "NCUH_CACHE_DIR"
 CACHE_FOLDER = "_ncu_sections"
 # A built overlay `<key>/` holds `sections/` (the folder ncu is given: section and rule files
 # only, as in ncu's own) and `overlay.json` (what it holds), renamed into place together.
@@ -244,8 +245,7 @@ def _has_sections(folder: Path) -> bool:
 
 
 def cache_root() -> Path:
-    directory = os.environ.get(CACHE_ENV)
-    return (Path(directory) if directory else Path.home() / ".cache" / "ncuh") / CACHE_FOLDER
+    return cache_dir() / CACHE_FOLDER
 
 
 def pages_overlay(ncu: Path | str, root: Path | None = None,

@@ -184,12 +184,14 @@ def _header_rows(action: Any, section: Any, identifier: str) -> tuple[MetricRow,
             rows[name] = dataclasses.replace(rows[name], unit=unit)
     slim = is_slim(identifier, _names(action))
     for name, label in EXTRA_HEADER_ROWS.get(identifier, ()):
+        if name in rows:
+            continue
         row = _named_row(action, name, label)
         if row is None and name in METRIC_OPTIONS:
             # the label, with the value of the metric this chip names instead
             option = _named_row(action, METRIC_OPTIONS[name], label)
             row = dataclasses.replace(option, metric=name) if option is not None else None
-        if name not in rows and row is not None:
+        if row is not None:
             if name in INSTANCE_HEADER_ROWS:
                 row = dataclasses.replace(row, value=_instances_text(action.metric_by_name(name),
                                                                      row))
