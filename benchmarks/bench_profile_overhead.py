@@ -50,10 +50,11 @@ CHAIN_TARGET_RATIO = 1.01  # --all wall time over the sum of ncu's own times
 PAGES_TARGET_RATIO = 0.6  # the pages chain's wall time over the full chain's
 
 
-def _timed(argv: list[str], timeout: float) -> tuple[float, subprocess.CompletedProcess[str]]:
+def _timed(argv: list[str], timeout: float, env: dict[str, str] | None = None
+           ) -> tuple[float, subprocess.CompletedProcess[str]]:
     started = time.perf_counter()
     completed = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
-                               check=False)
+                               check=False, env=env)
     return time.perf_counter() - started, completed
 
 
@@ -151,29 +152,94 @@ def measure_post_steps(run_dir: Path, ncu: str, work: Path) -> dict[str, float]:
     return steps
 
 
-def measure_chain(size: int, section_set: str, work: Path) -> dict[str, Any]:
+# Metrics compared between a chain with head starts and one without: a runner started early
+# must not change what is measured (times within run-to-run noise, counts equal).
+WATCHED_METRICS = (
+    "gpu__time_duration.sum", "dram__bytes_read.sum", "smsp__inst_executed.sum",
+    "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum",
+)
+
+
+def watched_metrics(run_dir: Path) -> dict[str, dict[str, float]]:
+    """{label: {metric: value}} of WATCHED_METRICS from the run's metrics.csv (summed over
+    the kernels of an entry)."""
+    import csv
+
+    found: dict[str, dict[str, float]] = {}
+    path = run_dir / "metrics.csv"
+    if not path.is_file():
+        return found
+    with path.open(encoding="utf-8", newline="") as stream:
+        for row in csv.DictReader(stream):
+            if row["metric"] in WATCHED_METRICS and not row["instance"]:
+                try:
+                    value = float(row["value"])
+                except ValueError:
+                    continue
+                per_label = found.setdefault(row["label"], {})
+                per_label[row["metric"]] = per_label.get(row["metric"], 0.0) + value
+    return found
+
+
+def measure_chain(size: int, section_set: str, work: Path, *,
+                  head_start: bool = True) -> dict[str, Any]:
+    import os
+
+    env = {**os.environ, "NCUH_HEAD_START": "on" if head_start else "off"}
+    name = f"chain-{section_set}" + ("" if head_start else "-no-head-start")
     seconds, completed = _timed(
         _ncuh(["--all", "--size", str(size), "--set", section_set,
-               "--out", str(work / f"chain-{section_set}")]), timeout=1800)
+               "--out", str(work / name)]), timeout=1800, env=env)
     entries: list[dict[str, Any]] = []
     timings: dict[str, Any] = {}
+    metrics: dict[str, dict[str, float]] = {}
     if completed.returncode in (0, 1):
-        manifest = json.loads((_run_dir(completed) / "manifest.json").read_text())
+        run_dir = _run_dir(completed)
+        manifest = json.loads((run_dir / "manifest.json").read_text())
         timings = manifest.get("timings") or {}
         entries = [{"label": e["label"], "status": e["status"], "seconds": e["seconds"],
-                    "passes": e.get("passes"), "error": e["error"]}
+                    "passes": e.get("passes"), "head_start_s": e.get("head_start_s"),
+                    "error": e["error"]}
                    for e in manifest["entries"]]
+        metrics = watched_metrics(run_dir)
     ncu_s = sum(e["seconds"] for e in entries)
     ratio = seconds / ncu_s if ncu_s else None
     return {
-        "size": size, "set": section_set, "wall_s": round(seconds, 1),
+        "size": size, "set": section_set, "head_start": head_start,
+        "wall_s": round(seconds, 1),
         "ncu_s": round(ncu_s, 1), "ratio": round(ratio, 4) if ratio else None,
         "post_after_last_ncu_s": timings.get("post_s"),
         "passes": sum(e["passes"] or 0 for e in entries),
-        "exit_status": completed.returncode, "entries": entries,
+        "exit_status": completed.returncode, "entries": entries, "metrics": metrics,
         "stderr_tail": completed.stderr[-2000:] if completed.returncode not in (0, 1) else "",
         "target": CHAIN_TARGET_RATIO,
         "met": completed.returncode == 0 and ratio is not None and ratio <= CHAIN_TARGET_RATIO,
+    }
+
+
+def compare_head_start(on: dict[str, Any], off: dict[str, Any]) -> dict[str, Any]:
+    """The chain with head starts against the same chain without: wall time against the sum of
+    the entries' ncu times of the chain without (each ncu alone, as by hand), and the largest
+    relative difference of each watched metric over the entries."""
+    by_hand = off["ncu_s"]
+    ratio = on["wall_s"] / by_hand if by_hand else None
+    differences: dict[str, float] = {}
+    for label, values in on["metrics"].items():
+        for metric, value in values.items():
+            other = off["metrics"].get(label, {}).get(metric)
+            if other is None:
+                continue
+            scale = max(abs(value), abs(other))
+            difference = abs(value - other) / scale if scale else 0.0
+            differences[metric] = round(max(differences.get(metric, 0.0), difference), 4)
+    return {
+        "wall_on_s": on["wall_s"], "wall_off_s": off["wall_s"],
+        "ncu_alone_s": by_hand, "ratio_to_ncu_alone": round(ratio, 4) if ratio else None,
+        "target": CHAIN_TARGET_RATIO,
+        "met": ratio is not None and ratio <= CHAIN_TARGET_RATIO,
+        "saved_s": round(off["wall_s"] - on["wall_s"], 1),
+        "largest_metric_difference": differences,
     }
 
 
@@ -276,24 +342,42 @@ def markdown(result: dict[str, Any]) -> str:
                 *[f"| {name} | {value} |" for name, value in over["post_steps_s"].items()],
                 "",
             ]
-    for key in ("chain", "chain_full"):
+    for key in ("chain", "chain_no_head_start", "chain_full"):
         chain = result.get(key)
         if not chain:
             continue
+        early = "" if chain.get("head_start", True) else ", `NCUH_HEAD_START=off`"
         lines += [
-            f"## Chain: `ncuh profile --all --size {chain['size']} --set {chain['set']}`",
+            f"## Chain: `ncuh profile --all --size {chain['size']} --set {chain['set']}`{early}",
             "",
-            f"Wall time {chain['wall_s']} s, ncu's own times {chain['ncu_s']} s: ratio "
-            f"{chain['ratio']} (target <= {chain['target']}): "
-            f"{'met' if chain['met'] else 'NOT met'}; {chain['passes']} passes in all; "
+            f"Wall time {chain['wall_s']} s, the entries' ncu times (each from its turn) "
+            f"{chain['ncu_s']} s: ratio {chain['ratio']}; {chain['passes']} passes in all; "
             f"exit status {chain['exit_status']}.",
             "",
-            "| entry | status | seconds | passes | error |",
-            "|---|---|---|---|---|",
+            "| entry | status | seconds | head start (s) | passes | error |",
+            "|---|---|---|---|---|---|",
         ]
-        lines += [f"| {e['label']} | {e['status']} | {e['seconds']} | {e['passes']} | "
-                  f"{e['error'] or ''} |" for e in chain["entries"]]
+        lines += [f"| {e['label']} | {e['status']} | {e['seconds']} | "
+                  f"{e.get('head_start_s') or ''} | {e['passes']} | {e['error'] or ''} |"
+                  for e in chain["entries"]]
         lines.append("")
+    head = result.get("head_start")
+    if head:
+        lines += [
+            "## Head starts: the chain against the same chain with each ncu alone",
+            "",
+            f"Wall time {head['wall_on_s']} s with head starts, {head['wall_off_s']} s without "
+            f"({head['saved_s']} s saved). Against the sum of ncu's own times with each ncu "
+            f"alone ({head['ncu_alone_s']} s): ratio {head['ratio_to_ncu_alone']} (target <= "
+            f"{head['target']}): {'met' if head['met'] else 'NOT met'}.",
+            "",
+            "Largest relative difference between the two chains, over the entries (a runner "
+            "started early must not change what is measured):",
+            "",
+            *[f"- `{metric}`: {difference:.2%}"
+              for metric, difference in head["largest_metric_difference"].items()],
+            "",
+        ]
     sets = result.get("sets")
     if sets:
         lines += [
@@ -322,8 +406,12 @@ def table(result: dict[str, Any]) -> str:
                          f"<= {over['target']}", over["no_metrics_csv_met"]))
     chain = result.get("chain")
     if chain:
-        rows.append((f"--all wall / ncu's own ({chain['set']})", chain["ratio"],
+        rows.append((f"--all wall / entries' ncu ({chain['set']})", chain["ratio"],
                      f"<= {chain['target']}", chain["met"]))
+    head = result.get("head_start")
+    if head:
+        rows.append(("--all wall / ncu alone, summed", head["ratio_to_ncu_alone"],
+                     f"<= {head['target']}", head["met"]))
     sets = result.get("sets")
     if sets:
         rows.append(("pages chain / full chain", sets["ratio"], f"<= {sets['target']}",
@@ -357,6 +445,8 @@ def main() -> int:
     parser.add_argument("--pair-variants", default=None,
                         help="comma-separated variants to record pairs of (default: --variant)")
     parser.add_argument("--skip-post-steps", action="store_true")
+    parser.add_argument("--head-start-off-too", action="store_true",
+                        help="run the chain again with NCUH_HEAD_START=off and compare")
     parser.add_argument("--no-metrics-too", action="store_true",
                         help="also time `ncuh profile --no-metrics-csv` in the alternation")
     args = parser.parse_args()
@@ -388,6 +478,14 @@ def main() -> int:
             result["chain"] = measure_chain(args.all_size, args.section_set, work)
             save()
             print(f"chain {result['chain']['wall_s']} s", flush=True)
+            if args.head_start_off_too:
+                result["chain_no_head_start"] = measure_chain(
+                    args.all_size, args.section_set, work, head_start=False)
+                result["head_start"] = compare_head_start(result["chain"],
+                                                          result["chain_no_head_start"])
+                save()
+                print(f"chain without head starts {result['chain_no_head_start']['wall_s']} s",
+                      flush=True)
         if args.compare_full and not args.skip_all:
             result["chain_full"] = measure_chain(args.all_size, "full", work)
             result["sets"] = compare_sets(result["chain"], result["chain_full"])

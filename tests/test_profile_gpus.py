@@ -186,7 +186,7 @@ def test_run_queue_hands_out_in_the_order_given_and_answers_in_item_order() -> N
     started: list[int] = []
     lock = threading.Lock()
 
-    def work(index: int, item: str, slot: Slot) -> str:
+    def work(index: int, item: str, slot: Slot, upcoming: object) -> str:
         with lock:
             started.append(index)
         time.sleep(0.05)
@@ -198,6 +198,38 @@ def test_run_queue_hands_out_in_the_order_given_and_answers_in_item_order() -> N
     assert set(started[:2]) == {4, 2} and sorted(started) == [0, 1, 2, 3, 4]
     with pytest.raises(ValueError, match="every item once"):
         run_queue(items, slots, work, order=[0, 0, 1, 2, 3])
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_run_queue_gives_a_slot_the_item_it_reserved_next(gpus: int) -> None:
+    """`upcoming()` sets the next item aside for the asking slot (the same one when asked
+    twice), that slot runs it next, and no other slot runs it; None once nothing is left."""
+    import threading
+
+    from harness.profile.schedule import Slot, run_queue
+
+    ran: dict[int, list[int]] = {}
+    reserved: dict[int, list[int | None]] = {}
+    lock = threading.Lock()
+
+    def work(index: int, item: str, slot: Slot, upcoming) -> str:  # type: ignore[no-untyped-def]
+        number = slot.gpu.index if slot.gpu else 0
+        following = upcoming()
+        assert upcoming() == following  # asked again: the same reservation
+        with lock:
+            ran.setdefault(number, []).append(index)
+            reserved.setdefault(number, []).append(following[0] if following else None)
+        time.sleep(0.02)
+        return item
+
+    slots = tuple(Slot(Gpu(n, f"GPU-{n}", f"{n}", H100, "9.0")) for n in range(gpus))
+    items = [str(n) for n in range(7)]
+    assert run_queue(items, slots, work) == items
+    assert sorted(i for indices in ran.values() for i in indices) == list(range(7))
+    for number, indices in ran.items():
+        # what a slot reserved is what it ran next; the last reservation found nothing left
+        assert reserved[number][:-1] == indices[1:]
+        assert reserved[number][-1] is None
 
 
 def _earlier_run(out: Path, name: str, section_set: str, entries: list[dict]) -> None:

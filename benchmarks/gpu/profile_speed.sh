@@ -4,8 +4,9 @@
 #  1. overhead: `ncuh profile --variant register_tiled --size 2048` (default `pages` set) against
 #     the same ncu command by hand, 5 alternating repeats, plus `--no-metrics-csv` (target <= 1.03);
 #  2. `ncuh profile --all --size 4096 --set pages`: wall time against the sum of ncu's own times
-#     (target <= 1.01), then the same chain with `--set full`: pages/full wall time (target <= 0.6)
-#     and the pass counts of both;
+#     (target <= 1.01); with HEAD_START_OFF=1 the same chain again with NCUH_HEAD_START=off
+#     (each ncu alone: the by-hand sum, and what a runner started early changes in the metrics);
+#     then the chain with `--set full`: pages/full wall time (target <= 0.6) and both pass counts;
 #  3. pages/full fixture pairs (PAIR_VARIANTS, default register_tiled, at 1024) for
 #     tests/test_pages_set.py, with ncu's raw and details pages beside each report, under
 #     $OUT/fixtures/ (copy into tests/fixtures/).
@@ -18,6 +19,7 @@ PARTS=${PARTS:-overhead,chain,pairs}
 args=()
 [[ $PARTS == *overhead* ]] || args+=(--skip-overhead)
 [[ $PARTS == *chain* ]] && args+=(--compare-full --warm-up) || args+=(--skip-all)
+[[ ${HEAD_START_OFF:-0} == 1 ]] && args+=(--head-start-off-too)
 [[ $PARTS == *pairs* ]] && args+=(--pair-dir "$OUT/fixtures" --pair-size "${PAIR_SIZE:-1024}" \
     --pair-variants "${PAIR_VARIANTS:-register_tiled}")
 log "profile speed: $PARTS"

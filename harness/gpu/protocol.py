@@ -12,6 +12,12 @@ RUNNER_PREFIX = "ncuh-runner: "
 RUNNER_NO_GPU_EXIT = 3
 # The runner prints one line with this prefix on success: what it ran, for the manifest.
 RESULT_PREFIX = "ncuh-runner-result: "
+# A runner started ahead of its turn (`harness.profile.head_start`) waits for these files:
+# the first before it starts CUDA, the second before it touches the GPU (`harness.gpu.gates`).
+START_CUDA_AFTER_ENV = "NCUH_START_CUDA_AFTER"
+LAUNCH_AFTER_ENV = "NCUH_LAUNCH_AFTER"
+# The process id of the `ncuh profile` that will open them: a runner gives up when it is gone.
+GATES_OWNER_ENV = "NCUH_GATES_OWNER"
 
 
 def runner_range(label: str) -> str:

@@ -11,6 +11,9 @@ With `--capture kernel`, ncu counts launches of the kernel instead, so the runne
 exactly `warmup` times before the target and verifies only afterwards (verification's own
 launches would shift the count).
 
+Started early by `ncuh profile` (the next variant while one is profiled), the runner waits
+before starting CUDA and again before its first launch (`harness.gpu.gates`).
+
 Without `--params`, a tunable variant runs with its tuning winner for this GPU and size (the
 same resolution as `ncuh bench`). Failures are one line on stderr starting with
 `ncuh-runner: `, which `harness.profile.ncu_errors` reads back through ncu's output: exit 2 for a
@@ -35,6 +38,7 @@ from harness.gpu.env import (
     current_gpu_name,
     require_gpu,
 )
+from harness.gpu.gates import wait_to_launch, wait_to_start_cuda
 from harness.gpu.protocol import RESULT_PREFIX, RUNNER_NO_GPU_EXIT, RUNNER_PREFIX, runner_range
 from harness.gpu.tuning import resolve_params
 from harness.gpu.verify import verify
@@ -98,6 +102,8 @@ def run(project: Project, variant_name: str, size: Size, *, params: dict[str, An
         params, tuning = resolved.params, resolved.origin
     project.check_params(variant, params, size)  # one-line NcuhError before compiling
     runnable = prepare(project, variant, size, params)
+    # Compiled and loaded; started early, wait for the GPU to be ours (harness.gpu.gates).
+    wait_to_launch()
 
     rel_error: float | None = None
     if capture == "nvtx":
@@ -159,6 +165,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.warmup < 0:
         return _fail("--warmup must be >= 0", 2)
     try:
+        # Started early by `ncuh profile`: no CUDA before the profile ahead of us is under way.
+        wait_to_start_cuda()
         project = open_project(args.project)
         size = project.parse_size(args.size)
         label = args.label or f"{args.variant}_{size.label}"

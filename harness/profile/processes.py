@@ -13,6 +13,7 @@ import codecs
 import contextlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import tempfile
@@ -86,6 +87,70 @@ _RUNNING: set[subprocess.Popen[bytes]] = set()
 _RUNNING_LOCK = threading.Lock()
 
 
+class StreamingCommand:
+    """A command started in its own process group whose output is read as it comes, on a
+    thread, until someone `wait`s for it: how the next variant's ncu starts early (its output
+    kept until its turn) and how `run_command` runs one command."""
+
+    def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(
+            list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True, env=env,
+        )
+        with _RUNNING_LOCK:
+            _RUNNING.add(self.process)
+        self._chunks: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        self._reader = threading.Thread(target=self._read, daemon=True,
+                                         name=f"ncuh-output-{self.process.pid}")
+        self._reader.start()
+
+    def _read(self) -> None:
+        stream = self.process.stdout
+        assert stream is not None
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        try:
+            while chunk := stream.read1(65536):
+                if text := decoder.decode(chunk):
+                    self._chunks.put(text)
+            if tail := decoder.decode(b"", final=True):
+                self._chunks.put(tail)
+        except (OSError, ValueError):  # the pipe broke under a kill: the output ends here
+            pass
+        finally:
+            stream.close()
+            self._chunks.put(None)
+
+    def wait(self, on_output: Callable[[str], None] | None = None) -> tuple[int, str]:
+        """Hand the output (what came before this call first) to `on_output` piece by piece,
+        then wait for the exit; (exit status, stdout+stderr). Any exception here kills the
+        whole group before propagating."""
+        pieces: list[str] = []
+        try:
+            while (text := self._chunks.get()) is not None:
+                pieces.append(text)
+                if on_output is not None:
+                    on_output(text)
+            self.process.wait()
+        except BaseException:
+            self.kill()
+            raise
+        finally:
+            self._forget()
+        # The runner may have left a child behind (it should not); never let one survive.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        return self.process.returncode, "".join(pieces)
+
+    def kill(self) -> None:
+        """Stop the command and everything it started."""
+        kill_group(self.process)
+        self._forget()
+
+    def _forget(self) -> None:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(self.process)
+
+
 def run_command(
     argv: Sequence[str], env: dict[str, str] | None = None,
     on_output: Callable[[str], None] | None = None, *,
@@ -99,37 +164,14 @@ def run_command(
     SystemExit from SIGTERM, one from `on_start`) kills the whole group before propagating, so
     no ncu or runner process outlives ncuh; `kill_running` does the same from another thread.
     """
-    process = subprocess.Popen(
-        list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        start_new_session=True, env=env,
-    )
-    with _RUNNING_LOCK:
-        _RUNNING.add(process)
-    pieces: list[str] = []
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    try:
-        if on_start is not None:
+    command = StreamingCommand(argv, env)
+    if on_start is not None:
+        try:
             on_start()
-        assert process.stdout is not None
-        while chunk := process.stdout.read1(65536):
-            text = decoder.decode(chunk)
-            pieces.append(text)
-            if on_output is not None and text:
-                on_output(text)
-        pieces.append(decoder.decode(b"", final=True))
-        process.wait()
-    except BaseException:
-        kill_group(process)
-        raise
-    finally:
-        with _RUNNING_LOCK:
-            _RUNNING.discard(process)
-        if process.stdout is not None:
-            process.stdout.close()
-    # The runner may have left a child behind (it should not); never let one survive.
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
-    return process.returncode, "".join(pieces)
+        except BaseException:
+            command.kill()
+            raise
+    return command.wait(on_output)
 
 
 def kill_running() -> None:

@@ -47,7 +47,9 @@ from harness import __version__, ncu_locate
 from harness.atomic import atomic_directory, atomic_write_text
 from harness.errors import NcuhError, NcuNotFoundError, NoGpuError
 from harness.gpu.protocol import RESULT_PREFIX
+from harness.profile import processes
 from harness.profile.gpus import Gpu, gpu_for_bus_id, list_gpus, pinned_environment, select_gpus
+from harness.profile.head_start import EarlyStart, HeadStarts, ReplayWatch, head_start_wanted
 from harness.profile.ncu_command import (
     CaptureMode,
     KernelFilter,
@@ -68,7 +70,7 @@ from harness.profile.processes import (
     terminate_as_interrupt,
 )
 from harness.profile.progress import ProgressDisplay, passes_in
-from harness.profile.schedule import DEFAULT_SLOTS, Slot, longest_first, run_queue
+from harness.profile.schedule import DEFAULT_SLOTS, Slot, Upcoming, longest_first, run_queue
 from harness.project import Project, Size, open_project
 from harness.rundir_names import BENCH, MANIFEST, RUN_SCHEMA
 
@@ -142,6 +144,8 @@ class EntryResult:
     environment: dict[str, Any] = field(default_factory=dict)
     passes: int | None = None  # ncu's replay passes for the kernel, as it printed them
     gpu: dict[str, Any] | None = None  # which GPU profiled it (index, name, uuid, pci_bus_id)
+    # How long its ncu ran before its turn (`harness.profile.head_start`); None: started on time.
+    head_start_s: float | None = None
 
     @property
     def label(self) -> str:
@@ -166,6 +170,8 @@ class EntryResult:
             "seconds": round(self.seconds, 3),
             "passes": self.passes,
             "gpu": self.gpu,
+            "head_start_s": (round(self.head_start_s, 3) if self.head_start_s is not None
+                             else None),
         }
 
 
@@ -330,26 +336,39 @@ def _runner_result(output: str) -> dict[str, Any]:
     return result_line(output, RESULT_PREFIX) or {}
 
 
+def target_environment(target: Target, gpu: Gpu | None = None) -> dict[str, str] | None:
+    """The environment of a target's ncu: ours with this ncuh's package root on PYTHONPATH for
+    our runner (a user's program keeps its own), pinned to `gpu` when given; None: ours."""
+    env = runner_environment() if target.variant is not None else None
+    if gpu is not None:
+        env = pinned_environment(env or dict(os.environ), gpu)
+    return env
+
+
 def profile_target(
     target: Target, ncu: Path, settings: NcuSettings, run_dir: Path,
     runner: Runner = run_command, *, gpu: Gpu | None = None,
     on_output: Callable[[str], None] | None = None,
     on_start: Callable[[], None] | None = None,
+    early: EarlyStart | None = None,
 ) -> EntryResult:
     """Run ncu for one target (pinned to `gpu` when given); raise the exit-2 error when the
     machine cannot profile. `on_output` sees ncu's output as it comes (its pass progress);
-    `on_start` is called once ncu has started (the runner must take it: `run_command`)."""
+    `on_start` is called once ncu has started (the runner must take it: `run_command`).
+    `early`: the target's ncu, already started before its turn (its gates now open)."""
     report = run_dir / target.report_name
-    argv = target.argv(ncu, settings, run_dir)
     started = time.monotonic()
-    # Only our runner gets our package root on PYTHONPATH: a user's program keeps its own.
-    env = runner_environment() if target.variant is not None else None
-    if gpu is not None:
-        env = pinned_environment(env or dict(os.environ), gpu)
-    if on_start is None:
-        returncode, output = runner(argv, env, on_output)
+    if early is not None:
+        if on_start is not None:
+            on_start()
+        returncode, output = early.command.wait(on_output)
     else:
-        returncode, output = runner(argv, env, on_output, on_start=on_start)
+        argv = target.argv(ncu, settings, run_dir)
+        env = target_environment(target, gpu)
+        if on_start is None:
+            returncode, output = runner(argv, env, on_output)
+        else:
+            returncode, output = runner(argv, env, on_output, on_start=on_start)
     seconds = time.monotonic() - started
     logs = run_dir / "logs"
     logs.mkdir(exist_ok=True)
@@ -358,17 +377,19 @@ def profile_target(
 
     failure = classify(output, returncode, report_written=report.is_file())
     where = gpu.manifest() if gpu is not None else None
+    head_start_s = started - early.started if early is not None else None
     if failure is not None:
         if failure.fatal:
             raise failure.error()
         report.unlink(missing_ok=True)
-        return EntryResult(target, "failed", failure.message, seconds, gpu=where)
+        return EntryResult(target, "failed", failure.message, seconds, gpu=where,
+                           head_start_s=head_start_s)
     result = _runner_result(output)
     return EntryResult(
         target, "ok", None, seconds,
         kernel_name=result.get("kernel_name"), rel_error=result.get("rel_error"),
         params=result.get("params"), environment=result.get("environment") or {},
-        passes=passes_in(output), gpu=where,
+        passes=passes_in(output), gpu=where, head_start_s=head_start_s,
     )
 
 
@@ -392,6 +413,7 @@ def build_manifest(
     plan_: Plan, entries: Sequence[EntryResult], *, environment: dict[str, Any], ncu: Path,
     run_dir: Path, started_at: str, finished_at: str, metrics: dict[str, Any] | None,
     bench: bool, commit: str | None, timings: dict[str, float] | None = None,
+    head_start: bool = False,
 ) -> dict[str, Any]:
     request = plan_.request
     return {
@@ -404,6 +426,7 @@ def build_manifest(
             "executable": str(ncu),
             "capture": plan_.capture if not request.program else "user",
             "command_lines": plan_.command_lines(ncu, run_dir),
+            "head_start": head_start,  # each next target's ncu started early (head_start.py)
         },
         "variants": list(dict.fromkeys(t.variant for t in plan_.targets if t.variant)),
         "sizes": [list(s) for s in dict.fromkeys(t.size for t in plan_.targets if t.size)],
@@ -480,6 +503,7 @@ def run_profile(
     if not request.program and not cupy_installed():
         raise NoGpuError(NO_CUPY_HELP)
     slots = gpu_slots(request)
+    head_start = not request.program and head_start_wanted() and len(plan_.targets) > len(slots)
     out = request.out.resolve()
     run_id, final_dir = _unique_run_dir(out, request.run_id or run_id_for(request))
     started_at = _iso_now()
@@ -491,21 +515,44 @@ def run_profile(
         # next one.
         post = PostProcessing(tmp, ncu, spawner, metrics_csv=request.metrics_csv)
         finished = itertools.count(1)  # next() is atomic: slots on several GPUs share it
+        # The next target of a slot starts while the current one is profiled, its runner
+        # waiting at gates; only for ncuh's runner and real child processes.
+        head_starts = (HeadStarts() if head_start and runner is processes.run_command
+                       else None)
 
-        def one(index: int, target: Target, slot: Slot) -> EntryResult:
+        def one(index: int, target: Target, slot: Slot, upcoming: Upcoming[Target]
+                ) -> EntryResult:
             if on_start:
                 on_start(target, index, total)
             if progress:
                 progress.start(target.label, index, total, slot.name, len(slots))
-            output = (lambda text: progress.output(target.label, text)) if progress else None
+            early = head_starts.take(slot, index) if head_starts is not None else None
+
+            def start_the_next() -> None:
+                following = upcoming() if head_starts is not None else None
+                if following is not None:
+                    assert head_starts is not None
+                    _, after = following
+                    head_starts.start(slot, following[0], after.argv(ncu, request.settings, tmp),
+                                      target_environment(after, slot.gpu))
+
+            watch = (ReplayWatch(lambda: head_starts.replay_began(slot))
+                     if head_starts is not None else None)
+
+            def output(text: str) -> None:
+                if progress:
+                    progress.output(target.label, text)
+                if watch is not None:
+                    watch.feed(text)
 
             def ncu_started() -> None:
                 post.start()
                 post.prepare(index, target.label, target.report_name)
                 _import_what_follows_ncu()
+                start_the_next()
 
             entry = profile_target(target, ncu, request.settings, tmp, runner, gpu=slot.gpu,
-                                   on_output=output, on_start=ncu_started)
+                                   on_output=output, on_start=ncu_started, early=early)
             post.entry_done(entry, last=next(finished) == total, index=index)
             if progress:
                 progress.finish(target.label, entry.status, entry.seconds, entry.passes,
@@ -521,8 +568,13 @@ def run_profile(
             ncu_done = time.monotonic()
             result = post.finish(entries)
         except BaseException:
+            if head_starts is not None:
+                head_starts.kill_all()
             post.kill()
             raise
+        finally:
+            if head_starts is not None:
+                head_starts.close()
         if request.bench and not request.program:
             # After the children, not beside them: their CPU load would disturb the timings.
             _write_bench(tmp, plan_, request.bench_sizes)
@@ -539,7 +591,7 @@ def run_profile(
             plan_, entries, environment=result.environment, ncu=ncu, run_dir=final_dir,
             started_at=started_at, finished_at=_iso_now(), metrics=result.metrics,
             bench=request.bench and not request.program, commit=result.git_commit,
-            timings=timings,
+            timings=timings, head_start=head_starts is not None,
         )
         atomic_write_text(tmp / MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n")
     return ProfileOutcome(run_id=run_id, run_dir=final_dir, entries=list(entries),

@@ -2,11 +2,13 @@
 
 Scheduling only: what a target is and how it is profiled is the caller's (`run.py`). With one
 slot the targets run in order on this thread. With several, each slot is a thread that takes
-the next target from one shared queue (a work queue, so a slow variant on one GPU does not hold
+the next target from one shared list (a work queue, so a slow variant on one GPU does not hold
 back the others) and runs it in a child pinned to its GPU; the queue holds the longest first
 where the caller knows how long each took before (`longest_first`). The first fatal error
 (no counter permission, no GPU) or an interrupt stops every slot: the children still running
 are killed, the error is raised here, and the caller's atomic run directory is removed.
+A slot may reserve the target it runs next while it still runs one (`upcoming`), so that the
+next ncu can start early on the same GPU (`harness.profile.head_start`).
 """
 
 from __future__ import annotations
@@ -15,13 +17,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
 from harness.profile.gpus import Gpu
 from harness.profile.processes import kill_running
-
-if TYPE_CHECKING:
-    import queue
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -41,14 +40,6 @@ class Slot:
 DEFAULT_SLOTS: tuple[Slot, ...] = (Slot(),)
 
 
-@dataclass
-class _Shared(Generic[T, R]):
-    work: queue.Queue[tuple[int, T]]
-    results: dict[int, R]
-    stop: threading.Event
-    error: list[BaseException]
-
-
 def longest_first(estimates: Sequence[float | None]) -> list[int]:
     """The order to hand items out in on several slots: those without an estimate first (they
     may be long), then the longest first, ties in item order. Handing the longest out first
@@ -59,26 +50,78 @@ def longest_first(estimates: Sequence[float | None]) -> list[int]:
     return unknown + known
 
 
+# What a slot's work may ask for: the item it will run next, reserved for it now (None when
+# nothing is left), so that the work can start it early (`harness.profile.head_start`).
+Upcoming = Callable[[], "tuple[int, T] | None"]
+
+
+class _Handout(Generic[T]):
+    """The items not yet handed out, in order, and the one each slot has reserved."""
+
+    def __init__(self, items: Sequence[T], order: Sequence[int]) -> None:
+        self._items = items
+        self._left = list(reversed(order))  # popped from the end
+        self._reserved: dict[int, tuple[int, T]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, slot: int) -> tuple[int, T] | None:
+        """The next item for `slot`: the one it reserved, else the next one left."""
+        with self._lock:
+            if slot in self._reserved:
+                return self._reserved.pop(slot)
+            return self._pop()
+
+    def reserve(self, slot: int) -> tuple[int, T] | None:
+        """The item `slot` will take next, set aside for it (asked again: the same one)."""
+        with self._lock:
+            if slot not in self._reserved:
+                item = self._pop()
+                if item is None:
+                    return None
+                self._reserved[slot] = item
+            return self._reserved[slot]
+
+    def _pop(self) -> tuple[int, T] | None:
+        if not self._left:
+            return None
+        index = self._left.pop()
+        return index, self._items[index]
+
+
+@dataclass
+class _Shared(Generic[T, R]):
+    handout: _Handout[T]
+    results: dict[int, R]
+    stop: threading.Event
+    error: list[BaseException]
+
+
 def run_queue(
-    items: Sequence[T], slots: Sequence[Slot], work: Callable[[int, T, Slot], R],
+    items: Sequence[T], slots: Sequence[Slot],
+    work: Callable[[int, T, Slot, Upcoming[T]], R],
     order: Sequence[int] | None = None,
 ) -> list[R]:
-    """`work(index, item, slot)` for every item, each slot doing one at a time; results in
-    item order. With several slots, items are handed out in `order` (item indices; default:
-    item order). Raises the first exception any slot raised, after stopping the others."""
-    if len(slots) <= 1:
-        slot = slots[0] if slots else Slot()
-        return [work(index, item, slot) for index, item in enumerate(items)]
-    import queue  # here: one slot (the usual run) needs no queue before its ncu starts
-
-    shared: _Shared[T, R] = _Shared(queue.Queue(), {}, threading.Event(), [])
+    """`work(index, item, slot, upcoming)` for every item, each slot doing one at a time;
+    results in item order. Items are handed out in `order` (item indices; default: item
+    order); with several slots, each takes the next one left when it is free. `upcoming()`
+    reserves and returns the item the same slot runs next (or None). Raises the first
+    exception any slot raised, after stopping the others."""
     handed = list(order) if order is not None else list(range(len(items)))
     if sorted(handed) != list(range(len(items))):
         raise ValueError("order must name every item once")
-    for index in handed:
-        shared.work.put((index, items[index]))
-    threads = [threading.Thread(target=_slot_loop, args=(shared, slot, work), daemon=True,
-                                name=f"ncuh-{slot.name or 'slot'}") for slot in slots]
+    handout = _Handout(items, handed)
+    if len(slots) <= 1:
+        slot = slots[0] if slots else Slot()
+        results: dict[int, R] = {}
+        while (taken := handout.take(0)) is not None:
+            index, item = taken
+            results[index] = work(index, item, slot, lambda: handout.reserve(0))
+        return [results[index] for index in range(len(items))]
+
+    shared: _Shared[T, R] = _Shared(handout, {}, threading.Event(), [])
+    threads = [threading.Thread(target=_slot_loop, args=(shared, number, slot, work),
+                                daemon=True, name=f"ncuh-{slot.name or 'slot'}")
+               for number, slot in enumerate(slots)]
     for thread in threads:
         thread.start()
     try:
@@ -98,16 +141,18 @@ def run_queue(
     return [shared.results[index] for index in range(len(items))]
 
 
-def _slot_loop(shared: _Shared[T, R], slot: Slot, work: Callable[[int, T, Slot], R]) -> None:
-    import queue
+def _slot_loop(shared: _Shared[T, R], number: int, slot: Slot,
+               work: Callable[[int, T, Slot, Upcoming[T]], R]) -> None:
+    def upcoming() -> tuple[int, T] | None:
+        return shared.handout.reserve(number)
 
     while not shared.stop.is_set():
-        try:
-            index, item = shared.work.get_nowait()
-        except queue.Empty:
+        taken = shared.handout.take(number)
+        if taken is None:
             return
+        index, item = taken
         try:
-            shared.results[index] = work(index, item, slot)
+            shared.results[index] = work(index, item, slot, upcoming)
         except BaseException as error:  # handed to the caller's thread
             if not shared.stop.is_set():
                 shared.error.append(error)

@@ -1,0 +1,126 @@
+"""Start the next variant's ncu while the current one is profiled: a head start.
+
+Every variant's ncu pays seconds before its first replay pass that have nothing to do with the
+kernel: ncu starting, Python starting under it, the imports, CUDA starting, the compile. One
+after another, a chain of eleven variants spends most of a minute there. With a head start
+the next target of a slot (the default GPU, or one GPU of `--gpus`) is started as soon as the
+current target's ncu is running, and its runner waits at two gates (`harness.gpu.gates`):
+
+* *start CUDA*, opened once the current kernel's replay passes have begun (ncu holds its
+  profiling lock by then, so the early CUDA start cannot get ahead of the profile it waits for)
+  or once the current ncu has exited;
+* *launch*, opened once the current ncu has exited: nothing of the early runner reaches the
+  GPU while another kernel is measured.
+
+Only ncuh's own runner knows the gates, so a user's program never gets a head start, and
+neither does a target whose slot has nothing left. `NCUH_HEAD_START=off` turns it off (each ncu
+then starts when the one before it has exited). The entry's `seconds` count from its turn, as
+they did before; `head_start_s` is how long its ncu ran before that.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.gpu.protocol import GATES_OWNER_ENV, LAUNCH_AFTER_ENV, START_CUDA_AFTER_ENV
+from harness.profile.processes import StreamingCommand
+
+HEAD_START_ENV = "NCUH_HEAD_START"
+_PROFILING = "==PROF== Profiling"
+
+
+def head_start_wanted() -> bool:
+    """Whether the environment leaves head starts on (the default)."""
+    return os.environ.get(HEAD_START_ENV, "on").strip().lower() not in ("off", "0", "no",
+                                                                        "false")
+
+
+@dataclass
+class EarlyStart:
+    """A target's ncu started before its turn, its runner waiting at the gates."""
+
+    index: int
+    command: StreamingCommand
+    start_cuda: Path
+    launch: Path
+    started: float  # monotonic
+
+    def open_start_cuda(self) -> None:
+        self.start_cuda.touch()
+
+    def open_all(self) -> None:
+        self.start_cuda.touch()
+        self.launch.touch()
+
+
+class HeadStarts:
+    """At most one early start per slot, and the gate files they wait for."""
+
+    def __init__(self) -> None:
+        self._folder = Path(tempfile.mkdtemp(prefix="ncuh-gates-"))
+        self._waiting: dict[Hashable, EarlyStart] = {}
+        self._lock = threading.Lock()
+
+    def start(self, slot: Hashable, index: int, argv: Sequence[str],
+              env: dict[str, str] | None) -> None:
+        """Start target `index`'s ncu now; it waits at the gates until `slot` lets it on."""
+        start_cuda = self._folder / f"{index}.start-cuda"
+        launch = self._folder / f"{index}.launch"
+        gated = {**(env if env is not None else os.environ),
+                 START_CUDA_AFTER_ENV: str(start_cuda), LAUNCH_AFTER_ENV: str(launch),
+                 GATES_OWNER_ENV: str(os.getpid())}
+        early = EarlyStart(index, StreamingCommand(argv, gated), start_cuda, launch,
+                           time.monotonic())
+        with self._lock:
+            self._waiting[slot] = early
+
+    def take(self, slot: Hashable, index: int) -> EarlyStart | None:
+        """The early start of target `index` on `slot`, now its turn; None if it has none."""
+        with self._lock:
+            early = self._waiting.get(slot)
+            if early is None or early.index != index:
+                return None
+            del self._waiting[slot]
+        early.open_all()
+        return early
+
+    def replay_began(self, slot: Hashable) -> None:
+        """The current kernel of `slot` is being replayed: the early one may start CUDA."""
+        with self._lock:
+            early = self._waiting.get(slot)
+        if early is not None:
+            early.open_start_cuda()
+
+    def kill_all(self) -> None:
+        """Stop every early start (the run is failing or interrupted)."""
+        with self._lock:
+            waiting, self._waiting = list(self._waiting.values()), {}
+        for early in waiting:
+            early.command.kill()
+
+    def close(self) -> None:
+        self.kill_all()
+        shutil.rmtree(self._folder, ignore_errors=True)
+
+
+class ReplayWatch:
+    """Feeds on a target's ncu output; calls back once, when its first replay pass begins."""
+
+    def __init__(self, on_replay: Callable[[], None]) -> None:
+        self._on_replay: Callable[[], None] | None = on_replay
+        self._tail = ""
+
+    def feed(self, text: str) -> None:
+        if self._on_replay is None:
+            return
+        self._tail = (self._tail + text)[-len(_PROFILING) - 4096:]
+        if _PROFILING in self._tail:
+            callback, self._on_replay = self._on_replay, None
+            callback()

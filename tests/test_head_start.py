@@ -1,0 +1,169 @@
+"""Head starts: the next variant's ncu starts while the current one is profiled, and waits.
+
+The children are the stand-in ncu (tests/standins), which waits at the runner's own gates
+(`harness.gpu.gates`) as the runner under a real ncu does, and logs when it was spawned, when
+it began profiling and when it ended. What is checked: every next ncu is spawned before the one
+ahead of it has ended, yet profiles only after it has ended; its CUDA gate opens only once the
+one ahead is profiling; the manifest says so; `NCUH_HEAD_START=off` and a user's program get
+none; a failing target still lets the next one go; the gates on their own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from standin_support import standins_fixture  # noqa: F401  (the `standins` fixture)
+
+from harness.cli import main
+from harness.errors import NcuhError
+from harness.gpu import gates
+from harness.gpu.protocol import GATES_OWNER_ENV, LAUNCH_AFTER_ENV, START_CUDA_AFTER_ENV
+from harness.profile.head_start import HEAD_START_ENV, ReplayWatch, head_start_wanted
+from harness.rundir import load_run
+
+VARIANTS = ("naive", "coalesced", "smem_tiled")
+
+
+def _runs(log: Path) -> dict[str, dict]:
+    return {run["label"]: run for run in map(json.loads, log.read_text().splitlines())}
+
+
+def _profile(out: Path, *extra: str) -> Path:
+    argv = ["profile", "--size", "256", "--out", str(out), *extra]
+    for variant in VARIANTS:
+        argv += ["--variant", variant]
+    result = CliRunner().invoke(main, argv, catch_exceptions=False)
+    assert result.exit_code in (0, 1), result.output
+    (run_dir,) = [path for path in out.iterdir() if not path.name.startswith(".")]
+    return run_dir
+
+
+def test_each_next_ncu_starts_early_but_profiles_after_the_one_ahead(
+    tmp_path: Path, standins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.6")
+    gate_folders = set(Path(tempfile.gettempdir()).glob("ncuh-gates-*"))
+    run_dir = _profile(tmp_path / "runs")
+    assert set(Path(tempfile.gettempdir()).glob("ncuh-gates-*")) == gate_folders  # removed
+    runs = _runs(standins)
+    labels = [f"{variant}_256" for variant in VARIANTS]
+    for ahead, behind in itertools.pairwise(labels):
+        a, b = runs[ahead], runs[behind]
+        assert b["spawned"] < a["end"] - 0.3  # started while the one ahead still ran
+        assert b["start"] >= a["end"]  # but profiled only after it had ended
+        assert b["waited_launch"] > 0.2
+        # CUDA may start once the one ahead profiles (the stand-in prints that at "start")
+        assert b["spawned"] + b["waited_cuda"] >= a["start"]
+    assert runs[labels[0]]["waited_cuda"] == runs[labels[0]]["waited_launch"] == 0.0
+    manifest = load_run(run_dir).manifest
+    assert manifest["ncu"]["head_start"] is True
+    entries = manifest["entries"]
+    assert [e["status"] for e in entries] == ["ok"] * 3
+    assert entries[0]["head_start_s"] is None
+    assert all(e["head_start_s"] > 0.2 for e in entries[1:])
+    # an entry's seconds count from its turn: about the stand-in's 0.6 s, not its whole life
+    assert all(0.55 < e["seconds"] < 0.6 + 1.5 for e in entries)
+
+
+def test_head_start_off_starts_each_ncu_after_the_one_ahead(
+    tmp_path: Path, standins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.3")
+    monkeypatch.setenv(HEAD_START_ENV, "off")
+    run_dir = _profile(tmp_path / "runs")
+    runs = sorted(_runs(standins).values(), key=lambda run: run["spawned"])
+    for ahead, behind in itertools.pairwise(runs):
+        assert behind["spawned"] >= ahead["end"]
+    manifest = load_run(run_dir).manifest
+    assert manifest["ncu"]["head_start"] is False
+    assert all(entry["head_start_s"] is None for entry in manifest["entries"])
+
+
+def test_a_failing_target_still_lets_the_next_one_go(
+    tmp_path: Path, standins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.3")
+    monkeypatch.setenv("NCUH_FAKE_NCU_FAIL", "coalesced_256")
+    run_dir = _profile(tmp_path / "runs")
+    runs = _runs(standins)
+    assert runs["smem_tiled_256"]["start"] >= runs["coalesced_256"]["end"]
+    entries = load_run(run_dir).manifest["entries"]
+    assert [e["status"] for e in entries] == ["ok", "failed", "ok"]
+    assert entries[2]["head_start_s"] is not None
+
+
+def test_a_single_target_gets_no_head_start(tmp_path: Path, standins: Path) -> None:
+    result = CliRunner().invoke(main, ["profile", "--variant", "naive", "--size", "256",
+                                       "--out", str(tmp_path / "runs")], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    (run_dir,) = list((tmp_path / "runs").iterdir())
+    manifest = load_run(run_dir).manifest
+    assert manifest["ncu"]["head_start"] is False
+
+
+@pytest.mark.parametrize(("value", "wanted"), [
+    (None, True), ("on", True), ("1", True), ("off", False), ("OFF", False), ("0", False),
+    ("no", False), ("false", False)])
+def test_head_start_wanted_reads_the_environment(
+    monkeypatch: pytest.MonkeyPatch, value: str | None, wanted: bool
+) -> None:
+    if value is None:
+        monkeypatch.delenv(HEAD_START_ENV, raising=False)
+    else:
+        monkeypatch.setenv(HEAD_START_ENV, value)
+    assert head_start_wanted() is wanted
+
+
+def test_replay_watch_calls_back_once_even_across_split_output() -> None:
+    calls: list[int] = []
+    watch = ReplayWatch(lambda: calls.append(1))
+    watch.feed("==PROF== Connected to process 1\n==PROF== Prof")
+    assert calls == []
+    watch.feed('iling "k" - 0: 0%....')
+    watch.feed("==PROF== Profiling again")
+    assert calls == [1]
+
+
+# ------------------------------------------------------------------ the gates on their own
+
+
+def test_gates_return_at_once_without_the_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in (START_CUDA_AFTER_ENV, LAUNCH_AFTER_ENV, GATES_OWNER_ENV):
+        monkeypatch.delenv(name, raising=False)
+    assert gates.wait_to_start_cuda() == 0.0
+    assert gates.wait_to_launch() == 0.0
+
+
+def test_a_gate_waits_for_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = tmp_path / "launch"
+    monkeypatch.setenv(LAUNCH_AFTER_ENV, str(gate))
+    monkeypatch.setenv(GATES_OWNER_ENV, str(os.getpid()))
+    opener = threading.Timer(0.2, gate.touch)
+    opener.start()
+    waited = gates.wait_to_launch()
+    assert 0.19 <= waited < 2.0
+    assert gates.wait_to_launch() < 0.05  # open stays open
+
+
+def test_a_gate_gives_up_when_its_owner_is_gone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    monkeypatch.setenv(START_CUDA_AFTER_ENV, str(tmp_path / "never"))
+    monkeypatch.setenv(GATES_OWNER_ENV, str(gone.pid))
+    monkeypatch.setattr(gates, "OWNER_CHECK_S", 0.05)
+    started = time.monotonic()
+    with pytest.raises(NcuhError, match="is gone"):
+        gates.wait_to_start_cuda()
+    assert time.monotonic() - started < 2.0
