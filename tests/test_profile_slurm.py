@@ -157,7 +157,8 @@ def test_a_job_array_profiles_each_target_and_merges_into_one_run(
     logs = sorted((job_dir / "logs").glob("task-*.out"))
     assert len(logs) == 4  # one per array task: Slurm ran four tasks
     runs = [json.loads(line) for line in standins.read_text().splitlines()]
-    assert sorted(r["label"] for r in runs) == [e.label for e in run.entries if e.ok]
+    # every task ran its ncu once, the failing one included
+    assert sorted(r["label"] for r in runs) == [e.label for e in run.entries]
     result = CliRunner().invoke(main, ["diff", str(merged), str(merged)])
     assert result.exit_code == 0, result.output
 

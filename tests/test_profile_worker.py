@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from harness.atomic import atomic_write_text
 from harness.profile import post
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
@@ -233,7 +234,8 @@ def test_an_export_started_early_waits_for_its_go_ahead(tmp_path: Path) -> None:
                             post._worker_environment())
     time.sleep(1.5)  # imports done by now; the report "is not written yet"
     assert not out.exists()
-    go.write_text("go 2")
+    # As `ncuh profile` does (atomically): a plain write can be read while still empty.
+    atomic_write_text(go, "go 2")
     status, output = job.wait()
     assert status == 0, output
     rows = json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):])["rows"]
