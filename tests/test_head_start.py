@@ -2,9 +2,10 @@
 
 The children are the stand-in ncu (tests/standins), which waits at the runner's own gates
 (`harness.gpu.gates`) as the runner under a real ncu does, and logs when it was spawned, when
-it began profiling and when it ended. What is checked: every next ncu is spawned before the one
-ahead of it has ended, yet profiles only after it has ended; its CUDA gate opens only once the
-one ahead is profiling; the manifest says so; `NCUH_HEAD_START=off` and a user's program get
+it began profiling, when its program disconnected and when it ended. What is checked: every
+next ncu is spawned before the one ahead of it has ended, yet profiles only once the program
+ahead has disconnected (while that ncu still writes its report); its CUDA gate opens only once
+the one ahead is profiling; the manifest says so; `NCUH_HEAD_START=off` and a user's program get
 none; a failing target still lets the next one go; the gates on their own.
 """
 
@@ -28,7 +29,7 @@ from harness.cli import main
 from harness.errors import NcuhError
 from harness.gpu import gates
 from harness.gpu.protocol import GATES_OWNER_ENV, LAUNCH_AFTER_ENV, START_CUDA_AFTER_ENV
-from harness.profile.head_start import HEAD_START_ENV, ReplayWatch, head_start_wanted
+from harness.profile.head_start import HEAD_START_ENV, NcuOutputWatch, head_start_wanted
 from harness.rundir import load_run
 
 VARIANTS = ("naive", "coalesced", "smem_tiled")
@@ -52,6 +53,7 @@ def test_each_next_ncu_starts_early_but_profiles_after_the_one_ahead(
     tmp_path: Path, standins: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.6")
+    monkeypatch.setenv("NCUH_FAKE_NCU_REPORT_SECONDS", "0.4")
     gate_folders = set(Path(tempfile.gettempdir()).glob("ncuh-gates-*"))
     run_dir = _profile(tmp_path / "runs")
     assert set(Path(tempfile.gettempdir()).glob("ncuh-gates-*")) == gate_folders  # removed
@@ -60,8 +62,8 @@ def test_each_next_ncu_starts_early_but_profiles_after_the_one_ahead(
     for ahead, behind in itertools.pairwise(labels):
         a, b = runs[ahead], runs[behind]
         assert b["spawned"] < a["end"] - 0.3  # started while the one ahead still ran
-        assert b["start"] >= a["end"]  # but profiled only after it had ended
-        assert b["waited_launch"] > 0.2
+        # but used the GPU only once the program ahead had gone, while its report was written
+        assert a["disconnected"] <= b["start"] < a["end"] - 0.2
         # CUDA may start once the one ahead profiles (the stand-in prints that at "start")
         assert b["spawned"] + b["waited_cuda"] >= a["start"]
     assert runs[labels[0]]["waited_cuda"] == runs[labels[0]]["waited_launch"] == 0.0
@@ -71,8 +73,9 @@ def test_each_next_ncu_starts_early_but_profiles_after_the_one_ahead(
     assert [e["status"] for e in entries] == ["ok"] * 3
     assert entries[0]["head_start_s"] is None
     assert all(e["head_start_s"] > 0.2 for e in entries[1:])
-    # an entry's seconds count from its turn: about the stand-in's 0.6 s, not its whole life
-    assert all(0.55 < e["seconds"] < 0.6 + 1.5 for e in entries)
+    # an entry's seconds count from its turn (the exit of the ncu ahead): about the stand-in's
+    # 0.6 + 0.4 s less the 0.4 s it profiled before its turn, not its whole life
+    assert all(0.5 < e["seconds"] < 0.6 + 1.5 for e in entries)
 
 
 def test_head_start_off_starts_each_ncu_after_the_one_ahead(
@@ -124,14 +127,37 @@ def test_head_start_wanted_reads_the_environment(
     assert head_start_wanted() is wanted
 
 
-def test_replay_watch_calls_back_once_even_across_split_output() -> None:
-    calls: list[int] = []
-    watch = ReplayWatch(lambda: calls.append(1))
+def test_output_watch_sees_the_first_replay_once_even_across_split_output() -> None:
+    replays: list[int] = []
+    watch = NcuOutputWatch(lambda: replays.append(1), lambda: None)
     watch.feed("==PROF== Connected to process 1\n==PROF== Prof")
-    assert calls == []
-    watch.feed('iling "k" - 0: 0%....')
-    watch.feed("==PROF== Profiling again")
-    assert calls == [1]
+    assert replays == []
+    watch.feed('iling "k" - 0: 0%....')  # no line end yet: the dots come as ncu replays
+    assert replays == [1]
+    watch.feed('50%....100% - 23 passes\n==PROF== Profiling "k2" - 1: 0%')
+    assert replays == [1]
+
+
+def test_output_watch_calls_the_program_gone_when_every_process_disconnected() -> None:
+    gone: list[int] = []
+    watch = NcuOutputWatch(lambda: None, lambda: gone.append(1))
+    watch.feed("==PROF== Disconnected from process 9\n")  # none connected: not ours
+    watch.feed("==PROF== Connected to process 1 (/usr/bin/python3)\n")
+    watch.feed("==PROF== Connected to process 2 (/usr/bin/python3)\n")
+    watch.feed("==PROF== Disconnected from process 1\n==PROF== Disconn")
+    assert gone == []  # process 2 may still use the GPU; a line is whole only at its end
+    watch.feed("ected from process 2\n")
+    assert gone == [1]
+    watch.feed("==PROF== Report: /x.ncu-rep\n==PROF== Disconnected from process 2\n")
+    assert gone == [1]
+
+
+def test_output_watch_ignores_a_program_that_prints_the_words_mid_line() -> None:
+    gone: list[int] = []
+    watch = NcuOutputWatch(lambda: None, lambda: gone.append(1))
+    watch.feed("==PROF== Connected to process 1\n")
+    watch.feed("a log line: x ==PROF== Disconnected from process 1 ...")
+    assert gone == []
 
 
 # ------------------------------------------------------------------ the gates on their own

@@ -9,8 +9,11 @@ current target's ncu is running, and its runner waits at two gates (`harness.gpu
 * *start CUDA*, opened once the current kernel's replay passes have begun (ncu holds its
   profiling lock by then, so the early CUDA start cannot get ahead of the profile it waits for)
   or once the current ncu has exited;
-* *launch*, opened once the current ncu has exited: nothing of the early runner reaches the
-  GPU while another kernel is measured.
+* *launch*, opened once every process of the current ncu's program has disconnected from it
+  (ncu prints `==PROF== Disconnected from process N` for each, after its last replay pass and
+  before it writes the report) or once that ncu has exited: nothing of the early runner reaches
+  the GPU while another kernel is measured, yet its checks and warm-up overlap the report's
+  writing.
 
 Only ncuh's own runner knows the gates, so a user's program never gets a head start, and
 neither does a target whose slot has nothing left. `NCUH_HEAD_START=off` turns it off (each ncu
@@ -21,6 +24,7 @@ they did before; `head_start_s` is how long its ncu ran before that.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -34,6 +38,8 @@ from harness.profile.processes import StreamingCommand
 
 HEAD_START_ENV = "NCUH_HEAD_START"
 _PROFILING = "==PROF== Profiling"
+# ncu's own lines about the program's processes: "==PROF== Connected to process 4242 (...)".
+_PROCESS_LINE = re.compile(r"==PROF== (Connected to|Disconnected from) process (\d+)")
 
 
 def head_start_wanted() -> bool:
@@ -98,6 +104,14 @@ class HeadStarts:
         if early is not None:
             early.open_start_cuda()
 
+    def program_gone(self, slot: Hashable) -> None:
+        """The current program of `slot` has left the GPU (its ncu still writes the report):
+        the early one may use the GPU."""
+        with self._lock:
+            early = self._waiting.get(slot)
+        if early is not None:
+            early.open_all()
+
     def kill_all(self) -> None:
         """Stop every early start (the run is failing or interrupted)."""
         with self._lock:
@@ -110,17 +124,35 @@ class HeadStarts:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
-class ReplayWatch:
-    """Feeds on a target's ncu output; calls back once, when its first replay pass begins."""
+class NcuOutputWatch:
+    """Feeds on a target's ncu output; calls `on_replay` once, when its first replay pass
+    begins, and `on_gone` once, when every process that connected has disconnected."""
 
-    def __init__(self, on_replay: Callable[[], None]) -> None:
+    def __init__(self, on_replay: Callable[[], None], on_gone: Callable[[], None]) -> None:
         self._on_replay: Callable[[], None] | None = on_replay
-        self._tail = ""
+        self._on_gone: Callable[[], None] | None = on_gone
+        self._partial = ""  # the last line, until its end comes
+        self._processes: set[str] = set()  # connected and not yet disconnected
 
     def feed(self, text: str) -> None:
-        if self._on_replay is None:
+        if self._on_gone is None:
             return
-        self._tail = (self._tail + text)[-len(_PROFILING) - 4096:]
-        if _PROFILING in self._tail:
-            callback, self._on_replay = self._on_replay, None
-            callback()
+        *lines, self._partial = (self._partial + text).split("\n")
+        # A replay's progress dots come without a line end: look at the partial line too.
+        for line in [*lines, self._partial]:
+            if self._on_replay is not None and line.lstrip().startswith(_PROFILING):
+                callback, self._on_replay = self._on_replay, None
+                callback()
+        for line in lines:
+            found = _PROCESS_LINE.match(line.lstrip())  # ncu's own lines start with ==PROF==
+            if found is None:
+                continue
+            if found.group(1) == "Connected to":
+                self._processes.add(found.group(2))
+            elif found.group(2) in self._processes:
+                self._processes.discard(found.group(2))
+                if not self._processes:
+                    callback, self._on_gone = self._on_gone, None
+                    callback()
+                    return
+        self._partial = self._partial[-4096:]  # a program may print without line ends

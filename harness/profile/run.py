@@ -49,7 +49,12 @@ from harness.errors import NcuhError, NcuNotFoundError, NoGpuError
 from harness.gpu.protocol import RESULT_PREFIX
 from harness.profile import processes
 from harness.profile.gpus import Gpu, gpu_for_bus_id, list_gpus, pinned_environment, select_gpus
-from harness.profile.head_start import EarlyStart, HeadStarts, ReplayWatch, head_start_wanted
+from harness.profile.head_start import (
+    EarlyStart,
+    HeadStarts,
+    NcuOutputWatch,
+    head_start_wanted,
+)
 from harness.profile.ncu_command import (
     CaptureMode,
     KernelFilter,
@@ -536,7 +541,8 @@ def run_profile(
                     head_starts.start(slot, following[0], after.argv(ncu, request.settings, tmp),
                                       target_environment(after, slot.gpu))
 
-            watch = (ReplayWatch(lambda: head_starts.replay_began(slot))
+            watch = (NcuOutputWatch(lambda: head_starts.replay_began(slot),
+                                    lambda: head_starts.program_gone(slot))
                      if head_starts is not None else None)
 
             def output(text: str) -> None:
