@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Issue 13 on one GPU (repo root, GPU machine; results under $OUT; about 7 minutes on an H100,
 # so split it with PARTS=overhead / PARTS=chain,pairs to stay under a 10-minute call):
-#  1. overhead: `ncuh profile --variant register_tiled --size 2048` (default `pages` set) against
-#     the same ncu command by hand, 5 alternating repeats, plus `--no-metrics-csv` (target <= 1.03);
+#  1. overhead: `ncuh profile --variant register_tiled --size 2048` (default `pages` set; VARIANT,
+#     SIZE, REPEATS choose another) against the same ncu command by hand, 5 alternating repeats,
+#     plus `--no-metrics-csv` unless NO_METRICS_TOO=0 (target <= 1.03);
 #  2. `ncuh profile --all --size 4096 --set pages`: wall time against the sum of ncu's own times
 #     (target <= 1.01); with HEAD_START_OFF=1 the same chain again with NCUH_HEAD_START=off
 #     (each ncu alone: the by-hand sum, and what a runner started early changes in the metrics);
@@ -24,8 +25,9 @@ args=()
     --pair-variants "${PAIR_VARIANTS:-register_tiled}")
 log "profile speed: $PARTS"
 timeout "${SPEED_TIMEOUT_S:-570}" python3 benchmarks/bench_profile_overhead.py \
-    --out "$OUT/profile_speed.json" --variant register_tiled --size "${SIZE:-2048}" --set pages \
-    --repeats "${REPEATS:-5}" --no-metrics-too $([[ ${POST_STEPS:-0} == 1 ]] || echo --skip-post-steps) \
+    --out "$OUT/profile_speed.json" --variant "${VARIANT:-register_tiled}" --size "${SIZE:-2048}" \
+    --set pages --repeats "${REPEATS:-5}" $([[ ${NO_METRICS_TOO:-1} == 1 ]] && echo --no-metrics-too) \
+    $([[ ${POST_STEPS:-0} == 1 ]] || echo --skip-post-steps) \
     --all-size "${ALL_SIZE:-4096}" "${args[@]}" 2>&1 | tail -4
 du -sh "$OUT"/fixtures/* 2>/dev/null
 echo
