@@ -39,6 +39,14 @@ def _runs(log: Path) -> dict[str, dict]:
     return {run["label"]: run for run in map(json.loads, log.read_text().splitlines())}
 
 
+def _own_tempdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary folder of this test's own for ncuh's gate files (other runs share /tmp)."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
 def _profile(out: Path, *extra: str) -> Path:
     argv = ["profile", "--size", "256", "--out", str(out), *extra]
     for variant in VARIANTS:
@@ -54,9 +62,9 @@ def test_each_next_ncu_starts_early_but_profiles_after_the_one_ahead(
 ) -> None:
     monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.6")
     monkeypatch.setenv("NCUH_FAKE_NCU_REPORT_SECONDS", "0.4")
-    gate_folders = set(Path(tempfile.gettempdir()).glob("ncuh-gates-*"))
+    own_tmp = _own_tempdir(tmp_path, monkeypatch)
     run_dir = _profile(tmp_path / "runs")
-    assert set(Path(tempfile.gettempdir()).glob("ncuh-gates-*")) == gate_folders  # removed
+    assert not list(own_tmp.glob("ncuh-gates-*"))  # the gate files are gone with the run
     runs = _runs(standins)
     labels = [f"{variant}_256" for variant in VARIANTS]
     for ahead, behind in itertools.pairwise(labels):
@@ -99,10 +107,97 @@ def test_a_failing_target_still_lets_the_next_one_go(
     monkeypatch.setenv("NCUH_FAKE_NCU_FAIL", "coalesced_256")
     run_dir = _profile(tmp_path / "runs")
     runs = _runs(standins)
-    assert runs["smem_tiled_256"]["start"] >= runs["coalesced_256"]["end"]
+    assert runs["smem_tiled_256"]["start"] >= runs["coalesced_256"]["disconnected"]
     entries = load_run(run_dir).manifest["entries"]
     assert [e["status"] for e in entries] == ["ok", "failed", "ok"]
     assert entries[2]["head_start_s"] is not None
+
+
+def test_an_interrupt_as_an_early_target_takes_its_turn_leaves_no_ncu_behind(
+    tmp_path: Path, standins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from harness.profile import processes
+    from harness.profile import run as lib
+    from harness.profile.post import PostProcessing
+
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "3")
+    own_tmp = _own_tempdir(tmp_path, monkeypatch)
+    prepare = PostProcessing.prepare
+
+    def interrupted_at_the_second(self, index: int, label: str, report_name: str) -> None:
+        if index == 1:  # coalesced, started early, now taking its turn
+            raise KeyboardInterrupt
+        prepare(self, index, label, report_name)
+
+    monkeypatch.setattr(PostProcessing, "prepare", interrupted_at_the_second)
+    request = lib.ProfileRequest(variants=VARIANTS, sizes=("256",), out=tmp_path / "runs")
+    with pytest.raises(KeyboardInterrupt):
+        lib.run_profile(request)
+    with processes._RUNNING_LOCK:
+        alive = [process.args for process in processes._RUNNING if process.poll() is None]
+    assert alive == []
+    assert not list(own_tmp.glob("ncuh-gates-*"))
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
+
+
+def test_application_replay_gets_no_head_start(
+    tmp_path: Path, standins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ncu runs the whole program once per pass there: its first disconnection is not the
+    last, so the gates could open while it is still measured."""
+    from harness.profile import run as lib
+    from harness.profile.ncu_command import NcuSettings
+
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.3")
+    request = lib.ProfileRequest(variants=VARIANTS[:2], sizes=("256",), out=tmp_path / "runs",
+                                 settings=NcuSettings(replay_mode="application"))
+    outcome = lib.run_profile(request)
+    runs = _runs(standins)
+    assert runs["coalesced_256"]["spawned"] >= runs["naive_256"]["end"]
+    assert load_run(outcome.run_dir).manifest["ncu"]["head_start"] is False
+
+
+def test_on_two_gpus_a_reserved_target_taken_by_the_idle_gpu_runs_once(
+    tmp_path: Path, standins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The slow first target's GPU starts its next target early; the other GPU, done with the
+    rest, takes that target instead of idling: the early ncu is stopped, the target is
+    profiled once, on the idle GPU."""
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.2")
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS_OF", "naive_256=3,smem_tiled_256=1.5")
+    started = time.monotonic()
+    run_dir = _profile(tmp_path / "runs", "--gpus", "all")
+    elapsed = time.monotonic() - started
+    runs = [json.loads(line) for line in standins.read_text().splitlines()]
+    labels = sorted(run["label"] for run in runs)
+    assert labels == sorted(f"{variant}_256" for variant in VARIANTS)  # each once
+    by_label = {run["label"]: run for run in runs}
+    slow_gpu = by_label["naive_256"]["gpu"]
+    assert {by_label[f"{v}_256"]["gpu"] for v in VARIANTS[1:]} == {"GPU-0a", "GPU-1b"} - {
+        slow_gpu}
+    # smem_tiled did not wait for naive on naive's GPU (3 + 1.5 s): whichever GPU set it
+    # aside, the other GPU profiled it beside naive
+    assert elapsed < 3 + 1.0
+    entries = load_run(run_dir).manifest["entries"]
+    assert [e["status"] for e in entries] == ["ok"] * 3
+
+
+def test_taking_a_target_another_slot_started_early_stops_that_ncu(tmp_path: Path) -> None:
+    from harness.profile.head_start import HeadStarts
+
+    head_starts = HeadStarts()
+    try:
+        sleep = [sys.executable, "-c", "import time; time.sleep(30)"]
+        head_starts.start_next("gpu0", lambda: (2, "smem"), lambda target: (sleep, None))
+        (early,) = head_starts._waiting.values()
+        assert early.index == 2 and early.command.process.poll() is None
+        assert head_starts.take("gpu1", 2) is None  # gpu1 runs it itself, pinned to gpu1
+        assert early.command.process.wait(timeout=5) is not None  # the early ncu is stopped
+        assert head_starts._waiting == {}
+        head_starts.start_next("gpu0", lambda: None, lambda target: (sleep, None))
+        assert head_starts._waiting == {}  # nothing left: nothing started
+    finally:
+        head_starts.close()
 
 
 def test_a_single_target_gets_no_head_start(tmp_path: Path, standins: Path) -> None:

@@ -10,8 +10,12 @@ time for a file `ncuh profile` creates:
   current kernel's replay passes have begun, when that ncu already holds its profiling lock;
   an early CUDA start cannot then get ahead of the very profile it would be waiting for;
 * `wait_to_launch`, after the kernel is compiled and loaded but before the first allocation
-  or launch (`NCUH_LAUNCH_AFTER`): the file appears once the current ncu has exited, so no
-  work of this runner reaches the GPU while another kernel is measured.
+  or launch (`NCUH_LAUNCH_AFTER`): the file appears once the program ahead has disconnected
+  from its ncu (or that ncu has exited), so none of this runner's allocations or launches
+  reach the GPU while another kernel is measured.
+
+Between the two the runner creates its CUDA context and loads its module while the kernel
+ahead is replayed: work of the driver (a context's memory, the module's code), no launch.
 
 Without the variables (a runner run by hand, the first variant of a run) both return at once.
 A runner whose `ncuh profile` is gone (`NCUH_GATES_OWNER`) stops waiting and fails.

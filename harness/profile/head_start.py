@@ -11,13 +11,14 @@ current target's ncu is running, and its runner waits at two gates (`harness.gpu
   or once the current ncu has exited;
 * *launch*, opened once every process of the current ncu's program has disconnected from it
   (ncu prints `==PROF== Disconnected from process N` for each, after its last replay pass and
-  before it writes the report) or once that ncu has exited: nothing of the early runner reaches
-  the GPU while another kernel is measured, yet its checks and warm-up overlap the report's
-  writing.
+  before it writes the report) or once that ncu has exited: none of the early runner's
+  allocations or launches reach the GPU while another kernel is measured (its CUDA context and
+  module load do), yet its checks and warm-up overlap the report's writing.
 
 Only ncuh's own runner knows the gates, so a user's program never gets a head start, and
-neither does a target whose slot has nothing left. `NCUH_HEAD_START=off` turns it off (each ncu
-then starts when the one before it has exited). The entry's `seconds` count from its turn, as
+neither does a target whose slot has nothing left, nor a run whose ncu replays the whole
+program (`application`: it runs once per pass, so its first disconnection is not its last).
+`NCUH_HEAD_START=off` turns it off (each ncu then starts when the one before it has exited). The entry's `seconds` count from its turn, as
 they did before; `head_start_s` is how long its ncu ran before that.
 """
 
@@ -32,11 +33,15 @@ import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from harness.gpu.protocol import GATES_OWNER_ENV, LAUNCH_AFTER_ENV, START_CUDA_AFTER_ENV
 from harness.profile.processes import StreamingCommand
 
 HEAD_START_ENV = "NCUH_HEAD_START"
+# ncu's replay modes in which the program runs once: its processes' disconnection is final.
+HEAD_START_REPLAY_MODES = ("kernel", "range")
+T = TypeVar("T")
 _PROFILING = "==PROF== Profiling"
 # ncu's own lines about the program's processes: "==PROF== Connected to process 4242 (...)".
 _PROCESS_LINE = re.compile(r"==PROF== (Connected to|Disconnected from) process (\d+)")
@@ -67,35 +72,61 @@ class EarlyStart:
 
 
 class HeadStarts:
-    """At most one early start per slot, and the gate files they wait for."""
+    """At most one early start per slot, and the gate files they wait for.
+
+    With several slots (`--gpus`) an idle slot may take the target another slot has reserved
+    for its next turn (`schedule`); that slot's early start of it is then killed here, so that
+    a target never runs twice. Reserving and starting happen under the same lock as taking,
+    so a target taken from another slot between the two is still found and killed.
+    """
 
     def __init__(self) -> None:
         self._folder = Path(tempfile.mkdtemp(prefix="ncuh-gates-"))
         self._waiting: dict[Hashable, EarlyStart] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
 
-    def start(self, slot: Hashable, index: int, argv: Sequence[str],
-              env: dict[str, str] | None) -> None:
-        """Start target `index`'s ncu now; it waits at the gates until `slot` lets it on."""
+    def start_next(self, slot: Hashable,
+                   upcoming: Callable[[], tuple[int, T] | None],
+                   command: Callable[[T], tuple[Sequence[str], dict[str, str] | None]]) -> None:
+        """Reserve the target `slot` runs next (`upcoming`) and start its ncu now (`command`
+        gives its argv and environment); it waits at the gates until `slot` lets it on."""
+        with self._lock:
+            following = upcoming()
+            if following is None:
+                return
+            index, target = following
+            argv, env = command(target)
+            self._start(slot, index, argv, env)
+
+    def _start(self, slot: Hashable, index: int, argv: Sequence[str],
+               env: dict[str, str] | None) -> None:
         start_cuda = self._folder / f"{index}.start-cuda"
         launch = self._folder / f"{index}.launch"
         gated = {**(env if env is not None else os.environ),
                  START_CUDA_AFTER_ENV: str(start_cuda), LAUNCH_AFTER_ENV: str(launch),
                  GATES_OWNER_ENV: str(os.getpid())}
-        early = EarlyStart(index, StreamingCommand(argv, gated), start_cuda, launch,
-                           time.monotonic())
-        with self._lock:
-            self._waiting[slot] = early
+        replaced = self._waiting.get(slot)
+        if replaced is not None:  # a slot starts its next target only once: never two waiting
+            replaced.command.kill()
+        self._waiting[slot] = EarlyStart(index, StreamingCommand(argv, gated), start_cuda,
+                                         launch, time.monotonic())
 
     def take(self, slot: Hashable, index: int) -> EarlyStart | None:
-        """The early start of target `index` on `slot`, now its turn; None if it has none."""
+        """The early start of target `index` on `slot`, now its turn (its gates opened); None
+        if it has none. An early start of `index` on another slot (the target was taken from
+        that slot's reservation) is killed: this slot runs it."""
         with self._lock:
             early = self._waiting.get(slot)
-            if early is None or early.index != index:
-                return None
-            del self._waiting[slot]
-        early.open_all()
-        return early
+            if early is not None and early.index == index:
+                del self._waiting[slot]
+                early.open_all()
+                return early
+            elsewhere = [other for other, waiting in self._waiting.items()
+                         if waiting.index == index]
+            taken_from = [self._waiting.pop(other) for other in elsewhere]
+        for stale in taken_from:
+            stale.command.kill()
+        return None
 
     def replay_began(self, slot: Hashable) -> None:
         """The current kernel of `slot` is being replayed: the early one may start CUDA."""

@@ -50,6 +50,7 @@ from harness.gpu.protocol import RESULT_PREFIX
 from harness.profile import processes
 from harness.profile.gpus import Gpu, gpu_for_bus_id, list_gpus, pinned_environment, select_gpus
 from harness.profile.head_start import (
+    HEAD_START_REPLAY_MODES,
     EarlyStart,
     HeadStarts,
     NcuOutputWatch,
@@ -365,7 +366,11 @@ def profile_target(
     started = time.monotonic()
     if early is not None:
         if on_start is not None:
-            on_start()
+            try:
+                on_start()
+            except BaseException:  # an interrupt, say: this ncu is no longer anyone's to kill
+                early.command.kill()
+                raise
         returncode, output = early.command.wait(on_output)
     else:
         argv = target.argv(ncu, settings, run_dir)
@@ -508,7 +513,12 @@ def run_profile(
     if not request.program and not cupy_installed():
         raise NoGpuError(NO_CUPY_HELP)
     slots = gpu_slots(request)
-    head_start = not request.program and head_start_wanted() and len(plan_.targets) > len(slots)
+    # Only where ncu replays one kernel (or range) inside one run of the program: replaying
+    # the whole program (`application`) runs it again and again, and the gates would open
+    # after its first run.
+    head_start = (not request.program and head_start_wanted()
+                  and request.settings.replay_mode in HEAD_START_REPLAY_MODES
+                  and len(plan_.targets) > len(slots))
     out = request.out.resolve()
     run_id, final_dir = _unique_run_dir(out, request.run_id or run_id_for(request))
     started_at = _iso_now()
@@ -534,12 +544,10 @@ def run_profile(
             early = head_starts.take(slot, index) if head_starts is not None else None
 
             def start_the_next() -> None:
-                following = upcoming() if head_starts is not None else None
-                if following is not None:
-                    assert head_starts is not None
-                    _, after = following
-                    head_starts.start(slot, following[0], after.argv(ncu, request.settings, tmp),
-                                      target_environment(after, slot.gpu))
+                if head_starts is not None:
+                    head_starts.start_next(
+                        slot, upcoming, lambda after: (after.argv(ncu, request.settings, tmp),
+                                                       target_environment(after, slot.gpu)))
 
             watch = (NcuOutputWatch(lambda: head_starts.replay_began(slot),
                                     lambda: head_starts.program_gone(slot))

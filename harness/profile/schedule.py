@@ -8,7 +8,8 @@ where the caller knows how long each took before (`longest_first`). The first fa
 (no counter permission, no GPU) or an interrupt stops every slot: the children still running
 are killed, the error is raised here, and the caller's atomic run directory is removed.
 A slot may reserve the target it runs next while it still runs one (`upcoming`), so that the
-next ncu can start early on the same GPU (`harness.profile.head_start`).
+next ncu can start early on the same GPU (`harness.profile.head_start`); a slot with nothing
+left to take takes such a reservation instead of idling beside a busy slot.
 """
 
 from __future__ import annotations
@@ -65,11 +66,15 @@ class _Handout(Generic[T]):
         self._lock = threading.Lock()
 
     def take(self, slot: int) -> tuple[int, T] | None:
-        """The next item for `slot`: the one it reserved, else the next one left."""
+        """The next item for `slot`: the one it reserved, else the next one left, else one
+        another slot reserved while it is still busy (rather than idle while it waits)."""
         with self._lock:
             if slot in self._reserved:
                 return self._reserved.pop(slot)
-            return self._pop()
+            item = self._pop()
+            if item is None and self._reserved:
+                item = self._reserved.pop(next(iter(self._reserved)))  # the oldest reservation
+            return item
 
     def reserve(self, slot: int) -> tuple[int, T] | None:
         """The item `slot` will take next, set aside for it (asked again: the same one)."""
