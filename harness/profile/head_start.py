@@ -18,8 +18,9 @@ current target's ncu is running, and its runner waits at two gates (`harness.gpu
 Only ncuh's own runner knows the gates, so a user's program never gets a head start, and
 neither does a target whose slot has nothing left, nor a run whose ncu replays the whole
 program (`application`: it runs once per pass, so its first disconnection is not its last).
-`NCUH_HEAD_START=off` turns it off (each ncu then starts when the one before it has exited). The entry's `seconds` count from its turn, as
-they did before; `head_start_s` is how long its ncu ran before that.
+`NCUH_HEAD_START=off` turns it off (each ncu then starts when the one before it has exited).
+The entry's `seconds` count from its turn, as they did before; `head_start_s` is how long its
+ncu ran before that.
 """
 
 from __future__ import annotations
