@@ -84,7 +84,7 @@ class HeadStarts:
     def __init__(self) -> None:
         self._folder = Path(tempfile.mkdtemp(prefix="ncuh-gates-"))
         self._waiting: dict[Hashable, EarlyStart] = {}
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # never held across another of these methods
 
     def start_next(self, slot: Hashable,
                    upcoming: Callable[[], tuple[int, T] | None],
