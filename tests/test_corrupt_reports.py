@@ -16,6 +16,7 @@ from conftest import FIXTURES
 from harness.cli import main
 from harness.diff.compare import diff_runs
 from harness.errors import NcuhError, ReportError
+from harness.input_file import column_holds_bad_text, holds_bad_text
 from harness.report.reportfile import check_report_file, open_report
 
 GOOD = FIXTURES / "h200_naive_256.ncu-rep"
@@ -108,3 +109,15 @@ def test_text_that_is_not_utf8_is_refused_not_a_traceback(tmp_path: Path, comman
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2 and isinstance(result.exception, SystemExit | None)
     assert result.stderr.count("\n") == 1 and "holds text that is not UTF-8" in result.stderr
+
+
+def test_a_column_is_bad_exactly_when_one_of_its_strings_cannot_be_utf8() -> None:
+    clean = ["sgemm_naive", 1.5, None, 7, "", "LDG.E.128", "sgemm_naive"]
+    assert not column_holds_bad_text(clean)
+    assert not column_holds_bad_text([])
+    # ncu_report hands out a corrupt byte as a lone surrogate, also deep in a long column
+    assert column_holds_bad_text([*clean * 1000, "sms\udcff__inst", 2.0])
+    assert column_holds_bad_text(["\udcff"])
+    # the same verdict as the general check, on each of those
+    for column in (clean, [*clean, "x\udcffy"]):
+        assert column_holds_bad_text(column) == holds_bad_text(column)

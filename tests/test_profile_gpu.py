@@ -151,3 +151,23 @@ def test_a_user_program_gets_the_same_run_directory(tmp_path: Path) -> None:
     table = _metrics(run.path)
     # Launch skip 1 of the two matching kernels: the report holds smem_tiled alone.
     assert set(table["kernel"]) == {"sgemm_smem_tiled"}
+
+
+def test_ncu_saves_only_what_the_profiled_launch_can_use(tmp_path: Path) -> None:
+    """The runner empties CuPy's cache of freed blocks before the profiled launch, so ncu's
+    save and restore around each replay pass covers the live buffers, not what the check
+    left behind (an H100 report at 1024 of the runner that kept them: 135 MB saved)."""
+    if ncu_executable() is None:
+        pytest.skip("gpu test: ncu (Nsight Compute) is not installed")
+    completed = subprocess.run(
+        [sys.executable, "-m", "harness", "profile", "--variant", "register_tiled", "--size",
+         "1024", "--set", "basic", "--no-metrics-csv", "--out", str(tmp_path)],
+        capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    (entry,) = load_run(Path(completed.stdout.strip().splitlines()[-1])).entries
+    lines = _export(entry.report).splitlines()
+    saved = [line for line in lines if ",profiler__replayer_bytes_mem_backed_up.max,," in line]
+    assert len(saved) == 1, lines[:3]
+    inputs = 3 * 1024 * 1024 * 4  # A, B and C of float32
+    assert inputs <= float(saved[0].split(",")[4]) < 80e6

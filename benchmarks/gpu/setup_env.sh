@@ -12,7 +12,16 @@ ncu --version | tail -1
 # every wheel carried (ncu_report; pydantic and its three, which this machine's Python lacks)
 python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site \
     .whl/*.whl 2>/dev/null || echo "no wheels carried in .whl/"
-ls .whl/ncu_report-*.whl >/dev/null 2>&1 || echo "no ncu_report wheel carried: ncu's own extras/python is used"
+# The whole ncu_report wheel (15 MB) no longer fits beside the tree in a device call's 64 MiB:
+# .whl/ncu_report_nolib.tar.xz holds the PyPI module without its libnvperf_host.so (7 MB), which
+# is taken from the Nsight Compute that runs (the same version, 2025.3.1).
+if [ -f .whl/ncu_report_nolib.tar.xz ]; then
+    mkdir -p /tmp/site && tar -xJf .whl/ncu_report_nolib.tar.xz -C /tmp/site
+    nvperf=$(find -L /usr/local/cuda/ /opt/nvidia/ -name libnvperf_host.so \
+             -path '*nsight-compute*target*x64*' 2>/dev/null | sort | tail -1)
+    ln -sf "$nvperf" /tmp/site/ncu_report/libnvperf_host.so && echo "libnvperf_host from $nvperf"
+fi
+ls .whl/ncu_report* >/dev/null 2>&1 || echo "no ncu_report carried: ncu's own extras/python is used"
 export PYTHONPATH=/tmp/site:$PYTHONPATH
 python3 -c "
 from harness.report.ncu_import import import_ncu_report

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import ReportError
-from harness.input_file import holds_bad_text, regular_file
+from harness.input_file import column_holds_bad_text, holds_bad_text, regular_file
 from harness.report.ncu_import import import_ncu_report
 
 if TYPE_CHECKING:
@@ -418,8 +418,8 @@ def export_columns(
         else open_report(report_or_path)
     )
     table = _collect(select_kernels(report, kernel_regex), import_ncu_report(), part)
-    if any(holds_bad_text(column) for column in (table.kernel, table.instance, table.value,
-                                                  table.unit)):
+    if any(column_holds_bad_text(column) for column in (table.kernel, table.instance,
+                                                         table.value, table.unit)):
         raise ReportError(f"{report.path} is corrupt: it holds text that is not UTF-8")
     return table
 
