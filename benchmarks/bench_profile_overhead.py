@@ -2,13 +2,16 @@
 
     python benchmarks/bench_profile_overhead.py --out reports/profile_overhead.json \
         [--variant register_tiled] [--size 2048] [--repeats 5] [--all-size 4096] [--skip-all] \
-        [--compare-full] [--pair-dir DIR --pair-size 1024]
+        [--compare-full] [--pair-dir DIR --pair-size 1024] [--no-metrics-too] [--first-run-too]
 
 1. Overhead: wall time of `ncuh profile --variant X --size S` against the same ncu command
    line typed by hand (the first command line of the run's manifest, run directly on the
    runner). After one uncounted warm-up, runs alternate (hand, ncuh, ...) so drift hits both;
    medians compared.
-   Target: ratio <= 1.03.
+   Target: ratio <= 1.03. ncuh's timed runs find the plan the warm-up kept
+   (`harness.profile.plan_cache`), as every repeat of a request does; `--first-run-too` also
+   times it with `NCUH_PLAN_CACHE=off`, what a request's first run costs (the project checked
+   before ncu starts), and `--no-metrics-too` with `--no-metrics-csv`.
    Where ncuh's extra time goes, from each run's manifest `timings`: ncu (inside ncuh),
    post-processing (environment and metrics.csv children), and the rest of the wall time
    (Python start, planning, manifest, rename). Then each post-processing child alone on the
@@ -34,6 +37,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import re
 import statistics
 import subprocess
@@ -69,7 +73,8 @@ def _run_dir(completed: subprocess.CompletedProcess[str]) -> Path:
 
 def measure_overhead(variant: str, size: int, section_set: str, repeats: int,
                      work: Path, skip_post_steps: bool = False,
-                     no_metrics_too: bool = False) -> dict[str, Any]:
+                     no_metrics_too: bool = False, first_run_too: bool = False
+                     ) -> dict[str, Any]:
     ncuh_argv = _ncuh(["--variant", variant, "--size", str(size), "--set", section_set,
                        "--out", str(work / "overhead")])
     # An uncounted first run fills CuPy's kernel cache and gives the command line to type.
@@ -81,6 +86,7 @@ def measure_overhead(variant: str, size: int, section_set: str, repeats: int,
     ncuh_s: list[float] = []
     hand_s: list[float] = []
     lazy_s: list[float] = []  # `--no-metrics-csv`: metrics.csv left to `ncuh export`
+    first_s: list[float] = []  # no kept plan: the project checked before ncu starts
     phases: list[dict[str, float]] = []
     for index in range(repeats):
         argv = list(hand_argv)
@@ -105,6 +111,12 @@ def measure_overhead(variant: str, size: int, section_set: str, repeats: int,
             if completed.returncode != 0:
                 raise SystemExit(f"ncuh profile failed:\n{completed.stdout}{completed.stderr}")
             lazy_s.append(seconds)
+        if first_run_too:
+            seconds, completed = _timed(ncuh_argv, timeout=600,
+                                        env={**os.environ, "NCUH_PLAN_CACHE": "off"})
+            if completed.returncode != 0:
+                raise SystemExit(f"ncuh profile failed:\n{completed.stdout}{completed.stderr}")
+            first_s.append(seconds)
     ratio = statistics.median(ncuh_s) / statistics.median(hand_s)
     lazy = {}
     if lazy_s:
@@ -112,6 +124,11 @@ def measure_overhead(variant: str, size: int, section_set: str, repeats: int,
         lazy = {"no_metrics_csv_s": [round(s, 3) for s in lazy_s],
                 "no_metrics_csv_ratio": round(lazy_ratio, 3),
                 "no_metrics_csv_met": lazy_ratio <= OVERHEAD_TARGET}
+    if first_s:
+        first_ratio = statistics.median(first_s) / statistics.median(hand_s)
+        lazy.update({"first_run_s": [round(s, 3) for s in first_s],
+                     "first_run_ratio": round(first_ratio, 3),
+                     "first_run_met": first_ratio <= OVERHEAD_TARGET})
     return {
         "variant": variant, "size": size, "set": section_set, "repeats": repeats,
         "ncuh_s": [round(s, 3) for s in ncuh_s], "hand_s": [round(s, 3) for s in hand_s],
@@ -184,8 +201,6 @@ def watched_metrics(run_dir: Path) -> dict[str, dict[str, float]]:
 
 def measure_chain(size: int, section_set: str, work: Path, *,
                   head_start: bool = True) -> dict[str, Any]:
-    import os
-
     env = {**os.environ, "NCUH_HEAD_START": "on" if head_start else "off"}
     name = f"chain-{section_set}" + ("" if head_start else "-no-head-start")
     seconds, completed = _timed(
@@ -325,6 +340,10 @@ def markdown(result: dict[str, Any]) -> str:
                f"{', '.join(map(str, over['no_metrics_csv_s']))} | "
                f"{statistics.median(over['no_metrics_csv_s']):.3f} |"]
               if over.get("no_metrics_csv_s") else []),
+            *([f"| ncuh profile, no kept plan (a first run) | "
+               f"{', '.join(map(str, over['first_run_s']))} | "
+               f"{statistics.median(over['first_run_s']):.3f} |"]
+              if over.get("first_run_s") else []),
             "",
             f"Ratio {over['ratio']} (target <= {over['target']}): "
             f"{'met' if over['met'] else 'NOT met'}.",
@@ -404,6 +423,9 @@ def table(result: dict[str, Any]) -> str:
         if "no_metrics_csv_ratio" in over:
             rows.append(("  same, --no-metrics-csv", over["no_metrics_csv_ratio"],
                          f"<= {over['target']}", over["no_metrics_csv_met"]))
+        if "first_run_ratio" in over:
+            rows.append(("  same, no kept plan (first run)", over["first_run_ratio"],
+                         f"<= {over['target']}", over["first_run_met"]))
     chain = result.get("chain")
     if chain:
         rows.append((f"--all wall / entries' ncu ({chain['set']})", chain["ratio"],
@@ -449,6 +471,8 @@ def main() -> int:
                         help="run the chain again with NCUH_HEAD_START=off and compare")
     parser.add_argument("--no-metrics-too", action="store_true",
                         help="also time `ncuh profile --no-metrics-csv` in the alternation")
+    parser.add_argument("--first-run-too", action="store_true",
+                        help="also time `ncuh profile` with NCUH_PLAN_CACHE=off (a first run)")
     args = parser.parse_args()
 
     result: dict[str, Any] = {
@@ -467,7 +491,7 @@ def main() -> int:
         if not args.skip_overhead:
             result["overhead"] = measure_overhead(args.variant, args.size, args.section_set,
                                                   args.repeats, work, args.skip_post_steps,
-                                                  args.no_metrics_too)
+                                                  args.no_metrics_too, args.first_run_too)
             save()
             print(f"overhead ratio {result['overhead']['ratio']}", flush=True)
         if not args.skip_all:

@@ -72,9 +72,11 @@ STUB = Path(__file__).parent / "projects" / "profile_stub" / "ncuh.toml"
 
 
 @pytest.fixture(autouse=True)
-def fake_machine(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A chain, an ncu on PATH and CuPy installed, none of them real."""
+def fake_machine(monkeypatch: pytest.MonkeyPatch,
+                 tmp_path_factory: pytest.TempPathFactory) -> None:
+    """A chain, an ncu on PATH and CuPy installed, none of them real; a cache of its own."""
     monkeypatch.setenv("NCUH_PROJECT", str(STUB))
+    monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
     monkeypatch.setattr("harness.ncu_locate.ncu_executable", lambda: NCU)
     monkeypatch.setattr(lib, "cupy_installed", lambda: True)
 

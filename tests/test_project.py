@@ -4,6 +4,7 @@ work-model expressions, discovery, `ncuh init`, and every bad project file as on
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import shutil
 from pathlib import Path
@@ -491,7 +492,7 @@ def test_harness_names_no_bundled_chain_but_the_default_project_line() -> None:
         for line in path.read_text().splitlines():
             if re.search(r"sgemm|cublas|reduction|autotuned", line, re.IGNORECASE):
                 hits.append(f"{path.relative_to(ROOT)}: {line.strip()}")
-    assert hits == ['harness/project/loader.py: DEFAULT_PROJECT = "sgemm"  # the bundled '
+    assert hits == ['harness/project/locate.py: DEFAULT_PROJECT = "sgemm"  # the bundled '
                     'project used when no other is found']
 
 
@@ -647,3 +648,14 @@ def test_writeup_of_a_run_whose_project_is_broken_warns_once(
     assert len(lines) == 1 and lines[0].startswith(f"ncuh: warning: {path}: key "
                                                    "'problem.compare'")
     assert lines[0].endswith("(the pages have no Strategy texts)")
+
+
+def test_every_public_name_of_the_project_package_resolves_to_its_home() -> None:
+    import harness.project as package
+
+    assert sorted(package.__all__) == sorted(package._HOMES)
+    for name in package.__all__:
+        home = importlib.import_module(package._HOMES[name])
+        assert getattr(package, name) is getattr(home, name), name
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        _ = package.nothing

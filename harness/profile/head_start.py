@@ -156,6 +156,37 @@ class HeadStarts:
         shutil.rmtree(self._folder, ignore_errors=True)
 
 
+class FreshStartClock:
+    """How long a target's ncu takes from its start to its first replay pass when nothing
+    started it early (ncu, Python, the imports, CUDA, the compile, the check, the warm-up):
+    what another slot pays to take a target this slot started early (`schedule.TakingRule`).
+    The shortest seen in this run counts."""
+
+    def __init__(self) -> None:
+        self._seen: list[float] = []
+        self._lock = threading.Lock()
+
+    def watch(self) -> Callable[[str], None]:
+        """A feeder for one fresh target's ncu output, its clock started now."""
+        started = time.monotonic()
+        partial = [""]
+
+        def feed(text: str) -> None:
+            if not partial:
+                return
+            partial[0] = (partial[0] + text)[-4096:]
+            if any(line.lstrip().startswith(_PROFILING) for line in partial[0].split("\n")):
+                with self._lock:
+                    self._seen.append(time.monotonic() - started)
+                partial.clear()
+
+        return feed
+
+    def seconds(self) -> float | None:
+        with self._lock:
+            return min(self._seen, default=None)
+
+
 class NcuOutputWatch:
     """Feeds on a target's ncu output; calls `on_replay` once, when its first replay pass
     begins, and `on_gone` once, when every process that connected has disconnected."""

@@ -41,17 +41,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from harness import __version__, ncu_locate
 from harness.atomic import atomic_directory, atomic_write_text
 from harness.errors import NcuhError, NcuNotFoundError, NoGpuError
 from harness.gpu.protocol import RESULT_PREFIX
-from harness.profile import processes
+from harness.profile import plan_cache, processes
 from harness.profile.gpus import Gpu, gpu_for_bus_id, list_gpus, pinned_environment, select_gpus
 from harness.profile.head_start import (
     HEAD_START_REPLAY_MODES,
     EarlyStart,
+    FreshStartClock,
     HeadStarts,
     NcuOutputWatch,
     head_start_wanted,
@@ -76,9 +77,18 @@ from harness.profile.processes import (
     terminate_as_interrupt,
 )
 from harness.profile.progress import ProgressDisplay, passes_in
-from harness.profile.schedule import DEFAULT_SLOTS, Slot, Upcoming, longest_first, run_queue
-from harness.project import Project, Size, open_project
+from harness.profile.schedule import (
+    DEFAULT_SLOTS,
+    Slot,
+    TakingRule,
+    Upcoming,
+    longest_first,
+    run_queue,
+)
 from harness.rundir_names import BENCH, MANIFEST, RUN_SCHEMA
+
+if TYPE_CHECKING:
+    from harness.project import Project, Size
 
 # A size as the command line gave it ("4096", "1024x2048x512"), or its values in dims order.
 SizeWords = str | tuple[int, ...]
@@ -228,6 +238,8 @@ def plan(request: ProfileRequest, *, capture: CaptureMode = "nvtx") -> Plan:
             program=tuple(request.program), kernel_filter=request.program_filter,
         )
         return Plan(request, (target,), capture)
+
+    from harness.project import open_project  # pydantic: after ncu's start on a kept plan
 
     project = open_project(request.project)
     names = project.names if request.all_variants else list(request.variants)
@@ -498,13 +510,71 @@ def run_profile(
     jobs go through it, on threads (started just before ncu: such a runner cannot say when
     ncu has started). `progress` shows ncu's pass progress as it comes.
     """
+    hooks = {"on_start": on_start, "on_done": on_done, "progress": progress,
+             "runner": runner, "spawner": spawner}
+    try:
+        return _run_profile(request, use_kept_plan=True, **hooks)
+    except plan_cache.StalePlan:
+        # The project gives other targets than the plan kept for it: start again on its own.
+        return _run_profile(request, use_kept_plan=False, **hooks)
+
+
+def _kept_plan_check(request: ProfileRequest, capture: CaptureMode
+                     ) -> plan_cache.PlanCheck | None:
+    """The check to run beside the first ncu, where this request's plan was kept before."""
+    if request.program or not plan_cache.wanted():
+        return None
+    key = _plan_key(request, capture)
+    kept = plan_cache.load(key) if key is not None else None
+    if kept is None:
+        return None
+    return plan_cache.PlanCheck(lambda: plan(request, capture=capture), kept, key)
+
+
+def _keep_plan(request: ProfileRequest, capture: CaptureMode, checked: Plan) -> None:
+    if request.program or not plan_cache.wanted():
+        return
+    key = _plan_key(request, capture)
+    if key is not None:
+        plan_cache.store(key, checked.targets)
+
+
+def _plan_key(request: ProfileRequest, capture: CaptureMode) -> str | None:
+    from harness.errors import ProjectError
+    from harness.project.locate import find_project
+
+    try:
+        project_file = find_project(request.project)
+    except (ProjectError, OSError):
+        return None  # the plan says why
+    return plan_cache.plan_key(request, capture, project_file)
+
+
+def _run_profile(
+    request: ProfileRequest,
+    *,
+    use_kept_plan: bool,
+    on_start: Callable[[Target, int, int], None] | None,
+    on_done: Callable[[EntryResult, int, int], None] | None,
+    progress: ProgressDisplay | None,
+    runner: Runner | None,
+    spawner: Spawner | None,
+) -> ProfileOutcome:
     clock = time.monotonic()
     if runner is None:
         runner, spawner = run_command, spawner or start_command
     else:
         spawner = spawner or in_threads(runner)
         runner = _starting_first(runner)
-    plan_ = plan(request, capture=_resolve_capture(request))  # names, sizes: before ncu
+    capture = _resolve_capture(request)
+    # Names and sizes are checked before ncu starts, unless this request's plan checked before:
+    # then the project is checked beside the first ncu (`harness.profile.plan_cache`).
+    check = _kept_plan_check(request, capture) if use_kept_plan else None
+    if check is not None:
+        plan_ = Plan(request, check.kept, capture)
+    else:
+        plan_ = plan(request, capture=capture)
+        _keep_plan(request, capture, plan_)
     if request.program:
         check_program(request.program)
     ncu = find_ncu()
@@ -534,6 +604,7 @@ def run_profile(
         # waiting at gates; only for ncuh's runner and real child processes.
         head_starts = (HeadStarts() if head_start and runner is processes.run_command
                        else None)
+        fresh_starts = FreshStartClock()  # what taking another GPU's early start costs
 
         def one(index: int, target: Target, slot: Slot, upcoming: Upcoming[Target]
                 ) -> EntryResult:
@@ -552,18 +623,23 @@ def run_profile(
             watch = (NcuOutputWatch(lambda: head_starts.replay_began(slot),
                                     lambda: head_starts.program_gone(slot))
                      if head_starts is not None else None)
+            fresh = fresh_starts.watch() if early is None else None
 
             def output(text: str) -> None:
                 if progress:
                     progress.output(target.label, text)
                 if watch is not None:
                     watch.feed(text)
+                if fresh is not None:
+                    fresh(text)
 
             def ncu_started() -> None:
+                start_the_next()  # first: the next ncu's own start is the longest to hide
                 post.start()
                 post.prepare(index, target.label, target.report_name)
+                if check is not None:
+                    check.plan()  # raising here stops this ncu, and every other
                 _import_what_follows_ncu()
-                start_the_next()
 
             entry = profile_target(target, ncu, request.settings, tmp, runner, gpu=slot.gpu,
                                    on_output=output, on_start=ncu_started, early=early)
@@ -576,10 +652,15 @@ def run_profile(
             return entry
 
         try:
-            order = (longest_first(previous_seconds(out, plan_.targets, request.settings))
-                     if len(slots) > 1 else None)
-            entries = run_queue(plan_.targets, slots, one, order)
+            order = rule = None
+            if len(slots) > 1:
+                estimates = previous_seconds(out, plan_.targets, request.settings)
+                order = longest_first(estimates)
+                rule = TakingRule(estimates, fresh_starts.seconds)
+            entries = run_queue(plan_.targets, slots, one, order, rule)
             ncu_done = time.monotonic()
+            if check is not None:  # the same targets, now with their project
+                plan_ = dataclasses.replace(check.plan(), request=request)
             result = post.finish(entries)
         except BaseException:
             if head_starts is not None:

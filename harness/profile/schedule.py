@@ -9,7 +9,8 @@ where the caller knows how long each took before (`longest_first`). The first fa
 are killed, the error is raised here, and the caller's atomic run directory is removed.
 A slot may reserve the target it runs next while it still runs one (`upcoming`), so that the
 next ncu can start early on the same GPU (`harness.profile.head_start`); a slot with nothing
-left to take takes such a reservation instead of idling beside a busy slot.
+left to take takes such a reservation instead of idling beside a busy slot, unless a fresh
+start of that target would cost more than it saves (`TakingRule`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from harness.profile.gpus import Gpu
@@ -54,26 +55,77 @@ def longest_first(estimates: Sequence[float | None]) -> list[int]:
 # What a slot's work may ask for: the item it will run next, reserved for it now (None when
 # nothing is left), so that the work can start it early (`harness.profile.head_start`).
 Upcoming = Callable[[], "tuple[int, T] | None"]
+# How often a slot that chose to wait beside a busy one looks again.
+_WAIT_POLL_S = 0.1
+
+
+@dataclass(frozen=True)
+class TakingRule:
+    """When an idle slot takes the item another slot reserved (and started early for itself).
+
+    Taking it runs it at once, beside the other slot's current item, but pays its start again
+    (the early start on the other slot is stopped); leaving it, the other slot runs it as soon
+    as its current item ends, its start already paid. So it is taken only while the other
+    slot's current item has more than a fresh start left to run, or has run past its estimate
+    by more than that (the estimate was wrong): `estimates[i]` is how long item i took before
+    (None: unknown), `fresh_start_s()` what a fresh start costs (None: not known yet). Without
+    either, the item is taken.
+    """
+
+    estimates: Sequence[float | None] = ()
+    fresh_start_s: Callable[[], float | None] = field(default=lambda: None)
+
+    def worth_taking(self, owner_item: int | None, running_s: float) -> bool:
+        if owner_item is None or owner_item >= len(self.estimates):
+            return True
+        estimate, fresh = self.estimates[owner_item], self.fresh_start_s()
+        if estimate is None or fresh is None:
+            return True
+        left = estimate - running_s
+        return left > fresh or -left > fresh
+
+
+class _Wait:
+    """`_Handout.take`'s answer when another slot's reservation is better left to it for now."""
+
+
+WAIT = _Wait()
 
 
 class _Handout(Generic[T]):
-    """The items not yet handed out, in order, and the one each slot has reserved."""
+    """The items not yet handed out, in order, the one each slot has reserved, and the one
+    each slot runs (since when)."""
 
-    def __init__(self, items: Sequence[T], order: Sequence[int]) -> None:
+    def __init__(self, items: Sequence[T], order: Sequence[int],
+                 rule: TakingRule | None = None) -> None:
         self._items = items
         self._left = list(reversed(order))  # popped from the end
         self._reserved: dict[int, tuple[int, T]] = {}
+        self._running: dict[int, tuple[int, float]] = {}
+        self._rule = rule or TakingRule()
         self._lock = threading.Lock()
 
-    def take(self, slot: int) -> tuple[int, T] | None:
+    def take(self, slot: int) -> tuple[int, T] | _Wait | None:
         """The next item for `slot`: the one it reserved, else the next one left, else one
-        another slot reserved while it is still busy (rather than idle while it waits)."""
+        another slot reserved while it is still busy (rather than idle while it waits) where
+        the rule says so; `WAIT` where it says to look again later, None when all is done."""
         with self._lock:
+            self._running.pop(slot, None)
             if slot in self._reserved:
-                return self._reserved.pop(slot)
-            item = self._pop()
+                item: tuple[int, T] | None = self._reserved.pop(slot)
+            else:
+                item = self._pop()
             if item is None and self._reserved:
-                item = self._reserved.pop(next(iter(self._reserved)))  # the oldest reservation
+                now = time.monotonic()
+                for owner in list(self._reserved):  # the oldest reservation first
+                    index, since = self._running.get(owner, (None, now))
+                    if self._rule.worth_taking(index, now - since):
+                        item = self._reserved.pop(owner)
+                        break
+                else:
+                    return WAIT
+            if item is not None:
+                self._running[slot] = (item[0], time.monotonic())
             return item
 
     def reserve(self, slot: int) -> tuple[int, T] | None:
@@ -105,20 +157,23 @@ def run_queue(
     items: Sequence[T], slots: Sequence[Slot],
     work: Callable[[int, T, Slot, Upcoming[T]], R],
     order: Sequence[int] | None = None,
+    rule: TakingRule | None = None,
 ) -> list[R]:
     """`work(index, item, slot, upcoming)` for every item, each slot doing one at a time;
     results in item order. Items are handed out in `order` (item indices; default: item
     order); with several slots, each takes the next one left when it is free. `upcoming()`
-    reserves and returns the item the same slot runs next (or None). Raises the first
-    exception any slot raised, after stopping the others."""
+    reserves and returns the item the same slot runs next (or None); `rule` says when a free
+    slot takes another's reservation. Raises the first exception any slot raised, after
+    stopping the others."""
     handed = list(order) if order is not None else list(range(len(items)))
     if sorted(handed) != list(range(len(items))):
         raise ValueError("order must name every item once")
-    handout = _Handout(items, handed)
+    handout = _Handout(items, handed, rule)
     if len(slots) <= 1:
         slot = slots[0] if slots else Slot()
         results: dict[int, R] = {}
         while (taken := handout.take(0)) is not None:
+            assert not isinstance(taken, _Wait)  # one slot never waits for another
             index, item = taken
             results[index] = work(index, item, slot, lambda: handout.reserve(0))
         return [results[index] for index in range(len(items))]
@@ -155,6 +210,9 @@ def _slot_loop(shared: _Shared[T, R], number: int, slot: Slot,
         taken = shared.handout.take(number)
         if taken is None:
             return
+        if isinstance(taken, _Wait):
+            time.sleep(_WAIT_POLL_S)
+            continue
         index, item = taken
         try:
             shared.results[index] = work(index, item, slot, upcoming)

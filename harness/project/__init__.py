@@ -5,21 +5,48 @@
     variant = project.variant("naive")
 
 The public names a project's own Python module may use are `Launch` and `Size`.
+
+The names are loaded on first use: the loader brings pydantic and the project schema (about a
+third of a second), which `ncuh profile` pays only after ncu has started when it has a plan for
+the project file already (`harness.profile.plan_cache`).
 """
 
 from __future__ import annotations
 
-from harness.project.loader import (
-    PROJECT_ENV,
-    PROJECT_FILE,
-    bundled_dir,
-    default_project_path,
-    find_project,
-    load_project,
-    open_project,
-)
-from harness.project.model import Launch, Limit, Project, Reference, Variant
-from harness.project.size import Size, parse_size, parse_sizes, parse_value
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.project.loader import load_project, open_project
+    from harness.project.locate import (
+        PROJECT_ENV,
+        PROJECT_FILE,
+        bundled_dir,
+        default_project_path,
+        find_project,
+    )
+    from harness.project.model import Launch, Limit, Project, Reference, Variant
+    from harness.project.size import Size, parse_size, parse_sizes, parse_value
+
+# public name -> the module that defines it
+_HOMES: dict[str, str] = {
+    "PROJECT_ENV": "harness.project.locate",
+    "PROJECT_FILE": "harness.project.locate",
+    "bundled_dir": "harness.project.locate",
+    "default_project_path": "harness.project.locate",
+    "find_project": "harness.project.locate",
+    "load_project": "harness.project.loader",
+    "open_project": "harness.project.loader",
+    "Launch": "harness.project.model",
+    "Limit": "harness.project.model",
+    "Project": "harness.project.model",
+    "Reference": "harness.project.model",
+    "Variant": "harness.project.model",
+    "Size": "harness.project.size",
+    "parse_size": "harness.project.size",
+    "parse_sizes": "harness.project.size",
+    "parse_value": "harness.project.size",
+}
 
 __all__ = [
     "PROJECT_ENV",
@@ -39,3 +66,16 @@ __all__ = [
     "parse_sizes",
     "parse_value",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'harness.project' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # the next lookup is an ordinary one
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])
