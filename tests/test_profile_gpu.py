@@ -156,7 +156,8 @@ def test_a_user_program_gets_the_same_run_directory(tmp_path: Path) -> None:
 def test_ncu_saves_only_what_the_profiled_launch_can_use(tmp_path: Path) -> None:
     """The runner empties CuPy's cache of freed blocks before the profiled launch, so ncu's
     save and restore around each replay pass covers the live buffers, not what the check
-    left behind (an H100 report at 1024 of the runner that kept them: 135 MB saved)."""
+    left behind (H100 reports at 1024: 135 MB saved by a runner that kept them, 101 MB by
+    this one: the inputs, and the ~90 MB CUDA's libraries hold outside CuPy's cache)."""
     if ncu_executable() is None:
         pytest.skip("gpu test: ncu (Nsight Compute) is not installed")
     completed = subprocess.run(
@@ -170,4 +171,4 @@ def test_ncu_saves_only_what_the_profiled_launch_can_use(tmp_path: Path) -> None
     saved = [line for line in lines if ",profiler__replayer_bytes_mem_backed_up.max,," in line]
     assert len(saved) == 1, lines[:3]
     inputs = 3 * 1024 * 1024 * 4  # A, B and C of float32
-    assert inputs <= float(saved[0].split(",")[4]) < 80e6
+    assert inputs <= float(saved[0].split(",")[4]) < 118e6

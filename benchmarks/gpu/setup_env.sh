@@ -12,15 +12,19 @@ ncu --version | tail -1
 # every wheel carried (ncu_report; pydantic and its three, which this machine's Python lacks)
 python3 -m pip install -q --upgrade --no-index --no-deps --no-compile --target /tmp/site \
     .whl/*.whl 2>/dev/null || echo "no wheels carried in .whl/"
-# The whole ncu_report wheel (15 MB) no longer fits beside the tree in a device call's 64 MiB:
-# .whl/ncu_report_nolib.tar.xz holds the PyPI module without its libnvperf_host.so (7 MB), which
-# is taken from the Nsight Compute that runs (the same version, 2025.3.1).
-if [ -f .whl/ncu_report_nolib.tar.xz ]; then
-    mkdir -p /tmp/site && tar -xJf .whl/ncu_report_nolib.tar.xz -C /tmp/site
-    nvperf=$(find -L /usr/local/cuda/ /opt/nvidia/ -name libnvperf_host.so \
-             -path '*nsight-compute*target*x64*' 2>/dev/null | sort | tail -1)
-    ln -sf "$nvperf" /tmp/site/ncu_report/libnvperf_host.so && echo "libnvperf_host from $nvperf"
-fi
+# ncu_report may come as .whl/ncu_report-<version>.tar.xz: the PyPI module folder packed with
+# xz (2026.3.1: 11 MB against the wheel's 17 MB, which no longer fits beside the tree in a device
+# call's 64 MiB). Packed without its libnvperf_host.so, it takes the one of the Nsight Compute
+# that runs (then of the same version as the module, or it may not load).
+for packed in .whl/ncu_report*.tar.xz; do
+    [ -f "$packed" ] || continue
+    mkdir -p /tmp/site && tar -xJf "$packed" -C /tmp/site && echo "ncu_report unpacked from $packed"
+    if [ ! -f /tmp/site/ncu_report/libnvperf_host.so ]; then
+        nvperf=$(find -L /usr/local/cuda/ /opt/nvidia/ -name libnvperf_host.so \
+                 -path '*nsight-compute*target*x64*' 2>/dev/null | sort | tail -1)
+        ln -sf "$nvperf" /tmp/site/ncu_report/libnvperf_host.so && echo "libnvperf_host: $nvperf"
+    fi
+done
 ls .whl/ncu_report* >/dev/null 2>&1 || echo "no ncu_report carried: ncu's own extras/python is used"
 export PYTHONPATH=/tmp/site:$PYTHONPATH
 python3 -c "
