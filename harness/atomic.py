@@ -161,6 +161,8 @@ def atomic_directory(destination: Path | str) -> Iterator[Path]:
     recognisable and never mistaken for a finished one.
     """
     destination = Path(destination)
+    # A folder made for it (`--out runs/new`) goes too when it fails, if nothing else is there.
+    made_parent = not destination.parent.exists()
     try:
         if destination.exists():
             raise OutputError(f"cannot write {destination}: it already exists")
@@ -171,11 +173,18 @@ def atomic_directory(destination: Path | str) -> Iterator[Path]:
         yield tmp
         os.replace(tmp, destination)
     except OSError as error:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove_attempt(tmp, made_parent)
         raise _cannot(destination, error) from None
     except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
+        _remove_attempt(tmp, made_parent)
         raise
+
+
+def _remove_attempt(tmp: Path, made_parent: bool) -> None:
+    shutil.rmtree(tmp, ignore_errors=True)
+    if made_parent:
+        with contextlib.suppress(OSError):  # not empty: someone else's files are there now
+            tmp.parent.rmdir()
 
 
 def _staged_files(stage: Path, last: Sequence[str]) -> list[Path]:

@@ -41,3 +41,24 @@ def test_atomic_directory_is_renamed_when_complete_and_removed_when_not(tmp_path
     with pytest.raises(RuntimeError), atomic_directory(tmp_path / "run2"):
         raise RuntimeError("crash")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+
+
+@pytest.mark.parametrize("parent_there", [True, False])
+def test_a_failed_directory_takes_the_folder_it_made_for_it_along(tmp_path, parent_there):
+    out = tmp_path / "runs"
+    if parent_there:
+        out.mkdir()
+    with pytest.raises(RuntimeError), atomic_directory(out / "run-1") as tmp:
+        (tmp / "half.txt").write_text("half")
+        raise RuntimeError("stopped")
+    # a folder that was there stays; one made for this run goes with it
+    assert out.exists() is parent_there
+    assert not list(out.iterdir()) if parent_there else True
+
+
+def test_a_folder_made_for_a_failed_directory_stays_when_another_wrote_there(tmp_path):
+    out = tmp_path / "runs"
+    with pytest.raises(RuntimeError), atomic_directory(out / "run-1"):
+        (out / "someone-else").write_text("theirs")
+        raise RuntimeError("stopped")
+    assert [p.name for p in out.iterdir()] == ["someone-else"]

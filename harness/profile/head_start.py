@@ -160,7 +160,10 @@ class FreshStartClock:
     """How long a target's ncu takes from its start to its first replay pass when nothing
     started it early (ncu, Python, the imports, CUDA, the compile, the check, the warm-up):
     what another slot pays to take a target this slot started early (`schedule.TakingRule`).
-    The shortest seen in this run counts."""
+    The shortest seen in this run counts. It is seen on each slot's first target, the longest
+    (they go first), with its own check and warm-up, and when its output is read: it runs
+    long rather than short, so an idle slot errs towards leaving a target with the slot that
+    started it."""
 
     def __init__(self) -> None:
         self._seen: list[float] = []

@@ -5,14 +5,20 @@ second or more before the first ncu could start, and someone profiling the same 
 after each edit of its kernel asks for the same plan every time: the kernel's source is compiled
 by the runner under ncu, it is not read by the plan. So each plan that checked is kept under
 `<user cache>/_plans/<key>.json`, the key hashing everything a plan is made from: the request's
-variants, sizes, parameters, warm-up and capture, the project file's path and bytes, this ncuh's
-version and folder, and the Python that runs the runner.
+variants, sizes, parameters, warm-up, capture and bench sizes, the project file's path and bytes,
+this ncuh's version and folder, and the Python that runs the runner.
+
+What is kept is data, never a command: each target's label, variant, size, parameters and the
+kernel filter the project gives it. The command lines are built again from those and the request
+(`ncu_command.runner_program`, `variant_filter`), so a kept file can only ever name a variant of
+ncuh's own runner, which checks the project again itself before it touches the GPU.
 
 On a hit, `harness.profile.run` starts the first ncu on the kept targets and checks the project
-while it runs (`PlanCheck`): a project that no longer checks (its module broke, say) stops that
-ncu, leaves no run directory and says why in one line (exit 2); targets that came out different
-stop it too and the run starts again on the new plan. A miss costs nothing but the key: the
-plan is checked first, as always, and kept. `NCUH_PLAN_CACHE=off` never reads or keeps one.
+while it runs (`PlanCheck`, on the main thread: a project's module may expect it): a project
+that no longer checks stops that ncu, leaves no run directory and says why in one line (exit 2);
+targets that came out different stop it too, and the run starts again on the checked plan. A
+miss costs nothing but the key: the plan is checked first, as always, and kept.
+`NCUH_PLAN_CACHE=off` never reads or keeps one.
 """
 
 from __future__ import annotations
@@ -24,19 +30,20 @@ import os
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import __version__
 from harness.atomic import atomic_write_text
-from harness.profile.ncu_command import KernelFilter
+from harness.errors import NcuhError
+from harness.profile.ncu_command import CaptureMode, runner_program, variant_filter
 from harness.user_cache import cache_dir
 
 if TYPE_CHECKING:
     from harness.profile.run import Plan, ProfileRequest, Target
 
-PLAN_CACHE_VERSION = 1
+PLAN_CACHE_VERSION = 2
 CACHE_FOLDER = "_plans"
 SWITCH_ENV = "NCUH_PLAN_CACHE"  # "off": check the project before ncu starts, every time
 KEEP = 64  # plans kept; the least recently used go first
@@ -44,7 +51,11 @@ _PACKAGE = Path(__file__).resolve().parents[1]
 
 
 def wanted() -> bool:
-    return os.environ.get(SWITCH_ENV, "").strip().lower() not in ("off", "0", "no")
+    return os.environ.get(SWITCH_ENV, "").strip().lower() not in ("off", "0", "no", "false")
+
+
+def _words(sizes: tuple[Any, ...]) -> list[Any]:
+    return [list(size) if isinstance(size, tuple) else size for size in sizes]
 
 
 def plan_key(request: ProfileRequest, capture: str, project_file: Path) -> str | None:
@@ -58,10 +69,14 @@ def plan_key(request: ProfileRequest, capture: str, project_file: Path) -> str |
         "version": PLAN_CACHE_VERSION, "ncuh": __version__, "package": str(_PACKAGE),
         "python": sys.executable, "project": str(project_file),
         "variants": list(request.variants), "all": request.all_variants,
-        "sizes": [list(s) if isinstance(s, tuple) else s for s in request.sizes],
-        "params": request.params, "warmup": request.warmup, "capture": capture,
+        "sizes": _words(request.sizes), "params": request.params, "warmup": request.warmup,
+        "capture": capture, "bench": request.bench, "bench_sizes": _words(request.bench_sizes),
     }
-    digest = hashlib.sha256(json.dumps(asked, sort_keys=True, default=str).encode())
+    try:
+        text = json.dumps(asked, sort_keys=True, default=str)
+    except TypeError:  # parameters no JSON object can hold: no key, no kept plan
+        return None
+    digest = hashlib.sha256(text.encode())
     digest.update(contents)
     return digest.hexdigest()[:32]
 
@@ -70,46 +85,86 @@ def _folder() -> Path:
     return cache_dir() / CACHE_FOLDER
 
 
-def _target_record(target: Target) -> dict[str, Any]:
-    record = asdict(target)
-    record["kernel_filter"] = asdict(target.kernel_filter)
-    return record
+@dataclass(frozen=True)
+class KeptTarget:
+    """What is kept of one target: data the command lines are built from again."""
+
+    label: str
+    variant: str
+    size: tuple[int, ...]
+    params: dict[str, Any]
+    kernel: str  # the project's capture filter for the variant: a kernel name or "regex:..."
+
+    @classmethod
+    def of(cls, target: Target) -> KeptTarget:
+        assert target.variant is not None and target.size is not None
+        kernel = target.kernel_filter.kernel
+        assert kernel is not None
+        return cls(target.label, target.variant, tuple(target.size), dict(target.params), kernel)
+
+    @classmethod
+    def from_json(cls, record: Any) -> KeptTarget:
+        """One kept record; ValueError for anything not of this exact shape."""
+        if not isinstance(record, dict) or set(record) != {"label", "variant", "size",
+                                                          "params", "kernel"}:
+            raise ValueError("not a kept target")
+        label, variant, size, params, kernel = (record[k] for k in (
+            "label", "variant", "size", "params", "kernel"))
+        if not (isinstance(label, str) and isinstance(variant, str) and isinstance(kernel, str)
+                and isinstance(params, dict) and isinstance(size, list) and size
+                and all(type(n) is int and n > 0 for n in size)):
+            raise ValueError("not a kept target")
+        return cls(label, variant, tuple(size), params, kernel)
+
+    def target(self, request: ProfileRequest, capture: CaptureMode,
+               project_file: Path) -> Target:
+        """The target, its command line built as `harness.profile.run.plan` builds it."""
+        from harness.profile.run import Target
+
+        program = runner_program(self.variant, self.size, label=self.label,
+                                 params=request.params, warmup=request.warmup,
+                                 capture=capture, project=project_file)
+        return Target(
+            label=self.label, variant=self.variant, size=self.size, params=dict(self.params),
+            program=tuple(program),
+            kernel_filter=variant_filter(self.label, capture=capture, kernel_name=self.kernel,
+                                         warmup=request.warmup),
+        )
 
 
-def _target(record: dict[str, Any]) -> Target:
-    from harness.profile.run import Target
-
-    kernel_filter = dict(record["kernel_filter"])
-    kernel_filter["nvtx_include"] = tuple(kernel_filter["nvtx_include"])
-    return Target(
-        label=record["label"], variant=record["variant"],
-        size=tuple(record["size"]) if record["size"] is not None else None,
-        params=dict(record["params"]), program=tuple(record["program"]),
-        kernel_filter=KernelFilter(**kernel_filter),
-    )
-
-
-def load(key: str) -> tuple[Target, ...] | None:
-    """The targets kept under `key`, or None (none kept, or not readable as such)."""
+def load(key: str, request: ProfileRequest, capture: CaptureMode,
+         project_file: Path) -> tuple[Target, ...] | None:
+    """The targets kept under `key`, built again for `request`; None where none are kept or
+    the file is not exactly what `store` writes."""
     path = _folder() / f"{key}.json"
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-        targets = tuple(_target(item) for item in record["targets"])
+        if not isinstance(record, dict) or record.get("version") != PLAN_CACHE_VERSION:
+            return None
+        kept = [KeptTarget.from_json(item) for item in record["targets"]]
     except (OSError, ValueError, KeyError, TypeError, RuntimeError):
+        return None
+    if not kept:
         return None
     with contextlib.suppress(OSError):
         os.utime(path)  # recently used: kept longest
-    return targets or None
+    return tuple(item.target(request, capture, project_file) for item in kept)
 
 
 def store(key: str, targets: tuple[Target, ...]) -> None:
     """Keep `targets` under `key`; a cache that cannot be written is no error (the next run
     checks first again), and the oldest plans beyond `KEEP` are dropped."""
-    record = {"version": PLAN_CACHE_VERSION, "targets": [_target_record(t) for t in targets]}
+    try:
+        kept = [KeptTarget.of(target) for target in targets]
+        record = {"version": PLAN_CACHE_VERSION,
+                  "targets": [{**vars(item), "size": list(item.size)} for item in kept]}
+        text = json.dumps(record) + "\n"
+    except (AssertionError, TypeError, ValueError):  # not a project's targets, or no JSON
+        return
     try:
         folder = _folder()
         folder.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(folder / f"{key}.json", json.dumps(record, default=str) + "\n")
+        atomic_write_text(folder / f"{key}.json", text)
         kept = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
         for old in kept[KEEP:]:
             old.unlink(missing_ok=True)
@@ -123,13 +178,18 @@ def forget(key: str) -> None:
 
 
 class StalePlan(Exception):
-    """The kept targets differ from those the project gives now."""
+    """The kept targets differ from those the project gives now: `checked` is its plan."""
+
+    def __init__(self, checked: Plan) -> None:
+        super().__init__("the kept plan is stale")
+        self.checked = checked
 
 
 @dataclass
 class PlanCheck:
-    """The check of a project whose kept plan a run started on: done once, by whichever ncu
-    has started first (several do at once with `--gpus`), while that ncu runs."""
+    """The check of a project whose kept plan a run started on: done once, on the main thread
+    (a project's module may set signal handlers, say, which only that thread may), while the
+    first ncu runs; other threads wait for its outcome."""
 
     make_plan: Callable[[], Plan]
     kept: tuple[Target, ...]
@@ -137,23 +197,36 @@ class PlanCheck:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
+        self._done = threading.Event()
         self._plan: Plan | None = None
         self._error: BaseException | None = None
 
-    def plan(self) -> Plan:
-        """The checked plan; raises what the check raised (every caller), `StalePlan` when
-        the project now gives other targets."""
+    def run(self) -> None:
+        """Check now, once (the main thread); what it found is kept for `plan`."""
         with self._lock:
-            if self._plan is None and self._error is None:
-                try:
-                    checked = self.make_plan()
-                    if checked.targets != self.kept:
-                        raise StalePlan(self.key)
-                    self._plan = checked
-                except BaseException as error:
-                    forget(self.key)
-                    self._error = error
-            if self._error is not None:
-                raise self._error
-            assert self._plan is not None
-            return self._plan
+            if self._done.is_set():
+                return
+            try:
+                checked = self.make_plan()
+                if checked.targets != self.kept:
+                    raise StalePlan(checked)
+                self._plan = checked
+            except (NcuhError, StalePlan) as error:  # the kept plan no longer holds
+                forget(self.key)
+                self._error = error
+            except BaseException as error:  # an interrupt, say: the plan may still be good
+                self._error = error
+            finally:
+                self._done.set()
+
+    def plan(self) -> Plan:
+        """The checked plan: checked here on the main thread, else waited for; raises what the
+        check raised, `StalePlan` when the project now gives other targets."""
+        if threading.current_thread() is threading.main_thread():
+            self.run()
+        else:
+            self._done.wait()
+        if self._error is not None:
+            raise self._error
+        assert self._plan is not None
+        return self._plan

@@ -5,7 +5,10 @@
 
 Order of work, so that every cheap check fails before anything expensive starts:
 1. `plan`: variants and sizes validated (unknown variant, size a variant cannot take: exit 2)
-   and the exact ncu command lines built; `--dry-run` stops here, no GPU or ncu needed;
+   and the exact ncu command lines built; `--dry-run` stops here, no GPU or ncu needed. Where
+   the same request's plan checked before (`plan_cache`), ncu starts on it first and the
+   project is checked beside the first ncu instead (then a missing ncu or CuPy is said before
+   a project that no longer checks);
 2. cheap checks in this process only: ncu located (`NcuNotFoundError` says how to get it)
    and, for bundled variants, CuPy installed (found, not imported: CUDA never loads here).
    Capture `auto` means NVTX; a CuPy without NVTX makes the runner fail with one line saying
@@ -36,6 +39,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -513,33 +517,26 @@ def run_profile(
     hooks = {"on_start": on_start, "on_done": on_done, "progress": progress,
              "runner": runner, "spawner": spawner}
     try:
-        return _run_profile(request, use_kept_plan=True, **hooks)
-    except plan_cache.StalePlan:
-        # The project gives other targets than the plan kept for it: start again on its own.
-        return _run_profile(request, use_kept_plan=False, **hooks)
+        return _run_profile(request, **hooks)
+    except plan_cache.StalePlan as stale:
+        # The project gives other targets than the plan kept for it: start again on the plan
+        # the check made (and keep that one).
+        return _run_profile(request, checked=stale.checked, **hooks)
 
 
-def _kept_plan_check(request: ProfileRequest, capture: CaptureMode
-                     ) -> plan_cache.PlanCheck | None:
-    """The check to run beside the first ncu, where this request's plan was kept before."""
+@dataclass(frozen=True)
+class _KeptPlanSource:
+    """Where a request's kept plan lives: its key and the project file it was made from."""
+
+    key: str
+    project_file: Path
+
+
+def _kept_plan_source(request: ProfileRequest, capture: CaptureMode) -> _KeptPlanSource | None:
+    """The key of a project's request (read before anything else reads the project file);
+    None for a user's program, with the cache off, or where the file cannot be found."""
     if request.program or not plan_cache.wanted():
         return None
-    key = _plan_key(request, capture)
-    kept = plan_cache.load(key) if key is not None else None
-    if kept is None:
-        return None
-    return plan_cache.PlanCheck(lambda: plan(request, capture=capture), kept, key)
-
-
-def _keep_plan(request: ProfileRequest, capture: CaptureMode, checked: Plan) -> None:
-    if request.program or not plan_cache.wanted():
-        return
-    key = _plan_key(request, capture)
-    if key is not None:
-        plan_cache.store(key, checked.targets)
-
-
-def _plan_key(request: ProfileRequest, capture: CaptureMode) -> str | None:
     from harness.errors import ProjectError
     from harness.project.locate import find_project
 
@@ -547,13 +544,23 @@ def _plan_key(request: ProfileRequest, capture: CaptureMode) -> str | None:
         project_file = find_project(request.project)
     except (ProjectError, OSError):
         return None  # the plan says why
-    return plan_cache.plan_key(request, capture, project_file)
+    key = plan_cache.plan_key(request, capture, project_file)
+    return _KeptPlanSource(key, project_file) if key is not None else None
+
+
+def _kept_plan_check(request: ProfileRequest, capture: CaptureMode,
+                     source: _KeptPlanSource) -> plan_cache.PlanCheck | None:
+    """The check to run beside the first ncu, where this request's plan was kept before."""
+    kept = plan_cache.load(source.key, request, capture, source.project_file)
+    if kept is None:
+        return None
+    return plan_cache.PlanCheck(lambda: plan(request, capture=capture), kept, source.key)
 
 
 def _run_profile(
     request: ProfileRequest,
     *,
-    use_kept_plan: bool,
+    checked: Plan | None = None,
     on_start: Callable[[Target, int, int], None] | None,
     on_done: Callable[[EntryResult, int, int], None] | None,
     progress: ProgressDisplay | None,
@@ -569,12 +576,15 @@ def _run_profile(
     capture = _resolve_capture(request)
     # Names and sizes are checked before ncu starts, unless this request's plan checked before:
     # then the project is checked beside the first ncu (`harness.profile.plan_cache`).
-    check = _kept_plan_check(request, capture) if use_kept_plan else None
+    source = _kept_plan_source(request, capture)
+    check = (_kept_plan_check(request, capture, source)
+             if source is not None and checked is None else None)
     if check is not None:
         plan_ = Plan(request, check.kept, capture)
     else:
-        plan_ = plan(request, capture=capture)
-        _keep_plan(request, capture, plan_)
+        plan_ = checked or plan(request, capture=capture)
+        if source is not None:
+            plan_cache.store(source.key, plan_.targets)
     if request.program:
         check_program(request.program)
     ncu = find_ncu()
@@ -605,13 +615,19 @@ def _run_profile(
         head_starts = (HeadStarts() if head_start and runner is processes.run_command
                        else None)
         fresh_starts = FreshStartClock()  # what taking another GPU's early start costs
+        first_ncu = threading.Event()
+
+        def check_on_this_thread() -> bool:
+            """With several GPUs the slots run on threads: the check of a kept plan runs here,
+            on the main thread, once the first ncu has started (`run_queue` polls this)."""
+            assert check is not None
+            if not first_ncu.is_set():
+                return False
+            check.run()
+            return True
 
         def one(index: int, target: Target, slot: Slot, upcoming: Upcoming[Target]
                 ) -> EntryResult:
-            if on_start:
-                on_start(target, index, total)
-            if progress:
-                progress.start(target.label, index, total, slot.name, len(slots))
             early = head_starts.take(slot, index) if head_starts is not None else None
 
             def start_the_next() -> None:
@@ -637,8 +653,15 @@ def _run_profile(
                 start_the_next()  # first: the next ncu's own start is the longest to hide
                 post.start()
                 post.prepare(index, target.label, target.report_name)
+                first_ncu.set()
                 if check is not None:
-                    check.plan()  # raising here stops this ncu, and every other
+                    # the main thread checks (another waits); raising stops every ncu
+                    check.plan()
+                # said once the plan holds: a run stopped by the check says one line only
+                if on_start:
+                    on_start(target, index, total)
+                if progress:
+                    progress.start(target.label, index, total, slot.name, len(slots))
                 _import_what_follows_ncu()
 
             entry = profile_target(target, ncu, request.settings, tmp, runner, gpu=slot.gpu,
@@ -657,7 +680,8 @@ def _run_profile(
                 estimates = previous_seconds(out, plan_.targets, request.settings)
                 order = longest_first(estimates)
                 rule = TakingRule(estimates, fresh_starts.seconds)
-            entries = run_queue(plan_.targets, slots, one, order, rule)
+            entries = run_queue(plan_.targets, slots, one, order, rule,
+                                beside=check_on_this_thread if check is not None else None)
             ncu_done = time.monotonic()
             if check is not None:  # the same targets, now with their project
                 plan_ = dataclasses.replace(check.plan(), request=request)

@@ -158,13 +158,16 @@ def run_queue(
     work: Callable[[int, T, Slot, Upcoming[T]], R],
     order: Sequence[int] | None = None,
     rule: TakingRule | None = None,
+    beside: Callable[[], bool] | None = None,
 ) -> list[R]:
     """`work(index, item, slot, upcoming)` for every item, each slot doing one at a time;
     results in item order. Items are handed out in `order` (item indices; default: item
     order); with several slots, each takes the next one left when it is free. `upcoming()`
     reserves and returns the item the same slot runs next (or None); `rule` says when a free
-    slot takes another's reservation. Raises the first exception any slot raised, after
-    stopping the others."""
+    slot takes another's reservation. With several slots, `beside` is called on this thread
+    while they run, every tenth of a second until it returns True (what must happen on the
+    caller's thread; with one slot the work itself runs there). Raises the first exception
+    any slot (or `beside`) raised, after stopping the others."""
     handed = list(order) if order is not None else list(range(len(items)))
     if sorted(handed) != list(range(len(items))):
         raise ValueError("order must name every item once")
@@ -189,6 +192,8 @@ def run_queue(
             if shared.stop.is_set():
                 # Again and again: a slot may have started its ncu just after the last sweep.
                 kill_running()
+            elif beside is not None and beside():
+                beside = None
             time.sleep(0.1)  # short waits: Ctrl-C reaches this thread
     except BaseException:
         shared.stop.set()
