@@ -172,18 +172,12 @@ class FreshStartClock:
     def watch(self) -> Callable[[str], None]:
         """A feeder for one fresh target's ncu output, its clock started now."""
         started = time.monotonic()
-        partial = [""]
 
-        def feed(text: str) -> None:
-            if not partial:
-                return
-            partial[0] = (partial[0] + text)[-4096:]
-            if any(line.lstrip().startswith(_PROFILING) for line in partial[0].split("\n")):
-                with self._lock:
-                    self._seen.append(time.monotonic() - started)
-                partial.clear()
+        def first_pass() -> None:
+            with self._lock:
+                self._seen.append(time.monotonic() - started)
 
-        return feed
+        return NcuOutputWatch(first_pass, lambda: None).feed
 
     def seconds(self) -> float | None:
         with self._lock:

@@ -97,9 +97,10 @@ class KeptTarget:
 
     @classmethod
     def of(cls, target: Target) -> KeptTarget:
-        assert target.variant is not None and target.size is not None
+        """What is kept of a project's target; ValueError for a program's (nothing to keep)."""
         kernel = target.kernel_filter.kernel
-        assert kernel is not None
+        if target.variant is None or target.size is None or kernel is None:
+            raise ValueError(f"{target.label} is no variant of a project")
         return cls(target.label, target.variant, tuple(target.size), dict(target.params), kernel)
 
     @classmethod
@@ -159,7 +160,7 @@ def store(key: str, targets: tuple[Target, ...]) -> None:
         record = {"version": PLAN_CACHE_VERSION,
                   "targets": [{**vars(item), "size": list(item.size)} for item in kept]}
         text = json.dumps(record) + "\n"
-    except (AssertionError, TypeError, ValueError):  # not a project's targets, or no JSON
+    except (TypeError, ValueError):  # not a project's targets, or no JSON
         return
     try:
         folder = _folder()

@@ -639,7 +639,8 @@ def _run_profile(
             watch = (NcuOutputWatch(lambda: head_starts.replay_began(slot),
                                     lambda: head_starts.program_gone(slot))
                      if head_starts is not None else None)
-            fresh = fresh_starts.watch() if early is None else None
+            # the clock serves the taking rule, which several GPUs alone use
+            fresh = fresh_starts.watch() if early is None and len(slots) > 1 else None
 
             def output(text: str) -> None:
                 if progress:
