@@ -19,7 +19,8 @@ Per run, from the wall clock of this process and the stand-in's notes:
 * ncu exit -> ncuh end: from the stand-in's last line to `ncuh profile` having exited; of that,
   `post_s` (manifest timings: the last report's metrics export and the join, not ncuh's own
   work) is shown apart, and the rest is ncuh's own work after ncu (manifest, rename, exit);
-  the same again with `--no-metrics-csv`, where all of it is ncuh's own.
+  measured with `--metrics-csv`, then again without it (the default), where all of it is
+  ncuh's own.
 
 Also: a bare `python -c pass` (the floor no Python CLI goes below), the wall time of the
 same command with `--dry-run`, and the import time of the run (`-X importtime`, top-level
@@ -86,10 +87,10 @@ RUNNER_RESULT = "ncuh-runner-result: " + json.dumps({
 
 LABELS = {
     "start_to_ncu_spawn": "start -> ncu spawned",
-    "ncu_exit_to_end": "ncu exit -> ncuh end",
+    "ncu_exit_to_end": "ncu exit -> ncuh end, --metrics-csv",
     "post_s_of_that": "  of which post_s (last export, join)",
     "ncuh_own_after_ncu": "  of which ncuh's own",
-    "ncu_exit_to_end_no_metrics_csv": "ncu exit -> ncuh end, --no-metrics-csv",
+    "ncu_exit_to_end_no_metrics_csv": "ncu exit -> ncuh end (default)",
     "python_c_pass": "python -c pass (floor)",
     "dry_run_wall": "--dry-run, wall",
     "imports_before_ncu": "imports before ncu spawned",
@@ -192,9 +193,9 @@ class Checkout:
 
     def sample(self, variant: str, size: str, work: Path) -> None:
         argv = _profile_argv(variant, size, self.out)
-        run = one_run(argv, self.env, work)
-        # No metrics.csv: all that is left after ncu is ncuh's own work.
-        lean = one_run([*argv, "--no-metrics-csv"], self.env, work)
+        run = one_run([*argv, "--metrics-csv"], self.env, work)
+        # No metrics.csv (the default): all that is left after ncu is ncuh's own work.
+        lean = one_run(argv, self.env, work)
         add = self.samples
         add["start_to_ncu_spawn"].append(run["to_spawn"])
         add["ncu_exit_to_end"].append(run["after_ncu"])

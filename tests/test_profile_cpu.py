@@ -194,7 +194,7 @@ def test_profile_two_variants_writes_a_complete_run_directory(
 ) -> None:
     out = tmp_path / "runs"
     result = invoke(["--variant", "naive", "--variant", "register_tiled", "--size", "256",
-                     "--set", "basic", "--out", str(out)])
+                     "--set", "basic", "--metrics-csv", "--out", str(out)])
     assert result.exit_code == 0, result.output
     run_dir = only_run(out)
     assert run_dir.name.endswith("-naive-and-1-more")
@@ -297,7 +297,7 @@ def test_metrics_csv_is_the_tidy_export_of_every_report_with_its_label(
 ) -> None:
     outcome = lib.run_profile(lib.ProfileRequest(
         variants=("naive", "register_tiled"), sizes=((256, 256, 256),), out=tmp_path,
-        capture="nvtx"))
+        capture="nvtx", metrics_csv=True))
     import pandas as pd
 
     assert outcome.metrics_error is None
@@ -487,7 +487,7 @@ def test_no_gpu_said_by_ncu_itself_is_one_line_and_leaves_no_run_directory(
     tmp_path: Path, fake_ncu: FakeNcu
 ) -> None:
     fake_ncu.behaviour["naive_256"] = (1, NO_DEVICE_OUTPUT)
-    result = invoke(["--all", "--size", "256", "--out", str(tmp_path)])
+    result = invoke(["--all", "--size", "256", "--metrics-csv", "--out", str(tmp_path)])
     line = assert_one_error_line(result)
     assert line == ("ncuh: error: no CUDA GPU is visible "
                     "(check nvidia-smi and CUDA_VISIBLE_DEVICES)")
@@ -502,7 +502,8 @@ def test_a_crashing_environment_probe_costs_the_environment_not_the_run(
     tmp_path: Path, fake_ncu: FakeNcu
 ) -> None:
     fake_ncu.behaviour["environment"] = (-11, "Fatal Python error: Segmentation fault\n")
-    result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path)])
+    result = invoke(["--variant", "naive", "--size", "256", "--metrics-csv", "--out",
+                     str(tmp_path)])
     assert result.exit_code == 0, result.output
     run = load_run(only_run(tmp_path))
     assert run.environment == {
@@ -522,7 +523,8 @@ def test_a_crashing_metrics_export_costs_the_table_not_the_run(
         "Fatal Python error: Segmentation fault\n\nCurrent thread 0x1 (most recent call first):\n"
         '  File "harness/reportfile.py", line 286 in _collect\n\n'
         "Extension modules: numpy._core._multiarray_umath, _ncu_report (total: 2)\n"))
-    result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path)])
+    result = invoke(["--variant", "naive", "--size", "256", "--metrics-csv", "--out",
+                     str(tmp_path)])
     assert result.exit_code == 1
     assert ("ncuh: failed: metrics.csv: metrics export of naive_256 killed by SIGSEGV: "
             "Fatal Python error: Segmentation fault\n") in result.stderr
@@ -539,7 +541,8 @@ def test_environment_and_metrics_children_run_at_the_same_time(
 ) -> None:
     # Each worker waits at the barrier for the other: run one after the other, they break it.
     fake_ncu.barrier = threading.Barrier(2, timeout=10)
-    result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path)])
+    result = invoke(["--variant", "naive", "--size", "256", "--metrics-csv", "--out",
+                     str(tmp_path)])
     assert result.exit_code == 0, result.output
     (env_start, env_end), (met_start, met_end) = (
         fake_ncu.worker_times["environment"], fake_ncu.worker_times["metrics"])
@@ -769,7 +772,8 @@ def test_metrics_csv_has_a_label_column_and_matches_ncuh_export(
     from harness.report.export_format import export_text
     from harness.report.reportfile import export_columns
 
-    result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path)])
+    result = invoke(["--variant", "naive", "--size", "256", "--metrics-csv", "--out",
+                     str(tmp_path)])
     assert result.exit_code == 0, result.output
     lines = (only_run(tmp_path) / "metrics.csv").read_text(encoding="utf-8").splitlines()
     exported = export_text(export_columns(NAIVE_SMEM_REPORT)).splitlines()
@@ -777,3 +781,45 @@ def test_metrics_csv_has_a_label_column_and_matches_ncuh_export(
     assert len(lines) == len(exported)
     assert all(line == "naive_256," + row for line, row in zip(lines[1:], exported[1:],
                                                                 strict=True))
+
+
+def test_metrics_csv_is_opt_in_and_ncuh_export_of_the_run_writes_it_later(
+    tmp_path: Path, fake_ncu: FakeNcu
+) -> None:
+    with_table = tmp_path / "with"
+    result = invoke(["--variant", "naive", "--variant", "register_tiled", "--size", "256",
+                     "--metrics-csv", "--out", str(with_table)])
+    assert result.exit_code == 0, result.output
+    fake_ncu.worker_times.clear()
+    result = invoke(["--variant", "naive", "--variant", "register_tiled", "--size", "256",
+                     "--out", str(tmp_path / "without")])
+    assert result.exit_code == 0, result.output
+    run = load_run(only_run(tmp_path / "without"))
+    assert not (run.path / "metrics.csv").exists()
+    assert run.manifest["metrics"] == {"status": "skipped", "error": None, "rows": None}
+    assert list(fake_ncu.worker_times) == ["environment"]  # no export child was started
+
+    later = tmp_path / "later.csv"
+    exported = CliRunner().invoke(main, ["export", str(run.path), "-o", str(later)])
+    assert exported.exit_code == 0, exported.output
+    written = (only_run(with_table) / "metrics.csv").read_bytes()
+    assert later.read_bytes() == written
+    rows = written.count(b"\n") - 1
+    assert exported.stderr == f"wrote {rows:,} rows to {later}\n"
+    to_stdout = CliRunner().invoke(main, ["export", str(run.path)])
+    assert to_stdout.stdout.encode() == written
+
+
+def test_export_of_a_run_directory_is_csv_only_and_refuses_a_broken_run(
+    tmp_path: Path, fake_ncu: FakeNcu
+) -> None:
+    invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path / "runs")])
+    run_dir = only_run(tmp_path / "runs")
+    result = CliRunner().invoke(main, ["export", str(run_dir), "--format", "json", "-o",
+                                       str(tmp_path / "t.json")])
+    assert (result.exit_code, error_lines(result)) == (2, [
+        f"ncuh: error: {run_dir}: a run directory exports as CSV only (its metrics.csv)"])
+    (run_dir / "naive_256.ncu-rep").write_bytes(b"not a report")
+    result = CliRunner().invoke(main, ["export", str(run_dir), "-o", str(tmp_path / "t.csv")])
+    assert result.exit_code == 2 and len(error_lines(result)) == 1
+    assert not (tmp_path / "t.csv").exists() and not (tmp_path / "t.json").exists()

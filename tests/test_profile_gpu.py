@@ -35,7 +35,8 @@ def profiled_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("runs")
     completed = subprocess.run(
         [sys.executable, "-m", "harness", "profile", "--variant", "naive",
-         "--variant", "register_tiled", "--size", "256", "--set", "basic", "--out", str(out)],
+         "--variant", "register_tiled", "--size", "256", "--set", "basic", "--metrics-csv",
+         "--out", str(out)],
         capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
@@ -133,7 +134,8 @@ def test_a_user_program_gets_the_same_run_directory(tmp_path: Path) -> None:
         pytest.skip("gpu test: ncu (Nsight Compute) is not installed")
     completed = subprocess.run(
         [sys.executable, "-m", "harness", "profile", "--set", "basic", "-k", "regex:^sgemm_",
-         "--launch-skip", "1", "--launch-count", "1", "--out", str(tmp_path), "--",
+         "--launch-skip", "1", "--launch-count", "1", "--metrics-csv", "--out", str(tmp_path),
+         "--",
          sys.executable, "benchmarks/launch_variants.py", "--variants", "naive,smem_tiled",
          "--size", "256"],
         capture_output=True, text=True, timeout=600, cwd=ROOT, check=False,

@@ -96,7 +96,8 @@ def test_gpus_all_profiles_on_both_gpus_at_once(tmp_path: Path, standins: Path) 
     out = tmp_path / "runs"
     result = CliRunner().invoke(main, [
         "profile", "--variant", "naive", "--variant", "register_tiled", "--size", "256",
-        "--size", "512", "--gpus", "all", "--out", str(out)], catch_exceptions=False)
+        "--size", "512", "--gpus", "all", "--metrics-csv", "--out", str(out)],
+        catch_exceptions=False)
     assert result.exit_code == 0, result.output
     runs = _runs(standins)
     assert len(runs) == 4

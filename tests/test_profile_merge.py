@@ -20,7 +20,7 @@ from harness.rundir import load_run
 
 
 def profile(out: Path, *args: str) -> Path:
-    result = CliRunner().invoke(main, ["profile", *args, "--out", str(out)],
+    result = CliRunner().invoke(main, ["profile", *args, "--metrics-csv", "--out", str(out)],
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return Path(result.stdout.strip().splitlines()[-1])
@@ -150,3 +150,35 @@ def test_bad_merges_are_one_line_and_write_nothing(tmp_path: Path, shards: list[
     assert merge(str(shards[0]), "--out", str(again)).exit_code == 0
     result = merge(str(shards[0]), str(again), "--out", str(tmp_path / "twice"))
     assert result.exit_code == 2 and "naive_256 is in two shards" in result.stderr
+
+
+def _as_profiled_without_metrics_csv(shard: Path) -> None:
+    (shard / "metrics.csv").unlink()
+    manifest = json.loads((shard / "manifest.json").read_text())
+    manifest["metrics"] = {"status": "skipped", "error": None, "rows": None}
+    (shard / "manifest.json").write_text(json.dumps(manifest))
+
+
+def test_shards_profiled_without_metrics_csv_merge_without_one(
+    tmp_path: Path, shards: list[Path]
+) -> None:
+    for shard in shards:
+        _as_profiled_without_metrics_csv(shard)
+    out = tmp_path / "merged"
+    result = merge(*map(str, shards), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert load_run(out).manifest["metrics"] == {"status": "skipped", "error": None,
+                                                  "rows": None}
+    assert not (out / "metrics.csv").exists()
+
+
+def test_one_shard_without_metrics_csv_beside_one_with_it_fails_the_table(
+    tmp_path: Path, shards: list[Path]
+) -> None:
+    _as_profiled_without_metrics_csv(shards[1])
+    out = tmp_path / "merged"
+    merge(*map(str, shards), "--out", str(out))
+    metrics = load_run(out).manifest["metrics"]
+    assert metrics["status"] == "failed"
+    assert metrics["error"] == f"shard {shards[1].name}: profiled without --metrics-csv"
+    assert not (out / "metrics.csv").exists()  # half a table is no table

@@ -132,7 +132,7 @@ def test_a_job_array_profiles_each_target_and_merges_into_one_run(
     out = tmp_path / "runs"
     result = CliRunner().invoke(main, [
         "profile", "--variant", "naive", "--variant", "register_tiled", "--size", "256",
-        "--size", "512", "--out", str(out), "--slurm", "--slurm-arg=--wait",
+        "--size", "512", "--metrics-csv", "--out", str(out), "--slurm", "--slurm-arg=--wait",
         "--slurm-arg=--time=5"], catch_exceptions=False)
     assert result.exit_code == 1, result.output
     assert "submitted job array" in result.stderr and "(4 tasks)" in result.stderr

@@ -29,9 +29,9 @@ sleep 2.5; t nvidia-smi --query-gpu=name,driver_version,clocks.sm,pci.bus_id --f
 t python3 -m harness.profile.worker environment $NCU --no-cuda --list-gpus
 wait
 log "ncuh profile, 3 runs, manifest timings"
-for flag in "" "--no-metrics-csv"; do for i in 1 2 3; do
+for flag in "" "--metrics-csv"; do for i in 1 2 3; do
   s=$(now); out=$(python3 -m harness profile --variant register_tiled --size 2048 --out /tmp/e $flag 2>/dev/null | tail -1); w=$(sub $(now) $s)
   python3 -c "import json; m=json.load(open('$out/manifest.json')); t=m['timings']; print('flag=$flag wall', $w, t)"
 done; done
-python3 -X importtime -m harness profile --variant register_tiled --size 2048 --out /tmp/e --no-metrics-csv 2> $OUT/importtime.txt >/dev/null
+python3 -X importtime -m harness profile --variant register_tiled --size 2048 --out /tmp/e 2> $OUT/importtime.txt >/dev/null
 sort -t'|' -k2 -n -r $OUT/importtime.txt | head -15

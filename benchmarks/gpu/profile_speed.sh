@@ -3,7 +3,7 @@
 # so split it with PARTS=overhead / PARTS=chain,pairs to stay under a 10-minute call):
 #  1. overhead: `ncuh profile --variant register_tiled --size 2048` (default `pages` set; VARIANT,
 #     SIZE, REPEATS choose another) against the same ncu command by hand, 5 alternating repeats,
-#     plus `--no-metrics-csv` unless NO_METRICS_TOO=0 and, with FIRST_RUN_TOO=1, a request's first
+#     plus `--metrics-csv` unless METRICS_CSV_TOO=0 and, with FIRST_RUN_TOO=1, a request's first
 #     run (no kept plan: NCUH_PLAN_CACHE=off) (target <= 1.03);
 #  2. `ncuh profile --all --size 4096 --set pages`: wall time against the sum of ncu's own times
 #     (target <= 1.01); with HEAD_START_OFF=1 the same chain again with NCUH_HEAD_START=off
@@ -27,7 +27,7 @@ args=()
 log "profile speed: $PARTS"
 timeout "${SPEED_TIMEOUT_S:-570}" python3 benchmarks/bench_profile_overhead.py \
     --out "$OUT/profile_speed.json" --variant "${VARIANT:-register_tiled}" --size "${SIZE:-2048}" \
-    --set pages --repeats "${REPEATS:-5}" $([[ ${NO_METRICS_TOO:-1} == 1 ]] && echo --no-metrics-too) \
+    --set pages --repeats "${REPEATS:-5}" $([[ ${METRICS_CSV_TOO:-1} == 1 ]] && echo --metrics-csv-too) \
     $([[ ${FIRST_RUN_TOO:-0} == 1 ]] && echo --first-run-too) \
     $([[ ${POST_STEPS:-0} == 1 ]] || echo --skip-post-steps) \
     --all-size "${ALL_SIZE:-4096}" "${args[@]}" 2>&1 | tail -4

@@ -1,15 +1,24 @@
-"""`ncuh export REPORT`: every metric of every kernel as a tidy table (CSV or JSON)."""
+"""`ncuh export REPORT|RUN`: every metric of every kernel as a tidy table (CSV or JSON).
+
+A run directory exports all its reports in one CSV with a `label` column first: the
+metrics.csv that `ncuh profile --metrics-csv` writes, made after the run instead.
+"""
 
 from __future__ import annotations
 
+import csv
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 import click
 
 from harness.atomic import atomic_path
+from harness.errors import NcuhError
 from harness.report.export_format import EXPORT_FORMATS, write_export
-from harness.report.reportfile import export_columns
+from harness.report.reportfile import EXPORT_COLUMNS, ExportColumns, export_columns
+from harness.rundir import is_run_directory, load_run
 
 
 @click.command()
@@ -29,13 +38,36 @@ from harness.report.reportfile import export_columns
 def export(report: Path, output: Path | None, fmt: str, kernel_regex: str | None) -> None:
     """Export every metric of REPORT as kernel_id,kernel,metric,instance,value,unit.
 
-    Values are in ncu's base units; instanced metrics add one row per instance.
+    Values are in ncu's base units; instanced metrics add one row per instance. REPORT may be
+    a run directory: its reports in one CSV, a `label` column first (its metrics.csv).
     """
     # The whole table is built before anything is written, so a bad report leaves no file.
+    if is_run_directory(report):
+        if fmt != "csv":
+            raise NcuhError(f"{report}: a run directory exports as CSV only (its metrics.csv)")
+        run = load_run(report)
+        tables = [(entry.label, export_columns(entry.report, kernel_regex=kernel_regex))
+                  for entry in run.entries if entry.ok and entry.report is not None]
+        _write(output, lambda stream: _write_labelled(tables, stream),
+               sum(len(table) for _, table in tables))
+        return
     table = export_columns(report, kernel_regex=kernel_regex)
+    _write(output, lambda stream: write_export(table, stream, fmt),  # type: ignore[arg-type]
+           len(table))
+
+
+def _write(output: Path | None, write: Callable[[TextIO], None], rows: int) -> None:
     if output is None:
-        write_export(table, sys.stdout, fmt)  # type: ignore[arg-type]
+        write(sys.stdout)
         return
     with atomic_path(output) as tmp, tmp.open("w", encoding="utf-8", newline="") as stream:
-        write_export(table, stream, fmt)  # type: ignore[arg-type]
-    click.echo(f"wrote {len(table):,} rows to {output}", err=True)
+        write(stream)
+    click.echo(f"wrote {rows:,} rows to {output}", err=True)
+
+
+def _write_labelled(tables: list[tuple[str, ExportColumns]], stream: TextIO) -> None:
+    """The tables of a run's reports, each row led by its entry's label (metrics.csv)."""
+    writer = csv.writer(stream, lineterminator="\n")
+    writer.writerow(["label", *EXPORT_COLUMNS])
+    for label, table in tables:
+        writer.writerows(zip([label] * len(table), *table.columns(), strict=True))

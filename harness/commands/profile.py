@@ -73,8 +73,9 @@ def _params(text: str | None) -> dict[str, Any]:
 @click.option("--gpus", default=None, metavar="all|0,1,…",
               help="Profile on these GPUs at once, one ncu per GPU (nvidia-smi indexes).")
 @click.option("--allow-mismatch", is_flag=True, help="Let --gpus mix GPU models.")
-@click.option("--metrics-csv/--no-metrics-csv", default=True, show_default=True,
-              help="Write metrics.csv (`ncuh export REPORT` gives any report's table later).")
+@click.option("--metrics-csv/--no-metrics-csv", default=False, show_default=True,
+              help="Also write metrics.csv, every report's metrics in one table; its last "
+                   "part can only start after the last ncu (`ncuh export RUN` writes it later).")
 @click.option("--slurm", is_flag=True,
               help="Submit one Slurm job array (a task per variant and size) instead.")
 @click.option("--slurm-arg", "slurm_args", multiple=True, metavar="ARG",
@@ -103,7 +104,8 @@ def profile(
 
     Each variant runs in `python -m harness.gpu.runner`, which verifies it and launches it once in
     an NVTX range that ncu captures alone. The run directory (manifest.json, one .ncu-rep per
-    variant and size, metrics.csv, bench.json with --bench) appears only when complete.
+    variant and size, metrics.csv with --metrics-csv, bench.json with --bench) appears only when
+    complete.
     With --gpus, one ncu per GPU works through the targets at once; with --slurm, a job
     array does, and `ncuh merge` joins its shards.
     """

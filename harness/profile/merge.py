@@ -121,15 +121,22 @@ def _copy_files(run: Run, tmp: Path) -> None:
 
 
 def _join_metrics(runs: Sequence[Run], tmp: Path) -> dict[str, Any]:
-    """The shards' metrics.csv joined (header once); failed if a shard with reports has none."""
-    tables = []
+    """The shards' metrics.csv joined (header once); skipped where every shard skipped it
+    (profiled without --metrics-csv), failed if a shard with reports has none otherwise."""
+    tables, missing = [], []
     for run in runs:
         path = run.path / METRICS
         if path.is_file():
             tables.append(path)
         elif any(entry.ok for entry in run.entries):
-            error = (run.manifest.get("metrics") or {}).get("error") or "no metrics.csv"
-            return {"status": "failed", "error": f"shard {run.path.name}: {error}"}
+            metrics = run.manifest.get("metrics") or {}
+            reason = metrics.get("error") or (
+                "profiled without --metrics-csv" if metrics.get("status") == "skipped"
+                else "no metrics.csv")
+            missing.append((run, reason, metrics.get("status") == "skipped"))
+    if missing and (tables or not all(skipped for _, _, skipped in missing)):
+        run, reason, _ = next((m for m in missing if not m[2]), missing[0])
+        return {"status": "failed", "error": f"shard {run.path.name}: {reason}"}
     if not tables:
         return {"status": "skipped", "error": None, "rows": None}
     rows = 0

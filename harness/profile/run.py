@@ -21,8 +21,9 @@ Order of work, so that every cheap check fails before anything expensive starts:
    with exit 2 and leaves no directory, a failure of one entry is recorded and the walk
    carries on (exit 1 at the end);
 4. post-processing beside ncu (`post.PostProcessing`), started once ncu has started, never
-   before it: the environment probe (and the git commit) beside the first ncu, each report's
-   export to metrics.csv beside its own ncu (it goes when the report is written). Children
+   before it: the environment probe (and the git commit) beside the first ncu and, with
+   `--metrics-csv`, each report's export to metrics.csv beside its own ncu (it goes when the
+   report is written). Children
    because CuPy and `ncu_report` are native code: a crash in either costs its own part,
    recorded in the manifest. Then `bench.json` with `--bench`, and `manifest.json` last (with
    phase timings); then the directory is renamed into place.
@@ -125,7 +126,9 @@ class ProfileRequest:
     project: Path | None = None  # the project file (None: found as harness.project says)
     gpus: str | None = None  # None: the default device; "all" or "0,1": one ncu per GPU at once
     allow_mismatch: bool = False  # --gpus may mix GPU models
-    metrics_csv: bool = True  # False: no metrics.csv (`ncuh export REPORT` gives it later)
+    # metrics.csv is opt-in: the last report's export can only follow the last ncu, which
+    # costs a short profile several percent; `ncuh export RUN` writes the same file later.
+    metrics_csv: bool = False
     run_id: str | None = None  # the run directory's name; default: time and what was profiled
 
 
