@@ -296,9 +296,25 @@ def test_previous_seconds_come_from_the_newest_run_with_the_same_set(tmp_path: P
     (out / "20261104-000000-broken").mkdir()
     (out / "20261104-000000-broken" / "manifest.json").write_text("{not json")
     pages = lib.NcuSettings()
-    assert lib.previous_seconds(out, targets, pages) == [5.0, 2.0]
-    assert lib.previous_seconds(out, targets, lib.NcuSettings(set="full")) == [9.0, None]
-    assert lib.previous_seconds(tmp_path / "nothing", targets, pages) == [None, None]
+    past = lib.PastEntry
+    assert lib.previous_entries(out, targets, pages) == [past(5.0), past(2.0)]
+    assert lib.previous_entries(out, targets, lib.NcuSettings(set="full")) == [past(9.0), None]
+    assert lib.previous_entries(tmp_path / "nothing", targets, pages) == [None, None]
+
+
+def test_previous_work_leaves_out_the_start_an_entry_paid_itself(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    targets = lib.plan(lib.ProfileRequest(variants=("naive", "register_tiled", "smem_tiled"),
+                                          sizes=("256",))).targets
+    ok = {"status": "ok"}
+    _earlier_run(out, "20261101-000000-all", "pages", [
+        {**ok, "label": "naive_256", "seconds": 25.3, "start_s": 2.5},
+        {**ok, "label": "register_tiled_256", "seconds": 3.8, "start_s": None},
+        {**ok, "label": "smem_tiled_256", "seconds": 1.0, "start_s": True}])  # not seconds
+    found = lib.previous_entries(out, targets, lib.NcuSettings())
+    assert found == [lib.PastEntry(25.3, 2.5), lib.PastEntry(3.8), lib.PastEntry(1.0)]
+    assert [past.work_s for past in found if past] == [pytest.approx(22.8), 3.8, 1.0]
+    assert lib.PastEntry(2.0, 3.0).work_s == 0.0  # a start longer than the entry: none left
 
 
 def test_gpus_hand_the_longest_out_first_from_an_earlier_run(
@@ -320,3 +336,139 @@ def test_gpus_hand_the_longest_out_first_from_an_earlier_run(
     newest = sorted(path for path in out.iterdir() if path.name != "20261101-000000-all")[-1]
     assert [e["label"] for e in load_run(newest).manifest["entries"]] == [
         "naive_256", "naive_512", "register_tiled_256", "register_tiled_512"]  # plan order
+
+
+def test_plan_slots_shares_the_chain_out_so_both_gpus_end_together() -> None:
+    from harness.profile.schedule import plan_slots
+
+    # The SGEMM chain at 4096 on an H200 (session 6), naive without its 2.5 s start.
+    work = [22.8, 13.6, 7.8, 4.6, 3.8, 2.9, 2.8, 2.9, 2.8, 3.2, 3.2]
+    plan = plan_slots(work, 2)
+    assert plan is not None and sorted(i for part in plan for i in part) == list(range(11))
+    loads = [sum(work[i] for i in part) for part in plan]
+    assert max(loads) - min(loads) < 0.05  # 35.2 and 35.2
+    assert all(part == sorted(part, key=lambda i: -work[i]) for part in plan)  # longest first
+    assert plan[0][0] == 0 and plan[1][0] == 1  # the two longest start at once
+
+
+def test_plan_slots_mends_what_longest_first_alone_gets_wrong() -> None:
+    from harness.profile.schedule import plan_slots
+
+    # LPT alone: 3+2+2 | 3+2, the longest 7; one swap makes it 2+2+2 | 3+3.
+    assert plan_slots([3, 3, 2, 2, 2], 2) == [[2, 3, 4], [0, 1]]
+    assert plan_slots([5, 4, 3, 3, 3, 2], 3) == [[0, 5], [1, 4], [2, 3]]
+    assert plan_slots([1.0, 1.0], 3) == [[0], [1], []]  # more slots than items
+
+
+def test_plan_slots_needs_several_slots_and_every_time() -> None:
+    from harness.profile.schedule import plan_slots
+
+    assert plan_slots([3.0, None, 1.0], 2) is None  # the shared queue balances instead
+    assert plan_slots([3.0, 1.0], 1) is None
+    assert plan_slots([], 2) is None
+
+
+def test_a_planned_slot_runs_its_own_items_and_takes_the_last_of_another_when_worth_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.profile import schedule
+
+    clock = [100.0]
+    monkeypatch.setattr(schedule.time, "monotonic", lambda: clock[0])
+    items = ["long", "a", "b", "c", "d"]
+    estimates = [10.0, 3.0, 2.0, 1.0, 1.0]
+
+    def handout(fresh_s: float) -> schedule._Handout[str]:
+        rule = schedule.TakingRule(estimates, lambda: fresh_s)
+        return schedule._Handout(items, [0, 1, 2, 3, 4], rule, plan=[[0, 3, 4], [1, 2]])
+
+    planned = handout(fresh_s=0.5)
+    assert planned.take(1) == (1, "a") and planned.take(0) == (0, "long")
+    assert planned.reserve(0) == (3, "c")  # its own next, not the shared order's next
+    assert planned.take(1) == (2, "b")
+    clock[0] = 105.0  # slot 1 is done; slot 0 has 5 s of long, then c and d (1 s each)
+    assert planned.take(1) == (4, "d")  # the last planned item: 0.5 + 1 s < 7 s
+    assert planned.take(1) == (3, "c")  # then the reservation, by the taking rule
+    clock[0] = 110.0
+    assert planned.take(0) is None and planned.take(1) is None
+
+    clock[0] = 200.0
+    late = handout(fresh_s=2.0)
+    late.take(0), late.take(1), late.reserve(0), late.take(1)
+    clock[0] = 204.0  # long has 6 s left, c and d 1 s each: 8 s > 2 + 1
+    assert late.take(1) == (4, "d")
+    clock[0] = 208.5  # long has 1.5 s left, less than a 2 s start: c stays with slot 0
+    assert late.take(1) is schedule.WAIT
+    clock[0] = 210.0
+    assert late.take(0) == (3, "c") and late.take(1) is None
+
+
+def test_a_planned_slot_leaves_a_short_remainder_to_its_owner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.profile import schedule
+
+    clock = [0.0]
+    monkeypatch.setattr(schedule.time, "monotonic", lambda: clock[0])
+
+    def handout() -> schedule._Handout[str]:
+        rule = schedule.TakingRule([4.0, 1.0, 1.0], lambda: 2.5)
+        planned = schedule._Handout(["a", "b", "c"], [0, 1, 2], rule, plan=[[0, 2], [1]])
+        assert planned.take(0) == (0, "a") and planned.take(1) == (1, "b")
+        return planned
+
+    clock[0] = 0.0
+    early = handout()
+    clock[0] = 1.0  # a has 3 s left, then c: 4 s, more than a 2.5 s start and c's 1 s
+    assert early.take(1) == (2, "c")
+    clock[0] = 0.0
+    late = handout()
+    clock[0] = 2.0  # a has 2 s left, then c: 3 s, less than 3.5: slot 1 waits
+    assert late.take(1) is schedule.WAIT
+    clock[0] = 4.0
+    assert late.take(0) == (2, "c") and late.take(1) is None
+
+
+def test_run_queue_refuses_a_plan_that_does_not_fit() -> None:
+    from harness.profile.schedule import Slot, run_queue
+
+    slots = tuple(Slot(Gpu(n, f"GPU-{n}", f"{n}", H100, "9.0")) for n in range(2))
+    for plan in ([[0, 1]], [[0], [0]], [[0], [2]]):
+        with pytest.raises(ValueError, match="name every item once"):
+            run_queue(["a", "b"], slots, lambda *args: None, plan=plan)
+    assert run_queue(["a", "b"], slots, lambda index, item, slot, upcoming: item,
+                     plan=[[], [1, 0]]) == ["a", "b"]
+
+
+def test_gpus_plans_from_the_last_run_without_the_starts_it_paid(
+    tmp_path: Path, standins: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.profile import schedule
+
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.2")
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS_OF", "naive_256=1.0")
+    argv = ["profile", "--variant", "naive", "--variant", "register_tiled", "--size", "256",
+            "--size", "512", "--gpus", "all", "--out", str(tmp_path / "runs")]
+    plans: list[object] = []
+    original = schedule.run_queue
+
+    def recording(*args, **kwargs):  # type: ignore[no-untyped-def]
+        plans.append(kwargs.get("plan"))
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(lib, "run_queue", recording)
+    assert CliRunner().invoke(main, argv).exit_code == 0
+    (first_dir,) = (tmp_path / "runs").iterdir()
+    first = load_run(first_dir).manifest["entries"]
+    fresh = [e for e in first if e["head_start_s"] is None]
+    assert len(fresh) >= 2  # each GPU's first target paid its own start, and says how long
+    assert all(0 < e["start_s"] <= e["seconds"] for e in fresh)
+    assert all(e["start_s"] is None for e in first if e["head_start_s"] is not None)
+
+    assert CliRunner().invoke(main, argv).exit_code == 0
+    work = [e["seconds"] - (e["start_s"] or 0.0) for e in first]
+    assert plans == [None, schedule.plan_slots(work, 2)]
+    (second,) = [p for p in (tmp_path / "runs").iterdir() if p != first_dir]
+    entries = load_run(second).manifest["entries"]
+    (naive_gpu,) = {e["gpu"]["index"] for e in entries if e["label"] == "naive_256"}
+    assert [e["label"] for e in entries if e["gpu"]["index"] == naive_gpu] == ["naive_256"]

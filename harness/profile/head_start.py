@@ -169,13 +169,17 @@ class FreshStartClock:
         self._seen: list[float] = []
         self._lock = threading.Lock()
 
-    def watch(self) -> Callable[[str], None]:
-        """A feeder for one fresh target's ncu output, its clock started now."""
+    def watch(self, also: Callable[[float], None] | None = None) -> Callable[[str], None]:
+        """A feeder for one fresh target's ncu output, its clock started now; `also` is told
+        that target's start in seconds (the manifest's `start_s`)."""
         started = time.monotonic()
 
         def first_pass() -> None:
+            seconds = time.monotonic() - started
             with self._lock:
-                self._seen.append(time.monotonic() - started)
+                self._seen.append(seconds)
+            if also is not None:
+                also(seconds)
 
         return NcuOutputWatch(first_pass, lambda: None).feed
 

@@ -36,6 +36,7 @@ import importlib
 import importlib.util
 import itertools
 import json
+import math
 import os
 import re
 import shutil
@@ -88,6 +89,7 @@ from harness.profile.schedule import (
     TakingRule,
     Upcoming,
     longest_first,
+    plan_slots,
     run_queue,
 )
 from harness.rundir_names import BENCH, MANIFEST, RUN_SCHEMA
@@ -169,6 +171,9 @@ class EntryResult:
     gpu: dict[str, Any] | None = None  # which GPU profiled it (index, name, uuid, pci_bus_id)
     # How long its ncu ran before its turn (`harness.profile.head_start`); None: started on time.
     head_start_s: float | None = None
+    # Where it paid its own start (no head start): seconds from its ncu's start to its first
+    # replay pass, part of `seconds`. `--gpus` plans without it (`previous_work_seconds`).
+    start_s: float | None = None
 
     @property
     def label(self) -> str:
@@ -195,6 +200,7 @@ class EntryResult:
             "gpu": self.gpu,
             "head_start_s": (round(self.head_start_s, 3) if self.head_start_s is not None
                              else None),
+            "start_s": round(self.start_s, 3) if self.start_s is not None else None,
         }
 
 
@@ -642,8 +648,10 @@ def _run_profile(
             watch = (NcuOutputWatch(lambda: head_starts.replay_began(slot),
                                     lambda: head_starts.program_gone(slot))
                      if head_starts is not None else None)
-            # the clock serves the taking rule, which several GPUs alone use
-            fresh = fresh_starts.watch() if early is None and len(slots) > 1 else None
+            # A fresh start is timed for the manifest (`start_s`: the next --gpus run plans
+            # without it) and for the taking rule.
+            own_start: list[float] = []
+            fresh = fresh_starts.watch(own_start.append) if early is None else None
 
             def output(text: str) -> None:
                 if progress:
@@ -670,6 +678,7 @@ def _run_profile(
 
             entry = profile_target(target, ncu, request.settings, tmp, runner, gpu=slot.gpu,
                                    on_output=output, on_start=ncu_started, early=early)
+            entry.start_s = own_start[0] if own_start else None
             post.entry_done(entry, last=next(finished) == total, index=index)
             if progress:
                 progress.finish(target.label, entry.status, entry.seconds, entry.passes,
@@ -679,13 +688,17 @@ def _run_profile(
             return entry
 
         try:
-            order = rule = None
+            order = rule = shares = None
             if len(slots) > 1:
-                estimates = previous_seconds(out, plan_.targets, request.settings)
+                before = previous_entries(out, plan_.targets, request.settings)
+                estimates = [past.seconds if past else None for past in before]
                 order = longest_first(estimates)
                 rule = TakingRule(estimates, fresh_starts.seconds)
+                shares = plan_slots([past.work_s if past else None for past in before],
+                                    len(slots))
             entries = run_queue(plan_.targets, slots, one, order, rule,
-                                beside=check_on_this_thread if check is not None else None)
+                                beside=check_on_this_thread if check is not None else None,
+                                plan=shares)
             ncu_done = time.monotonic()
             if check is not None:  # the same targets, now with their project
                 plan_ = dataclasses.replace(check.plan(), request=request)
@@ -747,13 +760,27 @@ def _starting_first(runner: Runner) -> Runner:
     return run
 
 
-def previous_seconds(out: Path, targets: Sequence[Target], settings: NcuSettings,
-                     newest: int = 50) -> list[float | None]:
+@dataclass(frozen=True)
+class PastEntry:
+    """How long a target's ncu took in an earlier run (`previous_entries`)."""
+
+    seconds: float
+    start_s: float | None = None  # of which its own start, where it paid one
+
+    @property
+    def work_s(self) -> float:
+        """Its time without its own start: what it costs a slot that is already running."""
+        return self.seconds - min(self.start_s or 0.0, self.seconds)
+
+
+def previous_entries(out: Path, targets: Sequence[Target], settings: NcuSettings,
+                     newest: int = 50) -> list[PastEntry | None]:
     """How long each target's ncu took in the newest of the last `newest` runs under `out`
     that profiled it with the same section set (None where none did): `--gpus` hands the
-    longest out first. Plain JSON, read leniently: a damaged manifest only costs its hint."""
+    longest out first and shares the targets out between its GPUs by it. Plain JSON, read
+    leniently: a damaged manifest only costs its hint."""
     wanted = {target.label for target in targets}
-    found: dict[str, float] = {}
+    found: dict[str, PastEntry] = {}
     try:  # run ids start with their time, so names sort oldest to newest
         manifests = sorted(out.glob("*/manifest.json"), reverse=True)[:newest]
     except OSError:
@@ -770,11 +797,18 @@ def previous_seconds(out: Path, targets: Sequence[Target], settings: NcuSettings
             if not isinstance(entry, dict) or entry.get("status") != "ok":
                 continue
             label, seconds = entry.get("label"), entry.get("seconds")
-            if label in wanted and label not in found and isinstance(seconds, int | float):
-                found[label] = float(seconds)
+            start = entry.get("start_s")
+            if label in wanted and label not in found and _is_seconds(seconds):
+                found[label] = PastEntry(float(seconds),
+                                         float(start) if _is_seconds(start) else None)
         if len(found) == len(wanted):
             break
     return [found.get(target.label) for target in targets]
+
+
+def _is_seconds(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) \
+        and math.isfinite(value) and value >= 0
 
 
 def gpu_slots(request: ProfileRequest) -> tuple[Slot, ...]:

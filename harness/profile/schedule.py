@@ -4,7 +4,10 @@ Scheduling only: what a target is and how it is profiled is the caller's (`run.p
 slot the targets run in order on this thread. With several, each slot is a thread that takes
 the next target from one shared list (a work queue, so a slow variant on one GPU does not hold
 back the others) and runs it in a child pinned to its GPU; the queue holds the longest first
-where the caller knows how long each took before (`longest_first`). The first fatal error
+where the caller knows how long each took before (`longest_first`). Where it knows that of every
+item, the items are shared out between the slots before they start (`plan_slots`), so that
+all slots end together, and a slot that ends early takes the last item another slot has left
+while that is worth a fresh start. The first fatal error
 (no counter permission, no GPU) or an interrupt stops every slot: the children still running
 are killed, the error is raised here, and the caller's atomic run directory is removed.
 A slot may reserve the target it runs next while it still runs one (`upcoming`), so that the
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -50,6 +54,54 @@ def longest_first(estimates: Sequence[float | None]) -> list[int]:
     known = sorted((index for index, seconds in enumerate(estimates) if seconds is not None),
                    key=lambda index: -(estimates[index] or 0.0))
     return unknown + known
+
+
+def plan_slots(work_s: Sequence[float | None], slots: int) -> list[list[int]] | None:
+    """Which items each of `slots` slots runs, in order, from how long each item's work took
+    before (without the start its first item pays, which every slot pays once alike); None
+    with one slot or where any item's time is unknown (the shared queue then balances).
+
+    The longest item goes to the least loaded slot (LPT), then single items are moved or
+    swapped between the most loaded slot and another while that shortens the longest; each
+    slot runs its items longest first, so what is left at the end is small. Taking the next
+    item from one shared queue cannot do this once slots reserve their next item early
+    (`harness.profile.head_start`): a slot then commits to an item long before it is free.
+    """
+    if slots < 2 or not work_s or any(seconds is None for seconds in work_s):
+        return None
+    work = [float(seconds or 0.0) for seconds in work_s]
+    plan: list[list[int]] = [[] for _ in range(slots)]
+    loads = [0.0] * slots
+    for index in sorted(range(len(work)), key=lambda i: (-work[i], i)):
+        least = min(range(slots), key=lambda n: (loads[n], n))
+        plan[least].append(index)
+        loads[least] += work[index]
+    for _ in range(len(work) * slots):  # each step shortens the longest: few are needed
+        if not _improve_once(plan, loads, work):
+            break
+    return [sorted(items, key=lambda i: (-work[i], i)) for items in plan]
+
+
+def _improve_once(plan: list[list[int]], loads: list[float], work: list[float]) -> bool:
+    """One move or swap out of the most loaded slot that leaves both slots below its load."""
+    high = max(range(len(plan)), key=lambda n: (loads[n], -n))
+    for low in sorted(range(len(plan)), key=lambda n: loads[n]):
+        if low == high:
+            continue
+        for mine in plan[high]:
+            for theirs in [None, *plan[low]]:
+                moved = work[mine] - (work[theirs] if theirs is not None else 0.0)
+                if moved <= 0 or loads[low] + moved >= loads[high] - 1e-9:
+                    continue
+                plan[high].remove(mine)
+                plan[low].append(mine)
+                if theirs is not None:
+                    plan[low].remove(theirs)
+                    plan[high].append(theirs)
+                loads[high] -= moved
+                loads[low] += moved
+                return True
+    return False
 
 
 # What a slot's work may ask for: the item it will run next, reserved for it now (None when
@@ -93,28 +145,36 @@ WAIT = _Wait()
 
 
 class _Handout(Generic[T]):
-    """The items not yet handed out, in order, the one each slot has reserved, and the one
-    each slot runs (since when)."""
+    """The items not yet handed out, in order (one list for all slots, or with a `plan` one
+    per slot), the one each slot has reserved, and the one each slot runs (since when)."""
 
     def __init__(self, items: Sequence[T], order: Sequence[int],
-                 rule: TakingRule | None = None) -> None:
+                 rule: TakingRule | None = None,
+                 plan: Sequence[Sequence[int]] | None = None) -> None:
         self._items = items
         self._left = list(reversed(order))  # popped from the end
+        self._planned = [deque(part) for part in plan] if plan is not None else None
         self._reserved: dict[int, tuple[int, T]] = {}
         self._running: dict[int, tuple[int, float]] = {}
         self._rule = rule or TakingRule()
         self._lock = threading.Lock()
 
     def take(self, slot: int) -> tuple[int, T] | _Wait | None:
-        """The next item for `slot`: the one it reserved, else the next one left, else one
-        another slot reserved while it is still busy (rather than idle while it waits) where
-        the rule says so; `WAIT` where it says to look again later, None when all is done."""
+        """The next item for `slot`: the one it reserved, else the next one left (of its own
+        planned ones, else another slot's last planned one where worth it), else one another
+        slot reserved while it is still busy (rather than idle while it waits) where the rule
+        says so; `WAIT` where it says to look again later, None when all is done."""
         with self._lock:
             self._running.pop(slot, None)
             if slot in self._reserved:
                 item: tuple[int, T] | None = self._reserved.pop(slot)
             else:
-                item = self._pop()
+                item = self._pop(slot)
+            if item is None and self._planned is not None:
+                item = self._take_planned(slot)
+            if item is None and self._planned is not None and any(self._planned) \
+                    and not self._reserved:
+                return WAIT  # left to their slots for now; one may still run late
             if item is None and self._reserved:
                 now = time.monotonic()
                 for owner in list(self._reserved):  # the oldest reservation first
@@ -132,16 +192,50 @@ class _Handout(Generic[T]):
         """The item `slot` will take next, set aside for it (asked again: the same one)."""
         with self._lock:
             if slot not in self._reserved:
-                item = self._pop()
+                item = self._pop(slot)
                 if item is None:
                     return None
                 self._reserved[slot] = item
             return self._reserved[slot]
 
-    def _pop(self) -> tuple[int, T] | None:
-        if not self._left:
+    def _pop(self, slot: int) -> tuple[int, T] | None:
+        """The next item of the shared list, or of the slot's own planned one."""
+        if self._planned is not None:
+            own = self._planned[slot] if slot < len(self._planned) else None
+            if not own:
+                return None
+            index = own.popleft()
+        elif self._left:
+            index = self._left.pop()
+        else:
             return None
-        index = self._left.pop()
+        return index, self._items[index]
+
+    def _take_planned(self, slot: int) -> tuple[int, T] | None:
+        """For a slot whose planned items are done: the last (shortest) item still planned
+        for the slot with the most work left, where running it here at once (a fresh start)
+        ends before that slot would reach it; None where no slot's is worth that."""
+        assert self._planned is not None
+        estimates, fresh = self._rule.estimates, self._rule.fresh_start_s()
+        now = time.monotonic()
+
+        def left_s(owner: int) -> float:
+            index, since = self._running.get(owner, (None, now))
+            running = (max(0.0, (estimates[index] or 0.0) - (now - since))
+                       if index is not None and index < len(estimates) else 0.0)
+            reserved = self._reserved.get(owner)
+            queued = [*([reserved[0]] if reserved else []), *self._planned[owner]]
+            return running + sum(estimates[i] or 0.0 for i in queued if i < len(estimates))
+
+        owners = [owner for owner, part in enumerate(self._planned) if part and owner != slot]
+        if not owners:
+            return None
+        owner = max(owners, key=left_s)
+        index = self._planned[owner][-1]
+        work = estimates[index] if index < len(estimates) else None
+        if fresh is not None and work is not None and left_s(owner) <= fresh + work:
+            return None
+        self._planned[owner].pop()
         return index, self._items[index]
 
 
@@ -159,19 +253,24 @@ def run_queue(
     order: Sequence[int] | None = None,
     rule: TakingRule | None = None,
     beside: Callable[[], bool] | None = None,
+    plan: Sequence[Sequence[int]] | None = None,
 ) -> list[R]:
     """`work(index, item, slot, upcoming)` for every item, each slot doing one at a time;
     results in item order. Items are handed out in `order` (item indices; default: item
     order); with several slots, each takes the next one left when it is free. `upcoming()`
     reserves and returns the item the same slot runs next (or None); `rule` says when a free
-    slot takes another's reservation. With several slots, `beside` is called on this thread
-    while they run, every tenth of a second until it returns True (what must happen on the
-    caller's thread; with one slot the work itself runs there). Raises the first exception
-    any slot (or `beside`) raised, after stopping the others."""
+    slot takes another's reservation. With several slots, `plan` (`plan_slots`) gives each
+    slot its own items instead of the shared `order`. With several slots, `beside` is called
+    on this thread while they run, every tenth of a second until it returns True (what must
+    happen on the caller's thread; with one slot the work itself runs there). Raises the
+    first exception any slot (or `beside`) raised, after stopping the others."""
     handed = list(order) if order is not None else list(range(len(items)))
     if sorted(handed) != list(range(len(items))):
         raise ValueError("order must name every item once")
-    handout = _Handout(items, handed, rule)
+    if plan is not None and (len(plan) != len(slots) or sorted(i for part in plan for i in part)
+                             != list(range(len(items)))):
+        raise ValueError("a plan must give each slot a list and name every item once")
+    handout = _Handout(items, handed, rule, plan if len(slots) > 1 else None)
     if len(slots) <= 1:
         slot = slots[0] if slots else Slot()
         results: dict[int, R] = {}
