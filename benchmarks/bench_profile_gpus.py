@@ -2,7 +2,7 @@
 
     python benchmarks/bench_profile_gpus.py --out reports/profile_gpus.json \
         [--variant register_tiled] [--size 2048] [--all-size 4096] [--set pages] \
-        [--chain-repeats 2]
+        [--chain-repeats 2] [--skip-lock]
 
 Needs two GPUs or more of one model.
 
@@ -10,11 +10,12 @@ Needs two GPUs or more of one model.
    The same ncu command (ncuh's first command line for --variant at --size) runs twice at once,
    pinned to GPU 0 and GPU 1: once with one TMPDIR for both (ncu's default), once with one each
    (what `ncuh profile --gpus` does). Serialized, the pair takes about the sum of the two
-   alone; in parallel, about the longer one.
+   alone; in parallel, about the longer one. `--skip-lock` leaves it out.
 2. The chain: `ncuh profile --all --size S --gpus 0`, then `--gpus all` into the same `--out`
-   (so it hands the targets out longest first, as the first run timed them), `--chain-repeats`
-   times in turn; the ratio of the medians. Target: all <= 0.55 of one GPU's wall time on two
-   GPUs.
+   (so it shares the targets out between the GPUs by the times of the run before, as a user's
+   second run does), `--chain-repeats` times in turn; the ratio of the medians, each pair's
+   ratio, and how long each GPU worked in the last every-GPU run. Target: all <= 0.55 of one
+   GPU's wall time on two GPUs.
 Every variant runs once without ncu first (`warm_up.py`), so no timed run pays the compiles.
 
 Writes the JSON result to --out and a Markdown table beside it (same name, .md).
@@ -103,7 +104,7 @@ def measure_chain(size: int, section_set: str, gpus_arg: str, work: Path) -> dic
         manifest = json.loads((Path(completed.stdout.strip().splitlines()[-1])
                                / "manifest.json").read_text())
         entries = [{"label": e["label"], "status": e["status"], "seconds": e["seconds"],
-                    "head_start_s": e.get("head_start_s"),
+                    "head_start_s": e.get("head_start_s"), "start_s": e.get("start_s"),
                     "gpu": (e.get("gpu") or {}).get("index")} for e in manifest["entries"]]
     return {"gpus": gpus_arg, "wall_s": round(seconds, 1), "exit_status": completed.returncode,
             "entries": entries, "stderr_tail": completed.stderr[-1500:]}
@@ -133,12 +134,25 @@ def markdown(result: dict[str, Any]) -> str:
             f"{chain['all'].get('runs_s', [chain['all']['wall_s']])}): ratio "
             f"{chain['ratio']} (target <= {CHAIN_TARGET_RATIO}): "
             f"{'met' if chain['met'] else 'NOT met'}.", "",
-            "| entry | seconds, one GPU | seconds, every GPU | GPU | head start (s) |",
-            "|---|---|---|---|---|",
+            f"Each pair (one GPU, then every GPU): {chain.get('pair_ratios', [])}.", "",
+            "| entry | seconds, one GPU | seconds, every GPU | GPU | head start (s) | "
+            "own start (s) |",
+            "|---|---|---|---|---|---|",
             *[f"| {e['label']} | {one.get(e['label'], '')} | {e['seconds']} | {e['gpu']} | "
-              f"{e.get('head_start_s') or ''} |" for e in chain["all"].get("entries", [])],
-            "", "(the last run of each; an entry without a head start paid its own start)", ""]
+              f"{e.get('head_start_s') or ''} | {e.get('start_s') or ''} |"
+              for e in chain["all"].get("entries", [])],
+            "", "(the last run of each; an entry without a head start paid its own start)", "",
+            "Each GPU's entries summed, last every-GPU run: "
+            + ", ".join(f"GPU {gpu} {seconds:.1f} s"
+                        for gpu, seconds in sorted(_loads(chain["all"]).items())) + ".", ""]
     return "\n".join(lines)
+
+
+def _loads(run: dict[str, Any]) -> dict[Any, float]:
+    loads: dict[Any, float] = {}
+    for entry in run.get("entries", []):
+        loads[entry["gpu"]] = loads.get(entry["gpu"], 0.0) + entry["seconds"]
+    return loads
 
 
 def main() -> int:
@@ -150,6 +164,8 @@ def main() -> int:
     parser.add_argument("--all-size", type=int, default=4096)
     parser.add_argument("--set", dest="section_set", default="pages")
     parser.add_argument("--skip-chain", action="store_true")
+    parser.add_argument("--skip-lock", action="store_true",
+                        help="leave out the two-ncu lock experiment")
     parser.add_argument("--chain-repeats", type=int, default=1,
                         help="one GPU and every GPU in turn, this many times (medians)")
     args = parser.parse_args()
@@ -169,8 +185,10 @@ def main() -> int:
         from warm_up import warm_up
 
         result["warm_up_s"] = warm_up(args.size, *([] if args.skip_chain else [args.all_size]))
-        result["lock"] = measure_lock(args.variant, args.size, args.section_set, gpus, work)
-        save()
+        if not args.skip_lock:
+            result["lock"] = measure_lock(args.variant, args.size, args.section_set, gpus,
+                                          work)
+            save()
         if not args.skip_chain:
             # One GPU, then every GPU into the same --out: the second hands the targets out
             # longest first, as the first timed them (what a user's second run does).
@@ -186,6 +204,9 @@ def main() -> int:
                 "all": {**everys[-1], "wall_s": every_s,
                         "runs_s": [r["wall_s"] for r in everys]},
                 "ratio": round(ratio, 3) if ratio else None,
+                "pair_ratios": [round(every["wall_s"] / one["wall_s"], 3)
+                                for one, every in zip(ones, everys, strict=True)
+                                if one["wall_s"]],
                 "met": ratio is not None and ratio <= CHAIN_TARGET_RATIO}
             save()
     print(markdown(result))
