@@ -148,6 +148,20 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def chain_result(ones: list[dict[str, Any]], everys: list[dict[str, Any]]) -> dict[str, Any]:
+    """The medians of the one-GPU and every-GPU chains so far, their ratio and each pair's."""
+    one_s = statistics.median(run["wall_s"] for run in ones)
+    every_s = statistics.median(run["wall_s"] for run in everys)
+    ratio = every_s / one_s if one_s else None
+    return {
+        "one": {**ones[-1], "wall_s": one_s, "runs_s": [r["wall_s"] for r in ones]},
+        "all": {**everys[-1], "wall_s": every_s, "runs_s": [r["wall_s"] for r in everys]},
+        "ratio": round(ratio, 3) if ratio else None,
+        "pair_ratios": [round(every["wall_s"] / one["wall_s"], 3)
+                        for one, every in zip(ones, everys, strict=True) if one["wall_s"]],
+        "met": ratio is not None and ratio <= CHAIN_TARGET_RATIO}
+
+
 def _loads(run: dict[str, Any]) -> dict[Any, float]:
     loads: dict[Any, float] = {}
     for entry in run.get("entries", []):
@@ -192,23 +206,13 @@ def main() -> int:
         if not args.skip_chain:
             # One GPU, then every GPU into the same --out: the second hands the targets out
             # longest first, as the first timed them (what a user's second run does).
-            ones, everys = [], []
+            ones: list[dict[str, Any]] = []
+            everys: list[dict[str, Any]] = []
             for _ in range(args.chain_repeats):
                 ones.append(measure_chain(args.all_size, args.section_set, "0", work))
                 everys.append(measure_chain(args.all_size, args.section_set, "all", work))
-            one_s = statistics.median(run["wall_s"] for run in ones)
-            every_s = statistics.median(run["wall_s"] for run in everys)
-            ratio = every_s / one_s if one_s else None
-            result["chain"] = {
-                "one": {**ones[-1], "wall_s": one_s, "runs_s": [r["wall_s"] for r in ones]},
-                "all": {**everys[-1], "wall_s": every_s,
-                        "runs_s": [r["wall_s"] for r in everys]},
-                "ratio": round(ratio, 3) if ratio else None,
-                "pair_ratios": [round(every["wall_s"] / one["wall_s"], 3)
-                                for one, every in zip(ones, everys, strict=True)
-                                if one["wall_s"]],
-                "met": ratio is not None and ratio <= CHAIN_TARGET_RATIO}
-            save()
+                result["chain"] = chain_result(ones, everys)
+                save()  # after each pair: a run cut short by a time limit keeps what it had
     print(markdown(result))
     return 0
 
