@@ -141,6 +141,11 @@ def measure_overhead(variant: str, size: int, section_set: str, repeats: int,
         "phases_median_s": {key: round(statistics.median(p[key] for p in phases), 3)
                             for key in ("wall_s", "ncu_s", "post_s", "rest_s")},
         "phases_s": phases,
+        # Each ncuh run over the ncu inside it: what ncuh adds, free of ncu's own spread from
+        # run to run (which the medians above carry: ncu alone varies by 10% or more).
+        "around_own_ncu_ratio": round(statistics.median(p["wall_s"] / p["ncu_s"]
+                                                        for p in phases), 3),
+        "hand_spread_s": [round(min(hand_s), 3), round(max(hand_s), 3)],
         "post_steps_s": ({} if skip_post_steps else
                          measure_post_steps(run_dir, manifest["ncu"]["executable"], work)),
     }
@@ -356,6 +361,10 @@ def markdown(result: dict[str, Any]) -> str:
                 "Where ncuh's wall time goes (medians over its runs, from the manifests' "
                 "`timings`): " + ", ".join(f"{key.removesuffix('_s')} {value} s"
                                           for key, value in phases.items()) + ".",
+                "",
+                f"Each ncuh run over the ncu inside it (median): "
+                f"{over.get('around_own_ncu_ratio')}; ncu by hand spread "
+                f"{over.get('hand_spread_s')} s.",
                 "",
                 "| post-processing step, alone | seconds (best of 2) |",
                 "|---|---|",
