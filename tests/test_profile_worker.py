@@ -252,3 +252,27 @@ def test_an_export_told_to_skip_writes_nothing(tmp_path: Path) -> None:
     assert json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):]) == {
         "rows": 0, "skipped": True}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.go"]
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_an_export_in_parts_says_what_the_whole_export_and_ncu_say(
+    tmp_path: Path, jobs: int
+) -> None:
+    """Each part is a fresh child. ncu_report names a derived metric's unit from the units
+    asked before it in the process ("byte" asked alone, "sector" in order, as ncu's raw page
+    says): every part asks those first, so the parts join into the whole export, byte for
+    byte."""
+    tables = {}
+    for count in (1, jobs):
+        out = tmp_path / f"metrics_{count}.csv"
+        status, output = lib.run_command(
+            post._worker(["metrics", str(out), f"a={REPORT}", "--jobs", str(count)]),
+            post._worker_environment())
+        assert status == 0, output
+        tables[count] = out.read_bytes()
+    assert tables[jobs] == tables[1]
+    excessive = [line.split(b",") for line in tables[jobs].splitlines()
+                 if b",derived__memory_l2_theoretical_sectors_global_excessive,," in line]
+    raw = pd.read_csv(REPORT.with_suffix(".raw.csv"), nrows=1)
+    assert raw["derived__memory_l2_theoretical_sectors_global_excessive"][0] == "sector"
+    assert [row[-1] for row in excessive] == [b"sector", b"sector"]  # both kernels

@@ -358,6 +358,13 @@ def _collect(
     # the parts of an export, concatenated in order, are the whole export.
     work = [(kernel, name) for kernel in kernels for name in kernel.action.metric_names()]
     first, stop = _part_bounds(work, part, num_instances)
+    # ncu_report names some metrics' units from the units asked before them in the process:
+    # asked alone, derived__memory_l2_theoretical_sectors_global_excessive says "byte", asked
+    # after the metrics before it (as a whole export asks them) "sector", as ncu's raw page
+    # does. A part that starts later asks those units first, so each part says what the whole
+    # export says.
+    for kernel, metric_name in work[:first]:
+        unit_of(kernel.action.metric_by_name(metric_name))
     out = ExportColumns()
     for kernel, metric_name in work[first:stop]:
         kernel_id, kernel_name = kernel.kernel_id, kernel.name
