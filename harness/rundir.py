@@ -5,7 +5,8 @@ Layout of `runs/<id>/` (written by `harness.profile.run`, or joined from shards 
 
     manifest.json              schema "ncuh.run/1" (below)
     <label>.ncu-rep            one report per entry, e.g. register_tiled_4096.ncu-rep
-    metrics.csv                tidy export of every report (kernel_id,kernel,metric,...)
+    metrics.csv                tidy export of every report, only with --metrics-csv
+                               (label,kernel_id,kernel,metric,...; `ncuh export RUN`)
     bench.json                 schema "ncuh.bench/1", only with --bench
 
 manifest.json:

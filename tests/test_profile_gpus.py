@@ -472,3 +472,48 @@ def test_gpus_plans_from_the_last_run_without_the_starts_it_paid(
     entries = load_run(second).manifest["entries"]
     (naive_gpu,) = {e["gpu"]["index"] for e in entries if e["label"] == "naive_256"}
     assert [e["label"] for e in entries if e["gpu"]["index"] == naive_gpu] == ["naive_256"]
+
+
+def test_plan_slots_spreads_items_that_took_no_time() -> None:
+    from harness.profile.schedule import plan_slots
+
+    plan = plan_slots([0.0] * 5, 3)
+    assert plan is not None and sorted(len(part) for part in plan) == [1, 2, 2]
+
+
+def test_an_idle_planned_slot_looks_past_the_busiest_slot_when_its_last_item_is_too_long(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.profile import schedule
+
+    clock = [0.0]
+    monkeypatch.setattr(schedule.time, "monotonic", lambda: clock[0])
+    # a (6 s) runs on slot 0 with x (5 s) to follow; b (9 s) on slot 1 with y (0.5 s); c on
+    # slot 2, which then has nothing of its own. A fresh start costs 3 s.
+    rule = schedule.TakingRule([6.0, 9.0, 0.1, 5.0, 0.5], lambda: 3.0)
+    handout = schedule._Handout(list("abcxy"), [0, 1, 2, 3, 4], rule,
+                                plan=[[0, 3], [1, 4], [2]])
+    assert [handout.take(n) for n in range(3)] == [(0, "a"), (1, "b"), (2, "c")]
+    clock[0] = 5.0
+    # Slot 0 has 1 + 5 = 6 s left, the most, but x here would end at 3 + 5 = 8 s; slot 1 has
+    # 4 + 0.5 s, and y here ends at 3.5 s: y is taken.
+    assert handout.take(2) == (4, "y")
+    assert handout.take(2) is schedule.WAIT  # x stays with slot 0
+    assert handout.take(1) is schedule.WAIT  # b is done: slot 1 waits on x the same way
+    assert handout.take(0) == (3, "x")
+    assert [handout.take(n) for n in range(3)] == [None, None, None]
+
+
+def test_with_own_starts_adds_the_typical_start_to_each_target() -> None:
+    past = lib.PastEntry
+    before = [past(25.0, 4.0), past(3.0), past(10.0, 2.0), None, past(5.0, 3.0)]
+    assert lib.with_own_starts(before) == [24.0, 6.0, 11.0, None, 5.0]
+    assert lib.with_own_starts([past(3.0), None]) == [3.0, None]  # no start seen: none added
+
+
+def test_the_taking_rule_knows_each_items_work_without_its_start() -> None:
+    from harness.profile.schedule import TakingRule
+
+    assert TakingRule([5.0, 2.0]).work(0) == 5.0  # no work given: the estimates
+    assert TakingRule([5.0, 2.0], work_s=[3.0, 2.0]).work(0) == 3.0
+    assert TakingRule([5.0]).work(3) is None

@@ -2,7 +2,8 @@
 
 A shard is a finished run directory, typically one task of a Slurm job array (`slurm.py`).
 The merged run is what `ncuh profile` would have written had one machine profiled every entry:
-each shard's reports and logs, one metrics.csv (the shards' tables joined, header once), and a
+each shard's reports and logs, one metrics.csv where the shards have theirs (their tables
+joined, header once), and a
 manifest whose entries are the shards' entries in the order given, each naming its shard and
 the GPU that profiled it. `writeup` and `diff` read it like any run.
 

@@ -205,7 +205,7 @@ class PostProcessing:
     """
 
     def __init__(self, run_dir: Path, ncu: Path, spawner: Spawner, *,
-                 metrics_csv: bool = True, export_jobs: int | None = None) -> None:
+                 metrics_csv: bool = False, export_jobs: int | None = None) -> None:
         self.run_dir = run_dir
         self.ncu = ncu
         self.spawner = spawner
@@ -366,7 +366,7 @@ def _environment_for(probed: dict[str, Any], entries: Sequence[_Entry],
 def post_process(run_dir: Path, entries: Sequence[Any], ncu: Path,
                  spawner: Spawner) -> PostResult:
     """All post-processing for finished entries at once (the probe and the exports together)."""
-    post = PostProcessing(run_dir, ncu, spawner)
+    post = PostProcessing(run_dir, ncu, spawner, metrics_csv=True)
     try:
         post.start()
         for number, entry in enumerate(entries):

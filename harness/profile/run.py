@@ -172,7 +172,7 @@ class EntryResult:
     # How long its ncu ran before its turn (`harness.profile.head_start`); None: started on time.
     head_start_s: float | None = None
     # Where it paid its own start (no head start): seconds from its ncu's start to its first
-    # replay pass, part of `seconds`. `--gpus` plans without it (`previous_work_seconds`).
+    # replay pass, part of `seconds`. `--gpus` plans without it (`PastEntry.work_s`).
     start_s: float | None = None
 
     @property
@@ -693,9 +693,10 @@ def _run_profile(
                 before = previous_entries(out, plan_.targets, request.settings)
                 estimates = [past.seconds if past else None for past in before]
                 order = longest_first(estimates)
-                rule = TakingRule(estimates, fresh_starts.seconds)
-                shares = plan_slots([past.work_s if past else None for past in before],
-                                    len(slots))
+                work = [past.work_s if past else None for past in before]
+                rule = TakingRule(estimates, fresh_starts.seconds, work_s=work)
+                shares = plan_slots(work if head_starts is not None
+                                    else with_own_starts(before), len(slots))
             entries = run_queue(plan_.targets, slots, one, order, rule,
                                 beside=check_on_this_thread if check is not None else None,
                                 plan=shares)
@@ -804,6 +805,14 @@ def previous_entries(out: Path, targets: Sequence[Target], settings: NcuSettings
         if len(found) == len(wanted):
             break
     return [found.get(target.label) for target in targets]
+
+
+def with_own_starts(before: Sequence[PastEntry | None]) -> list[float | None]:
+    """What each target costs where none starts early (no head starts): its work and a start
+    of its own, the typical one of those seen (the median)."""
+    starts = sorted(past.start_s for past in before if past and past.start_s is not None)
+    start = starts[len(starts) // 2] if starts else 0.0
+    return [past.work_s + start if past else None for past in before]
 
 
 def _is_seconds(value: object) -> bool:

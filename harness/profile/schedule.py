@@ -73,7 +73,7 @@ def plan_slots(work_s: Sequence[float | None], slots: int) -> list[list[int]] | 
     plan: list[list[int]] = [[] for _ in range(slots)]
     loads = [0.0] * slots
     for index in sorted(range(len(work)), key=lambda i: (-work[i], i)):
-        least = min(range(slots), key=lambda n: (loads[n], n))
+        least = min(range(slots), key=lambda n: (loads[n], len(plan[n]), n))
         plan[least].append(index)
         loads[least] += work[index]
     for _ in range(len(work) * slots):  # each step shortens the longest: few are needed
@@ -121,11 +121,17 @@ class TakingRule:
     slot's current item has more than a fresh start left to run, or has run past its estimate
     by more than that (the estimate was wrong): `estimates[i]` is how long item i took before
     (None: unknown), `fresh_start_s()` what a fresh start costs (None: not known yet). Without
-    either, the item is taken.
+    either, the item is taken. `work_s[i]` is item i's time without a start of its own, what
+    it costs a slot that has started it early (default: `estimates`).
     """
 
     estimates: Sequence[float | None] = ()
     fresh_start_s: Callable[[], float | None] = field(default=lambda: None)
+    work_s: Sequence[float | None] | None = None
+
+    def work(self, item: int) -> float | None:
+        known = self.work_s if self.work_s is not None else self.estimates
+        return known[item] if item < len(known) else None
 
     def worth_taking(self, owner_item: int | None, running_s: float) -> bool:
         if owner_item is None or owner_item >= len(self.estimates):
@@ -212,31 +218,31 @@ class _Handout(Generic[T]):
         return index, self._items[index]
 
     def _take_planned(self, slot: int) -> tuple[int, T] | None:
-        """For a slot whose planned items are done: the last (shortest) item still planned
-        for the slot with the most work left, where running it here at once (a fresh start)
-        ends before that slot would reach it; None where no slot's is worth that."""
+        """For a slot whose planned items are done: the last (shortest) item still planned for
+        another slot, the one with the most work left first, where running it here at once
+        (with a fresh start) ends before that slot would end it; None where none is worth it.
+        """
         assert self._planned is not None
-        estimates, fresh = self._rule.estimates, self._rule.fresh_start_s()
+        rule, fresh = self._rule, self._rule.fresh_start_s()
         now = time.monotonic()
 
         def left_s(owner: int) -> float:
             index, since = self._running.get(owner, (None, now))
-            running = (max(0.0, (estimates[index] or 0.0) - (now - since))
-                       if index is not None and index < len(estimates) else 0.0)
+            estimate = rule.estimates[index] if index is not None and \
+                index < len(rule.estimates) else None
+            running = max(0.0, (estimate or 0.0) - (now - since))
             reserved = self._reserved.get(owner)
             queued = [*([reserved[0]] if reserved else []), *self._planned[owner]]
-            return running + sum(estimates[i] or 0.0 for i in queued if i < len(estimates))
+            return running + sum(rule.work(i) or 0.0 for i in queued)
 
         owners = [owner for owner, part in enumerate(self._planned) if part and owner != slot]
-        if not owners:
-            return None
-        owner = max(owners, key=left_s)
-        index = self._planned[owner][-1]
-        work = estimates[index] if index < len(estimates) else None
-        if fresh is not None and work is not None and left_s(owner) <= fresh + work:
-            return None
-        self._planned[owner].pop()
-        return index, self._items[index]
+        for owner in sorted(owners, key=left_s, reverse=True):
+            index = self._planned[owner][-1]
+            work = rule.work(index)
+            if fresh is None or work is None or left_s(owner) > fresh + work:
+                self._planned[owner].pop()
+                return index, self._items[index]
+        return None
 
 
 @dataclass
@@ -311,14 +317,14 @@ def _slot_loop(shared: _Shared[T, R], number: int, slot: Slot,
         return shared.handout.reserve(number)
 
     while not shared.stop.is_set():
-        taken = shared.handout.take(number)
-        if taken is None:
-            return
-        if isinstance(taken, _Wait):
-            time.sleep(_WAIT_POLL_S)
-            continue
-        index, item = taken
         try:
+            taken = shared.handout.take(number)
+            if taken is None:
+                return
+            if isinstance(taken, _Wait):
+                time.sleep(_WAIT_POLL_S)
+                continue
+            index, item = taken
             shared.results[index] = work(index, item, slot, upcoming)
         except BaseException as error:  # handed to the caller's thread
             if not shared.stop.is_set():

@@ -11,7 +11,7 @@ writes `<out>/<run id>.slurm/` and submits it with `sbatch`:
     logs/        each task's output (`task-<i>.out`)
 
 Every task is an ordinary `ncuh profile` of its one target (same ncu settings, its own
-environment probe and metrics.csv) on whatever GPU node Slurm gives it. When the array is done,
+environment probe, and metrics.csv with --metrics-csv) on whatever GPU node Slurm gives it. When the array is done,
 `ncuh merge <dir>/shards/* --out <run>` joins the shards into one run directory (refusing mixed
 GPU models or ncu versions unless `--allow-mismatch`). With `--slurm-arg=--wait`, sbatch returns
 when the array is done and the merge runs at once.
