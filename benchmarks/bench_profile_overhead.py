@@ -186,13 +186,16 @@ WATCHED_METRICS = (
 
 def watched_metrics(run_dir: Path) -> dict[str, dict[str, float]]:
     """{label: {metric: value}} of WATCHED_METRICS from the run's metrics.csv (summed over
-    the kernels of an entry)."""
+    the kernels of an entry), written after the timed run by `ncuh export RUN` (`ncuh profile`
+    writes it only with --metrics-csv, and the timed runs go without)."""
     import csv
 
     found: dict[str, dict[str, float]] = {}
     path = run_dir / "metrics.csv"
     if not path.is_file():
-        return found
+        subprocess.run([sys.executable, "-m", "harness", "export", str(run_dir), "-o",
+                        str(path)], capture_output=True, text=True, cwd=ROOT, check=True,
+                       timeout=1800)
     with path.open(encoding="utf-8", newline="") as stream:
         for row in csv.DictReader(stream):
             if row["metric"] in WATCHED_METRICS and not row["instance"]:

@@ -813,13 +813,29 @@ def test_metrics_csv_is_opt_in_and_ncuh_export_of_the_run_writes_it_later(
 def test_export_of_a_run_directory_is_csv_only_and_refuses_a_broken_run(
     tmp_path: Path, fake_ncu: FakeNcu
 ) -> None:
-    invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path / "runs")])
+    fake_ncu.behaviour["register_tiled_256"] = (1, "==ERROR== the kernel failed\n")
+    result = invoke(["--variant", "naive", "--variant", "register_tiled", "--size", "256",
+                     "--size", "512", "--out", str(tmp_path / "runs")])
+    assert result.exit_code == 1, result.output  # one entry failed, three have reports
     run_dir = only_run(tmp_path / "runs")
+    result = CliRunner().invoke(main, ["export", str(run_dir), "-o", str(tmp_path / "t.csv")])
+    assert result.exit_code == 0, result.output
+    labels = {line.split(",", 1)[0] for line in
+              (tmp_path / "t.csv").read_text(encoding="utf-8").splitlines()[1:]}
+    assert labels == {"naive_256", "naive_512", "register_tiled_512"}  # the failed one: none
+    (tmp_path / "t.csv").unlink()
+
     result = CliRunner().invoke(main, ["export", str(run_dir), "--format", "json", "-o",
                                        str(tmp_path / "t.json")])
     assert (result.exit_code, error_lines(result)) == (2, [
         f"ncuh: error: {run_dir}: a run directory exports as CSV only (its metrics.csv)"])
-    (run_dir / "naive_256.ncu-rep").write_bytes(b"not a report")
-    result = CliRunner().invoke(main, ["export", str(run_dir), "-o", str(tmp_path / "t.csv")])
+    # The second report is broken: the first one's rows are not left behind either.
+    (run_dir / "register_tiled_512.ncu-rep").write_bytes(b"not a report")
+    for output in (["-o", str(tmp_path / "t.csv")], []):
+        result = CliRunner().invoke(main, ["export", str(run_dir), *output])
+        assert result.exit_code == 2 and len(error_lines(result)) == 1, result.output
+        assert result.stdout == ""
+    (run_dir / "naive_256.ncu-rep").unlink()
+    result = CliRunner().invoke(main, ["export", str(run_dir)])
     assert result.exit_code == 2 and len(error_lines(result)) == 1
     assert not (tmp_path / "t.csv").exists() and not (tmp_path / "t.json").exists()

@@ -177,7 +177,8 @@ def test_one_shard_without_metrics_csv_beside_one_with_it_fails_the_table(
 ) -> None:
     _as_profiled_without_metrics_csv(shards[1])
     out = tmp_path / "merged"
-    merge(*map(str, shards), "--out", str(out))
+    result = merge(*map(str, shards), "--out", str(out))
+    assert result.exit_code == 0, result.output  # the reports merge; the table is marked failed
     metrics = load_run(out).manifest["metrics"]
     assert metrics["status"] == "failed"
     assert metrics["error"] == f"shard {shards[1].name}: profiled without --metrics-csv"

@@ -41,19 +41,35 @@ def export(report: Path, output: Path | None, fmt: str, kernel_regex: str | None
     Values are in ncu's base units; instanced metrics add one row per instance. REPORT may be
     a run directory: its reports in one CSV, a `label` column first (its metrics.csv).
     """
-    # The whole table is built before anything is written, so a bad report leaves no file.
+    # Nothing is written before the whole table is known to be readable: a bad report leaves
+    # no file (an output file is written aside and renamed; stdout gets the table at once).
     if is_run_directory(report):
         if fmt != "csv":
             raise NcuhError(f"{report}: a run directory exports as CSV only (its metrics.csv)")
-        run = load_run(report)
-        tables = [(entry.label, export_columns(entry.report, kernel_regex=kernel_regex))
-                  for entry in run.entries if entry.ok and entry.report is not None]
-        _write(output, lambda stream: _write_labelled(tables, stream),
-               sum(len(table) for _, table in tables))
+        _export_run(report, output, kernel_regex)
         return
     table = export_columns(report, kernel_regex=kernel_regex)
     _write(output, lambda stream: write_export(table, stream, fmt),  # type: ignore[arg-type]
            len(table))
+
+
+def _export_run(run_dir: Path, output: Path | None, kernel_regex: str | None) -> None:
+    """Every report of a run in one CSV, a `label` column first: its metrics.csv."""
+    reports = [(entry.label, entry.report) for entry in load_run(run_dir).entries
+               if entry.ok and entry.report is not None]
+    if output is None:
+        tables = [(label, export_columns(path, kernel_regex=kernel_regex))
+                  for label, path in reports]
+        _write_labelled(tables, sys.stdout)
+        return
+    rows = 0
+    with atomic_path(output) as tmp, tmp.open("w", encoding="utf-8", newline="") as stream:
+        _write_labelled([], stream)
+        for label, path in reports:  # one table in memory at a time: a chain's is 1.5M rows
+            table = export_columns(path, kernel_regex=kernel_regex)
+            _write_labelled([(label, table)], stream, header=False)
+            rows += len(table)
+    click.echo(f"wrote {rows:,} rows to {output}", err=True)
 
 
 def _write(output: Path | None, write: Callable[[TextIO], None], rows: int) -> None:
@@ -65,9 +81,11 @@ def _write(output: Path | None, write: Callable[[TextIO], None], rows: int) -> N
     click.echo(f"wrote {rows:,} rows to {output}", err=True)
 
 
-def _write_labelled(tables: list[tuple[str, ExportColumns]], stream: TextIO) -> None:
+def _write_labelled(tables: list[tuple[str, ExportColumns]], stream: TextIO, *,
+                    header: bool = True) -> None:
     """The tables of a run's reports, each row led by its entry's label (metrics.csv)."""
     writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(["label", *EXPORT_COLUMNS])
+    if header:
+        writer.writerow(["label", *EXPORT_COLUMNS])
     for label, table in tables:
         writer.writerows(zip([label] * len(table), *table.columns(), strict=True))

@@ -11,10 +11,10 @@ writes `<out>/<run id>.slurm/` and submits it with `sbatch`:
     logs/        each task's output (`task-<i>.out`)
 
 Every task is an ordinary `ncuh profile` of its one target (same ncu settings, its own
-environment probe, and metrics.csv with --metrics-csv) on whatever GPU node Slurm gives it. When the array is done,
-`ncuh merge <dir>/shards/* --out <run>` joins the shards into one run directory (refusing mixed
-GPU models or ncu versions unless `--allow-mismatch`). With `--slurm-arg=--wait`, sbatch returns
-when the array is done and the merge runs at once.
+environment probe, and metrics.csv with --metrics-csv) on whatever GPU node Slurm gives it.
+When the array is done, `ncuh merge <dir>/shards/* --out <run>` joins the shards into one run
+directory (refusing mixed GPU models or ncu versions unless `--allow-mismatch`). With
+`--slurm-arg=--wait`, sbatch returns when the array is done and the merge runs at once.
 
 The tasks run this Python (`sys.executable`) and this ncuh checkout (put first on PYTHONPATH),
 so both must be on a file system the nodes share, as must `--out`.
