@@ -517,3 +517,21 @@ def test_the_taking_rule_knows_each_items_work_without_its_start() -> None:
     assert TakingRule([5.0, 2.0]).work(0) == 5.0  # no work given: the estimates
     assert TakingRule([5.0, 2.0], work_s=[3.0, 2.0]).work(0) == 3.0
     assert TakingRule([5.0]).work(3) is None
+
+
+def test_previous_times_from_a_run_on_as_many_gpus_count_first(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    targets = lib.plan(lib.ProfileRequest(variants=("naive", "register_tiled"),
+                                          sizes=("256",))).targets
+    ok = {"status": "ok"}
+    on = [{"uuid": "GPU-0a", "index": 0}, {"uuid": "GPU-1b", "index": 1}]
+    _earlier_run(out, "20261101-000000-all", "pages", [  # both GPUs at once
+        {**ok, "label": "naive_256", "seconds": 6.0, "gpu": on[0]},
+        {**ok, "label": "sgemm_other", "seconds": 1.0, "gpu": on[1]}])
+    _earlier_run(out, "20261102-000000-all", "pages", [  # one GPU, newer
+        {**ok, "label": "naive_256", "seconds": 5.0, "gpu": on[1]},
+        {**ok, "label": "register_tiled_256", "seconds": 2.0, "gpu": on[1]}])
+    past = lib.PastEntry
+    assert lib.previous_entries(out, targets, lib.NcuSettings(), 2) == [past(6.0), past(2.0)]
+    assert lib.previous_entries(out, targets, lib.NcuSettings(), 1) == [past(5.0), past(2.0)]
+    assert lib.previous_entries(out, targets, lib.NcuSettings(), 3) == [past(5.0), past(2.0)]

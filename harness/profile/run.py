@@ -690,7 +690,7 @@ def _run_profile(
         try:
             order = rule = shares = None
             if len(slots) > 1:
-                before = previous_entries(out, plan_.targets, request.settings)
+                before = previous_entries(out, plan_.targets, request.settings, len(slots))
                 estimates = [past.seconds if past else None for past in before]
                 order = longest_first(estimates)
                 work = [past.work_s if past else None for past in before]
@@ -775,17 +775,36 @@ class PastEntry:
 
 
 def previous_entries(out: Path, targets: Sequence[Target], settings: NcuSettings,
-                     newest: int = 50) -> list[PastEntry | None]:
+                     gpus: int = 1, newest: int = 50) -> list[PastEntry | None]:
     """How long each target's ncu took in the newest of the last `newest` runs under `out`
     that profiled it with the same section set (None where none did): `--gpus` hands the
-    longest out first and shares the targets out between its GPUs by it. Plain JSON, read
-    leniently: a damaged manifest only costs its hint."""
+    longest out first and shares the targets out between its GPUs by it. A run on as many
+    GPUs at once as this one (`gpus`) counts first: beside each other, ncu runs take longer
+    (fast variants most). Plain JSON, read leniently: a damaged manifest only costs its hint.
+    """
     wanted = {target.label for target in targets}
+    runs = _past_runs(out, settings, newest)
     found: dict[str, PastEntry] = {}
+    for same_gpus in (True, False):
+        for used, entries in runs:
+            if same_gpus and used != gpus:
+                continue
+            for label, past in entries.items():
+                if label in wanted:
+                    found.setdefault(label, past)
+            if len(found) == len(wanted):
+                break
+    return [found.get(target.label) for target in targets]
+
+
+def _past_runs(out: Path, settings: NcuSettings, newest: int
+               ) -> list[tuple[int, dict[str, PastEntry]]]:
+    """(GPUs used at once, {label: its time}) of the newest runs under `out` with this set."""
     try:  # run ids start with their time, so names sort oldest to newest
         manifests = sorted(out.glob("*/manifest.json"), reverse=True)[:newest]
     except OSError:
         manifests = []
+    runs = []
     for path in manifests:
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -794,17 +813,20 @@ def previous_entries(out: Path, targets: Sequence[Target], settings: NcuSettings
         if not isinstance(manifest, dict) or not isinstance(manifest.get("ncu"), dict) \
                 or manifest["ncu"].get("set") != settings.set:
             continue
+        entries: dict[str, PastEntry] = {}
+        gpus: set[str] = set()
         for entry in manifest.get("entries") or []:
             if not isinstance(entry, dict) or entry.get("status") != "ok":
                 continue
-            label, seconds = entry.get("label"), entry.get("seconds")
-            start = entry.get("start_s")
-            if label in wanted and label not in found and _is_seconds(seconds):
-                found[label] = PastEntry(float(seconds),
-                                         float(start) if _is_seconds(start) else None)
-        if len(found) == len(wanted):
-            break
-    return [found.get(target.label) for target in targets]
+            label, seconds, start = entry.get("label"), entry.get("seconds"), entry.get("start_s")
+            if isinstance(label, str) and label not in entries and _is_seconds(seconds):
+                entries[label] = PastEntry(float(seconds),
+                                           float(start) if _is_seconds(start) else None)
+            where = entry.get("gpu")
+            if isinstance(where, dict):
+                gpus.add(str(where.get("uuid") or where.get("index")))
+        runs.append((max(1, len(gpus)), entries))
+    return runs
 
 
 def with_own_starts(before: Sequence[PastEntry | None]) -> list[float | None]:
