@@ -150,8 +150,8 @@ def markdown(result: dict[str, Any]) -> str:
 
 def chain_result(ones: list[dict[str, Any]], everys: list[dict[str, Any]]) -> dict[str, Any]:
     """The medians of the one-GPU and every-GPU chains so far, their ratio and each pair's."""
-    one_s = statistics.median(run["wall_s"] for run in ones)
-    every_s = statistics.median(run["wall_s"] for run in everys)
+    one_s = round(statistics.median(run["wall_s"] for run in ones), 2)
+    every_s = round(statistics.median(run["wall_s"] for run in everys), 2)
     ratio = every_s / one_s if one_s else None
     return {
         "one": {**ones[-1], "wall_s": one_s, "runs_s": [r["wall_s"] for r in ones]},
