@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -42,3 +44,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.fixture
 def naive_smem_report() -> Path:
     return NAIVE_SMEM_REPORT
+
+
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """Ctrl-C (SIGINT) raises KeyboardInterrupt during the test, as in a terminal, even where
+    the suite was started with SIGINT ignored (a shell's background job: Python then leaves it
+    ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)

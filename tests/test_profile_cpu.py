@@ -403,7 +403,9 @@ def _alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
 
 
-def test_run_command_kills_ncu_and_its_children_when_interrupted(tmp_path: Path) -> None:
+def test_run_command_kills_ncu_and_its_children_when_interrupted(
+    tmp_path: Path, ctrl_c_raises: None
+) -> None:
     pids = tmp_path / "pids"
     # Stands in for ncu: a parent that starts a long-running child (the runner) and waits.
     script = f"sleep 60 & echo $$ $! > {shlex.quote(str(pids))}; wait"

@@ -166,7 +166,9 @@ def _alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
 
 
-def test_an_interrupt_during_post_processing_stops_both_children(tmp_path: Path) -> None:
+def test_an_interrupt_during_post_processing_stops_both_children(
+    tmp_path: Path, ctrl_c_raises: None
+) -> None:
     pids = tmp_path / "pids"
     # Each stands in for a worker with a grandchild: both process groups must go.
     script = f"sleep 60 & echo $$ $! >> {shlex.quote(str(pids))}; wait"
