@@ -54,5 +54,5 @@ def ctrl_c_raises() -> Iterator[None]:
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    finally:  # None: a handler not set from Python, which cannot be put back
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)

@@ -831,13 +831,28 @@ def test_export_of_a_run_directory_is_csv_only_and_refuses_a_broken_run(
                                        str(tmp_path / "t.json")])
     assert (result.exit_code, error_lines(result)) == (2, [
         f"ncuh: error: {run_dir}: a run directory exports as CSV only (its metrics.csv)"])
-    # The second report is broken: the first one's rows are not left behind either.
+    # A later report is broken: the earlier ones' rows are not left behind either.
     (run_dir / "register_tiled_512.ncu-rep").write_bytes(b"not a report")
     for output in (["-o", str(tmp_path / "t.csv")], []):
         result = CliRunner().invoke(main, ["export", str(run_dir), *output])
         assert result.exit_code == 2 and len(error_lines(result)) == 1, result.output
         assert result.stdout == ""
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # no part, no temp
     (run_dir / "naive_256.ncu-rep").unlink()
     result = CliRunner().invoke(main, ["export", str(run_dir)])
     assert result.exit_code == 2 and len(error_lines(result)) == 1
     assert not (tmp_path / "t.csv").exists() and not (tmp_path / "t.json").exists()
+
+
+def test_export_of_a_run_directory_takes_a_kernel_filter(
+    tmp_path: Path, fake_ncu: FakeNcu
+) -> None:
+    result = invoke(["--variant", "naive", "--variant", "register_tiled", "--size", "256",
+                     "--out", str(tmp_path / "runs")])
+    assert result.exit_code == 0, result.output
+    run_dir = only_run(tmp_path / "runs")
+    result = CliRunner().invoke(main, ["export", str(run_dir), "-k", "smem"])
+    assert result.exit_code == 0, result.output
+    rows = [line.split(",")[:3] for line in result.stdout.splitlines()[1:]]
+    assert {(label, kernel) for label, _, kernel in rows} == {
+        ("naive_256", "sgemm_smem"), ("register_tiled_256", "sgemm_smem")}

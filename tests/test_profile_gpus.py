@@ -535,3 +535,63 @@ def test_previous_times_from_a_run_on_as_many_gpus_count_first(tmp_path: Path) -
     assert lib.previous_entries(out, targets, lib.NcuSettings(), 2) == [past(6.0), past(2.0)]
     assert lib.previous_entries(out, targets, lib.NcuSettings(), 1) == [past(5.0), past(2.0)]
     assert lib.previous_entries(out, targets, lib.NcuSettings(), 3) == [past(5.0), past(2.0)]
+
+
+def test_previous_times_survive_hostile_manifests(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    targets = lib.plan(lib.ProfileRequest(variants=("naive",), sizes=("256",))).targets
+    ok = {"status": "ok", "label": "naive_256"}
+    _earlier_run(out, "20261101-000000-all", "pages", [{**ok, "seconds": 4.0}])
+    for name, manifest in [
+        ("20261102-a", '{"ncu": {"set": "pages"}, "entries": 5}'),
+        ("20261102-b", '{"ncu": {"set": "pages"}, "entries": true}'),
+        ("20261102-c", "[" * 100_000 + "]" * 100_000),
+        ("20261102-d", json.dumps({"ncu": {"set": "pages"}, "entries": [
+            {**ok, "seconds": 10**400}, {**ok, "seconds": 1.0, "start_s": 10**400,
+                                        "gpu": ["x"]}]})),
+    ]:
+        (out / name).mkdir()
+        (out / name / "manifest.json").write_text(manifest)
+    assert lib.previous_entries(out, targets, lib.NcuSettings()) == [lib.PastEntry(1.0)]
+
+
+def test_a_merged_run_counts_the_gpus_of_each_shard(tmp_path: Path) -> None:
+    """Two Slurm shards on two GPUs ran apart: the merged run is a one-GPU history."""
+    out = tmp_path / "runs"
+    targets = lib.plan(lib.ProfileRequest(variants=("naive", "register_tiled"),
+                                          sizes=("256",))).targets
+    ok = {"status": "ok"}
+    _earlier_run(out, "20261101-000000-all", "pages", [  # both GPUs at once
+        {**ok, "label": "naive_256", "seconds": 6.0, "gpu": {"uuid": "GPU-0a"}},
+        {**ok, "label": "register_tiled_256", "seconds": 3.0, "gpu": {"uuid": "GPU-1b"}}])
+    _earlier_run(out, "20261102-000000-merged", "pages", [
+        {**ok, "label": "naive_256", "seconds": 5.0, "gpu": {"uuid": "GPU-0a"}, "shard": "a"},
+        {**ok, "label": "register_tiled_256", "seconds": 2.0, "gpu": {"uuid": "GPU-1b"},
+         "shard": "b"}])
+    past = lib.PastEntry
+    assert lib.previous_entries(out, targets, lib.NcuSettings(), 1) == [past(5.0), past(2.0)]
+    assert lib.previous_entries(out, targets, lib.NcuSettings(), 2) == [past(6.0), past(3.0)]
+
+
+def test_without_head_starts_each_waiting_target_counts_its_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from harness.profile import schedule
+
+    clock = [0.0]
+    monkeypatch.setattr(schedule.time, "monotonic", lambda: clock[0])
+
+    def handout(queued_start_s: float) -> schedule._Handout[str]:
+        rule = schedule.TakingRule([2.0, 0.1, 1.0, 1.0], lambda: 2.0,
+                                   queued_start_s=queued_start_s)
+        planned = schedule._Handout(list("abcd"), [0, 1, 2, 3], rule,
+                                    plan=[[0, 2, 3], [1]])
+        clock[0] = 0.0
+        assert planned.take(0) == (0, "a") and planned.take(1) == (1, "b")
+        clock[0] = 1.0  # b is done; a has 1 s left
+        return planned
+
+    # a's 1 s, then c and d: 3 s, no more than a 2 s start and d's 1 s here.
+    assert handout(0.0).take(1) is schedule.WAIT
+    # Each of c and d will pay a 2 s start on slot 0 too: 7 s left there, d is taken.
+    assert handout(2.0).take(1) == (3, "d")

@@ -17,6 +17,7 @@ import pandas as pd
 import pytest
 
 from harness.atomic import atomic_write_text
+from harness.errors import NcuhError
 from harness.profile import post
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
@@ -278,3 +279,40 @@ def test_an_export_in_parts_says_what_the_whole_export_and_ncu_say(
     raw = pd.read_csv(REPORT.with_suffix(".raw.csv"), nrows=1)
     assert raw["derived__memory_l2_theoretical_sectors_global_excessive"][0] == "sector"
     assert [row[-1] for row in excessive] == [b"sector", b"sector"]  # both kernels
+
+
+PAGES_REPORT = Path(__file__).parent / "fixtures" / "h100_pages_naive_1024.ncu-rep"
+FULL_REPORT = Path(__file__).parent / "fixtures" / "h100_full_naive_1024.ncu-rep"
+EXCESSIVE = "derived__memory_l2_theoretical_sectors_global_excessive"
+
+
+@pytest.mark.parametrize("jobs", [1, 3])
+def test_each_report_of_an_export_keeps_the_unit_ncu_gives_it(tmp_path: Path, jobs: int) -> None:
+    """ncu_report keeps a derived metric's unit per process, the first report's winning: the
+    `pages` set's is in bytes (ncu's raw page: Mbyte), `full`'s in sectors. Each report of one
+    export is read in processes of its own, so each says what its own raw page says."""
+    out = tmp_path / "metrics.csv"
+    rows = profile_worker.metrics(out, [("p", PAGES_REPORT), ("f", FULL_REPORT),
+                                        ("p2", PAGES_REPORT)], jobs=jobs)
+    table = pd.read_csv(out, keep_default_na=False)
+    assert len(table) == rows
+    units = table[(table["metric"] == EXCESSIVE) & (table["instance"] == "")]
+    assert units.set_index("label")["unit"].to_dict() == {"p": "byte", "f": "sector",
+                                                          "p2": "byte"}
+    for report, unit in ((PAGES_REPORT, "Mbyte"), (FULL_REPORT, "sector")):
+        raw = pd.read_csv(report.with_suffix(".raw.csv"), nrows=1)
+        assert raw[EXCESSIVE][0] == unit
+
+
+def _crash(task: object) -> None:
+    os.kill(os.getpid(), signal.SIGSEGV)  # as ncu_report's native code may
+
+
+def test_an_export_child_that_crashes_is_one_error_and_no_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(profile_worker, "_export_part", _crash)  # the forked children see it
+    out = tmp_path / "metrics.csv"
+    with pytest.raises(NcuhError, match="exporting it crashed"):
+        profile_worker.metrics(out, [("p", PAGES_REPORT), ("f", FULL_REPORT)], jobs=2)
+    assert list(tmp_path.iterdir()) == []

@@ -6,8 +6,9 @@ metrics.csv that `ncuh profile --metrics-csv` writes, made after the run instead
 
 from __future__ import annotations
 
-import csv
+import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
@@ -17,7 +18,7 @@ import click
 from harness.atomic import atomic_path
 from harness.errors import NcuhError
 from harness.report.export_format import EXPORT_FORMATS, write_export
-from harness.report.reportfile import EXPORT_COLUMNS, ExportColumns, export_columns
+from harness.report.reportfile import export_columns
 from harness.rundir import is_run_directory, load_run
 
 
@@ -54,22 +55,22 @@ def export(report: Path, output: Path | None, fmt: str, kernel_regex: str | None
 
 
 def _export_run(run_dir: Path, output: Path | None, kernel_regex: str | None) -> None:
-    """Every report of a run in one CSV, a `label` column first: its metrics.csv."""
+    """Every report of a run in one CSV, a `label` column first: its metrics.csv, made as
+    `ncuh profile --metrics-csv` makes it (`harness.profile.worker.metrics`: each report read
+    in processes of its own, in parts at once)."""
+    from harness.profile.worker import metrics
+
     reports = [(entry.label, entry.report) for entry in load_run(run_dir).entries
                if entry.ok and entry.report is not None]
-    if output is None:
-        tables = [(label, export_columns(path, kernel_regex=kernel_regex))
-                  for label, path in reports]
-        _write_labelled(tables, sys.stdout)
+    if output is not None:
+        rows = metrics(output, reports, kernel_regex=kernel_regex)
+        click.echo(f"wrote {rows:,} rows to {output}", err=True)
         return
-    rows = 0
-    with atomic_path(output) as tmp, tmp.open("w", encoding="utf-8", newline="") as stream:
-        _write_labelled([], stream)
-        for label, path in reports:  # one table in memory at a time: a chain's is 1.5M rows
-            table = export_columns(path, kernel_regex=kernel_regex)
-            _write_labelled([(label, table)], stream, header=False)
-            rows += len(table)
-    click.echo(f"wrote {rows:,} rows to {output}", err=True)
+    with tempfile.TemporaryDirectory(prefix="ncuh-export-") as folder:
+        table = Path(folder) / "metrics.csv"
+        metrics(table, reports, kernel_regex=kernel_regex)
+        with table.open(encoding="utf-8", newline="") as stream:
+            shutil.copyfileobj(stream, sys.stdout)
 
 
 def _write(output: Path | None, write: Callable[[TextIO], None], rows: int) -> None:
@@ -79,13 +80,3 @@ def _write(output: Path | None, write: Callable[[TextIO], None], rows: int) -> N
     with atomic_path(output) as tmp, tmp.open("w", encoding="utf-8", newline="") as stream:
         write(stream)
     click.echo(f"wrote {rows:,} rows to {output}", err=True)
-
-
-def _write_labelled(tables: list[tuple[str, ExportColumns]], stream: TextIO, *,
-                    header: bool = True) -> None:
-    """The tables of a run's reports, each row led by its entry's label (metrics.csv)."""
-    writer = csv.writer(stream, lineterminator="\n")
-    if header:
-        writer.writerow(["label", *EXPORT_COLUMNS])
-    for label, table in tables:
-        writer.writerows(zip([label] * len(table), *table.columns(), strict=True))

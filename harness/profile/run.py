@@ -694,7 +694,10 @@ def _run_profile(
                 estimates = [past.seconds if past else None for past in before]
                 order = longest_first(estimates)
                 work = [past.work_s if past else None for past in before]
-                rule = TakingRule(estimates, fresh_starts.seconds, work_s=work)
+                # Without head starts each target waiting on a GPU will pay its own start.
+                rule = TakingRule(estimates, fresh_starts.seconds, work_s=work,
+                                  queued_start_s=(0.0 if head_starts is not None
+                                                  else typical_start(before)))
                 shares = plan_slots(work if head_starts is not None
                                     else with_own_starts(before), len(slots))
             entries = run_queue(plan_.targets, slots, one, order, rule,
@@ -799,7 +802,8 @@ def previous_entries(out: Path, targets: Sequence[Target], settings: NcuSettings
 
 def _past_runs(out: Path, settings: NcuSettings, newest: int
                ) -> list[tuple[int, dict[str, PastEntry]]]:
-    """(GPUs used at once, {label: its time}) of the newest runs under `out` with this set."""
+    """(GPUs used at once, {label: its time}) of the newest runs under `out` with this set.
+    A merged run (`ncuh merge`) counts the GPUs of each shard, which ran apart."""
     try:  # run ids start with their time, so names sort oldest to newest
         manifests = sorted(out.glob("*/manifest.json"), reverse=True)[:newest]
     except OSError:
@@ -808,14 +812,15 @@ def _past_runs(out: Path, settings: NcuSettings, newest: int
     for path in manifests:
         try:
             manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):
             continue
         if not isinstance(manifest, dict) or not isinstance(manifest.get("ncu"), dict) \
-                or manifest["ncu"].get("set") != settings.set:
+                or manifest["ncu"].get("set") != settings.set \
+                or not isinstance(manifest.get("entries"), list):
             continue
         entries: dict[str, PastEntry] = {}
-        gpus: set[str] = set()
-        for entry in manifest.get("entries") or []:
+        gpus: dict[str, set[str]] = {}  # per shard of a merged run; one for a plain run
+        for entry in manifest["entries"]:
             if not isinstance(entry, dict) or entry.get("status") != "ok":
                 continue
             label, seconds, start = entry.get("label"), entry.get("seconds"), entry.get("start_s")
@@ -824,22 +829,32 @@ def _past_runs(out: Path, settings: NcuSettings, newest: int
                                            float(start) if _is_seconds(start) else None)
             where = entry.get("gpu")
             if isinstance(where, dict):
-                gpus.add(str(where.get("uuid") or where.get("index")))
-        runs.append((max(1, len(gpus)), entries))
+                shard = gpus.setdefault(str(entry.get("shard")), set())
+                shard.add(str(where.get("uuid") or where.get("index")))
+        runs.append((max([1, *map(len, gpus.values())]), entries))
     return runs
+
+
+def typical_start(before: Sequence[PastEntry | None]) -> float:
+    """The median of the starts the targets paid themselves (0 where none did)."""
+    starts = sorted(past.start_s for past in before if past and past.start_s is not None)
+    return starts[len(starts) // 2] if starts else 0.0
 
 
 def with_own_starts(before: Sequence[PastEntry | None]) -> list[float | None]:
     """What each target costs where none starts early (no head starts): its work and a start
-    of its own, the typical one of those seen (the median)."""
-    starts = sorted(past.start_s for past in before if past and past.start_s is not None)
-    start = starts[len(starts) // 2] if starts else 0.0
+    of its own, the typical one (`typical_start`)."""
+    start = typical_start(before)
     return [past.work_s + start if past else None for past in before]
 
 
 def _is_seconds(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) \
-        and math.isfinite(value) and value >= 0
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return False
+    try:
+        return math.isfinite(value) and value >= 0
+    except OverflowError:  # an int too large for a float
+        return False
 
 
 def gpu_slots(request: ProfileRequest) -> tuple[Slot, ...]:

@@ -122,12 +122,14 @@ class TakingRule:
     by more than that (the estimate was wrong): `estimates[i]` is how long item i took before
     (None: unknown), `fresh_start_s()` what a fresh start costs (None: not known yet). Without
     either, the item is taken. `work_s[i]` is item i's time without a start of its own, what
-    it costs a slot that has started it early (default: `estimates`).
+    it costs a slot that has started it early (default: `estimates`); `queued_start_s` what
+    each item waiting for a slot will pay to start there (0 where head starts hide it).
     """
 
     estimates: Sequence[float | None] = ()
     fresh_start_s: Callable[[], float | None] = field(default=lambda: None)
     work_s: Sequence[float | None] | None = None
+    queued_start_s: float = 0.0
 
     def work(self, item: int) -> float | None:
         known = self.work_s if self.work_s is not None else self.estimates
@@ -233,7 +235,7 @@ class _Handout(Generic[T]):
             running = max(0.0, (estimate or 0.0) - (now - since))
             reserved = self._reserved.get(owner)
             queued = [*([reserved[0]] if reserved else []), *self._planned[owner]]
-            return running + sum(rule.work(i) or 0.0 for i in queued)
+            return running + sum((rule.work(i) or 0.0) + rule.queued_start_s for i in queued)
 
         owners = [owner for owner, part in enumerate(self._planned) if part and owner != slot]
         for owner in sorted(owners, key=left_s, reverse=True):

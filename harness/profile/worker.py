@@ -29,6 +29,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +70,8 @@ def environment(
     return env
 
 
-def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = None) -> int:
+def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = None,
+            kernel_regex: str | None = None) -> int:
     """Write the tidy export of every report, a `label` column first; return the row count.
 
     Streamed with the csv module from `export_columns` (as `ncuh export` does): no pandas,
@@ -78,6 +80,11 @@ def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = Non
     by forked processes at once, then joined in order. A 4096 `--set full` report of one
     kernel is about 150,000 rows: 1.15 s in one process, 0.53 s in 8 parts on the H100
     machine; each part still opens the whole report, which bounds the gain.
+
+    Several reports are exported one after another, each in children of its own: ncu_report
+    keeps a derived metric's unit per process, the first report's definition winning (a
+    `pages` report's `derived__memory_l2_theoretical_sectors_global_excessive` is in bytes,
+    a `full` one's in sectors), so no process reads two reports.
     """
     import shutil
     import tempfile
@@ -86,13 +93,14 @@ def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = Non
     from harness.report.reportfile import EXPORT_COLUMNS
 
     jobs = jobs or min(8, os.cpu_count() or 1)
-    per_report = max(1, jobs // max(1, len(pairs)))
     with atomic_path(out) as tmp, tempfile.TemporaryDirectory(
         dir=out.parent, prefix=".metrics-parts-"
     ) as scratch:
-        tasks = [(label, report, (index, per_report), Path(scratch))
-                 for label, report in pairs for index in range(per_report)]
-        parts = _run_parts(tasks, jobs)
+        parts = []
+        for label, report in pairs:
+            tasks = [_Part(label, report, (index, jobs), Path(scratch), kernel_regex)
+                     for index in range(jobs)]
+            parts += _run_parts(tasks, jobs, in_this_process=len(pairs) == 1)
         with tmp.open("w", encoding="utf-8", newline="") as stream:
             stream.write(",".join(["label", *EXPORT_COLUMNS]) + "\n")
             for part_path, _ in parts:
@@ -101,33 +109,49 @@ def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = Non
     return sum(rows for _, rows in parts)
 
 
-def _run_parts(tasks: list[tuple[str, Path, tuple[int, int], Path]],
-               jobs: int) -> list[tuple[Path, int]]:
-    if jobs <= 1 or len(tasks) <= 1:
+@dataclass(frozen=True)
+class _Part:
+    """One slice of one report's export, for one process."""
+
+    label: str
+    report: Path
+    part: tuple[int, int]  # (index, count)
+    folder: Path  # where its temporary CSV goes
+    kernel_regex: str | None = None
+
+
+def _run_parts(tasks: list[_Part], jobs: int, *, in_this_process: bool
+               ) -> list[tuple[Path, int]]:
+    """One report's parts, in children (forked) unless there is one job and this process may
+    read the report itself (it reads no other)."""
+    if in_this_process and (jobs <= 1 or len(tasks) <= 1):
         return [_export_part(task) for task in tasks]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
 
     # fork: the children start at once, with this process's imports already done
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        return list(pool.map(_export_part, tasks))
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            return list(pool.map(_export_part, tasks))
+    except BrokenProcessPool:
+        raise NcuhError(f"{tasks[0].report}: exporting it crashed (in ncu_report)") from None
 
 
-def _export_part(task: tuple[str, Path, tuple[int, int], Path]) -> tuple[Path, int]:
+def _export_part(task: _Part) -> tuple[Path, int]:
     """Export one slice of one report to a temporary CSV (no header); return it and its rows."""
     import csv
     import tempfile
 
     from harness.report.reportfile import export_columns
 
-    label, report, part, folder = task
-    columns = export_columns(report, part=part)
+    columns = export_columns(task.report, kernel_regex=task.kernel_regex, part=task.part)
     with tempfile.NamedTemporaryFile(
-        "w", encoding="utf-8", newline="", dir=folder, suffix=".csv", delete=False
+        "w", encoding="utf-8", newline="", dir=task.folder, suffix=".csv", delete=False
     ) as handle:
         writer = csv.writer(handle, lineterminator="\n")
-        writer.writerows(zip([label] * len(columns), *columns.columns(), strict=True))
+        writer.writerows(zip([task.label] * len(columns), *columns.columns(), strict=True))
     return Path(handle.name), len(columns)
 
 
