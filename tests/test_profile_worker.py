@@ -292,10 +292,15 @@ def test_each_report_of_an_export_keeps_the_unit_ncu_gives_it(tmp_path: Path, jo
     `pages` set's is in bytes (ncu's raw page: Mbyte), `full`'s in sectors. Each report of one
     export is read in processes of its own, so each says what its own raw page says."""
     out = tmp_path / "metrics.csv"
-    rows = profile_worker.metrics(out, [("p", PAGES_REPORT), ("f", FULL_REPORT),
-                                        ("p2", PAGES_REPORT)], jobs=jobs)
+    # In a worker process of its own, as `ncuh profile` and `ncuh export` run it: this test
+    # process has read other reports, and forked children would inherit what it resolved.
+    status, output = lib.run_command(
+        post._worker(["metrics", str(out), f"p={PAGES_REPORT}", f"f={FULL_REPORT}",
+                      f"p2={PAGES_REPORT}", "--jobs", str(jobs)]), post._worker_environment())
+    assert status == 0, output
     table = pd.read_csv(out, keep_default_na=False)
-    assert len(table) == rows
+    assert {"rows": len(table)} == json.loads(output.strip().splitlines()[-1][
+        len(RESULT_PREFIX):])
     units = table[(table["metric"] == EXCESSIVE) & (table["instance"] == "")]
     assert units.set_index("label")["unit"].to_dict() == {"p": "byte", "f": "sector",
                                                           "p2": "byte"}
