@@ -166,7 +166,7 @@ class FreshStartClock:
     started it."""
 
     def __init__(self) -> None:
-        self._seen: list[float] = []
+        self._shortest: float | None = None
         self._lock = threading.Lock()
 
     def watch(self, also: Callable[[float], None] | None = None) -> Callable[[str], None]:
@@ -177,7 +177,8 @@ class FreshStartClock:
         def first_pass() -> None:
             seconds = time.monotonic() - started
             with self._lock:
-                self._seen.append(seconds)
+                if self._shortest is None or seconds < self._shortest:
+                    self._shortest = seconds
             if also is not None:
                 also(seconds)
 
@@ -185,7 +186,7 @@ class FreshStartClock:
 
     def seconds(self) -> float | None:
         with self._lock:
-            return min(self._seen, default=None)
+            return self._shortest
 
 
 class NcuOutputWatch:

@@ -786,17 +786,15 @@ def previous_entries(out: Path, targets: Sequence[Target], settings: NcuSettings
     (fast variants most). Plain JSON, read leniently: a damaged manifest only costs its hint.
     """
     wanted = {target.label for target in targets}
-    runs = _past_runs(out, settings, newest)
+    runs = _past_runs(out, settings, newest)  # newest first
     found: dict[str, PastEntry] = {}
-    for same_gpus in (True, False):
-        for used, entries in runs:
-            if same_gpus and used != gpus:
-                continue
-            for label, past in entries.items():
-                if label in wanted:
-                    found.setdefault(label, past)
-            if len(found) == len(wanted):
-                break
+    for entries in [entries for used, entries in runs if used == gpus] + \
+            [entries for used, entries in runs if used != gpus]:
+        for label, past in entries.items():
+            if label in wanted:
+                found.setdefault(label, past)
+        if len(found) == len(wanted):
+            break
     return [found.get(target.label) for target in targets]
 
 

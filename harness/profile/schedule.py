@@ -180,9 +180,8 @@ class _Handout(Generic[T]):
                 item = self._pop(slot)
             if item is None and self._planned is not None:
                 item = self._take_planned(slot)
-            if item is None and self._planned is not None and any(self._planned) \
-                    and not self._reserved:
-                return WAIT  # left to their slots for now; one may still run late
+                if item is None and any(self._planned) and not self._reserved:
+                    return WAIT  # left to their slots for now; one may still run late
             if item is None and self._reserved:
                 now = time.monotonic()
                 for owner in list(self._reserved):  # the oldest reservation first
@@ -237,11 +236,12 @@ class _Handout(Generic[T]):
             queued = [*([reserved[0]] if reserved else []), *self._planned[owner]]
             return running + sum((rule.work(i) or 0.0) + rule.queued_start_s for i in queued)
 
-        owners = [owner for owner, part in enumerate(self._planned) if part and owner != slot]
-        for owner in sorted(owners, key=left_s, reverse=True):
+        left = {owner: left_s(owner) for owner, part in enumerate(self._planned)
+                if part and owner != slot}
+        for owner in sorted(left, key=left.__getitem__, reverse=True):
             index = self._planned[owner][-1]
             work = rule.work(index)
-            if fresh is None or work is None or left_s(owner) > fresh + work:
+            if fresh is None or work is None or left[owner] > fresh + work:
                 self._planned[owner].pop()
                 return index, self._items[index]
         return None
