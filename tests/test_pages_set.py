@@ -15,7 +15,12 @@ from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
 from harness.report.details_layout import METRIC_OPTIONS
 from harness.report.profile_builder import load_profiles
 from harness.report.reportfile import open_report, select_kernels
-from harness.report.slim_sections import SLIMMED_SECTIONS, added_metrics, is_slim
+from harness.report.slim_sections import (
+    SLIMMED_SECTIONS,
+    THINNED_METRICS,
+    added_metrics,
+    is_slim,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Every `--set full` report: the chain's, and the zoo's (one per problem class: atomics, FP64,
@@ -121,3 +126,25 @@ def test_pages_slims_the_memory_widgets_and_keeps_what_they_fed(pair: tuple[Path
     # ncu's own count of replay passes (H100, ncu 2025.3.1): 23 with the overlay, 38 in full
     assert float(_raw_value(pages, "profiler__replayer_passes")) == 23
     assert float(_raw_value(full, "profiler__replayer_passes")) == 38
+
+
+# The per-instruction metrics ncuh reads from Source Counters (harness.report.profile_builder,
+# harness.report.sass_hotspots) and those ncu's rules ask for (UncoalescedAccess,
+# UncoalescedSharedAccess, ThreadDivergence).
+SOURCE_METRICS_READ = (
+    "inst_executed", "thread_inst_executed_true", "derived__avg_thread_executed_true",
+    "memory_l2_theoretical_sectors_global", "memory_l2_theoretical_sectors_global_ideal",
+    "derived__memory_l2_theoretical_sectors_global_excessive", "memory_l1_wavefronts_shared",
+    "memory_l1_wavefronts_shared_ideal", "derived__memory_l1_wavefronts_shared_excessive",
+    "smsp__pcsamp_sample_count", "smsp__branch_targets_threads_divergent",
+)
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair[0].name)
+def test_pages_thins_source_counters_of_what_nobody_reads(pair: tuple[Path, Path]) -> None:
+    pages, full = pair
+    pages_names, full_names = _metric_names(pages), _metric_names(full)
+    thinned = set(THINNED_METRICS["SourceCounters"])
+    assert thinned <= full_names  # each name is one ncu collects in `full`
+    assert not thinned & pages_names
+    assert set(SOURCE_METRICS_READ) <= pages_names & full_names

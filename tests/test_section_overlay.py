@@ -100,6 +100,73 @@ def get_section_identifier():
 def apply(handle):
     value = action.metric_by_name("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum")
 '''
+# The shape of ncu 2025.3's SourceCounters.section: derived metrics defined at the top, then
+# the per-instruction metrics of its source view in a `SourceMetrics`-like list (with groups,
+# display properties and architecture filters inside entries).
+SOURCE = '''Identifier: "SourceCounters"
+DisplayName: "Source Counters"
+MetricDefinitions {
+  MetricDefinitions {
+    Name: "derived__memory_l2_theoretical_sectors_global_excessive"
+    Expression: "memory_l2_theoretical_sectors_global - memory_l2_theoretical_sectors_global_ideal"
+  }
+  MetricDefinitions {
+    Name: "derived__memory_l1_conflicts_shared_nway"
+    Expression: "memory_l1_wavefronts_shared / inst_executed"
+  }
+}
+Metrics {
+  Metrics {
+    Label: "Executed Instructions"
+    Name: "smsp__inst_executed.sum"
+  }
+}
+SourceMetrics {
+  Metrics {
+    Label: "Address Space"
+    Name: "memory_type"
+    Groups: "group_memory_access"
+  }
+  Metrics {
+    Label: "L1 Conflicts Shared N-Way"
+    Name: "derived__memory_l1_conflicts_shared_nway"
+    DisplayProperties {
+      SourceView {
+        DefaultVisible: false
+      }
+    }
+  }
+  Metrics {
+    Label: "L2 Theoretical Sectors Global"
+    Name: "memory_l2_theoretical_sectors_global"
+  }
+
+  Metrics {
+    Label: "L2 Explicit Evict Policies"
+    Name: "smsp__sass_inst_executed_memdesc_explicit_evict_type"
+    Filter {
+      MinArch: CC_80
+    }
+  }
+  Metrics {
+    Label: "L2 Theoretical Sectors Local"
+    Name: "memory_l2_theoretical_sectors_local"
+  }
+}
+'''
+SOURCE_RULE = '''requested_metrics = [
+    MetricRequest("memory_l2_theoretical_sectors_global", "l2_sectors"),
+]
+
+def get_section_identifier():
+    return "SourceCounters"
+'''
+# a rule of another section that asks for one of the metrics `pages` would leave out
+LOCAL_RULE = '''def get_section_identifier():
+    return "MemoryWorkloadAnalysis"
+
+requested = MetricRequest("memory_l2_theoretical_sectors_local")
+'''
 OTHER_RULE = '''def get_section_identifier():
     return "Occupancy"
 
@@ -117,6 +184,8 @@ def stock(tmp_path: Path) -> Path:
     (folder / "SpeedOfLight.section").write_text('Identifier: "SpeedOfLight"\nMetrics {\n}\n')
     (folder / "SharedMemoryConflicts.py").write_text(RULE)
     (folder / "TheoreticalOccupancy.py").write_text(OTHER_RULE)
+    (folder / "SourceCounters.section").write_text(SOURCE)
+    (folder / "UncoalescedAccess.py").write_text(SOURCE_RULE)
     return folder
 
 
@@ -161,6 +230,73 @@ def test_slim_section_refuses_a_file_of_another_shape(broken: str) -> None:
         so.slim_section(broken, ["x__y.sum"])
 
 
+def test_thin_section_leaves_out_exactly_the_entries_named() -> None:
+    names = ["memory_type", "derived__memory_l1_conflicts_shared_nway",
+             "smsp__sass_inst_executed_memdesc_explicit_evict_type"]
+    thin = so.thin_section(SOURCE, names)
+    # the definition and the entry of the derived metric both go, nested blocks and all, each
+    # with its line; every other byte stays as it was
+    assert thin == '''Identifier: "SourceCounters"
+DisplayName: "Source Counters"
+MetricDefinitions {
+  MetricDefinitions {
+    Name: "derived__memory_l2_theoretical_sectors_global_excessive"
+    Expression: "memory_l2_theoretical_sectors_global - memory_l2_theoretical_sectors_global_ideal"
+  }
+}
+Metrics {
+  Metrics {
+    Label: "Executed Instructions"
+    Name: "smsp__inst_executed.sum"
+  }
+}
+SourceMetrics {
+  Metrics {
+    Label: "L2 Theoretical Sectors Global"
+    Name: "memory_l2_theoretical_sectors_global"
+  }
+
+  Metrics {
+    Label: "L2 Theoretical Sectors Local"
+    Name: "memory_l2_theoretical_sectors_local"
+  }
+}
+'''
+    assert so.thin_section(SOURCE, []) == SOURCE
+    assert so.thin_section(SOURCE, ["not_there"]) == SOURCE
+
+
+def test_thin_section_keeps_a_list_that_shares_a_name_and_refuses_bad_braces() -> None:
+    # a `Metrics` list is never taken for an entry, even when an entry inside it is named
+    assert so.thin_section(TABLES, ["lts__t_sector_op_read_hit_rate.pct"]) == \
+        TABLES.replace('''  Metrics {
+    Label: "L2 Hit Rate For Loads"
+    Name: "lts__t_sector_op_read_hit_rate.pct"
+  }
+''', "")
+    with pytest.raises(so.OverlayError):
+        so.thin_section(SOURCE[:SOURCE.rindex("  }")], ["memory_type"])  # an entry unclosed
+
+
+def test_build_overlay_thins_source_counters_but_keeps_what_a_rule_asks_for(
+    stock: Path, tmp_path: Path
+) -> None:
+    (stock / "MemoryMetrics.py").write_text(LOCAL_RULE)
+    built = tmp_path / "overlay"
+    so.build_overlay(stock, built)
+    source = (built / so.SECTIONS / "SourceCounters.section").read_text()
+    assert _names(source) == ["derived__memory_l2_theoretical_sectors_global_excessive",
+                              "smsp__inst_executed.sum", "memory_l2_theoretical_sectors_global",
+                              "memory_l2_theoretical_sectors_local"]  # a rule's: kept
+    marker = so.read_marker(built)
+    assert marker is not None
+    assert marker["thinned"] == {"SourceCounters": [
+        "memory_type", "derived__memory_l1_conflicts_shared_nway",
+        "smsp__sass_inst_executed_memdesc_explicit_evict_type"]}
+    # the rules themselves are copied as they were
+    assert (built / so.SECTIONS / "UncoalescedAccess.py").read_text() == SOURCE_RULE
+
+
 def test_rule_metrics_are_those_of_the_sections_rules_only(stock: Path) -> None:
     assert so.rule_metrics(stock, "MemoryWorkloadAnalysis_Tables") == [
         "smsp__sass_inst_executed_op_shared_ld.sum",
@@ -169,10 +305,11 @@ def test_rule_metrics_are_those_of_the_sections_rules_only(stock: Path) -> None:
         "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum",
     ]
     assert so.rule_metrics(stock, "Occupancy") == ["launch__occupancy_limit_warps"]
-    assert so.rule_metrics(stock, "SourceCounters") == []
+    assert so.rule_metrics(stock, "SourceCounters") == ["memory_l2_theoretical_sectors_global"]
+    assert so.rule_metrics(stock, "WarpStateStats") == []
 
 
-def test_build_overlay_copies_everything_and_slims_only_the_two(
+def test_build_overlay_copies_everything_slims_two_and_thins_one(
     stock: Path, tmp_path: Path
 ) -> None:
     built = tmp_path / "overlay"
@@ -182,8 +319,14 @@ def test_build_overlay_copies_everything_and_slims_only_the_two(
     assert sorted(p.name for p in dest.iterdir()) == sorted(p.name for p in stock.iterdir())
     marker = so.read_marker(built)
     assert marker is not None and marker["slimmed"] == list(so.SLIMMED_SECTIONS)
-    assert marker["sections"] == sorted([*so.SLIMMED_SECTIONS, "Occupancy", "SpeedOfLight"])
-    for name in ("Occupancy.section", "SpeedOfLight.section", "SharedMemoryConflicts.py"):
+    assert marker["sections"] == sorted([*so.SLIMMED_SECTIONS, "Occupancy", "SourceCounters",
+                                         "SpeedOfLight"])
+    assert marker["thinned"] == {"SourceCounters": [
+        "memory_type", "memory_l2_theoretical_sectors_local",
+        "derived__memory_l1_conflicts_shared_nway",
+        "smsp__sass_inst_executed_memdesc_explicit_evict_type"]}
+    for name in ("Occupancy.section", "SpeedOfLight.section", "SharedMemoryConflicts.py",
+                 "UncoalescedAccess.py"):
         assert (dest / name).read_bytes() == (stock / name).read_bytes()
     tables = (dest / "MemoryWorkloadAnalysis_Tables.section").read_text()
     assert "MemorySharedTable" not in tables
@@ -296,6 +439,9 @@ def test_the_overlay_is_readable_by_others_and_follows_ncuhs_lists(
     key = so.stock_key(stock)
     monkeypatch.setattr(so, "WIDGET_METRICS_READ", (*so.WIDGET_METRICS_READ, "x__new.sum"))
     assert so.stock_key(stock) != key  # a new list of metrics: a new overlay
+    widened = so.stock_key(stock)
+    monkeypatch.setattr(so, "THINNED_METRICS", {"SourceCounters": ("memory_type",)})
+    assert so.stock_key(stock) != widened  # a new list to leave out: a new overlay too
 
 
 def test_the_cuda_toolkit_wrapper_finds_the_newest_nsight_compute_as_it_does(

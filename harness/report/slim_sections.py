@@ -1,6 +1,14 @@
 """What the `pages` set's slimmed sections hold: read by the profile side that writes them
 (`harness.profile.section_overlay`) and by the details page that prints them.
 
+Besides the two slimmed sections, `pages` *thins* one: `THINNED_METRICS` are per-instruction
+metrics of ncu's Source Counters view that no ncuh reader and no rule of ncu's reads (the
+memory access kinds, L1 tag requests, local sectors, L2 evict policies, all-thread instruction
+counts). They cost SASS-patched replay time on every memory instruction: on an H100 at 4096³,
+~2.8 s of a naive matrix product's 24.5 s and ~3.5 s of a coalesced one's 16.7 s, with the
+same findings
+(`reports/profile/h100_source_counters_thinned_session8.md`).
+
 Two of ncu's sections, `MemoryWorkloadAnalysis_Tables` and `MemoryWorkloadAnalysis_Chart`, draw
 their bodies with widgets that collect every cell of ncu's memory tables and chart (30 and 14
 replay passes on an H100). In `pages` they keep their identifiers, metric lists and rules, but
@@ -62,6 +70,33 @@ WIDGET_METRICS_READ: tuple[str, ...] = (
     "smsp__sass_inst_executed_op_shared_ld.sum",
     "smsp__sass_inst_executed_op_shared_st.sum",
 )
+
+# Source Counters' per-instruction metrics that `pages` leaves out (ncu 2025.3.1's names): no
+# ncuh reader asks for them, nor does any of ncu's rules (a metric a rule of the folder asks
+# for stays, whatever this list says). The per-instruction metrics ncuh reads stay: executed
+# instructions, the stall samples, global sectors and their ideal (coalescing, and ncu's
+# UncoalescedGlobalAccess rule), shared wavefronts and their ideal (UncoalescedSharedAccess),
+# predicated-on thread instructions (ThreadDivergence), divergent branches.
+THINNED_METRICS: dict[str, tuple[str, ...]] = {
+    "SourceCounters": (
+        "memory_type",
+        "memory_access_type",
+        "memory_access_size_type",
+        "memory_l1_tag_requests_global",
+        "memory_l2_theoretical_sectors_local",
+        "derived__memory_l1_conflicts_shared_nway",
+        "smsp__sass_inst_executed_memdesc_explicit_evict_type",
+        "smsp__sass_inst_executed_memdesc_explicit_hitprop_evict_first",
+        "smsp__sass_inst_executed_memdesc_explicit_hitprop_evict_last",
+        "smsp__sass_inst_executed_memdesc_explicit_hitprop_evict_normal",
+        "smsp__sass_inst_executed_memdesc_explicit_hitprop_evict_normal_demote",
+        "smsp__sass_inst_executed_memdesc_explicit_missprop_evict_first",
+        "smsp__sass_inst_executed_memdesc_explicit_missprop_evict_normal",
+        # all threads' instructions, beside the predicated-on ones ThreadDivergence reads
+        "thread_inst_executed",
+        "derived__avg_thread_executed",
+    ),
+}
 
 # What the sections' rules request (`MetricRequest("...")` in ncu 2025.3.1's rule files
 # MemoryCacheAccessPattern and SharedMemoryConflicts for the tables, MemoryApertureUsage and
