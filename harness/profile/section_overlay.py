@@ -16,9 +16,9 @@ are read as well, so a newer ncu's rules get what they ask for).
 One more section is *thinned*: Source Counters keeps its view and rules, but the per-instruction
 metrics no ncuh reader and no rule reads (`THINNED_METRICS`: memory access kinds, L1 tag
 requests, local sectors, L2 evict policies, all-thread instruction counts) are left out of its
-lists. Each is SASS-patched into
-every memory instruction of every replay, and together they cost the slow kernels seconds (the
-naive matrix product at 4096 on an H100: 24.5 s with them, 21.6 s without).
+lists. Each is SASS-patched into every memory instruction of every replay, and together they
+cost the slow kernels seconds (a naive matrix product at 4096 on an H100: 24.5 s with them,
+21.6 s without).
 Every other section is untouched. This is the customisation Nsight Compute documents: a
 section file says what is collected.
 
