@@ -133,7 +133,8 @@ def main() -> int:
         measure("pages, ncu's stock sections", stock)
         measure("pages, with the section overlay", overlay)
         measure("full", NcuSettings(set="full"))
-        assert dataclasses.replace(overlay, section_folder=None, slimmed_sections=()) == stock
+        assert dataclasses.replace(overlay, section_folder=None, slimmed_sections=(),
+                                   thinned_metrics=()) == stock
         if args.floor and overlay.section_folder is not None:
             floor(measure, overlay, work)
         if args.instrumented_variant:

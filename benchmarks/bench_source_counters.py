@@ -14,8 +14,9 @@ rounds, the folders alternating within each):
   save if it gave up the coalescing finding, which reads them.
 
 For each run: the entry's ncu seconds (from its turn, as the manifest records them) and how
-its findings differ from `unthinned`'s (rule, kind, ncu rule). `--chain` profiles `--all` at
-`--size` instead, head starts and all, as a user's run does.
+each folder's last run's findings differ from `unthinned`'s first run's (rule, kind, ncu rule):
+with `--repeats 2` or more, `unthinned` against itself is the run-to-run noise. `--chain`
+profiles `--all` at `--size` instead, head starts and all, as a user's run does.
 
 ncuh has no option to choose a section folder, so each profile runs in a child process
 (`--child FOLDER -- ncuh arguments`) in which `harness.profile.run.with_section_overlay`
@@ -140,7 +141,7 @@ def main() -> int:
                 runs[name].append(result)
                 print(name, round_, result["wall_s"], result["entries"], flush=True)
         changed = {name: {} for name in FOLDERS}
-        reference = findings(runs["unthinned"][-1]["run"])
+        reference = findings(runs["unthinned"][0]["run"])
         for name in FOLDERS:
             for label, found in findings(runs[name][-1]["run"]).items():
                 gone, new = reference.get(label, set()) - found, found - reference.get(label, set())
@@ -169,7 +170,8 @@ def markdown(args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]],
                       for run in runs[name]]
             cells.append(f"{statistics.median(values):.2f}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    lines += ["", "Findings against `unthinned` (rule, kind, ncu rule):", ""]
+    lines += ["", "Findings of each folder's last run against `unthinned`'s first run (rule, kind, "
+              "ncu rule):", ""]
     for name in FOLDERS:
         lines.append(f"- `{name}`: " + ("the same" if not changed[name] else "; ".join(
             f"{label} lost {d['lost']} gained {d['gained']}"

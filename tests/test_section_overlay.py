@@ -278,6 +278,47 @@ def test_thin_section_keeps_a_list_that_shares_a_name_and_refuses_bad_braces() -
         so.thin_section(SOURCE[:SOURCE.rindex("  }")], ["memory_type"])  # an entry unclosed
 
 
+DERIVED = '''MetricDefinitions {
+  MetricDefinitions {
+    Name: "derived__avg_x"
+    Expression: "thread_x / inst_executed"
+  }
+}
+SourceMetrics {
+  Metrics {
+    Name: "thread_x"
+  }
+  Metrics {
+    Name: "derived__avg_x"
+  }
+}
+'''
+
+
+def test_a_metric_a_kept_derived_metric_uses_is_kept_with_it() -> None:
+    assert _names(so.thinned_text(DERIVED, ["thread_x", "derived__avg_x"])) == []
+    # a rule asks for the derived metric: it stays, and so does what its expression reads
+    assert _names(so.thinned_text(DERIVED, ["thread_x", "derived__avg_x"],
+                                  kept=["derived__avg_x"])) == \
+        ["derived__avg_x", "thread_x", "derived__avg_x"]
+    assert so.thinned_text(DERIVED, ["thread_x"]) == DERIVED
+    # thin_section alone would leave the expression reading a metric no longer collected
+    assert "thread_x /" in so.thin_section(DERIVED, ["thread_x"])
+    assert 'Name: "thread_x"' not in so.thin_section(DERIVED, ["thread_x"])
+
+
+def test_a_source_counters_of_another_shape_stays_as_ncu_ships_it(
+    stock: Path, tmp_path: Path
+) -> None:
+    broken = SOURCE[:SOURCE.rindex("  }")]  # its last entry unclosed
+    (stock / "SourceCounters.section").write_text(broken)
+    built = tmp_path / "overlay"
+    assert so.build_overlay(stock, built) == so.SLIMMED_SECTIONS  # the rest as before
+    assert (built / so.SECTIONS / "SourceCounters.section").read_text() == broken
+    marker = so.read_marker(built)
+    assert marker is not None and marker["thinned"] == {"SourceCounters": []}
+
+
 def test_build_overlay_thins_source_counters_but_keeps_what_a_rule_asks_for(
     stock: Path, tmp_path: Path
 ) -> None:
@@ -476,10 +517,16 @@ def test_pages_settings_take_the_overlay_and_other_sets_do_not(
     args = pages.args()
     assert args[:4] == ["--config-file", "off", "--section-folder", pages.section_folder]
     assert pages.manifest()["slimmed_sections"] == list(so.SLIMMED_SECTIONS)
+    # the stock fixture's SourceCounters, less what its rule asks for (global sectors)
+    assert pages.manifest()["thinned_metrics"] == [
+        "memory_type", "memory_l2_theoretical_sectors_local",
+        "derived__memory_l1_conflicts_shared_nway",
+        "smsp__sass_inst_executed_memdesc_explicit_evict_type"]
     full = with_section_overlay(NcuSettings(set="full"), ncu)
     assert full.section_folder is None and "--section-folder" not in full.args()
     assert full.manifest()["section_folder"] is None
     assert full.manifest()["overlay_note"] is None
+    assert full.manifest()["thinned_metrics"] == []
     stock_only = with_section_overlay(NcuSettings(), tmp_path / "elsewhere" / "ncu")
     assert stock_only.section_folder is None and "--section-folder" not in stock_only.args()
     assert "no section folder found" in stock_only.manifest()["overlay_note"]

@@ -37,6 +37,7 @@ _MUST_MATCH: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ncu metrics", ("ncu", "metrics")),
     # `pages` on its section overlay or on ncu's stock sections (the folder's path may differ)
     ("slimmed sections", ("ncu", "slimmed_sections")),
+    ("SourceCounters metrics left out", ("ncu", "thinned_metrics")),
     ("clock control", ("ncu", "clock_control")),
     ("cache control", ("ncu", "cache_control")),
     ("replay mode", ("ncu", "replay_mode")),
@@ -47,8 +48,8 @@ def _field(manifest: dict[str, Any], path: tuple[str, ...]) -> Any:
     value: Any = manifest
     for key in path:
         value = value.get(key) if isinstance(value, dict) else None
-    if value is None and path == ("ncu", "slimmed_sections"):
-        return []  # a manifest from before the overlay: ncu's stock sections
+    if value is None and path in (("ncu", "slimmed_sections"), ("ncu", "thinned_metrics")):
+        return []  # a manifest from before the overlay (or its thinning): ncu's stock sections
     return value
 
 

@@ -78,10 +78,12 @@ class NcuSettings:
     cache_control: str = "all"
     replay_mode: str = "kernel"
     import_source: bool = False
-    # `pages` only: the overlay of ncu's sections (`harness.profile.section_overlay`) and the
-    # sections it slims; None runs ncu's stock sections.
+    # `pages` only: the overlay of ncu's sections (`harness.profile.section_overlay`), the
+    # sections it slims and the metrics it thins out of SourceCounters; None runs ncu's stock
+    # sections.
     section_folder: str | None = None
     slimmed_sections: tuple[str, ...] = ()
+    thinned_metrics: tuple[str, ...] = ()
     overlay_note: str | None = None  # why `pages` runs on ncu's stock sections, when it does
 
     def __post_init__(self) -> None:
@@ -128,6 +130,7 @@ class NcuSettings:
             "import_source": self.import_source,
             "section_folder": self.section_folder,
             "slimmed_sections": list(self.slimmed_sections),
+            "thinned_metrics": list(self.thinned_metrics),
             "overlay_note": self.overlay_note,
         }
 

@@ -334,8 +334,9 @@ def check_program(program: Sequence[str]) -> None:
 
 
 def with_section_overlay(settings: NcuSettings, ncu: Path | str) -> NcuSettings:
-    """`pages` with its slimmed section folder (`harness.profile.section_overlay`) where one can
-    be built for this ncu; every other set, and a folder already chosen, as given."""
+    """`pages` with its slimmed and thinned section folder (`harness.profile.section_overlay`)
+    where one can be built for this ncu; every other set, and a folder already chosen, as
+    given."""
     if settings.set != "pages" or settings.section_folder is not None:
         return settings
     from harness.profile.section_overlay import pages_overlay
@@ -344,7 +345,8 @@ def with_section_overlay(settings: NcuSettings, ncu: Path | str) -> NcuSettings:
     if result.overlay is None:  # `pages` on ncu's stock sections; the manifest says why
         return dataclasses.replace(settings, overlay_note=result.reason)
     return dataclasses.replace(settings, section_folder=str(result.overlay.folder),
-                               slimmed_sections=result.overlay.slimmed)
+                               slimmed_sections=result.overlay.slimmed,
+                               thinned_metrics=result.overlay.thinned)
 
 
 def find_ncu() -> Path:

@@ -1,4 +1,5 @@
-"""The `pages` set's section folder: ncu's own sections, with two display widgets left out.
+"""The `pages` set's section folder: ncu's own sections, two with their display widgets left out
+and one thinned of per-instruction metrics nobody reads.
 
 ncu's `MemoryWorkloadAnalysis_Tables` and `MemoryWorkloadAnalysis_Chart` sections draw their
 bodies with built-in widgets (`MemorySharedTable`, `MemoryL1TEXCacheTable`, `MemoryL2CacheTable`,
@@ -16,9 +17,12 @@ are read as well, so a newer ncu's rules get what they ask for).
 One more section is *thinned*: Source Counters keeps its view and rules, but the per-instruction
 metrics no ncuh reader and no rule reads (`THINNED_METRICS`: memory access kinds, L1 tag
 requests, local sectors, L2 evict policies, all-thread instruction counts) are left out of its
-lists. Each is SASS-patched into every memory instruction of every replay, and together they
-cost the slow kernels seconds (a naive matrix product at 4096 on an H100: 24.5 s with them,
-21.6 s without).
+lists, and a metric that a kept derived metric's expression uses stays with it. Each is
+SASS-patched into the kernel's instructions (the memory ones, or all of them) in every replay,
+and together they cost the slow kernels seconds (a naive matrix product at 4096 on an H100:
+25.1 s with them, 23.1 s without, `benchmarks/bench_source_counters.py --chain`). ncu's details
+page of a `pages` report, and ncuh's, then lack their rows. Where SourceCounters is not in the
+shape expected, it stays as ncu ships it (the marker's `thinned` says so by naming nothing).
 Every other section is untouched. This is the customisation Nsight Compute documents: a
 section file says what is collected.
 
@@ -66,6 +70,8 @@ _TOP_BLOCK = r"^{name}\s*\{{"
 _NAMED = re.compile(r'(?<![A-Za-z])Name:\s*"([^"]+)"')  # `Name:`, not `DisplayName:`
 # A metric entry of a section's lists, or a derived metric's definition, at any depth.
 _ENTRY = re.compile(r"(?<![A-Za-z])(Metrics|MetricDefinitions)\s*\{")
+_EXPRESSION = re.compile(r'(?<![A-Za-z])Expression:\s*"([^"]*)"')
+_METRIC_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _RULE_SECTION = re.compile(r'def\s+get_section_identifier\(\s*\)\s*:\s*return\s+"([^"]+)"')
 # Rules name what they read as `MetricRequest("name", ...)` (ncu 2023.2 and later) or
 # `metric_by_name("name")` (older rules, and helpers).
@@ -83,6 +89,7 @@ class Overlay:
     folder: Path
     stock: Path
     slimmed: tuple[str, ...]
+    thinned: tuple[str, ...] = ()  # the metrics left out of thinned sections
 
 
 @dataclass(frozen=True)
@@ -145,8 +152,6 @@ def thin_section(text: str, names: Iterable[str]) -> str:
     kept: list[str] = []
     position = 0
     for match in _ENTRY.finditer(text):
-        if match.start() < position:  # inside an entry already dropped
-            continue
         end = _block_end(text, match.end() - 1)
         inner = text[match.end():end]
         name = _NAMED.search(inner)
@@ -227,10 +232,24 @@ def build_overlay(stock: Path, dest: Path, slimmed: Sequence[str] = SLIMMED_SECT
     return tuple(done)
 
 
+def thinned_text(text: str, names: Iterable[str], kept: Iterable[str] = ()) -> str:
+    """`thin_section` of `names`, less those in `kept` and those a derived metric left in the
+    file uses (its `Expression`), until none is missing from a kept expression."""
+    leave_out = set(names) - set(kept)
+    while True:
+        thin = thin_section(text, leave_out)
+        used = {token for expression in _EXPRESSION.findall(thin)
+                for token in _METRIC_TOKEN.findall(expression)}
+        if not used & leave_out:
+            return thin
+        leave_out -= used
+
+
 def _thin(folder: Path, files: dict[str, Path],
           thinned: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
     """Thin the sections of `thinned` in `folder`; section -> the names left out (a metric
-    some rule of the folder asks for is kept)."""
+    some rule of the folder asks for is kept). A section not in the shape expected (or not
+    UTF-8) stays as it is: thinning only saves time."""
     asked = {name for rule in folder.glob("*.py")
              for name in _RULE_METRIC.findall(rule.read_text(encoding="utf-8", errors="replace"))}
     done = {}
@@ -238,14 +257,14 @@ def _thin(folder: Path, files: dict[str, Path],
         path = files.get(section)
         if path is None:
             continue
-        leave_out = [name for name in names if name not in asked]
         try:
             text = path.read_text(encoding="utf-8")
-            thin = thin_section(text, leave_out)
-        except (OverlayError, UnicodeDecodeError) as error:
-            raise OverlayError(f"{path.name}: {error}") from None
+            thin = thinned_text(text, names, kept=asked)
+        except (OverlayError, UnicodeDecodeError):
+            done[section] = []
+            continue
         named = set(_NAMED.findall(thin))
-        done[section] = [name for name in leave_out
+        done[section] = [name for name in names
                          if name in set(_NAMED.findall(text)) and name not in named]
         path.write_text(thin, encoding="utf-8")
     return done
@@ -344,5 +363,8 @@ def pages_overlay(ncu: Path | str, root: Path | None = None,
     missing = [name for name in sections if name not in marker.get("sections", ())]
     if missing:
         return OverlayResult(None, f"section {missing[0]} is not in ncu's stock folder {stock}")
+    thinned = marker.get("thinned")
+    left_out = tuple(name for names in thinned.values() for name in names) \
+        if isinstance(thinned, dict) else ()
     return OverlayResult(Overlay(folder=dest / SECTIONS, stock=stock,
-                                 slimmed=tuple(marker.get("slimmed", ()))))
+                                 slimmed=tuple(marker.get("slimmed", ())), thinned=left_out))

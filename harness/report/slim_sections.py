@@ -2,12 +2,13 @@
 (`harness.profile.section_overlay`) and by the details page that prints them.
 
 Besides the two slimmed sections, `pages` *thins* one: `THINNED_METRICS` are per-instruction
-metrics of ncu's Source Counters view that no ncuh reader and no rule of ncu's reads (the
-memory access kinds, L1 tag requests, local sectors, L2 evict policies, all-thread instruction
-counts). They cost SASS-patched replay time on every memory instruction: on an H100 at 4096³,
-~2.8 s of a naive matrix product's 24.5 s and ~3.5 s of a coalesced one's 16.7 s, with the
-same findings
-(`reports/profile/h100_source_counters_thinned_session8.md`).
+metrics of ncu's Source Counters view that neither ncuh's findings, pages and diff nor any rule
+of ncu's read (the memory access kinds, L1 tag requests, local sectors, L2 evict policies,
+all-thread instruction counts); the details page, which repeats what ncu lists, lacks their
+rows for a `pages` report as ncu's own does. They cost SASS-patched replay time: in a chain at
+4096³ on an H100, a naive matrix product took 25.1 s with them and 23.1 s without, a coalesced
+one 14.1 and 12.3 s (`reports/profile/h100_source_counters_chain_session8.md`), with the same
+findings on the recorded pairs (`tests/test_pages_set.py`).
 
 Two of ncu's sections, `MemoryWorkloadAnalysis_Tables` and `MemoryWorkloadAnalysis_Chart`, draw
 their bodies with widgets that collect every cell of ncu's memory tables and chart (30 and 14
@@ -72,11 +73,13 @@ WIDGET_METRICS_READ: tuple[str, ...] = (
 )
 
 # Source Counters' per-instruction metrics that `pages` leaves out (ncu 2025.3.1's names): no
-# ncuh reader asks for them, nor does any of ncu's rules (a metric a rule of the folder asks
-# for stays, whatever this list says). The per-instruction metrics ncuh reads stay: executed
-# instructions, the stall samples, global sectors and their ideal (coalescing, and ncu's
+# finding, page or diff of ncuh's reads them (only the details page lists them, as ncu does),
+# nor does any of ncu's rules (a metric a rule of the folder asks for, or a kept derived
+# metric reads, stays whatever this list says). The per-instruction metrics ncuh reads stay:
+# executed instructions, the stall samples, global sectors and their ideal (coalescing, ncu's
 # UncoalescedGlobalAccess rule), shared wavefronts and their ideal (UncoalescedSharedAccess),
-# predicated-on thread instructions (ThreadDivergence), divergent branches.
+# predicated-on thread instructions (ThreadDivergence); and the divergent branches, which cost
+# no measurable replay time of their own.
 THINNED_METRICS: dict[str, tuple[str, ...]] = {
     "SourceCounters": (
         "memory_type",
