@@ -55,7 +55,7 @@ def test_pages_needs_fewer_passes_than_full(runs: dict[str, Path]) -> None:
 def test_pages_runs_on_the_overlay_and_finds_what_full_finds(runs: dict[str, Path]) -> None:
     from harness.findings.registry import run_rules
     from harness.report.profile_builder import load_profiles
-    from harness.report.slim_sections import SLIMMED_SECTIONS, is_slim
+    from harness.report.slim_sections import SLIMMED_SECTIONS, THINNED_METRICS, is_slim
 
     pages, full = load_run(runs["pages"]), load_run(runs["full"])
     ncu = pages.manifest["ncu"]
@@ -67,6 +67,11 @@ def test_pages_runs_on_the_overlay_and_finds_what_full_finds(runs: dict[str, Pat
     (kernel,) = select_kernels(open_report(page_entry.report), None)
     names = set(kernel.action.metric_names())
     assert all(is_slim(section, names) for section in SLIMMED_SECTIONS)
+    # SourceCounters thinned: what the manifest says was left out is what the report lacks
+    thinned = set(THINNED_METRICS["SourceCounters"])
+    assert set(ncu["thinned_metrics"]) == thinned and not thinned & names
+    (full_kernel,) = select_kernels(open_report(full_entry.report), None)
+    assert thinned <= set(full_kernel.action.metric_names())
 
     def findings(report: Path) -> list[tuple[str, str, str]]:
         (profile,) = load_profiles(report)
