@@ -41,6 +41,7 @@ import os
 import re
 import shutil
 import stat
+import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -837,8 +838,8 @@ def _past_runs(out: Path, settings: NcuSettings, newest: int
 
 def typical_start(before: Sequence[PastEntry | None]) -> float:
     """The median of the starts the targets paid themselves (0 where none did)."""
-    starts = sorted(past.start_s for past in before if past and past.start_s is not None)
-    return starts[len(starts) // 2] if starts else 0.0
+    starts = [past.start_s for past in before if past and past.start_s is not None]
+    return statistics.median_high(starts) if starts else 0.0
 
 
 def with_own_starts(before: Sequence[PastEntry | None]) -> list[float | None]:

@@ -15,14 +15,14 @@ give way to exactly the metrics ncuh reads and the metrics their rules request (
 `harness.report.slim_sections`, which the details page reads too; the rule files themselves
 are read as well, so a newer ncu's rules get what they ask for).
 One more section is *thinned*: Source Counters keeps its view and rules, but the per-instruction
-metrics no ncuh reader and no rule reads (`THINNED_METRICS`: memory access kinds, L1 tag
-requests, local sectors, L2 evict policies, all-thread instruction counts) are left out of its
-lists, and a metric that a kept derived metric's expression uses stays with it. Each is
-SASS-patched into the kernel's instructions (the memory ones, or all of them) in every replay,
-and together they cost the slow kernels seconds (a naive matrix product at 4096 on an H100:
-25.1 s with them, 23.1 s without, `benchmarks/bench_source_counters.py --chain`). ncu's details
-page of a `pages` report, and ncuh's, then lack their rows. Where SourceCounters is not in the
-shape expected, it stays as ncu ships it (the marker's `thinned` says so by naming nothing).
+metrics that no finding, page or diff of ncuh's and no rule reads (`THINNED_METRICS`: memory
+access kinds, L1 tag requests, local sectors, L2 evict policies, all-thread instruction counts)
+are left out of its lists, and a metric that a kept derived metric's expression uses stays with
+it. Each is SASS-patched into the kernel's instructions (the memory ones, or all of them) in
+every replay, and together they cost the slow kernels seconds (a naive matrix product at 4096
+on an H100: 25.1 s with them, 23.1 s without, `benchmarks/bench_source_counters.py --chain`).
+ncu's details page of a `pages` report, and ncuh's, then lack their rows. Where SourceCounters
+is not in the shape expected, it stays as ncu ships it (the marker's `thinned` names nothing).
 Every other section is untouched. This is the customisation Nsight Compute documents: a
 section file says what is collected.
 
@@ -168,13 +168,14 @@ def thin_section(text: str, names: Iterable[str]) -> str:
     return "".join(kept)
 
 
-def rule_metrics(folder: Path, section: str) -> list[str]:
-    """Every metric the rule files in `folder` that belong to `section` ask for, in order."""
+def rule_metrics(folder: Path, section: str | None = None) -> list[str]:
+    """Every metric the rule files in `folder` that belong to `section` (None: any section)
+    ask for, in order."""
     names: list[str] = []
     for rule in sorted(folder.glob("*.py")):
         text = rule.read_text(encoding="utf-8", errors="replace")
         owner = _RULE_SECTION.search(text)
-        if owner and owner.group(1) == section:
+        if section is None or (owner and owner.group(1) == section):
             names.extend(_RULE_METRIC.findall(text))
     return list(dict.fromkeys(names))
 
@@ -250,8 +251,7 @@ def _thin(folder: Path, files: dict[str, Path],
     """Thin the sections of `thinned` in `folder`; section -> the names left out (a metric
     some rule of the folder asks for is kept). A section not in the shape expected (or not
     UTF-8) stays as it is: thinning only saves time."""
-    asked = {name for rule in folder.glob("*.py")
-             for name in _RULE_METRIC.findall(rule.read_text(encoding="utf-8", errors="replace"))}
+    asked = rule_metrics(folder)
     done = {}
     for section, names in thinned.items():
         path = files.get(section)
@@ -263,9 +263,8 @@ def _thin(folder: Path, files: dict[str, Path],
         except (OverlayError, UnicodeDecodeError):
             done[section] = []
             continue
-        named = set(_NAMED.findall(thin))
-        done[section] = [name for name in names
-                         if name in set(_NAMED.findall(text)) and name not in named]
+        left_out = set(_NAMED.findall(text)) - set(_NAMED.findall(thin))
+        done[section] = [name for name in names if name in left_out]
         path.write_text(thin, encoding="utf-8")
     return done
 
