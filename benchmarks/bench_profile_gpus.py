@@ -105,6 +105,7 @@ def measure_chain(size: int, section_set: str, gpus_arg: str, work: Path) -> dic
                                / "manifest.json").read_text())
         entries = [{"label": e["label"], "status": e["status"], "seconds": e["seconds"],
                     "head_start_s": e.get("head_start_s"), "start_s": e.get("start_s"),
+                    "phases": e.get("phases"),
                     "gpu": (e.get("gpu") or {}).get("index")} for e in manifest["entries"]]
     return {"gpus": gpus_arg, "wall_s": round(seconds, 1), "exit_status": completed.returncode,
             "entries": entries, "stderr_tail": completed.stderr[-1500:]}
@@ -126,7 +127,7 @@ def markdown(result: dict[str, Any]) -> str:
             "", f"One alone: {lock['alone_s']} s.", ""]
     chain = result.get("chain")
     if chain:
-        one = {e["label"]: e["seconds"] for e in chain["one"].get("entries", [])}
+        one = {e["label"]: e for e in chain["one"].get("entries", [])}
         lines += [
             "## The chain", "",
             f"One GPU {chain['one']['wall_s']} s, every GPU {chain['all']['wall_s']} s "
@@ -136,12 +137,18 @@ def markdown(result: dict[str, Any]) -> str:
             f"{'met' if chain['met'] else 'NOT met'}.", "",
             f"Each pair (one GPU, then every GPU): {chain.get('pair_ratios', [])}.", "",
             "| entry | seconds, one GPU | seconds, every GPU | GPU | head start (s) | "
-            "own start (s) |",
-            "|---|---|---|---|---|---|",
-            *[f"| {e['label']} | {one.get(e['label'], '')} | {e['seconds']} | {e['gpu']} | "
-              f"{e.get('head_start_s') or ''} | {e.get('start_s') or ''} |"
+            "own start (s) | phases, one GPU | phases, every GPU |",
+            "|---|---|---|---|---|---|---|---|",
+            *[f"| {e['label']} | {one.get(e['label'], {}).get('seconds', '')} | {e['seconds']} "
+              f"| {e['gpu']} | {e.get('head_start_s') or ''} | {e.get('start_s') or ''} | "
+              f"{_phases(one.get(e['label'], {}))} | {_phases(e)} |"
               for e in chain["all"].get("entries", [])],
-            "", "(the last run of each; an entry without a head start paid its own start)", "",
+            "", "(the last run of each; an entry without a head start paid its own start; "
+            "phases: to the first replay pass / the passes / the report, in seconds, from the "
+            "manifest's `phases`)", "",
+            "Phases summed over the entries, one GPU against every GPU: "
+            + "; ".join(f"{name} {_phase_sum(chain['one'], name):.1f} against "
+                        f"{_phase_sum(chain['all'], name):.1f} s" for name in PHASES) + ".", "",
             "Each GPU's entries summed, last every-GPU run: "
             + ", ".join(f"GPU {gpu} {seconds:.1f} s"
                         for gpu, seconds in sorted(_loads(chain["all"]).items())) + ".", ""]
@@ -160,6 +167,18 @@ def chain_result(ones: list[dict[str, Any]], everys: list[dict[str, Any]]) -> di
         "pair_ratios": [round(every["wall_s"] / one["wall_s"], 3)
                         for one, every in zip(ones, everys, strict=True) if one["wall_s"]],
         "met": ratio is not None and ratio <= CHAIN_TARGET_RATIO}
+
+
+PHASES = ("to_first_pass_s", "passes_s", "report_s")
+
+
+def _phases(entry: dict[str, Any]) -> str:
+    phases = entry.get("phases") or {}
+    return " / ".join(f"{phases[name]:.2f}" for name in PHASES if name in phases)
+
+
+def _phase_sum(run: dict[str, Any], name: str) -> float:
+    return sum((entry.get("phases") or {}).get(name, 0.0) for entry in run.get("entries", []))
 
 
 def _loads(run: dict[str, Any]) -> dict[Any, float]:

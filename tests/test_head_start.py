@@ -88,6 +88,19 @@ def test_each_next_ncu_starts_early_but_profiles_after_the_one_ahead(
     # an entry's seconds count from its turn (the exit of the ncu ahead): about the stand-in's
     # 0.6 + 0.4 s less the 0.4 s it profiled before its turn, not its whole life
     assert all(0.5 < e["seconds"] < 0.6 + 1.5 for e in entries)
+    # and its phases split them: the stand-in's 0.6 s of passes and 0.4 s of report; the first
+    # paid its own start, the others began their passes while the ncu ahead wrote its report
+    # (timed as their output came, not as it was handed over at their turn)
+    for entry in entries:
+        phases = entry["phases"]
+        assert sum(phases.values()) == pytest.approx(entry["seconds"], abs=0.005)
+        assert 0.55 < phases["passes_s"] < 0.6 + 0.5
+        assert 0.35 < phases["report_s"] < 0.4 + 0.5
+    assert entries[0]["phases"]["to_first_pass_s"] > 0
+    for ahead, behind in itertools.pairwise(entries):
+        # from the disconnection ahead (its launch gate opening) to that ncu's exit (its turn)
+        assert behind["phases"]["to_first_pass_s"] == pytest.approx(
+            -ahead["phases"]["report_s"], abs=0.1)
 
 
 def test_head_start_off_starts_each_ncu_after_the_one_ahead(
@@ -158,7 +171,10 @@ def test_application_replay_gets_no_head_start(
     outcome = lib.run_profile(request)
     runs = _runs(standins)
     assert runs["coalesced_256"]["spawned"] >= runs["naive_256"]["end"]
-    assert load_run(outcome.run_dir).manifest["ncu"]["head_start"] is False
+    manifest = load_run(outcome.run_dir).manifest
+    assert manifest["ncu"]["head_start"] is False
+    # nor phases: a disconnection there does not end the passes
+    assert [entry["phases"] for entry in manifest["entries"]] == [None, None]
 
 
 def test_on_two_gpus_a_reserved_target_taken_by_the_idle_gpu_runs_once(

@@ -18,6 +18,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,7 +100,9 @@ class StreamingCommand:
         )
         with _RUNNING_LOCK:
             _RUNNING.add(self.process)
-        self._chunks: queue.SimpleQueue[str | None] = queue.SimpleQueue()
+        # Each piece with the time it came (monotonic): an early start's output waits here
+        # until its turn, and `harness.profile.phases` times ncu's lines as they came.
+        self._chunks: queue.SimpleQueue[tuple[float, str] | None] = queue.SimpleQueue()
         self._reader = threading.Thread(target=self._read, daemon=True,
                                          name=f"ncuh-output-{self.process.pid}")
         self._reader.start()
@@ -111,25 +114,30 @@ class StreamingCommand:
         try:
             while chunk := stream.read1(65536):
                 if text := decoder.decode(chunk):
-                    self._chunks.put(text)
+                    self._chunks.put((time.monotonic(), text))
             if tail := decoder.decode(b"", final=True):
-                self._chunks.put(tail)
+                self._chunks.put((time.monotonic(), tail))
         except (OSError, ValueError):  # the pipe broke under a kill: the output ends here
             pass
         finally:
             stream.close()
             self._chunks.put(None)
 
-    def wait(self, on_output: Callable[[str], None] | None = None) -> tuple[int, str]:
+    def wait(self, on_output: Callable[[str], None] | None = None,
+             on_output_at: Callable[[str, float], None] | None = None) -> tuple[int, str]:
         """Hand the output (what came before this call first) to `on_output` piece by piece,
-        then wait for the exit; (exit status, stdout+stderr). Any exception here kills the
-        whole group before propagating."""
+        and to `on_output_at` with the time each piece came (`time.monotonic()`), then wait
+        for the exit; (exit status, stdout+stderr). Any exception here kills the whole group
+        before propagating."""
         pieces: list[str] = []
         try:
-            while (text := self._chunks.get()) is not None:
+            while (piece := self._chunks.get()) is not None:
+                at, text = piece
                 pieces.append(text)
                 if on_output is not None:
                     on_output(text)
+                if on_output_at is not None:
+                    on_output_at(text, at)
             self.process.wait()
         except BaseException:
             self.kill()

@@ -72,6 +72,7 @@ from harness.profile.ncu_command import (
     runner_program,
     variant_filter,
 )
+from harness.profile.phases import PhaseClock
 from harness.profile.post import PostProcessing
 from harness.profile.processes import (
     Runner,
@@ -175,6 +176,9 @@ class EntryResult:
     # Where it paid its own start (no head start): seconds from its ncu's start to its first
     # replay pass, part of `seconds`. `--gpus` plans without it (`PastEntry.work_s`).
     start_s: float | None = None
+    # Where `seconds` went: to the first replay pass, the passes, the report
+    # (`harness.profile.phases`); None where ncu's output did not show them.
+    phases: dict[str, float] | None = None
 
     @property
     def label(self) -> str:
@@ -202,6 +206,7 @@ class EntryResult:
             "head_start_s": (round(self.head_start_s, 3) if self.head_start_s is not None
                              else None),
             "start_s": round(self.start_s, 3) if self.start_s is not None else None,
+            "phases": self.phases,
         }
 
 
@@ -392,6 +397,14 @@ def profile_target(
     `early`: the target's ncu, already started before its turn (its gates now open)."""
     report = run_dir / target.report_name
     started = time.monotonic()
+    clock = PhaseClock(started) if settings.replay_mode in HEAD_START_REPLAY_MODES else None
+
+    def output_now(text: str) -> None:
+        if clock is not None:
+            clock.feed(text)
+        if on_output is not None:
+            on_output(text)
+
     if early is not None:
         if on_start is not None:
             try:
@@ -399,15 +412,19 @@ def profile_target(
             except BaseException:  # an interrupt, say: this ncu is no longer anyone's to kill
                 early.command.kill()
                 raise
-        returncode, output = early.command.wait(on_output)
+        # what it printed before its turn is timed as it came, not as it is handed over
+        returncode, output = early.command.wait(
+            on_output, clock.feed if clock is not None else None)
     else:
         argv = target.argv(ncu, settings, run_dir)
         env = target_environment(target, gpu)
         if on_start is None:
-            returncode, output = runner(argv, env, on_output)
+            returncode, output = runner(argv, env, output_now)
         else:
-            returncode, output = runner(argv, env, on_output, on_start=on_start)
-    seconds = time.monotonic() - started
+            returncode, output = runner(argv, env, output_now, on_start=on_start)
+    ended = time.monotonic()
+    seconds = ended - started
+    phases = clock.phases(ended) if clock is not None else None
     logs = run_dir / "logs"
     logs.mkdir(exist_ok=True)
     atomic_write_text(logs / f"{target.label}.log", output)
@@ -427,7 +444,7 @@ def profile_target(
         target, "ok", None, seconds,
         kernel_name=result.get("kernel_name"), rel_error=result.get("rel_error"),
         params=result.get("params"), environment=result.get("environment") or {},
-        passes=passes_in(output), gpu=where, head_start_s=head_start_s,
+        passes=passes_in(output), gpu=where, head_start_s=head_start_s, phases=phases,
     )
 
 
