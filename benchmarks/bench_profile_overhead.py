@@ -224,7 +224,7 @@ def measure_chain(size: int, section_set: str, work: Path, *,
         timings = manifest.get("timings") or {}
         entries = [{"label": e["label"], "status": e["status"], "seconds": e["seconds"],
                     "passes": e.get("passes"), "head_start_s": e.get("head_start_s"),
-                    "error": e["error"]}
+                    "phases": e.get("phases"), "error": e["error"]}
                    for e in manifest["entries"]]
         metrics = watched_metrics(run_dir)
     ncu_s = sum(e["seconds"] for e in entries)
@@ -326,6 +326,14 @@ def environment() -> dict[str, Any]:
     return env
 
 
+PHASES = ("to_first_pass_s", "passes_s", "report_s")
+
+
+def _phases(entry: dict[str, Any]) -> str:
+    phases = entry.get("phases") or {}
+    return " / ".join(f"{phases[name]:.2f}" for name in PHASES if name in phases)
+
+
 def markdown(result: dict[str, Any]) -> str:
     env = result["environment"]
     lines = [
@@ -386,13 +394,17 @@ def markdown(result: dict[str, Any]) -> str:
             f"{chain['ncu_s']} s: ratio {chain['ratio']}; {chain['passes']} passes in all; "
             f"exit status {chain['exit_status']}.",
             "",
-            "| entry | status | seconds | head start (s) | passes | error |",
-            "|---|---|---|---|---|---|",
+            "| entry | status | seconds | head start (s) | passes | phases (s) | error |",
+            "|---|---|---|---|---|---|---|",
         ]
         lines += [f"| {e['label']} | {e['status']} | {e['seconds']} | "
-                  f"{e.get('head_start_s') or ''} | {e['passes']} | {e['error'] or ''} |"
+                  f"{e.get('head_start_s') or ''} | {e['passes']} | {_phases(e)} | "
+                  f"{e['error'] or ''} |"
                   for e in chain["entries"]]
-        lines.append("")
+        lines += ["", "Phases (the manifest's: to the first replay pass / the passes / the "
+                  "report) summed over the entries: " + " / ".join(
+                      f"{sum((e.get('phases') or {}).get(name, 0.0) for e in chain['entries']):.1f}"
+                      for name in PHASES) + " s.", ""]
     head = result.get("head_start")
     if head:
         lines += [

@@ -130,12 +130,12 @@ def test_pages_slims_the_memory_widgets_and_keeps_what_they_fed(pair: tuple[Path
 
 # Source Counters' per-instruction metrics that `pages` keeps: those ncuh reads
 # (harness.report.profile_builder: inst_executed, global sectors and their ideal, shared
-# wavefronts; sass_hotspots: the stall samples), those ncu's rules ask for (UncoalescedAccess,
-# UncoalescedSharedAccess, ThreadDivergence, PCSamplingData), and the divergent branches (no
-# measurable replay time of their own: `reports/profile/h100_instrumented_groups_session6.json`).
+# wavefronts; sass_hotspots: the stall samples), those ncu's rules need (UncoalescedAccess,
+# UncoalescedSharedAccess, PCSamplingData), and the divergent branches (no measurable replay
+# time of their own: `reports/profile/h100_instrumented_groups_session6.json`).
 SOURCE_METRICS_READ = (
-    "inst_executed", "thread_inst_executed_true", "derived__avg_thread_executed_true",
-    "memory_l2_theoretical_sectors_global", "memory_l2_theoretical_sectors_global_ideal",
+    "inst_executed", "memory_l2_theoretical_sectors_global",
+    "memory_l2_theoretical_sectors_global_ideal",
     "derived__memory_l2_theoretical_sectors_global_excessive", "memory_l1_wavefronts_shared",
     "memory_l1_wavefronts_shared_ideal", "derived__memory_l1_wavefronts_shared_excessive",
     "smsp__pcsamp_sample_count", "smsp__branch_targets_threads_divergent",
@@ -153,3 +153,31 @@ def test_pages_thins_source_counters_of_what_nobody_reads(pair: tuple[Path, Path
     source = {name for name, _ in EXTRA_HEADER_ROWS["SourceCounters"]}
     assert (full_names & source) - pages_names == thinned
     assert set(SOURCE_METRICS_READ) <= pages_names & full_names
+
+
+# A kernel whose warps diverge (the zoo's, `tests/fixtures/zoo/zoo_divergence.py`), profiled with
+# `ncuh profile --set pages` and `--set full` on an H100 (session 9), where ncu's
+# ThreadDivergence rule fires: `pages` leaves out the per-instruction thread counts the rule
+# asks for only as an optional input, and the rule says the same.
+DIVERGENCE_PAIR = (FIXTURES / "divergence_pair" / "h100_pages_zoo_divergence.ncu-rep",
+                   FIXTURES / "divergence_pair" / "h100_full_zoo_divergence.ncu-rep")
+THREAD_COUNTS = {"thread_inst_executed_true", "derived__avg_thread_executed_true"}
+
+
+def test_a_divergent_kernel_gets_the_same_findings_without_the_thread_counts() -> None:
+    pages, full = DIVERGENCE_PAIR
+    assert _findings(pages) == _findings(full)
+    assert ("divergence", "bad", "") in _findings(pages)[0]
+    assert set(THINNED_METRICS["SourceCounters"]) >= THREAD_COUNTS
+    assert not THREAD_COUNTS & _metric_names(pages)
+    assert _metric_names(full) >= THREAD_COUNTS
+    # the program launches its kernel three times; ncu profiled each
+    profiles = list(zip(load_profiles(pages), load_profiles(full), strict=True))
+    assert len(profiles) == 3
+    for pair in profiles:
+        rules = [next(rule for rule in profile.rules if rule.name == "ThreadDivergence")
+                 for profile in pair]
+        assert rules[0].message == rules[1].message
+        assert "an average of 8.1 threads being active per cycle" in rules[0].message
+        # the estimate weighs in the compute throughput, measured anew in each run
+        assert rules[0].speedup_pct == pytest.approx(rules[1].speedup_pct, rel=0.01)

@@ -7,6 +7,7 @@ then a `Body` of widgets), not copies of NVIDIA's.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -555,3 +556,79 @@ def test_dry_run_shows_the_overlay_of_the_ncu_on_path(
     full = CliRunner().invoke(main, ["profile", "--variant", "naive", "--size", "256",
                                      "--set", "full", "--dry-run"])
     assert "--section-folder" not in full.stdout
+
+
+# Source Counters' thread counts, and ncu 2025.3.1's ThreadDivergence rule, which asks for the
+# derived one as an optional input it uses for nothing it says
+THREAD_COUNTS = '''Identifier: "SourceCounters"
+MetricDefinitions {
+  MetricDefinitions {
+    Name: "derived__avg_thread_executed_true"
+    Expression: "thread_inst_executed_true / inst_executed"
+  }
+}
+Metrics {
+  Metrics {
+    Name: "inst_executed"
+  }
+  Metrics {
+    Name: "thread_inst_executed_true"
+  }
+  Metrics {
+    Name: "derived__avg_thread_executed_true"
+  }
+}
+'''
+DIVERGENCE_RULE = '''requested_metrics = [
+    MetricRequest("smsp__thread_inst_executed_per_inst_executed.ratio", "thread_inst_executed"),
+    MetricRequest("derived__avg_thread_executed_true", "avg_executed_threads",
+                  Importance.OPTIONAL, None, False),
+]
+
+def get_identifier():
+    return "ThreadDivergence"
+
+def get_section_identifier():
+    return "WarpStateStats"
+'''
+REQUIRED_DIVERGENCE_RULE = re.sub(r",\s*Importance\.OPTIONAL, None, False", "", DIVERGENCE_RULE)
+THREAD_METRICS = ("thread_inst_executed_true", "derived__avg_thread_executed_true")
+
+
+def _thread_stock(tmp_path: Path, rule: str) -> Path:
+    folder = tmp_path / "stock-threads"
+    folder.mkdir()
+    (folder / "SourceCounters.section").write_text(THREAD_COUNTS)
+    (folder / "ThreadDivergence.py").write_text(rule)
+    return folder
+
+
+def test_rule_metrics_leave_out_only_an_optional_input_of_the_rule_named(tmp_path: Path) -> None:
+    folder = _thread_stock(tmp_path, DIVERGENCE_RULE)
+    derived = "derived__avg_thread_executed_true"
+    assert derived in so.rule_metrics(folder)
+    assert so.rule_metrics(folder, optional_left_out={"ThreadDivergence": [derived]}) == [
+        "smsp__thread_inst_executed_per_inst_executed.ratio"]
+    # another rule's name, or another metric of it, lets nothing go
+    assert derived in so.rule_metrics(folder, optional_left_out={"Divergence": [derived]})
+    assert derived in so.rule_metrics(
+        folder, optional_left_out={"ThreadDivergence": ["thread_inst_executed_true"]})
+    # asked for as required (a newer rule, say), it stays
+    (folder / "ThreadDivergence.py").write_text(REQUIRED_DIVERGENCE_RULE)
+    assert derived in so.rule_metrics(folder, optional_left_out={"ThreadDivergence": [derived]})
+
+
+@pytest.mark.parametrize(("rule", "left_out"), [
+    (DIVERGENCE_RULE, list(THREAD_METRICS)),  # an optional input: the thread counts go
+    (REQUIRED_DIVERGENCE_RULE, []),  # a required one: they stay, with what the derived reads
+])
+def test_build_overlay_thins_the_thread_counts_unless_a_rule_needs_them(
+    tmp_path: Path, rule: str, left_out: list[str]
+) -> None:
+    built = tmp_path / "overlay"
+    so.build_overlay(_thread_stock(tmp_path, rule), built, slimmed=(),
+                     thinned={"SourceCounters": THREAD_METRICS})
+    marker = json.loads((built / so.MARKER).read_text())
+    assert marker["thinned"] == {"SourceCounters": left_out}
+    source = (built / so.SECTIONS / "SourceCounters.section").read_text()
+    assert set(_names(source)) == {"inst_executed", *THREAD_METRICS} - set(left_out)

@@ -50,6 +50,7 @@ from typing import Any
 
 from harness import ncu_locate
 from harness.report.slim_sections import (
+    OPTIONAL_RULE_INPUTS_LEFT_OUT,
     RULE_METRICS,
     SLIMMED_SECTIONS,
     THINNED_METRICS,
@@ -58,7 +59,7 @@ from harness.report.slim_sections import (
 from harness.user_cache import CACHE_ENV as CACHE_ENV
 from harness.user_cache import cache_dir
 
-OVERLAY_VERSION = 2  # 2: Source Counters thinned too
+OVERLAY_VERSION = 3  # 2: Source Counters thinned too; 3: of per-instruction thread counts
 CACHE_FOLDER = "_ncu_sections"
 # A built overlay `<key>/` holds `sections/` (the folder ncu is given: section and rule files
 # only, as in ncu's own) and `overlay.json` (what it holds), renamed into place together.
@@ -73,6 +74,9 @@ _ENTRY = re.compile(r"(?<![A-Za-z])(Metrics|MetricDefinitions)\s*\{")
 _EXPRESSION = re.compile(r'(?<![A-Za-z])Expression:\s*"([^"]*)"')
 _METRIC_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _RULE_SECTION = re.compile(r'def\s+get_section_identifier\(\s*\)\s*:\s*return\s+"([^"]+)"')
+_RULE_IDENTIFIER = re.compile(r'def\s+get_identifier\(\s*\)\s*:\s*return\s+"([^"]+)"')
+# A request marked optional: `MetricRequest("name", "alias", Importance.OPTIONAL, ...)`.
+_OPTIONAL_REQUEST = re.compile(r'MetricRequest\(\s*"([^"]+)"[^)]*Importance\.OPTIONAL')
 # Rules name what they read as `MetricRequest("name", ...)` (ncu 2023.2 and later) or
 # `metric_by_name("name")` (older rules, and helpers).
 _RULE_METRIC = re.compile(r'(?:MetricRequest|metric_by_name)\(\s*"([^"]+)"')
@@ -168,15 +172,21 @@ def thin_section(text: str, names: Iterable[str]) -> str:
     return "".join(kept)
 
 
-def rule_metrics(folder: Path, section: str | None = None) -> list[str]:
+def rule_metrics(folder: Path, section: str | None = None,
+                 optional_left_out: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """Every metric the rule files in `folder` that belong to `section` (None: any section)
-    ask for, in order."""
+    ask for, in order; less, for a rule named in `optional_left_out` (rule identifier ->
+    metrics), those of its names it asks for as optional."""
     names: list[str] = []
     for rule in sorted(folder.glob("*.py")):
         text = rule.read_text(encoding="utf-8", errors="replace")
         owner = _RULE_SECTION.search(text)
-        if section is None or (owner and owner.group(1) == section):
-            names.extend(_RULE_METRIC.findall(text))
+        if section is not None and not (owner and owner.group(1) == section):
+            continue
+        identifier = _RULE_IDENTIFIER.search(text)
+        may_go = set((optional_left_out or {}).get(identifier.group(1), ())
+                     if identifier else ()) & set(_OPTIONAL_REQUEST.findall(text))
+        names.extend(name for name in _RULE_METRIC.findall(text) if name not in may_go)
     return list(dict.fromkeys(names))
 
 
@@ -249,9 +259,10 @@ def thinned_text(text: str, names: Iterable[str], kept: Iterable[str] = ()) -> s
 def _thin(folder: Path, files: dict[str, Path],
           thinned: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
     """Thin the sections of `thinned` in `folder`; section -> the names left out (a metric
-    some rule of the folder asks for is kept). A section not in the shape expected (or not
+    some rule of the folder asks for is kept, but for an optional input that
+    `OPTIONAL_RULE_INPUTS_LEFT_OUT` lets go). A section not in the shape expected (or not
     UTF-8) stays as it is: thinning only saves time."""
-    asked = rule_metrics(folder)
+    asked = rule_metrics(folder, optional_left_out=OPTIONAL_RULE_INPUTS_LEFT_OUT)
     done = {}
     for section, names in thinned.items():
         path = files.get(section)
@@ -286,7 +297,8 @@ def stock_key(stock: Path) -> str:
     section or a new ncuh list of metrics each gets a new overlay."""
     digest = hashlib.sha256(f"{OVERLAY_VERSION}\n{stock.resolve()}\n".encode())
     digest.update(json.dumps([SLIMMED_SECTIONS, WIDGET_METRICS_READ, RULE_METRICS,
-                              THINNED_METRICS], sort_keys=True).encode())
+                              THINNED_METRICS, OPTIONAL_RULE_INPUTS_LEFT_OUT],
+                             sort_keys=True).encode())
     for path in sorted(stock.iterdir()):
         if path.is_file():
             info = path.stat()

@@ -4,11 +4,14 @@
 Besides the two slimmed sections, `pages` *thins* one: `THINNED_METRICS` are per-instruction
 metrics of ncu's Source Counters view that neither ncuh's findings, pages and diff nor any rule
 of ncu's read (the memory access kinds, L1 tag requests, local sectors, L2 evict policies,
-all-thread instruction counts); the details page, which repeats what ncu lists, lacks their
-rows for a `pages` report as ncu's own does. They cost SASS-patched replay time: in a chain at
-4096³ on an H100, a naive matrix product took 25.1 s with them and 23.1 s without, a coalesced
-one 14.1 and 12.3 s (`reports/profile/h100_source_counters_chain_session8.md`), with the same
-findings on the recorded pairs (`tests/test_pages_set.py`).
+thread counts per instruction; one rule asks for the last as an optional input that changes
+nothing it says, `OPTIONAL_RULE_INPUTS_LEFT_OUT`); the details page, which repeats what ncu
+lists, lacks their rows for a `pages` report as ncu's own does. They cost SASS-patched replay
+time: in a chain at 4096³ on an H100, a naive matrix product took 25.1 s with the memory ones
+and 23.1 s without, a coalesced one 14.1 and 12.3 s
+(`reports/profile/h100_source_counters_chain_session8.md`); the predicated-on thread counts
+another 1.2-1.8 s of the naive one's 22.6 s; with the same findings on the recorded pairs
+(`tests/test_pages_set.py`).
 
 Two of ncu's sections, `MemoryWorkloadAnalysis_Tables` and `MemoryWorkloadAnalysis_Chart`, draw
 their bodies with widgets that collect every cell of ncu's memory tables and chart (30 and 14
@@ -75,11 +78,11 @@ WIDGET_METRICS_READ: tuple[str, ...] = (
 # Source Counters' per-instruction metrics that `pages` leaves out (ncu 2025.3.1's names): no
 # finding, page or diff of ncuh's reads them (only the details page lists them, as ncu does),
 # nor does any of ncu's rules (a metric a rule of the folder asks for, or a kept derived
-# metric reads, stays whatever this list says). The per-instruction metrics ncuh reads stay:
-# executed instructions, the stall samples, global sectors and their ideal (coalescing, ncu's
-# UncoalescedGlobalAccess rule), shared wavefronts and their ideal (UncoalescedSharedAccess),
-# predicated-on thread instructions (ThreadDivergence); and the divergent branches, which cost
-# no measurable replay time of their own.
+# metric reads, stays whatever this list says, but for OPTIONAL_RULE_INPUTS_LEFT_OUT). The
+# per-instruction metrics ncuh reads stay: executed instructions, the stall samples, global
+# sectors and their ideal (coalescing, ncu's UncoalescedGlobalAccess rule), shared wavefronts
+# and their ideal (UncoalescedSharedAccess); and the divergent branches, which cost no
+# measurable replay time of their own.
 THINNED_METRICS: dict[str, tuple[str, ...]] = {
     "SourceCounters": (
         "memory_type",
@@ -95,10 +98,25 @@ THINNED_METRICS: dict[str, tuple[str, ...]] = {
         "smsp__sass_inst_executed_memdesc_explicit_hitprop_evict_normal_demote",
         "smsp__sass_inst_executed_memdesc_explicit_missprop_evict_first",
         "smsp__sass_inst_executed_memdesc_explicit_missprop_evict_normal",
-        # all threads' instructions, beside the predicated-on ones ThreadDivergence reads
+        # thread counts per instruction: all threads, and the predicated-on ones with what
+        # ncu's source view derives from them (see OPTIONAL_RULE_INPUTS_LEFT_OUT)
         "thread_inst_executed",
         "derived__avg_thread_executed",
+        "thread_inst_executed_true",
+        "derived__avg_thread_executed_true",
+        "derived__avg_thread_unexecuted_true",
+        "derived__derivative_avg_thread_executed_true",
     ),
+}
+# Inputs a rule asks for as optional (`Importance.OPTIONAL`) and uses for nothing it says:
+# rule -> those its request may go without where THINNED_METRICS names them. ncu 2025.3.1's
+# ThreadDivergence reads derived__avg_thread_executed_true only to add a per-instruction
+# derivative for ncu's source view (derived__derivative_avg_thread_executed_true); its
+# message, estimated speedup and focus metrics come from two WarpStateStats ratios, which
+# ncuh's divergence finding reads too. Where a newer ncu's rule asks for one as required, it
+# stays.
+OPTIONAL_RULE_INPUTS_LEFT_OUT: dict[str, tuple[str, ...]] = {
+    "ThreadDivergence": ("derived__avg_thread_executed_true",),
 }
 
 # What the sections' rules request (`MetricRequest("...")` in ncu 2025.3.1's rule files
