@@ -390,16 +390,14 @@ def test_the_fresh_start_clock_keeps_the_shortest_start_to_first_pass(
     monkeypatch.setattr(head_start.time, "monotonic", lambda: clock[0])
     fresh = head_start.FreshStartClock()
     assert fresh.seconds() is None
-    one = fresh.watch()
-    clock[0] = 13.5
-    one("==PROF== Connected to process 1 (/usr/bin/python3)\n==PROF== Prof")  # split output
+    one = fresh.watch()  # started at 10.0
+    one("==PROF== Connected to process 1 (/usr/bin/python3)\n==PROF== Prof", 13.0)  # split
     assert fresh.seconds() is None
-    one('iling "k" - 0: 0%....')
+    clock[0] = 15.0  # handed over late (the kept plan's check ran): timed as it came
+    one('iling "k" - 0: 0%....', 13.5)
     assert fresh.seconds() == 3.5
     clock[0] = 20.0
     two = fresh.watch()
-    clock[0] = 22.0
-    two('==PROF== Profiling "k" - 0: 0%')
-    clock[0] = 40.0
-    one('==PROF== Profiling "k" - 1: 0%')  # a second kernel of the first: counted once
+    two('==PROF== Profiling "k" - 0: 0%', 22.0)
+    one('==PROF== Profiling "k" - 1: 0%', 40.0)  # a second kernel of the first: counted once
     assert fresh.seconds() == 2.0

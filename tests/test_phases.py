@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 from harness.profile.phases import PhaseClock
+from harness.profile.processes import run_command
 
 
 def test_phases_split_the_time_at_the_first_pass_and_the_disconnection() -> None:
@@ -45,3 +50,41 @@ def test_output_without_a_time_is_timed_as_it_is_fed(monkeypatch: pytest.MonkeyP
     clock.feed('==PROF== Connected to process 7\n==PROF== Profiling "k" - 0: 0%')
     clock.feed("100% - 2 passes\n==PROF== Disconnected from process 7\n")
     assert clock.phases(end=8.0) == {"to_first_pass_s": 2.0, "passes_s": 4.0, "report_s": 1.0}
+
+
+def test_a_line_split_across_pieces_is_timed_when_it_is_whole_enough() -> None:
+    clock = PhaseClock(turn=0.0)
+    clock.feed("==PROF== Connected to process 7\n==PROF== Prof", at=1.0)
+    clock.feed('iling "k" - 0: 0%', at=2.0)  # the replay begins with this piece
+    clock.feed("100% - 2 passes\n==PROF== Disconn", at=3.0)
+    clock.feed("ected from process 7\n", at=4.0)  # a disconnection counts once its line ends
+    assert clock.phases(end=5.0) == {"to_first_pass_s": 2.0, "passes_s": 2.0, "report_s": 1.0}
+
+
+def test_a_disconnection_before_any_pass_ends_nothing() -> None:
+    """A program that left before its kernel ran (a failed check, say): no phases."""
+    clock = PhaseClock(turn=0.0)
+    clock.feed("==PROF== Connected to process 7\n==PROF== Disconnected from process 7\n", at=1.0)
+    clock.feed('==PROF== Profiling "k" - 0: 0%....100% - 2 passes\n', at=2.0)
+    assert clock.phases(end=3.0) is None
+
+
+def test_the_reader_keeps_the_time_each_piece_came(tmp_path: Path) -> None:
+    """Output that came while the caller was busy elsewhere is timed as it came."""
+    script = tmp_path / "speak.py"
+    script.write_text("import time\nprint('one', flush=True)\ntime.sleep(0.4)\n"
+                      "print('two', flush=True)\n")
+    came: list[tuple[str, float]] = []
+    started = time.monotonic()
+
+    def busy() -> None:  # ncuh's own work once ncu has started, here a second long
+        time.sleep(1.0)
+
+    status, output = run_command([sys.executable, str(script)], on_start=busy,
+                                 on_output_at=lambda text, at: came.append((text, at)))
+    handed_over = time.monotonic()
+    assert status == 0 and output == "one\ntwo\n"
+    times = {text.strip(): at - started for text, at in came}
+    assert set(times) == {"one", "two"}  # two pieces: the child paused between them
+    assert times["one"] < 0.9 < handed_over - started  # came during the busy second
+    assert 0.3 < times["two"] - times["one"] < 0.9

@@ -65,10 +65,11 @@ class Recorder:
             monkeypatch.setattr(lib, "run_command", noted)
             return
 
-        def ncu(argv: Any, env: Any = None, on_output: Any = None, *, on_start: Any = None):
+        def ncu(argv: Any, env: Any = None, on_output: Any = None, *, on_start: Any = None,
+                on_output_at: Any = None):
             if "-o" in list(argv):
                 self.events.append("ncu")
-            return self.ncu(argv, env, on_output, on_start=on_start)
+            return self.ncu(argv, env, on_output, on_start=on_start, on_output_at=on_output_at)
 
         monkeypatch.setattr(lib, "run_command", ncu)
         monkeypatch.setattr(lib, "start_command", lib.in_threads(ncu))

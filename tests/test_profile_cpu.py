@@ -93,16 +93,19 @@ class FakeNcu:
         self.worker_times: dict[str, tuple[float, float]] = {}
 
     def __call__(self, argv: Sequence[str], env: dict[str, str] | None = None,
-                 on_output: Any = None, *, on_start: Any = None) -> tuple[int, str]:
+                 on_output: Any = None, *, on_start: Any = None,
+                 on_output_at: Any = None) -> tuple[int, str]:
         argv = list(argv)
         self.calls.append(argv)
         self.envs.append(env)
         if on_start is not None:  # as run_command does once the command has started
             on_start()
         status, output = self.answer(argv)
-        if on_output is not None:
-            for line in output.splitlines(keepends=True):  # as it comes: line by line
+        for line in output.splitlines(keepends=True):  # as it comes: line by line
+            if on_output is not None:
                 on_output(line)
+            if on_output_at is not None:
+                on_output_at(line, time.monotonic())
         return status, output
 
     def answer(self, argv: list[str]) -> tuple[int, str]:

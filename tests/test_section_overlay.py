@@ -618,6 +618,20 @@ def test_rule_metrics_leave_out_only_an_optional_input_of_the_rule_named(tmp_pat
     assert derived in so.rule_metrics(folder, optional_left_out={"ThreadDivergence": [derived]})
 
 
+@pytest.mark.parametrize("rule", [
+    # optional, but the rule warns when it is missing (the default): one more message
+    DIVERGENCE_RULE.replace("Importance.OPTIONAL, None, False", "Importance.OPTIONAL"),
+    # optional with a default value: the rule would read a stand-in
+    DIVERGENCE_RULE.replace("Importance.OPTIONAL, None, False", "Importance.OPTIONAL, 0, False"),
+    # asked for silently, but read by name elsewhere in the rule too
+    DIVERGENCE_RULE + '\nvalue = action.metric_by_name("derived__avg_thread_executed_true")\n',
+])
+def test_an_optional_input_the_rule_would_miss_stays(tmp_path: Path, rule: str) -> None:
+    folder = _thread_stock(tmp_path, rule)
+    derived = "derived__avg_thread_executed_true"
+    assert derived in so.rule_metrics(folder, optional_left_out={"ThreadDivergence": [derived]})
+
+
 @pytest.mark.parametrize(("rule", "left_out"), [
     (DIVERGENCE_RULE, list(THREAD_METRICS)),  # an optional input: the thread counts go
     (REQUIRED_DIVERGENCE_RULE, []),  # a required one: they stay, with what the derived reads

@@ -169,20 +169,29 @@ class FreshStartClock:
         self._shortest: float | None = None
         self._lock = threading.Lock()
 
-    def watch(self, also: Callable[[float], None] | None = None) -> Callable[[str], None]:
-        """A feeder for one fresh target's ncu output, its clock started now; `also` is told
-        that target's start in seconds (the manifest's `start_s`)."""
+    def watch(self, also: Callable[[float], None] | None = None
+              ) -> Callable[[str, float], None]:
+        """A feeder for one fresh target's ncu output, each piece with the time it came
+        (`time.monotonic()`), its clock started now; `also` is told that target's start in
+        seconds (the manifest's `start_s`)."""
         started = time.monotonic()
+        came = [started]  # when the piece being fed came
 
         def first_pass() -> None:
-            seconds = time.monotonic() - started
+            seconds = came[0] - started
             with self._lock:
                 if self._shortest is None or seconds < self._shortest:
                     self._shortest = seconds
             if also is not None:
                 also(seconds)
 
-        return NcuOutputWatch(first_pass, lambda: None).feed
+        watch = NcuOutputWatch(first_pass, lambda: None)
+
+        def feed(text: str, at: float) -> None:
+            came[0] = at
+            watch.feed(text)
+
+        return feed
 
     def seconds(self) -> float | None:
         with self._lock:

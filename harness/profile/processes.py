@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import IO, Any, Protocol
 
 # Runs one argv with an environment (None: ours) and returns (exit status, stdout+stderr);
-# a Runner may take a third argument, a callback for the output as it comes, and the keyword
-# `on_start`, called once the command has started (`run_command`).
+# a Runner may take a third argument, a callback for the output as it comes, and the keywords
+# `on_start`, called once the command has started, and `on_output_at`, given each piece of
+# output with the time it came (`run_command`).
 Runner = Callable[..., tuple[int, str]]
 
 
@@ -163,12 +164,15 @@ def run_command(
     argv: Sequence[str], env: dict[str, str] | None = None,
     on_output: Callable[[str], None] | None = None, *,
     on_start: Callable[[], None] | None = None,
+    on_output_at: Callable[[str, float], None] | None = None,
 ) -> tuple[int, str]:
     """Run `argv` in its own process group; return (exit status, stdout+stderr).
 
     `on_start` is called once the command has started (what may run beside ncu starts then,
     not before it). The output is read as it comes and handed to `on_output` piece by piece
-    (ncu's pass progress, for the progress line). Any exception here (KeyboardInterrupt,
+    (ncu's pass progress, for the progress line), and to `on_output_at` with the time each
+    piece came: what came while `on_start` ran is handed over only after it, yet timed as it
+    came (`harness.profile.phases`). Any exception here (KeyboardInterrupt,
     SystemExit from SIGTERM, one from `on_start`) kills the whole group before propagating, so
     no ncu or runner process outlives ncuh; `kill_running` does the same from another thread.
     """
@@ -179,7 +183,7 @@ def run_command(
         except BaseException:
             command.kill()
             raise
-    return command.wait(on_output)
+    return command.wait(on_output, on_output_at)
 
 
 def kill_running() -> None:

@@ -390,21 +390,26 @@ def profile_target(
     on_output: Callable[[str], None] | None = None,
     on_start: Callable[[], None] | None = None,
     early: EarlyStart | None = None,
+    on_output_at: Callable[[str, float], None] | None = None,
 ) -> EntryResult:
     """Run ncu for one target (pinned to `gpu` when given); raise the exit-2 error when the
-    machine cannot profile. `on_output` sees ncu's output as it comes (its pass progress);
-    `on_start` is called once ncu has started (the runner must take it: `run_command`).
-    `early`: the target's ncu, already started before its turn (its gates now open)."""
+    machine cannot profile. `on_output` sees ncu's output as it comes (its pass progress),
+    `on_output_at` the same with the time each piece came; `on_start` is called once ncu has
+    started (the runner must take it: `run_command`). `early`: the target's ncu, already
+    started before its turn (its gates now open)."""
     report = run_dir / target.report_name
     started = time.monotonic()
-    clock = PhaseClock(started) if settings.replay_mode in HEAD_START_REPLAY_MODES else None
+    # ncuh's own runner profiles one launch in one process: its disconnection ends the passes
+    clock = (PhaseClock(started) if target.variant is not None
+             and settings.replay_mode in HEAD_START_REPLAY_MODES else None)
 
-    def output_now(text: str) -> None:
+    def output_at(text: str, at: float) -> None:
         if clock is not None:
-            clock.feed(text)
-        if on_output is not None:
-            on_output(text)
+            clock.feed(text, at)
+        if on_output_at is not None:
+            on_output_at(text, at)
 
+    timed = output_at if clock is not None or on_output_at is not None else None
     if early is not None:
         if on_start is not None:
             try:
@@ -413,15 +418,16 @@ def profile_target(
                 early.command.kill()
                 raise
         # what it printed before its turn is timed as it came, not as it is handed over
-        returncode, output = early.command.wait(
-            on_output, clock.feed if clock is not None else None)
+        returncode, output = early.command.wait(on_output, timed)
     else:
         argv = target.argv(ncu, settings, run_dir)
         env = target_environment(target, gpu)
-        if on_start is None:
-            returncode, output = runner(argv, env, output_now)
-        else:
-            returncode, output = runner(argv, env, output_now, on_start=on_start)
+        keywords: dict[str, Any] = {}
+        if on_start is not None:
+            keywords["on_start"] = on_start
+        if timed is not None:
+            keywords["on_output_at"] = timed
+        returncode, output = runner(argv, env, on_output, **keywords)
     ended = time.monotonic()
     seconds = ended - started
     phases = clock.phases(ended) if clock is not None else None
@@ -678,8 +684,6 @@ def _run_profile(
                     progress.output(target.label, text)
                 if watch is not None:
                     watch.feed(text)
-                if fresh is not None:
-                    fresh(text)
 
             def ncu_started() -> None:
                 start_the_next()  # first: the next ncu's own start is the longest to hide
@@ -697,7 +701,8 @@ def _run_profile(
                 _import_what_follows_ncu()
 
             entry = profile_target(target, ncu, request.settings, tmp, runner, gpu=slot.gpu,
-                                   on_output=output, on_start=ncu_started, early=early)
+                                   on_output=output, on_start=ncu_started, early=early,
+                                   on_output_at=fresh)
             entry.start_s = own_start[0] if own_start else None
             post.entry_done(entry, last=next(finished) == total, index=index)
             if progress:
@@ -772,14 +777,24 @@ def _import_what_follows_ncu() -> None:
 
 def _starting_first(runner: Runner) -> Runner:
     """A caller's runner, which cannot say when its command has started: `on_start` is called
-    just before it runs, so that what goes beside ncu still starts (before ncu, then)."""
+    just before it runs, so that what goes beside ncu still starts (before ncu, then); its
+    output is timed as it is handed over."""
 
     def run(argv: Sequence[str], env: dict[str, str] | None,
             on_output: Callable[[str], None] | None = None, *,
-            on_start: Callable[[], None] | None = None) -> tuple[int, str]:
+            on_start: Callable[[], None] | None = None,
+            on_output_at: Callable[[str, float], None] | None = None) -> tuple[int, str]:
         if on_start is not None:
             on_start()
-        return runner(argv, env, on_output)
+        if on_output_at is None:
+            return runner(argv, env, on_output)
+
+        def output(text: str) -> None:
+            if on_output is not None:
+                on_output(text)
+            on_output_at(text, time.monotonic())
+
+        return runner(argv, env, output)
 
     return run
 

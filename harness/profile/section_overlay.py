@@ -15,12 +15,15 @@ give way to exactly the metrics ncuh reads and the metrics their rules request (
 `harness.report.slim_sections`, which the details page reads too; the rule files themselves
 are read as well, so a newer ncu's rules get what they ask for).
 One more section is *thinned*: Source Counters keeps its view and rules, but the per-instruction
-metrics that no finding, page or diff of ncuh's and no rule reads (`THINNED_METRICS`: memory
-access kinds, L1 tag requests, local sectors, L2 evict policies, all-thread instruction counts)
-are left out of its lists, and a metric that a kept derived metric's expression uses stays with
-it. Each is SASS-patched into the kernel's instructions (the memory ones, or all of them) in
-every replay, and together they cost the slow kernels seconds (a naive matrix product at 4096
-on an H100: 25.1 s with them, 23.1 s without, `benchmarks/bench_source_counters.py --chain`).
+metrics that no finding, page or diff of ncuh's and no rule needs (`THINNED_METRICS`: memory
+access kinds, L1 tag requests, local sectors, L2 evict policies, thread counts per instruction)
+are left out of its lists. A metric a rule asks for stays, but for a silent optional input
+that `OPTIONAL_RULE_INPUTS_LEFT_OUT` names for that rule (ThreadDivergence's average of
+predicated-on threads, which feeds only ncu's source view); a metric that a kept derived
+metric's expression uses stays with it. Each is SASS-patched into the kernel's instructions
+(the memory ones, or all of them) in every replay, and together they cost the slow kernels
+seconds (a naive matrix product at 4096 on an H100: 25.1 s with the memory ones, 23.1 s
+without, `benchmarks/bench_source_counters.py --chain`; 1.2-1.8 s more for the thread counts).
 ncu's details page of a `pages` report, and ncuh's, then lack their rows. Where SourceCounters
 is not in the shape expected, it stays as ncu ships it (the marker's `thinned` names nothing).
 Every other section is untouched. This is the customisation Nsight Compute documents: a
@@ -75,8 +78,13 @@ _EXPRESSION = re.compile(r'(?<![A-Za-z])Expression:\s*"([^"]*)"')
 _METRIC_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 _RULE_SECTION = re.compile(r'def\s+get_section_identifier\(\s*\)\s*:\s*return\s+"([^"]+)"')
 _RULE_IDENTIFIER = re.compile(r'def\s+get_identifier\(\s*\)\s*:\s*return\s+"([^"]+)"')
-# A request marked optional: `MetricRequest("name", "alias", Importance.OPTIONAL, ...)`.
-_OPTIONAL_REQUEST = re.compile(r'MetricRequest\(\s*"([^"]+)"[^)]*Importance\.OPTIONAL')
+# A request that may go unanswered without a word: optional, no default value, no warning
+# (`MetricRequest("name", "alias", Importance.OPTIONAL, None, False)`, as ncu 2025.3.1 writes
+# it). With a default the rule would read a stand-in value; with the warning it would print
+# one more message; in any other form it is taken for required.
+_SILENT_OPTIONAL_REQUEST = re.compile(
+    r'MetricRequest\(\s*"([^"]+)"\s*,\s*(?:"[^"]*"|None)\s*,\s*Importance\.OPTIONAL\s*,'
+    r'\s*None\s*,\s*False\s*\)')
 # Rules name what they read as `MetricRequest("name", ...)` (ncu 2023.2 and later) or
 # `metric_by_name("name")` (older rules, and helpers).
 _RULE_METRIC = re.compile(r'(?:MetricRequest|metric_by_name)\(\s*"([^"]+)"')
@@ -176,17 +184,20 @@ def rule_metrics(folder: Path, section: str | None = None,
                  optional_left_out: Mapping[str, Sequence[str]] | None = None) -> list[str]:
     """Every metric the rule files in `folder` that belong to `section` (None: any section)
     ask for, in order; less, for a rule named in `optional_left_out` (rule identifier ->
-    metrics), those of its names it asks for as optional."""
+    metrics), those of its names that it asks for only as silent optional inputs (every
+    mention of the name in its file is such a request)."""
     names: list[str] = []
     for rule in sorted(folder.glob("*.py")):
         text = rule.read_text(encoding="utf-8", errors="replace")
         owner = _RULE_SECTION.search(text)
         if section is not None and not (owner and owner.group(1) == section):
             continue
+        mentions = _RULE_METRIC.findall(text)
         identifier = _RULE_IDENTIFIER.search(text)
-        may_go = set((optional_left_out or {}).get(identifier.group(1), ())
-                     if identifier else ()) & set(_OPTIONAL_REQUEST.findall(text))
-        names.extend(name for name in _RULE_METRIC.findall(text) if name not in may_go)
+        allowed = (optional_left_out or {}).get(identifier.group(1), ()) if identifier else ()
+        silent = _SILENT_OPTIONAL_REQUEST.findall(text)
+        may_go = {name for name in allowed if 0 < mentions.count(name) == silent.count(name)}
+        names.extend(name for name in mentions if name not in may_go)
     return list(dict.fromkeys(names))
 
 
