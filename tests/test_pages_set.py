@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from harness.findings.registry import run_rules
 from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
 from harness.report.details_layout import EXTRA_HEADER_ROWS, METRIC_OPTIONS
 from harness.report.profile_builder import load_profiles
 from harness.report.reportfile import open_report, select_kernels
 from harness.report.slim_sections import (
+    RULES_LEFT_OUT,
     SLIMMED_SECTIONS,
     THINNED_METRICS,
     added_metrics,
@@ -79,8 +81,6 @@ def _collected(value: object, path: str = "") -> dict[str, bool]:
 
 def _findings(report: Path) -> list[list[tuple[str, str, str]]]:
     """Per kernel: each finding's rule, kind and ncu rule (order aside: weights are measured)."""
-    from harness.findings.registry import run_rules
-
     return [sorted((f.rule, f.kind, str(f.metrics.get("ncu_rule", ""))) for f in run_rules(p))
             for p in load_profiles(report)]
 
@@ -129,16 +129,11 @@ def test_pages_slims_the_memory_widgets_and_keeps_what_they_fed(pair: tuple[Path
 
 
 # Source Counters' per-instruction metrics that `pages` keeps: those ncuh reads
-# (harness.report.profile_builder: inst_executed, global sectors and their ideal, shared
-# wavefronts; sass_hotspots: the stall samples), those ncu's rules need (UncoalescedAccess,
-# UncoalescedSharedAccess, PCSamplingData), and the divergent branches (no measurable replay
-# time of their own: `reports/profile/h100_instrumented_groups_session6.json`).
+# (harness.report.profile_builder: inst_executed; sass_hotspots: the stall samples), and the
+# divergent branches (no measurable replay time of their own:
+# `reports/profile/h100_instrumented_groups_session6.json`).
 SOURCE_METRICS_READ = (
-    "inst_executed", "memory_l2_theoretical_sectors_global",
-    "memory_l2_theoretical_sectors_global_ideal",
-    "derived__memory_l2_theoretical_sectors_global_excessive", "memory_l1_wavefronts_shared",
-    "memory_l1_wavefronts_shared_ideal", "derived__memory_l1_wavefronts_shared_excessive",
-    "smsp__pcsamp_sample_count", "smsp__branch_targets_threads_divergent",
+    "inst_executed", "smsp__pcsamp_sample_count", "smsp__branch_targets_threads_divergent",
 )
 
 
@@ -153,6 +148,61 @@ def test_pages_thins_source_counters_of_what_nobody_reads(pair: tuple[Path, Path
     source = {name for name, _ in EXTRA_HEADER_ROWS["SourceCounters"]}
     assert (full_names & source) - pages_names == thinned
     assert set(SOURCE_METRICS_READ) <= pages_names & full_names
+
+
+def _rule_names(report: Path) -> set[str]:
+    return {rule.name for profile in load_profiles(report) for rule in profile.rules}
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair[0].name)
+def test_pages_runs_no_rule_of_the_per_instruction_sectors(pair: tuple[Path, Path]) -> None:
+    pages, full = pair
+    assert not _rule_names(pages) & set(RULES_LEFT_OUT)
+    # full ran them: each speaks where a kernel's accesses move excess sectors (naive's global
+    # loads and stores; register_tiled's shared loads too); findings read neither
+    fired = {"naive": {"UncoalescedGlobalAccess"}, "smem_tiled": set(),
+             "register_tiled": {"UncoalescedGlobalAccess", "UncoalescedSharedAccess"}}
+    variant = pages.name.removeprefix("h100_pages_").removesuffix("_1024.ncu-rep")
+    assert _rule_names(full) & set(RULES_LEFT_OUT) == fired[variant]
+    for profile in load_profiles(full):
+        assert not {r.name for r in profile.rules_for_pages} & set(RULES_LEFT_OUT)
+
+
+def test_without_the_memory_counters_ncus_coalescing_rule_stands() -> None:
+    # a report of a set without Memory Workload Analysis (no sectors to judge from): the
+    # findings read ncu's UncoalescedGlobalAccess after all
+    import dataclasses
+
+    from harness.report.kernel_profile import Coalescing
+
+    (full,) = load_profiles(FIXTURES / "h100_full_naive_1024.ncu-rep")
+    assert "UncoalescedGlobalAccess" not in {r.name for r in full.rules_for_pages}
+    bare = dataclasses.replace(full, coalescing=Coalescing())
+    assert "UncoalescedGlobalAccess" in {r.name for r in bare.rules_for_pages}
+    assert ("ncu_rules", "info", "UncoalescedGlobalAccess") in {
+        (f.rule, f.kind, str(f.metrics.get("ncu_rule", ""))) for f in run_rules(bare)}
+
+
+def test_the_coalescing_finding_reads_the_same_counters_both_ways() -> None:
+    # naive: ncu's UncoalescedGlobalAccess (full only) counts 85% of the sectors excess,
+    # instruction by instruction; the memory counters both sets collect say 84.9%
+    pages, full = (FIXTURES / f"h100_{which}_naive_1024.ncu-rep" for which in ("pages", "full"))
+    found = []
+    for report in (pages, full):
+        (profile,) = load_profiles(report)
+        (finding,) = [f for f in run_rules(profile) if f.rule == "coalescing"]
+        found.append(finding)
+    assert [(f.kind, f.title) for f in found] == [("bad", "Global loads and stores are "
+                                                  "uncoalesced: 84.9% of the sectors moved "
+                                                  "are excess.")] * 2
+    # the loads' counters agree to the sector; the stores' vary by a few thousand (0.3%)
+    assert "loads: 84.9% of 1,108,344,832 sectors excess" in found[0].text
+    assert "loads: 84.9% of 1,108,344,832 sectors excess" in found[1].text
+    assert found[0].metrics["sectors"] == pytest.approx(found[1].metrics["sectors"], rel=1e-5)
+    # the estimate is ncu's MemoryCacheAccessPattern's, which weighs in measured throughputs
+    assert found[0].speedup_pct == pytest.approx(found[1].speedup_pct, rel=0.01)
+    (rule,) = [r for r in load_profiles(full)[0].rules if r.name == "UncoalescedGlobalAccess"]
+    assert "(85% of the total" in rule.message
 
 
 # A kernel whose warps diverge (the zoo's, `tests/fixtures/zoo/zoo_divergence.py`), profiled with

@@ -55,11 +55,14 @@ FIELD_METRICS = {
     "bank_conflicts.stores.requests": "smsp__sass_inst_executed_op_shared_st.sum",
     "bank_conflicts.stores.wavefronts": "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum",
     "bank_conflicts.stores.conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
-    "coalescing.global_sectors": "memory_l2_theoretical_sectors_global",
-    "coalescing.global_excessive_sectors":
-        "derived__memory_l2_theoretical_sectors_global_excessive",
-    "coalescing.shared_wavefronts": "memory_l1_wavefronts_shared",
-    "coalescing.shared_excessive_wavefronts": "derived__memory_l1_wavefronts_shared_excessive",
+    "coalescing.loads.sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum",
+    "coalescing.loads.bytes_per_sector":
+        "smsp__sass_average_data_bytes_per_sector_mem_global_op_ld.ratio",
+    "coalescing.loads.instructions": "smsp__sass_inst_executed_op_global_ld.sum",
+    "coalescing.stores.sectors": "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum",
+    "coalescing.stores.bytes_per_sector":
+        "smsp__sass_average_data_bytes_per_sector_mem_global_op_st.ratio",
+    "coalescing.stores.instructions": "smsp__sass_inst_executed_op_global_st.sum",
     "executed_instructions": "smsp__inst_executed.sum",
     "local_memory_spill_requests": "derived__local_spilling_requests",
 }
@@ -296,3 +299,28 @@ def test_rule_types_follow_ncu_report_msgtype_enum() -> None:
 
 def test_kernel_filter_in_load_profiles() -> None:
     assert [p.name for p in load_profiles(NAIVE_SMEM_REPORT, "smem")] == ["sgemm_smem"]
+
+
+def test_lane_bytes_only_where_the_opcode_counts_match_the_instructions() -> None:
+    from harness.report.profile_builder import _lane_bytes
+
+    opcodes = {"LDG.E.128": 750.0, "LDG.E": 250.0, "LDGSTS.E.BYPASS.128": 4000.0,
+               "STG.E.64": 10.0, "LDS": 5000.0, "LD.E": 300.0}
+    # LDG only: cp.async (LDGSTS) and generic (LD) loads are other instructions
+    assert _lane_bytes(opcodes, "LDG", 1000.0) == (pytest.approx(0.75 * 16 + 0.25 * 4), 4.0)
+    # 5% apart still describes them (predicated-off instructions), more does not
+    assert _lane_bytes(opcodes, "LDG", 1000.0 / 1.049)[0] is not None
+    assert _lane_bytes(opcodes, "LDG", 952.0) == (None, None)
+    assert _lane_bytes(opcodes, "STG", 10.0) == (8.0, 8.0)
+    assert _lane_bytes(opcodes, "STG", None) == (None, None)
+    assert _lane_bytes(opcodes, "STG", 0.0) == (None, None)
+    assert _lane_bytes({}, "LDG", 1000.0) == (None, None)
+
+
+def test_the_coalescing_record_of_the_naive_kernel(profiles) -> None:
+    loads, stores = profiles[0].coalescing.loads, profiles[0].coalescing.stores
+    assert (loads.lane_bytes, stores.lane_bytes) == (4.0, 4.0)  # LDG.E / STG.E: 32 bits
+    assert (loads.narrowest_lane_bytes, stores.narrowest_lane_bytes) == (4.0, 4.0)
+    # per pair of loads: 33 sectors moved, 132 distinct bytes; one of the two a broadcast
+    assert loads.ideal_sectors == pytest.approx(1108344832 * 5 / 33, rel=1e-3)
+    assert profiles[0].coalescing.async_copies == 0

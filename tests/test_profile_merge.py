@@ -105,6 +105,8 @@ def _edit_manifest(run: Path, change: dict) -> None:
     ({"ncu.slimmed_sections": ["MemoryWorkloadAnalysis_Tables"]}, "slimmed sections: []"),
     # one shard's overlay thinned SourceCounters, the other's did not (an older ncuh)
     ({"ncu.thinned_metrics": ["memory_type"]}, "SourceCounters metrics left out: []"),
+    # one shard's overlay left out ncu's two access-pattern rules, the other's ran them
+    ({"ncu.rules_left_out": ["UncoalescedGlobalAccess"]}, "ncu rules left out: []"),
 ])
 def test_mismatched_shards_are_refused_unless_allowed(
     tmp_path: Path, shards: list[Path], change: dict, said: str,
@@ -127,8 +129,9 @@ def test_a_shard_from_before_the_overlay_counts_as_stock_sections(
 ) -> None:
     manifest = json.loads((shards[1] / "manifest.json").read_text())
     assert manifest["ncu"]["slimmed_sections"] == []  # the stand-in ncu has no sections
-    assert manifest["ncu"]["thinned_metrics"] == []
+    assert manifest["ncu"]["thinned_metrics"] == manifest["ncu"]["rules_left_out"] == []
     del manifest["ncu"]["slimmed_sections"], manifest["ncu"]["thinned_metrics"]
+    del manifest["ncu"]["rules_left_out"]
     (shards[1] / "manifest.json").write_text(json.dumps(manifest))
     result = merge(*map(str, shards), "--out", str(tmp_path / "merged"))
     assert result.exit_code == 0, result.output

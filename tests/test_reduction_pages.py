@@ -105,7 +105,7 @@ def test_index_shows_bandwidth_against_the_benched_limit():
 # iteration -> words the TLDR holds: the problem of that iteration
 TLDR = {
     "interleaved_divergent": "lanes doing work",
-    "interleaved_strided": "shared-memory accesses are uncoalesced",  # excess wavefronts:
+    "interleaved_strided": "shared-memory loads hit bank conflicts",  # excess wavefronts:
     "sequential": "only 19.4 of 32 lanes doing work",  # threads with no work left
     "first_add": "branches and barriers",
     "unroll_last_warp": "pipe binds the kernel: 64.8% of its peak, busy with branches and "

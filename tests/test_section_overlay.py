@@ -159,6 +159,9 @@ SOURCE_RULE = '''requested_metrics = [
     MetricRequest("memory_l2_theoretical_sectors_global", "l2_sectors"),
 ]
 
+def get_identifier():
+    return "UncoalescedGlobalAccess"
+
 def get_section_identifier():
     return "SourceCounters"
 '''
@@ -327,16 +330,40 @@ def test_build_overlay_thins_source_counters_but_keeps_what_a_rule_asks_for(
     built = tmp_path / "overlay"
     so.build_overlay(stock, built)
     source = (built / so.SECTIONS / "SourceCounters.section").read_text()
-    assert _names(source) == ["derived__memory_l2_theoretical_sectors_global_excessive",
-                              "smsp__inst_executed.sum", "memory_l2_theoretical_sectors_global",
-                              "memory_l2_theoretical_sectors_local"]  # a rule's: kept
+    assert _names(source) == ["smsp__inst_executed.sum",
+                              "memory_l2_theoretical_sectors_local"]  # a kept rule's: kept
     marker = so.read_marker(built)
     assert marker is not None
     assert marker["thinned"] == {"SourceCounters": [
         "memory_type", "derived__memory_l1_conflicts_shared_nway",
+        "memory_l2_theoretical_sectors_global",
+        "derived__memory_l2_theoretical_sectors_global_excessive",
         "smsp__sass_inst_executed_memdesc_explicit_evict_type"]}
-    # the rules themselves are copied as they were
-    assert (built / so.SECTIONS / "UncoalescedAccess.py").read_text() == SOURCE_RULE
+    # the rule left out asked for the global sectors: they go with it; the other rules are
+    # copied as they were
+    assert marker["rules_left_out"] == ["UncoalescedGlobalAccess"]
+    assert not (built / so.SECTIONS / "UncoalescedAccess.py").exists()
+    assert (built / so.SECTIONS / "MemoryMetrics.py").read_text() == LOCAL_RULE
+
+
+def test_a_rule_left_out_is_known_by_its_identifier_not_its_file_name(
+    stock: Path, tmp_path: Path
+) -> None:
+    (stock / "UncoalescedAccess.py").rename(stock / "GlobalAccessPattern.py")
+    (stock / "UncoalescedSharedAccess.py").write_text(LOCAL_RULE)  # another rule's identifier
+    built = tmp_path / "overlay"
+    so.build_overlay(stock, built)
+    dest = built / so.SECTIONS
+    assert not (dest / "GlobalAccessPattern.py").exists()
+    assert (dest / "UncoalescedSharedAccess.py").read_text() == LOCAL_RULE
+    assert so.read_marker(built)["rules_left_out"] == ["UncoalescedGlobalAccess"]
+    # nothing asked to leave out: every rule is copied, its metrics kept
+    whole = tmp_path / "whole"
+    so.build_overlay(stock, whole, rules_left_out=())
+    assert (whole / so.SECTIONS / "GlobalAccessPattern.py").is_file()
+    assert so.read_marker(whole)["rules_left_out"] == []
+    assert "memory_l2_theoretical_sectors_global" in _names(
+        (whole / so.SECTIONS / "SourceCounters.section").read_text())
 
 
 def test_rule_metrics_are_those_of_the_sections_rules_only(stock: Path) -> None:
@@ -358,17 +385,19 @@ def test_build_overlay_copies_everything_slims_two_and_thins_one(
     assert so.build_overlay(stock, built) == so.SLIMMED_SECTIONS
     assert sorted(p.name for p in built.iterdir()) == [so.MARKER, so.SECTIONS]
     dest = built / so.SECTIONS  # only what ncu's own folder holds: no file of ncuh's in it
-    assert sorted(p.name for p in dest.iterdir()) == sorted(p.name for p in stock.iterdir())
+    assert sorted(p.name for p in dest.iterdir()) == sorted(
+        p.name for p in stock.iterdir() if p.name != "UncoalescedAccess.py")
     marker = so.read_marker(built)
     assert marker is not None and marker["slimmed"] == list(so.SLIMMED_SECTIONS)
     assert marker["sections"] == sorted([*so.SLIMMED_SECTIONS, "Occupancy", "SourceCounters",
                                          "SpeedOfLight"])
     assert marker["thinned"] == {"SourceCounters": [
         "memory_type", "memory_l2_theoretical_sectors_local",
-        "derived__memory_l1_conflicts_shared_nway",
+        "derived__memory_l1_conflicts_shared_nway", "memory_l2_theoretical_sectors_global",
+        "derived__memory_l2_theoretical_sectors_global_excessive",
         "smsp__sass_inst_executed_memdesc_explicit_evict_type"]}
-    for name in ("Occupancy.section", "SpeedOfLight.section", "SharedMemoryConflicts.py",
-                 "UncoalescedAccess.py"):
+    assert marker["rules_left_out"] == ["UncoalescedGlobalAccess"]
+    for name in ("Occupancy.section", "SpeedOfLight.section", "SharedMemoryConflicts.py"):
         assert (dest / name).read_bytes() == (stock / name).read_bytes()
     tables = (dest / "MemoryWorkloadAnalysis_Tables.section").read_text()
     assert "MemorySharedTable" not in tables
@@ -518,16 +547,19 @@ def test_pages_settings_take_the_overlay_and_other_sets_do_not(
     args = pages.args()
     assert args[:4] == ["--config-file", "off", "--section-folder", pages.section_folder]
     assert pages.manifest()["slimmed_sections"] == list(so.SLIMMED_SECTIONS)
-    # the stock fixture's SourceCounters, less what its rule asks for (global sectors)
+    # the stock fixture's SourceCounters thinned, its rule of global sectors left out
     assert pages.manifest()["thinned_metrics"] == [
         "memory_type", "memory_l2_theoretical_sectors_local",
-        "derived__memory_l1_conflicts_shared_nway",
+        "derived__memory_l1_conflicts_shared_nway", "memory_l2_theoretical_sectors_global",
+        "derived__memory_l2_theoretical_sectors_global_excessive",
         "smsp__sass_inst_executed_memdesc_explicit_evict_type"]
+    assert pages.manifest()["rules_left_out"] == ["UncoalescedGlobalAccess"]
     full = with_section_overlay(NcuSettings(set="full"), ncu)
     assert full.section_folder is None and "--section-folder" not in full.args()
     assert full.manifest()["section_folder"] is None
     assert full.manifest()["overlay_note"] is None
     assert full.manifest()["thinned_metrics"] == []
+    assert full.manifest()["rules_left_out"] == []
     stock_only = with_section_overlay(NcuSettings(), tmp_path / "elsewhere" / "ncu")
     assert stock_only.section_folder is None and "--section-folder" not in stock_only.args()
     assert "no section folder found" in stock_only.manifest()["overlay_note"]

@@ -99,10 +99,10 @@ def test_spills_versus_local_arrays():
 
 
 def test_uncoalesced_stores_only():
-    split = coalescing.excess_by_direction(profile("zoo_uncoalesced_store"))
-    _load_sectors, load_excess = split["loads"]
-    store_sectors, store_excess = split["stores"]
-    assert load_excess == 0 and store_excess / store_sectors > 0.8
+    split = profile("zoo_uncoalesced_store").coalescing.directions()
+    assert split["loads"].excess_pct == 0 and (split["stores"].excess_pct or 0) > 80
+    [finding] = coalescing.check(profile("zoo_uncoalesced_store"))
+    assert finding.title.startswith("Global stores are uncoalesced (loads are not)")
 
 
 def test_streaming_level():

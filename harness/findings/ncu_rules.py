@@ -56,7 +56,7 @@ def _finding(rule: RuleResult) -> Finding:
 
 def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
     chosen = [
-        r for r in profile.rules
+        r for r in profile.rules_for_pages
         if r.type in ("OPT", "WARN") and r.message
         and (r.speedup_pct is None or r.speedup_pct >= MIN_SPEEDUP)
     ]

@@ -70,8 +70,6 @@ COVERED_BY = {
     "SOLBottleneck": "bound",
     "CPIStall": "stalls",
     "SharedMemoryConflicts": "bank_conflicts",
-    "UncoalescedGlobalAccess": "coalescing",
-    "UncoalescedSharedAccess": "coalescing",
     "AchievedOccupancy": "occupancy",
     "TheoreticalOccupancy": "occupancy",
     "LaunchConfiguration": "waves",
@@ -143,7 +141,8 @@ def covering_rules(result: RuleResult) -> tuple[str, ...]:
 
 def _problems_for(rule: str, profile: KernelProfile) -> list[RuleResult]:
     """ncu's OPT/WARN results on the topic our rule `rule` covers."""
-    return [r for r in profile.rules if r.is_problem and rule in covering_rules(r)]
+    return [r for r in profile.rules_for_pages
+            if r.is_problem and rule in covering_rules(r)]
 
 
 def _idle_lanes_explain_pipe(findings: list[Finding], profile: KernelProfile) -> list[Finding]:

@@ -38,6 +38,7 @@ _MUST_MATCH: tuple[tuple[str, tuple[str, ...]], ...] = (
     # `pages` on its section overlay or on ncu's stock sections (the folder's path may differ)
     ("slimmed sections", ("ncu", "slimmed_sections")),
     ("SourceCounters metrics left out", ("ncu", "thinned_metrics")),
+    ("ncu rules left out", ("ncu", "rules_left_out")),
     ("clock control", ("ncu", "clock_control")),
     ("cache control", ("ncu", "cache_control")),
     ("replay mode", ("ncu", "replay_mode")),
@@ -48,7 +49,8 @@ def _field(manifest: dict[str, Any], path: tuple[str, ...]) -> Any:
     value: Any = manifest
     for key in path:
         value = value.get(key) if isinstance(value, dict) else None
-    if value is None and path in (("ncu", "slimmed_sections"), ("ncu", "thinned_metrics")):
+    if value is None and path in (("ncu", "slimmed_sections"), ("ncu", "thinned_metrics"),
+                                  ("ncu", "rules_left_out")):
         return []  # a manifest from before the overlay (or its thinning): ncu's stock sections
     return value
 

@@ -84,6 +84,7 @@ class NcuSettings:
     section_folder: str | None = None
     slimmed_sections: tuple[str, ...] = ()
     thinned_metrics: tuple[str, ...] = ()
+    rules_left_out: tuple[str, ...] = ()  # ncu's rules the overlay does not run
     overlay_note: str | None = None  # why `pages` runs on ncu's stock sections, when it does
 
     def __post_init__(self) -> None:
@@ -131,6 +132,7 @@ class NcuSettings:
             "section_folder": self.section_folder,
             "slimmed_sections": list(self.slimmed_sections),
             "thinned_metrics": list(self.thinned_metrics),
+            "rules_left_out": list(self.rules_left_out),
             "overlay_note": self.overlay_note,
         }
 

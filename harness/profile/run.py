@@ -352,7 +352,8 @@ def with_section_overlay(settings: NcuSettings, ncu: Path | str) -> NcuSettings:
         return dataclasses.replace(settings, overlay_note=result.reason)
     return dataclasses.replace(settings, section_folder=str(result.overlay.folder),
                                slimmed_sections=result.overlay.slimmed,
-                               thinned_metrics=result.overlay.thinned)
+                               thinned_metrics=result.overlay.thinned,
+                               rules_left_out=result.overlay.rules_left_out)
 
 
 def find_ncu() -> Path:

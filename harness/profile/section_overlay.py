@@ -14,20 +14,23 @@ sections keep their identifiers, their `Metrics` lists and their rules, while th
 give way to exactly the metrics ncuh reads and the metrics their rules request (both listed in
 `harness.report.slim_sections`, which the details page reads too; the rule files themselves
 are read as well, so a newer ncu's rules get what they ask for).
-One more section is *thinned*: Source Counters keeps its view and rules, but the per-instruction
-metrics that no finding, page or diff of ncuh's and no rule needs (`THINNED_METRICS`: memory
-access kinds, L1 tag requests, local sectors, L2 evict policies, thread counts per instruction)
-are left out of its lists. A metric a rule asks for stays, but for a silent optional input
-that `OPTIONAL_RULE_INPUTS_LEFT_OUT` names for that rule (ThreadDivergence's average of
-predicated-on threads, which feeds only ncu's source view); a metric that a kept derived
-metric's expression uses stays with it. Each is SASS-patched into the kernel's instructions
-(the memory ones, or all of them) in every replay, and together they cost the slow kernels
-seconds (a naive matrix product at 4096 on an H100: 25.1 s with the memory ones, 23.1 s
-without, `benchmarks/bench_source_counters.py --chain`; 1.2-1.8 s more for the thread counts).
-ncu's details page of a `pages` report, and ncuh's, then lack their rows. Where SourceCounters
-is not in the shape expected, it stays as ncu ships it (the marker's `thinned` names nothing).
-Every other section is untouched. This is the customisation Nsight Compute documents: a
-section file says what is collected.
+One more section is *thinned*: Source Counters keeps its view, but the per-instruction metrics
+that no finding, page or diff of ncuh's needs (`THINNED_METRICS`: memory access kinds, sizes,
+sectors and wavefronts, L2 evict policies, thread counts per instruction) are left out of its
+lists, and with them the two rules that read the sectors and wavefronts (`RULES_LEFT_OUT`, whose
+files the overlay does not copy; ncuh's coalescing finding says what the first says from
+Memory Workload Analysis metrics `pages` and `full` both collect, the bank conflicts finding
+what the second says). A metric a remaining rule asks for
+stays, but for a silent optional input that `OPTIONAL_RULE_INPUTS_LEFT_OUT` names for that rule
+(ThreadDivergence's average of predicated-on threads, which feeds only ncu's source view); a
+metric that a kept derived metric's expression uses stays with it. Each is SASS-patched into the
+kernel's instructions (the memory ones, or all of them) in every replay, and together they cost
+the slow kernels seconds (a naive matrix product at 4096 on an H100: 25.1 s with all of them,
+18.3 s without the memory ones, `benchmarks/bench_source_counters.py --chain`; 1.2-1.8 s more
+for the thread counts). ncu's details page of a `pages` report, and ncuh's, then lack their rows
+and those two rules. Where SourceCounters is not in the shape expected, it stays as ncu ships it
+(the marker's `thinned` names nothing). Every other section is untouched. This is the
+customisation Nsight Compute documents: a section file says what is collected.
 
 The overlay is built once per stock folder under `$NCUH_CACHE_DIR/_ncu_sections/<key>/` (or
 `~/.cache/ncuh/...`; the key hashes the stock files' names, sizes and times, ncuh's metric
@@ -46,7 +49,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +58,7 @@ from harness import ncu_locate
 from harness.report.slim_sections import (
     OPTIONAL_RULE_INPUTS_LEFT_OUT,
     RULE_METRICS,
+    RULES_LEFT_OUT,
     SLIMMED_SECTIONS,
     THINNED_METRICS,
     WIDGET_METRICS_READ,
@@ -62,7 +66,9 @@ from harness.report.slim_sections import (
 from harness.user_cache import CACHE_ENV as CACHE_ENV
 from harness.user_cache import cache_dir
 
-OVERLAY_VERSION = 3  # 2: Source Counters thinned too; 3: of per-instruction thread counts
+# 2: Source Counters thinned too; 3: of per-instruction thread counts; 4: of the sectors and
+# wavefronts per instruction, with the two rules that read them
+OVERLAY_VERSION = 4
 CACHE_FOLDER = "_ncu_sections"
 # A built overlay `<key>/` holds `sections/` (the folder ncu is given: section and rule files
 # only, as in ncu's own) and `overlay.json` (what it holds), renamed into place together.
@@ -102,6 +108,7 @@ class Overlay:
     stock: Path
     slimmed: tuple[str, ...]
     thinned: tuple[str, ...] = ()  # the metrics left out of thinned sections
+    rules_left_out: tuple[str, ...] = ()  # identifiers of ncu's rules not copied
 
 
 @dataclass(frozen=True)
@@ -201,6 +208,18 @@ def rule_metrics(folder: Path, section: str | None = None,
     return list(dict.fromkeys(names))
 
 
+def leave_out_rules(folder: Path, identifiers: Collection[str]) -> list[str]:
+    """Delete the rule files in `folder` whose rule is one of `identifiers`; return those
+    deleted, in file order (a rule the folder lacks is not named)."""
+    left_out = []
+    for rule in sorted(folder.glob("*.py")):
+        match = _RULE_IDENTIFIER.search(rule.read_text(encoding="utf-8", errors="replace"))
+        if match and match.group(1) in identifiers:
+            rule.unlink()
+            left_out.append(match.group(1))
+    return left_out
+
+
 def _section_files(folder: Path) -> dict[str, Path]:
     """Section identifier -> its file."""
     files = {}
@@ -212,11 +231,13 @@ def _section_files(folder: Path) -> dict[str, Path]:
 
 
 def build_overlay(stock: Path, dest: Path, slimmed: Sequence[str] = SLIMMED_SECTIONS,
-                  thinned: Mapping[str, Sequence[str]] = THINNED_METRICS) -> tuple[str, ...]:
+                  thinned: Mapping[str, Sequence[str]] = THINNED_METRICS,
+                  rules_left_out: Collection[str] = RULES_LEFT_OUT) -> tuple[str, ...]:
     """Write the overlay of `stock` to `dest` (which must not exist), whole or not at all:
     `dest/sections/` and `dest/overlay.json` (`read_marker`); return the sections slimmed
     (those of `slimmed` that the stock folder has). `thinned`: section -> metrics to leave
-    out of it (`thin_section`)."""
+    out of it (`thin_section`); `rules_left_out`: identifiers of rules not to copy, whose
+    requests then keep nothing in."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=dest.parent, prefix=f".{dest.name}."))
     try:
@@ -225,6 +246,7 @@ def build_overlay(stock: Path, dest: Path, slimmed: Sequence[str] = SLIMMED_SECT
         for path in stock.iterdir():
             if path.is_file():
                 shutil.copy2(path, folder / path.name)
+        rules = leave_out_rules(folder, rules_left_out)
         files = _section_files(folder)
         done = []
         for section in slimmed:
@@ -241,7 +263,7 @@ def build_overlay(stock: Path, dest: Path, slimmed: Sequence[str] = SLIMMED_SECT
                 raise OverlayError(f"{path.name}: {error}") from None
             done.append(section)
         marker = {"stock": str(stock), "slimmed": done, "thinned": _thin(folder, files, thinned),
-                  "sections": sorted(files)}
+                  "rules_left_out": rules, "sections": sorted(files)}
         (tmp / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
         # mkdtemp makes 0700; a cache shared by several users must be readable by their ncu
         umask = os.umask(0)
@@ -308,7 +330,7 @@ def stock_key(stock: Path) -> str:
     section or a new ncuh list of metrics each gets a new overlay."""
     digest = hashlib.sha256(f"{OVERLAY_VERSION}\n{stock.resolve()}\n".encode())
     digest.update(json.dumps([SLIMMED_SECTIONS, WIDGET_METRICS_READ, RULE_METRICS,
-                              THINNED_METRICS, OPTIONAL_RULE_INPUTS_LEFT_OUT],
+                              THINNED_METRICS, OPTIONAL_RULE_INPUTS_LEFT_OUT, RULES_LEFT_OUT],
                              sort_keys=True).encode())
     for path in sorted(stock.iterdir()):
         if path.is_file():
@@ -388,5 +410,7 @@ def pages_overlay(ncu: Path | str, root: Path | None = None,
     thinned = marker.get("thinned")
     left_out = tuple(name for names in thinned.values() for name in names) \
         if isinstance(thinned, dict) else ()
+    rules = marker.get("rules_left_out")
     return OverlayResult(Overlay(folder=dest / SECTIONS, stock=stock,
-                                 slimmed=tuple(marker.get("slimmed", ())), thinned=left_out))
+                                 slimmed=tuple(marker.get("slimmed", ())), thinned=left_out,
+                                 rules_left_out=tuple(rules) if isinstance(rules, list) else ()))

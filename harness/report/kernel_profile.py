@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from harness.report.roofline import Roofline
+from harness.report.slim_sections import RULES_LEFT_OUT
 
 Number = float | None  # None: the metric was not collected in this report
 
@@ -253,20 +254,130 @@ class RuleResult:
 
 
 @dataclass(frozen=True)
-class Coalescing:
-    """Global-memory access efficiency (Source Counters / Memory Workload Analysis)."""
+class GlobalAccesses:
+    """Global loads or stores of one direction, as L1TEX saw them (Memory Workload Analysis),
+    with the width of each lane's access from the SASS opcodes (LDG or STG).
 
-    global_sectors: Number = None  # memory_l2_theoretical_sectors_global
-    # derived__memory_l2_theoretical_sectors_global_excessive (sectors, whatever its unit says)
-    global_excessive_sectors: Number = None
-    shared_wavefronts: Number = None  # memory_l1_wavefronts_shared
-    shared_excessive_wavefronts: Number = None  # derived__memory_l1_wavefronts_shared_excessive
+    ncu's Source Counters count the ideal instruction by instruction: a warp instruction's
+    distinct bytes over 32, rounded up. Over the whole kernel only the bytes are known. Were
+    every lane of every instruction to ask for bytes of its own, the ideal would be those bytes
+    over 32; what falls short of that ("deficient" instructions: a broadcast, lanes idle or
+    predicated off) may round up by under a sector each. `ideal_sectors` takes them for
+    single-lane instructions, each a whole sector for one lane's bytes: it gives Source
+    Counters' figure on every committed report (the naive product's broadcast load of B beside
+    its scattered load of A: 84.85% excess both ways; the coalesced one's broadcast beside a
+    coalesced load: none), but for warps of a few lanes it may be off either way (25 of 32
+    lanes: 16.9% excess where there is none). `most_ideal_sectors` is the most the ideal can
+    be, for a verdict of "uncoalesced" that no pattern of lanes could undo."""
+
+    sectors: Number = None  # l1tex__t_sectors_pipe_lsu_mem_global_op_{ld,st}.sum
+    # smsp__sass_average_data_bytes_per_sector_mem_global_op_{ld,st}.ratio: of each 32-byte
+    # sector moved, the bytes some thread asked for (bytes two lanes share count once)
+    bytes_per_sector: Number = None
+    instructions: Number = None  # smsp__sass_inst_executed_op_global_{ld,st}.sum (warp-level)
+    # bytes per lane over the executed LDG (STG) opcodes: their average and the narrowest;
+    # None where their count does not match `instructions` or was not collected
+    lane_bytes: Number = None
+    narrowest_lane_bytes: Number = None
+
+    def _judged(self) -> bool:
+        return bool(self.sectors is not None and self.bytes_per_sector
+                    and self.bytes_per_sector > 0 and self.instructions and self.lane_bytes
+                    and self.narrowest_lane_bytes and self.lane_bytes <= 16)
+
+    def _asked_and_deficit(self) -> tuple[float, float]:
+        """(distinct bytes asked, in sectors; what full lanes would have asked beyond them)."""
+        asked = (self.bytes_per_sector or 0.0) * (self.sectors or 0.0) / 32.0
+        return asked, max((self.instructions or 0.0) * (self.lane_bytes or 0.0) - asked, 0.0)
+
+    @property
+    def ideal_sectors(self) -> Number:
+        if not self._judged():
+            return None
+        asked, deficit = self._asked_and_deficit()
+        width = self.lane_bytes or 0.0  # a full warp asks `width` sectors' worth
+        narrow = min(self.instructions or 0.0, deficit / (width - width / 32.0))
+        return asked + narrow * (1.0 - width / 32.0)
+
+    @property
+    def most_ideal_sectors(self) -> Number:
+        """The asked bytes over 32, plus just under a sector for each instruction that can be
+        deficient: each lacks at least one lane of the narrowest width."""
+        if not self._judged():
+            return None
+        asked, deficit = self._asked_and_deficit()
+        deficient = min(self.instructions or 0.0,
+                        deficit * 32.0 / (self.narrowest_lane_bytes or 1.0))
+        return asked + deficient * 31.0 / 32.0
+
+    @property
+    def excessive_sectors(self) -> Number:
+        ideal = self.ideal_sectors
+        if ideal is None or self.sectors is None:
+            return None
+        return max(self.sectors - ideal, 0.0)
+
+    @property
+    def excess_pct(self) -> Number:
+        excess = self.excessive_sectors
+        if not self.sectors or excess is None:
+            return None
+        return 100.0 * excess / self.sectors
+
+    @property
+    def least_excess_pct(self) -> Number:
+        """The excess no pattern of lanes could explain away (with `most_ideal_sectors`)."""
+        most = self.most_ideal_sectors
+        if not self.sectors or most is None:
+            return None
+        return 100.0 * max(self.sectors - most, 0.0) / self.sectors
+
+
+@dataclass(frozen=True)
+class Coalescing:
+    """Global access efficiency from Memory Workload Analysis metrics that `pages` and `full`
+    both collect: the sectors moved beyond what the bytes asked for need, which ncu's Source
+    Counters count per instruction."""
+
+    loads: GlobalAccesses = field(default_factory=GlobalAccesses)
+    stores: GlobalAccesses = field(default_factory=GlobalAccesses)
+    # executed cp.async loads (LDGSTS): L1TEX counts their sectors apart, in counters only the
+    # memory tables' widgets collect, so the loads above leave them out
+    async_copies: Number = None
+
+    def directions(self) -> dict[str, GlobalAccesses]:
+        """"loads"/"stores" -> its accesses, for those that moved sectors and can be judged."""
+        both = {"loads": self.loads, "stores": self.stores}
+        return {name: accesses for name, accesses in both.items()
+                if accesses.sectors and accesses.excessive_sectors is not None}
+
+    @property
+    def global_sectors(self) -> Number:
+        moved = self.directions()
+        return sum(a.sectors or 0.0 for a in moved.values()) if moved else None
+
+    @property
+    def global_excessive_sectors(self) -> Number:
+        moved = self.directions()
+        return sum(a.excessive_sectors or 0.0 for a in moved.values()) if moved else None
 
     @property
     def global_excess_pct(self) -> Number:
-        if not self.global_sectors or self.global_excessive_sectors is None:
+        sectors, excess = self.global_sectors, self.global_excessive_sectors
+        if not sectors or excess is None:
             return None
-        return 100.0 * self.global_excessive_sectors / self.global_sectors
+        return 100.0 * excess / sectors
+
+    @property
+    def global_least_excess_pct(self) -> Number:
+        """The share of sectors excess whatever pattern of lanes the instructions had."""
+        moved = self.directions()
+        sectors = sum(a.sectors or 0.0 for a in moved.values())
+        if not sectors:
+            return None
+        least = sum(max((a.sectors or 0.0) - (a.most_ideal_sectors or 0.0), 0.0)
+                    for a in moved.values())
+        return 100.0 * least / sectors
 
 
 @dataclass(frozen=True)
@@ -359,8 +470,6 @@ class SassInstruction:
     executed: float  # warp-level executions (inst_executed)
     source: str | None = None  # "file.cu:42" with -lineinfo
     stall_samples: Mapping[str, int] = field(default_factory=dict)  # reason -> samples
-    global_sectors: Number = None  # memory_l2_theoretical_sectors_global
-    global_ideal_sectors: Number = None  # memory_l2_theoretical_sectors_global_ideal
 
     @property
     def opcode(self) -> str:
@@ -483,3 +592,13 @@ class KernelProfile:
     def rules_of(self, section: str) -> tuple[RuleResult, ...]:
         """ncu's rule results of one section (by identifier)."""
         return tuple(r for r in self.rules if r.section == section)
+
+    @property
+    def rules_for_pages(self) -> tuple[RuleResult, ...]:
+        """ncu's rule results that findings and diffs read: all but those of the rules `pages`
+        does not run (`RULES_LEFT_OUT`) where the coalescing finding could judge the report's
+        global accesses from the memory counters, so that a page says the same of a `pages`
+        and a `full` report (the details page still prints every result)."""
+        if not self.coalescing.directions():
+            return self.rules  # nothing judged (another set, no opcodes): ncu's word stands
+        return tuple(r for r in self.rules if r.name not in RULES_LEFT_OUT)

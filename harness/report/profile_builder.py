@@ -18,6 +18,7 @@ from harness.report.kernel_profile import (
     BankConflictStats,
     Coalescing,
     Divergence,
+    GlobalAccesses,
     KernelProfile,
     LaunchConfig,
     LocalMemory,
@@ -35,7 +36,7 @@ from harness.report.kernel_profile import (
     StallReason,
     WarpState,
 )
-from harness.report.memory_widths import access_widths
+from harness.report.memory_widths import access_widths, classify_opcode
 from harness.report.ncu_import import import_ncu_report
 from harness.report.reportfile import KernelRef, collect_columns, open_report, select_kernels
 from harness.report.roofline import roofline_from
@@ -235,33 +236,44 @@ def _bank_conflicts(m: _Metrics) -> SharedBankConflicts:
     return SharedBankConflicts(loads=direction("ld"), stores=direction("st"))
 
 
-def _excess(m: _Metrics, derived: str, total: str, ideal: str) -> Number:
-    value = m.number(derived)
-    if value is not None:
-        return value
-    total_value, ideal_value = m.number(total), m.number(ideal)
-    if total_value is None or ideal_value is None:
-        return None
-    return max(total_value - ideal_value, 0.0)
+# How far the SASS opcode counts of a direction may be from its hardware count for their
+# widths to describe its instructions (predicated-off ones: ~1.6% on the recorded reports).
+_WIDTH_COUNTS_AGREE = 0.05
 
 
-def _coalescing(m: _Metrics) -> Coalescing:
-    return Coalescing(
-        global_sectors=m.number("memory_l2_theoretical_sectors_global"),
-        global_excessive_sectors=_excess(
-            m,
-            "derived__memory_l2_theoretical_sectors_global_excessive",
-            "memory_l2_theoretical_sectors_global",
-            "memory_l2_theoretical_sectors_global_ideal",
-        ),
-        shared_wavefronts=m.number("memory_l1_wavefronts_shared"),
-        shared_excessive_wavefronts=_excess(
-            m,
-            "derived__memory_l1_wavefronts_shared_excessive",
-            "memory_l1_wavefronts_shared",
-            "memory_l1_wavefronts_shared_ideal",
-        ),
-    )
+def _lane_bytes(opcodes: dict[str, float], base: str,
+                instructions: Number) -> tuple[Number, Number]:
+    """(average, narrowest) bytes per lane of the executed `base` opcodes (LDG or STG, with
+    their width modifiers), where their count agrees with the hardware's count of that
+    direction's global instructions; (None, None) where it does not (generic LD/ST, opcodes
+    not collected)."""
+    widths = [(executed, classified[2] / 8.0) for opcode, executed in opcodes.items()
+              if opcode.split(".")[0] == base and executed
+              and (classified := classify_opcode(opcode)) is not None]
+    executed = sum(count for count, _ in widths)
+    if not executed or not instructions or abs(executed - instructions) > (
+            _WIDTH_COUNTS_AGREE * instructions):
+        return None, None
+    return sum(count * size for count, size in widths) / executed, min(s for _, s in widths)
+
+
+def _coalescing(m: _Metrics, opcodes: dict[str, float]) -> Coalescing:
+    def direction(op: str, base: str) -> GlobalAccesses:
+        instructions = m.number(f"smsp__sass_inst_executed_op_global_{op}.sum")
+        average, narrowest = _lane_bytes(opcodes, base, instructions)
+        return GlobalAccesses(
+            sectors=m.number(f"l1tex__t_sectors_pipe_lsu_mem_global_op_{op}.sum"),
+            bytes_per_sector=m.number(
+                f"smsp__sass_average_data_bytes_per_sector_mem_global_op_{op}.ratio"),
+            instructions=instructions,
+            lane_bytes=average,
+            narrowest_lane_bytes=narrowest,
+        )
+
+    async_copies = sum(count for opcode, count in opcodes.items()
+                       if opcode.split(".")[0] == "LDGSTS")
+    return Coalescing(loads=direction("ld", "LDG"), stores=direction("st", "STG"),
+                      async_copies=async_copies)
 
 
 def _instruction_mix(m: _Metrics) -> tuple[OpcodeCount, ...]:
@@ -358,8 +370,6 @@ def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...
             for pc, value in _by_pc(metrics, name).items():
                 if value:
                     samples.setdefault(pc, {})[name[len(PCSAMP_PREFIX):]] = int(value)
-    sectors = _by_pc(metrics, "memory_l2_theoretical_sectors_global")
-    ideal = _by_pc(metrics, "memory_l2_theoretical_sectors_global_ideal")
     result = []
     for pc in sorted(set(executed) | set(samples)):
         result.append(SassInstruction(
@@ -368,8 +378,6 @@ def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...
             executed=executed.get(pc, 0.0),
             source=_source_line(action, pc),
             stall_samples=samples.get(pc, {}),
-            global_sectors=sectors.get(pc),
-            global_ideal_sectors=ideal.get(pc),
         ))
     return tuple(result)
 
@@ -447,7 +455,7 @@ def build_profile(kernel: KernelRef) -> KernelProfile:
     details = build_view(kernel, rules)
     m = _Metrics(kernel.action)
     metrics = _all_metrics(kernel)
-    widths = m.instances("sass__inst_executed_per_opcode_with_modifier_all") or {}
+    opcodes = m.instances("sass__inst_executed_per_opcode_with_modifier_all") or {}
     mix = _instruction_mix(m)
     return KernelProfile(
         kernel_id=kernel.kernel_id,
@@ -461,9 +469,9 @@ def build_profile(kernel: KernelRef) -> KernelProfile:
         warp_state=_warp_state(m),
         scheduler=_scheduler(m),
         bank_conflicts=_bank_conflicts(m),
-        coalescing=_coalescing(m),
+        coalescing=_coalescing(m, opcodes),
         instruction_mix=mix,
-        memory_widths=MemoryWidths(accesses=access_widths(widths)),
+        memory_widths=MemoryWidths(accesses=access_widths(opcodes)),
         executed_instructions=m.number("smsp__inst_executed.sum"),
         local_memory_spill_requests=m.number("derived__local_spilling_requests"),
         rules=rules,

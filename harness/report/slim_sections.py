@@ -3,15 +3,19 @@
 
 Besides the two slimmed sections, `pages` *thins* one: `THINNED_METRICS` are per-instruction
 metrics of ncu's Source Counters view that neither ncuh's findings, pages and diff nor any rule
-of ncu's read (the memory access kinds, L1 tag requests, local sectors, L2 evict policies,
-thread counts per instruction; one rule asks for the last as an optional input that changes
-nothing it says, `OPTIONAL_RULE_INPUTS_LEFT_OUT`); the details page, which repeats what ncu
-lists, lacks their rows for a `pages` report as ncu's own does. They cost SASS-patched replay
-time: in a chain at 4096³ on an H100, a naive matrix product took 25.1 s with the memory ones
-and 23.1 s without, a coalesced one 14.1 and 12.3 s
-(`reports/profile/h100_source_counters_chain_session8.md`); the predicated-on thread counts
-another 1.2-1.8 s of the naive one's 22.6 s; with the same findings on the recorded pairs
-(`tests/test_pages_set.py`).
+of ncu's that `pages` runs read: the memory access kinds, sizes and sectors per instruction, L2
+evict policies, thread counts per instruction. Two of ncu's rules read the memory ones,
+UncoalescedGlobalAccess and UncoalescedSharedAccess (`RULES_LEFT_OUT`): `pages` leaves them out,
+since the coalescing finding reads the same thing from the Memory Workload Analysis metrics
+`pages` and `full` both collect (sectors, bytes per sector, instructions and their widths; the
+bank conflicts finding speaks of shared memory). One more rule asks for a thread count as an
+optional input that changes nothing it says (`OPTIONAL_RULE_INPUTS_LEFT_OUT`). The details page,
+which repeats what ncu lists, lacks their rows for a `pages` report as ncu's own does. They cost
+SASS-patched replay time: in a chain at 4096³ on an H100 the per-instruction memory metrics took
+a naive matrix product from 18.3 s to 25.1 s, a coalesced one from 7.9 s to 14.1 s, the chain
+from 54.2 s to 71.4 s (`reports/profile/h100_source_counters_chain_session8.md`); the
+predicated-on thread counts another 1.2-1.8 s of the naive one; with the same findings on the
+recorded pairs (`tests/test_pages_set.py`).
 
 Two of ncu's sections, `MemoryWorkloadAnalysis_Tables` and `MemoryWorkloadAnalysis_Chart`, draw
 their bodies with widgets that collect every cell of ncu's memory tables and chart (30 and 14
@@ -77,12 +81,10 @@ WIDGET_METRICS_READ: tuple[str, ...] = (
 
 # Source Counters' per-instruction metrics that `pages` leaves out (ncu 2025.3.1's names): no
 # finding, page or diff of ncuh's reads them (only the details page lists them, as ncu does),
-# nor does any of ncu's rules (a metric a rule of the folder asks for, or a kept derived
-# metric reads, stays whatever this list says, but for OPTIONAL_RULE_INPUTS_LEFT_OUT). The
-# per-instruction metrics ncuh reads stay: executed instructions, the stall samples, global
-# sectors and their ideal (coalescing, ncu's UncoalescedGlobalAccess rule), shared wavefronts
-# and their ideal (UncoalescedSharedAccess); and the divergent branches, which cost no
-# measurable replay time of their own.
+# nor does any rule that `pages` runs (a metric a kept rule asks for, or a kept derived metric
+# reads, stays whatever this list says, but for OPTIONAL_RULE_INPUTS_LEFT_OUT). What stays:
+# executed instructions and the stall samples (the hot spots, the instruction mix), and the
+# divergent branches, which cost no measurable replay time of their own.
 THINNED_METRICS: dict[str, tuple[str, ...]] = {
     "SourceCounters": (
         "memory_type",
@@ -91,6 +93,14 @@ THINNED_METRICS: dict[str, tuple[str, ...]] = {
         "memory_l1_tag_requests_global",
         "memory_l2_theoretical_sectors_local",
         "derived__memory_l1_conflicts_shared_nway",
+        # sectors and wavefronts per instruction, with their ideal and excess: the two rules
+        # of RULES_LEFT_OUT read them; the coalescing finding reads Memory Workload Analysis
+        "memory_l2_theoretical_sectors_global",
+        "memory_l2_theoretical_sectors_global_ideal",
+        "derived__memory_l2_theoretical_sectors_global_excessive",
+        "memory_l1_wavefronts_shared",
+        "memory_l1_wavefronts_shared_ideal",
+        "derived__memory_l1_wavefronts_shared_excessive",
         "smsp__sass_inst_executed_memdesc_explicit_evict_type",
         "smsp__sass_inst_executed_memdesc_explicit_hitprop_evict_first",
         "smsp__sass_inst_executed_memdesc_explicit_hitprop_evict_last",
@@ -108,6 +118,14 @@ THINNED_METRICS: dict[str, tuple[str, ...]] = {
         "derived__derivative_avg_thread_executed_true",
     ),
 }
+# ncu rules (their identifiers) that `pages` does not run: Source Counters' two access-pattern
+# rules, which need the per-instruction sectors and wavefronts above. What the first says,
+# excess sectors of global accesses, ncuh's coalescing finding says from Memory Workload
+# Analysis metrics `pages` and `full` both collect (`harness.findings.coalescing`); what the
+# second says, excess wavefronts of shared accesses, is the bank conflicts finding's. Their
+# results in a `full` report are left to ncu's own pages and the details page, so that a page
+# says the same whichever set recorded it (`KernelProfile.rules_for_pages`).
+RULES_LEFT_OUT: tuple[str, ...] = ("UncoalescedGlobalAccess", "UncoalescedSharedAccess")
 # Inputs a rule asks for as optional (`Importance.OPTIONAL`) and uses for nothing it says:
 # rule -> those its request may go without where THINNED_METRICS names them. ncu 2025.3.1's
 # ThreadDivergence reads derived__avg_thread_executed_true only to add a per-instruction
