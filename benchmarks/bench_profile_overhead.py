@@ -24,7 +24,8 @@
    `--warm-up` first runs every variant once without ncu, so that neither chain pays the
    first compiles of a fresh machine.
 3. `--compare-full`: the chain again with `--set full`; the `pages` chain's wall time over
-   full's (target <= 0.6) and both pass counts.
+   full's (target <= 0.6), both pass counts, and each entry's findings both ways (rule, kind,
+   ncu rule, read from the reports after the timed runs): the entries where they differ.
 4. `--pair-dir`: each of `--pair-variants` (default `--variant`) at `--pair-size` recorded
    with `--set pages` and `--set full` into DIR as `<gpu>_pages_<label>.ncu-rep` /
    `<gpu>_full_<label>.ncu-rep`, with ncu's raw and details pages beside each: the committed
@@ -45,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -212,8 +214,24 @@ def watched_metrics(run_dir: Path) -> dict[str, dict[str, float]]:
     return found
 
 
+def chain_findings(run_dir: Path) -> dict[str, list[list[str]]]:
+    """{label: each finding's [rule, kind, ncu rule], sorted} of the run's reports, as the
+    pages state them (tests/test_pages_set.py compares the same on the recorded pairs)."""
+    from harness.findings.registry import run_rules
+    from harness.report.profile_builder import load_profiles
+    from harness.rundir import load_run
+
+    found: dict[str, list[list[str]]] = {}
+    for entry in load_run(run_dir).entries:
+        if entry.report is not None:
+            found[entry.label] = sorted(
+                [f.rule, f.kind, str(f.metrics.get("ncu_rule", ""))]
+                for profile in load_profiles(entry.report) for f in run_rules(profile))
+    return found
+
+
 def measure_chain(size: int, section_set: str, work: Path, *,
-                  head_start: bool = True) -> dict[str, Any]:
+                  head_start: bool = True, findings: bool = False) -> dict[str, Any]:
     env = {**os.environ, "NCUH_HEAD_START": "on" if head_start else "off"}
     name = f"chain-{section_set}" + ("" if head_start else "-no-head-start")
     seconds, completed = _timed(
@@ -222,6 +240,7 @@ def measure_chain(size: int, section_set: str, work: Path, *,
     entries: list[dict[str, Any]] = []
     timings: dict[str, Any] = {}
     metrics: dict[str, dict[str, float]] = {}
+    found: dict[str, list[list[str]]] = {}
     if completed.returncode in (0, 1):
         run_dir = _run_dir(completed)
         manifest = json.loads((run_dir / "manifest.json").read_text())
@@ -231,6 +250,7 @@ def measure_chain(size: int, section_set: str, work: Path, *,
                     "phases": e.get("phases"), "error": e["error"]}
                    for e in manifest["entries"]]
         metrics = watched_metrics(run_dir)
+        found = chain_findings(run_dir) if findings else {}
     ncu_s = sum(e["seconds"] for e in entries)
     ratio = seconds / ncu_s if ncu_s else None
     return {
@@ -240,6 +260,7 @@ def measure_chain(size: int, section_set: str, work: Path, *,
         "post_after_last_ncu_s": timings.get("post_s"),
         "passes": sum(e["passes"] or 0 for e in entries),
         "exit_status": completed.returncode, "entries": entries, "metrics": metrics,
+        "findings": found,
         "stderr_tail": completed.stderr[-2000:] if completed.returncode not in (0, 1) else "",
         "target": CHAIN_TARGET_RATIO,
         "met": completed.returncode == 0 and ratio is not None and ratio <= CHAIN_TARGET_RATIO,
@@ -273,6 +294,7 @@ def compare_head_start(on: dict[str, Any], off: dict[str, Any]) -> dict[str, Any
 
 def compare_sets(pages: dict[str, Any], full: dict[str, Any]) -> dict[str, Any]:
     ratio = pages["wall_s"] / full["wall_s"] if full["wall_s"] else None
+    compared = sorted(set(pages["findings"]) & set(full["findings"]))
     return {
         "pages_wall_s": pages["wall_s"], "full_wall_s": full["wall_s"],
         "ratio": round(ratio, 3) if ratio else None, "target": PAGES_TARGET_RATIO,
@@ -280,7 +302,21 @@ def compare_sets(pages: dict[str, Any], full: dict[str, Any]) -> dict[str, Any]:
         "passes": {e["label"]: [e["passes"], f["passes"]]
                    for e, f in zip(pages["entries"], full["entries"], strict=False)},
         "pages_passes": pages["passes"], "full_passes": full["passes"],
+        # each entry's findings only one of the two runs gave (pages first, then full), of
+        # the entries both runs profiled (one whose report is missing on a side is not compared)
+        "findings_differ": {label: only for label in compared
+                            if (only := _only_in_each(pages["findings"][label],
+                                                      full["findings"][label]))[0] or only[1]},
+        "findings_compared": compared,
     }
+
+
+def _only_in_each(first: list[list[str]], second: list[list[str]]) -> list[list[list[str]]]:
+    """The findings only `first` has and those only `second` has, counted as multisets (an
+    entry of several kernels may give one finding more than once)."""
+    a = Counter(tuple(f) for f in first)
+    b = Counter(tuple(f) for f in second)
+    return [[list(f) for f in (a - b).elements()], [list(f) for f in (b - a).elements()]]
 
 
 def record_pair(variant: str, size: int, pair_dir: Path, gpu: str, work: Path) -> list[str]:
@@ -433,6 +469,12 @@ def markdown(result: dict[str, Any]) -> str:
             f"{'met' if sets['met'] else 'NOT met'}; passes {sets['pages_passes']} against "
             f"{sets['full_passes']}.",
             "",
+            f"Findings (rule, kind, ncu rule) compared on {len(sets['findings_compared'])} "
+            "entries: " + ("the same on every one." if not sets["findings_differ"] else
+                           "they differ on " + "; ".join(
+                               f"{label} (pages only {only[0]}, full only {only[1]})"
+                               for label, only in sets["findings_differ"].items()) + "."),
+            "",
         ]
     if result.get("pair"):
         lines += ["Fixture pair recorded: " + ", ".join(result["pair"]), ""]
@@ -466,6 +508,8 @@ def table(result: dict[str, Any]) -> str:
                      sets["met"]))
         rows.append(("passes pages / full", f"{sets['pages_passes']}/{sets['full_passes']}",
                      "", ""))
+        rows.append(("entries with other findings", len(sets["findings_differ"]),
+                     f"of {len(sets['findings_compared'])}", not sets["findings_differ"]))
     width = max((len(r[0]) for r in rows), default=10)
     return "\n".join(f"{name:<{width}}  {value!s:>10}  {target:>8}  "
                      f"{'' if met == '' else ('met' if met else 'NOT met')}"
@@ -525,7 +569,8 @@ def main() -> int:
                 from warm_up import warm_up
 
                 result["warm_up_s"] = warm_up(args.all_size)
-            result["chain"] = measure_chain(args.all_size, args.section_set, work)
+            result["chain"] = measure_chain(args.all_size, args.section_set, work,
+                                            findings=args.compare_full)
             save()
             print(f"chain {result['chain']['wall_s']} s", flush=True)
             if args.head_start_off_too:
@@ -537,7 +582,7 @@ def main() -> int:
                 print(f"chain without head starts {result['chain_no_head_start']['wall_s']} s",
                       flush=True)
         if args.compare_full and not args.skip_all:
-            result["chain_full"] = measure_chain(args.all_size, "full", work)
+            result["chain_full"] = measure_chain(args.all_size, "full", work, findings=True)
             result["sets"] = compare_sets(result["chain"], result["chain_full"])
             save()
             print(f"chain (full) {result['chain_full']['wall_s']} s", flush=True)

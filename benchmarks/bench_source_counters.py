@@ -7,11 +7,13 @@ Each variant is profiled with `--set pages` on three section folders, in turn (`
 rounds, the folders alternating within each):
 
 * `shipped`: the `pages` overlay as ncuh builds it, Source Counters thinned of
-  `THINNED_METRICS` (the per-instruction metrics nobody reads);
-* `unthinned`: the same overlay with Source Counters as ncu ships it (ncuh before session 8);
-* `no_memory`: Source Counters without any per-instruction memory metric, and without the two
-  rules that ask for some (UncoalescedAccess, UncoalescedSharedAccess): what `pages` would
-  save if it gave up the coalescing finding, which reads them.
+  `THINNED_METRICS` (every per-instruction memory metric, the thread counts) and without the two
+  rules that read the sectors and wavefronts (`RULES_LEFT_OUT`);
+* `unthinned`: the same overlay with Source Counters and its rules as ncu ships them (ncuh
+  before session 8);
+* `memory_rules`: the overlay as `pages` was in session 9: the global sectors, shared
+  wavefronts and their ideals kept, with UncoalescedGlobalAccess and UncoalescedSharedAccess,
+  which read them (what the coalescing finding read before it read the hardware counters).
 
 For each run: the entry's ncu seconds (from its turn, as the manifest records them) and how
 each folder's last run's findings differ from `unthinned`'s first run's (rule, kind, ncu rule):
@@ -43,35 +45,33 @@ sys.path.insert(0, str(ROOT))
 from harness.profile import section_overlay as so  # noqa: E402
 from harness.profile.run import find_ncu  # noqa: E402
 
-# Every per-instruction memory metric of ncu 2025.3.1's Source Counters, and the derived ones.
-NO_MEMORY = (
-    "memory_type", "memory_access_type", "memory_access_size_type",
-    "memory_l1_tag_requests_global", "memory_l1_wavefronts_shared",
-    "memory_l1_wavefronts_shared_ideal", "memory_l2_theoretical_sectors_global",
-    "memory_l2_theoretical_sectors_global_ideal", "memory_l2_theoretical_sectors_local",
-    "derived__memory_l1_conflicts_shared_nway", "derived__memory_l1_wavefronts_shared_excessive",
+# What `memory_rules` keeps of THINNED_METRICS: the sectors and wavefronts per instruction.
+MEMORY_RULE_INPUTS = (
+    "memory_l1_wavefronts_shared", "memory_l1_wavefronts_shared_ideal",
+    "memory_l2_theoretical_sectors_global", "memory_l2_theoretical_sectors_global_ideal",
+    "derived__memory_l1_wavefronts_shared_excessive",
     "derived__memory_l2_theoretical_sectors_global_excessive",
-    *(name for name in so.THINNED_METRICS["SourceCounters"] if "memdesc" in name),
 )
-MEMORY_RULES = ("UncoalescedAccess.py", "UncoalescedSharedAccess.py")
-FOLDERS = ("shipped", "unthinned", "no_memory")
+FOLDERS = ("shipped", "unthinned", "memory_rules")
 
 
 def build_folders(work: Path) -> dict[str, Path]:
     stock = so.stock_sections(find_ncu())
     if stock is None:
         raise SystemExit("no stock section folder beside ncu")
+    thinned = so.THINNED_METRICS["SourceCounters"]
+    kinds = {
+        "shipped": ({"SourceCounters": thinned}, so.RULES_LEFT_OUT),
+        "unthinned": ({}, ()),
+        "memory_rules": ({"SourceCounters": tuple(name for name in thinned
+                                                  if name not in MEMORY_RULE_INPUTS)}, ()),
+    }
     folders = {}
     for name in FOLDERS:
         dest = work / f"overlay-{name}"
-        so.build_overlay(stock, dest, thinned={} if name == "unthinned" else so.THINNED_METRICS)
-        sections = dest / so.SECTIONS
-        if name == "no_memory":
-            for rule in MEMORY_RULES:
-                (sections / rule).unlink(missing_ok=True)
-            source = sections / "SourceCounters.section"
-            source.write_text(so.thin_section(source.read_text(), NO_MEMORY))
-        folders[name] = sections
+        thin, rules = kinds[name]
+        so.build_overlay(stock, dest, thinned=thin, rules_left_out=rules)
+        folders[name] = dest / so.SECTIONS
     return folders
 
 
