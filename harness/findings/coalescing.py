@@ -62,9 +62,7 @@ def _unjudged(profile: KernelProfile) -> tuple[str, str]:
     """(" (...; cp.async loads not judged)" for a title, a sentence for the text): what moved
     sectors the counters could not judge."""
     co = profile.coalescing
-    judged = co.directions()
-    missed = [name for name, accesses in (("loads", co.loads), ("stores", co.stores))
-              if accesses.sectors and name not in judged]
+    missed = co.unjudged()
     sentences = []
     if missed:
         sentences.append(f"The {' and '.join(missed)} were not judged: their opcodes' count "
@@ -96,7 +94,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             f"sectors, {fmt(excess)}% of the {fmt(sectors, 0)} sectors moved "
             f"({SECTION}).{_detail(profile)}{text_note}")
     if uncoalesced:
-        others = [name for name in co.directions() if bad and name not in bad]
+        others = [name for name in co.directions() if name not in bad]
         which = f"Global {direction} are uncoalesced" + (
             f" ({others[0]} are not)" if others else "")
         fix_text, what_if = _ADVICE[direction]

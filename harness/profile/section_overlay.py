@@ -18,19 +18,19 @@ One more section is *thinned*: Source Counters keeps its view, but the per-instr
 that no finding, page or diff of ncuh's needs (`THINNED_METRICS`: memory access kinds, sizes,
 sectors and wavefronts, L2 evict policies, thread counts per instruction) are left out of its
 lists, and with them the two rules that read the sectors and wavefronts (`RULES_LEFT_OUT`, whose
-files the overlay does not copy; ncuh's coalescing finding says what the first says from
-Memory Workload Analysis metrics `pages` and `full` both collect, the bank conflicts finding
-what the second says). A metric a remaining rule asks for
-stays, but for a silent optional input that `OPTIONAL_RULE_INPUTS_LEFT_OUT` names for that rule
-(ThreadDivergence's average of predicated-on threads, which feeds only ncu's source view); a
-metric that a kept derived metric's expression uses stays with it. Each is SASS-patched into the
-kernel's instructions (the memory ones, or all of them) in every replay, and together they cost
-the slow kernels seconds (a naive matrix product at 4096 on an H100: 25.1 s with all of them,
-18.3 s without the memory ones, `benchmarks/bench_source_counters.py --chain`; 1.2-1.8 s more
-for the thread counts). ncu's details page of a `pages` report, and ncuh's, then lack their rows
-and those two rules. Where SourceCounters is not in the shape expected, it stays as ncu ships it
-(the marker's `thinned` names nothing). Every other section is untouched. This is the
-customisation Nsight Compute documents: a section file says what is collected.
+files the overlay does not copy; ncuh's coalescing finding says what the first says from Memory
+Workload Analysis metrics `pages` and `full` both collect, the bank conflicts finding what the
+second says). A metric a remaining rule asks for stays, but for a silent optional input that
+`OPTIONAL_RULE_INPUTS_LEFT_OUT` names for that rule (ThreadDivergence's average of predicated-on
+threads, which feeds only ncu's source view); a metric that a kept derived metric's expression
+uses stays with it. Each is SASS-patched into the kernel's instructions (the memory ones, or all
+of them) in every replay, and together they cost the slow kernels seconds (a naive matrix
+product at 4096 on an H100: 25.1 s with all of them, 18.3 s without the memory ones,
+`benchmarks/bench_source_counters.py --chain`; 1.2-1.8 s more for the thread counts). ncu's
+details page of a `pages` report, and ncuh's, then lack their rows and those two rules. Where
+SourceCounters is not in the shape expected, it stays as ncu ships it (the marker's `thinned`
+names nothing). Every other section is untouched. This is the customisation Nsight Compute
+documents: a section file says what is collected.
 
 The overlay is built once per stock folder under `$NCUH_CACHE_DIR/_ncu_sections/<key>/` (or
 `~/.cache/ncuh/...`; the key hashes the stock files' names, sizes and times, ncuh's metric

@@ -317,20 +317,19 @@ class GlobalAccesses:
             return None
         return max(self.sectors - ideal, 0.0)
 
+    def _pct_beyond(self, ideal: Number) -> Number:
+        if not self.sectors or ideal is None:
+            return None
+        return 100.0 * max(self.sectors - ideal, 0.0) / self.sectors
+
     @property
     def excess_pct(self) -> Number:
-        excess = self.excessive_sectors
-        if not self.sectors or excess is None:
-            return None
-        return 100.0 * excess / self.sectors
+        return self._pct_beyond(self.ideal_sectors)
 
     @property
     def least_excess_pct(self) -> Number:
         """The excess no pattern of lanes could explain away (with `most_ideal_sectors`)."""
-        most = self.most_ideal_sectors
-        if not self.sectors or most is None:
-            return None
-        return 100.0 * max(self.sectors - most, 0.0) / self.sectors
+        return self._pct_beyond(self.most_ideal_sectors)
 
 
 @dataclass(frozen=True)
@@ -345,11 +344,20 @@ class Coalescing:
     # memory tables' widgets collect, so the loads above leave them out
     async_copies: Number = None
 
+    def _moved(self) -> dict[str, GlobalAccesses]:
+        """"loads"/"stores" -> its accesses, for those that moved sectors."""
+        both = {"loads": self.loads, "stores": self.stores}
+        return {name: accesses for name, accesses in both.items() if accesses.sectors}
+
     def directions(self) -> dict[str, GlobalAccesses]:
         """"loads"/"stores" -> its accesses, for those that moved sectors and can be judged."""
-        both = {"loads": self.loads, "stores": self.stores}
-        return {name: accesses for name, accesses in both.items()
-                if accesses.sectors and accesses.excessive_sectors is not None}
+        return {name: accesses for name, accesses in self._moved().items()
+                if accesses.excessive_sectors is not None}
+
+    def unjudged(self) -> list[str]:
+        """The directions that moved sectors the counters cannot judge (their opcodes' count
+        does not match the instructions counted, or was not collected)."""
+        return [name for name in self._moved() if name not in self.directions()]
 
     @property
     def global_sectors(self) -> Number:
