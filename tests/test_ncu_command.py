@@ -37,8 +37,11 @@ PAGES_ARGS = [
     "--section", "WarpStateStats",
     "--section", "SourceCounters",
     "--section", "WorkloadDistribution",
-    "--metrics", "sass__inst_executed_per_opcode,sass__inst_executed_per_opcode_with_modifier_all",
+    "--metrics", "sass__inst_executed_per_opcode,sass__inst_executed_per_opcode_with_modifier_all,"
+    "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum,"
+    "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum",
 ]
+PAGES_METRICS_ARG = PAGES_ARGS[-1]
 
 
 def test_default_settings_are_the_pages_set_pinned_clock_cache_replay_and_config_file() -> None:
@@ -56,8 +59,7 @@ def test_extra_sections_and_metrics_join_the_pages_set_once() -> None:
     argv = settings.args()
     assert argv[:-len(PINNED)] == [
         "--config-file", "off", *PAGES_ARGS[:-2], "--section", "PmSampling",
-        "--metrics", "sass__inst_executed_per_opcode,"
-        "sass__inst_executed_per_opcode_with_modifier_all,dram__bytes.sum",
+        "--metrics", f"{PAGES_METRICS_ARG},dram__bytes.sum",
     ]
 
 

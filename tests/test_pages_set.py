@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from packed_fixtures import unpacked
 
 from harness.findings.registry import run_rules
 from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
@@ -27,7 +28,11 @@ from harness.report.slim_sections import (
 FIXTURES = Path(__file__).parent / "fixtures"
 # Every `--set full` report: the chain's, and the zoo's (one per problem class: atomics, FP64,
 # tensor cores, divergence, ...), whose rules must come from sections `pages` keeps too.
-FULL_REPORTS = sorted([*FIXTURES.glob("h*_*.ncu-rep"), *FIXTURES.glob("zoo/zoo_*.ncu-rep")])
+# The async-copy GEMM (cp.async loads) both ways, committed packed (`packed_fixtures`).
+ASYNC_PAIR = (unpacked(FIXTURES / "async_copy_pair" / "h100_pages_async_copy_1024.ncu-rep.xz"),
+              unpacked(FIXTURES / "async_copy_pair" / "h100_full_async_copy_1024.ncu-rep.xz"))
+FULL_REPORTS = sorted([*FIXTURES.glob("h*_*.ncu-rep"), *FIXTURES.glob("zoo/zoo_*.ncu-rep"),
+                       ASYNC_PAIR[1]])
 FULL_REPORTS = [r for r in FULL_REPORTS if "_pages_" not in r.name]
 DROPPED = {
     "NumaAffinity", "Nvlink_Tables", "Nvlink_Topology", "PmSampling",
@@ -65,6 +70,7 @@ def test_the_metrics_named_are_in_the_full_reports(report: Path) -> None:
 # records them: `<gpu>_pages_<label>.ncu-rep` beside `<gpu>_full_<label>.ncu-rep`).
 PAIRS = [(pages, pages.with_name(pages.name.replace("_pages_", "_full_")))
          for pages in sorted(FIXTURES.glob("*_pages_*.ncu-rep"))]
+PAIRS.append(ASYNC_PAIR)
 
 
 def _collected(value: object, path: str = "") -> dict[str, bool]:
@@ -159,13 +165,36 @@ def test_pages_runs_no_rule_of_the_per_instruction_sectors(pair: tuple[Path, Pat
     pages, full = pair
     assert not _rule_names(pages) & set(RULES_LEFT_OUT)
     # full ran them: each speaks where a kernel's accesses move excess sectors (naive's global
-    # loads and stores; register_tiled's shared loads too); findings read neither
+    # loads and stores; register_tiled's shared loads too; async_copy's cp.async loads and
+    # shared loads); findings read neither
+    both = {"UncoalescedGlobalAccess", "UncoalescedSharedAccess"}
     fired = {"naive": {"UncoalescedGlobalAccess"}, "smem_tiled": set(),
-             "register_tiled": {"UncoalescedGlobalAccess", "UncoalescedSharedAccess"}}
+             "register_tiled": both, "async_copy": both}
     variant = pages.name.removeprefix("h100_pages_").removesuffix("_1024.ncu-rep")
     assert _rule_names(full) & set(RULES_LEFT_OUT) == fired[variant]
     for profile in load_profiles(full):
         assert not {r.name for r in profile.rules_for_pages} & set(RULES_LEFT_OUT)
+
+
+def test_cp_async_loads_are_judged_the_same_both_ways_as_source_counters_counts_them() -> None:
+    # ncu's UncoalescedGlobalAccess (full only): "524288 excessive sectors (22% of the total
+    # 2356912 sectors)", every one of them the cp.async loads' (its LDG loads and STG stores
+    # move their ideal). The cp.async sectors (raw pages: 2,096,480 with pages, 2,096,528 with
+    # full) beyond 16 for each of the 98,304 LDGSTS.E.BYPASS.128: 523,616 and 523,664.
+    found = []
+    for report, sectors in zip(ASYNC_PAIR, (2096480, 2096528), strict=True):
+        assert float(_raw_value(report, "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_"
+                                        "ldgsts_cache_bypass.sum")) == sectors
+        (profile,) = load_profiles(report)
+        (finding,) = [f for f in run_rules(profile) if f.rule == "coalescing"]
+        assert finding.metrics["excessive_sectors"] == sectors - 98304 * 16
+        assert finding.metrics["excessive_sectors"] == pytest.approx(524288, rel=2e-3)
+        found.append((finding.kind, finding.title))
+    assert found == [("bad", "Global cp.async loads are uncoalesced (stores are not): at least "
+                             "23.5% of the sectors moved are excess.")] * 2
+    (rule,) = [r for r in load_profiles(ASYNC_PAIR[1])[0].rules
+               if r.name == "UncoalescedGlobalAccess"]
+    assert "524288 excessive sectors (22% of the total 2356912" in rule.message
 
 
 def test_without_the_memory_counters_ncus_coalescing_rule_stands() -> None:
@@ -209,8 +238,8 @@ def test_the_coalescing_finding_reads_the_same_counters_both_ways() -> None:
 # `ncuh profile --set pages` and `--set full` on an H100 (session 9), where ncu's
 # ThreadDivergence rule fires: `pages` leaves out the per-instruction thread counts the rule
 # asks for only as an optional input, and the rule says the same.
-DIVERGENCE_PAIR = (FIXTURES / "divergence_pair" / "h100_pages_zoo_divergence.ncu-rep",
-                   FIXTURES / "divergence_pair" / "h100_full_zoo_divergence.ncu-rep")
+DIVERGENCE_PAIR = (unpacked(FIXTURES / "divergence_pair" / "h100_pages_zoo_divergence.ncu-rep.xz"),
+                   unpacked(FIXTURES / "divergence_pair" / "h100_full_zoo_divergence.ncu-rep.xz"))
 THREAD_COUNTS = {"thread_inst_executed_true", "derived__avg_thread_executed_true"}
 
 

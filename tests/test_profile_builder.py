@@ -9,7 +9,7 @@ import pytest
 from conftest import NAIVE_SMEM_DETAILS, NAIVE_SMEM_REPORT
 from ncu_details import parse_details
 
-from harness.report.kernel_profile import KernelProfile
+from harness.report.kernel_profile import AsyncCopies, KernelProfile
 from harness.report.memory_widths import classify_opcode
 from harness.report.profile_builder import build_profile, load_profiles
 from harness.report.reportfile import KernelRef, export_metrics, open_report
@@ -323,4 +323,48 @@ def test_the_coalescing_record_of_the_naive_kernel(profiles) -> None:
     assert (loads.narrowest_lane_bytes, stores.narrowest_lane_bytes) == (4.0, 4.0)
     # per pair of loads: 33 sectors moved, 132 distinct bytes; one of the two a broadcast
     assert loads.ideal_sectors == pytest.approx(1108344832 * 5 / 33, rel=1e-3)
-    assert profiles[0].coalescing.async_copies == 0
+    # no cp.async: nothing executed, its sectors (collected by `full`'s widget) zero
+    assert profiles[0].coalescing.async_copies == AsyncCopies(sectors=0.0, instructions=0,
+                                                              lane_bytes=None)
+    assert "cp.async loads" not in profiles[0].coalescing.directions()
+
+
+class _Value:
+    def __init__(self, value: float) -> None:
+        self._value = value
+
+    def has_value(self) -> bool:
+        return True
+
+    def value(self) -> float:
+        return self._value
+
+
+class _Action:
+    """Just what `_Metrics` asks of an ncu_report action: names and values."""
+
+    def __init__(self, values: dict[str, float]) -> None:
+        self._values = values
+
+    def metric_names(self) -> list[str]:
+        return list(self._values)
+
+    def metric_by_name(self, name: str) -> _Value:
+        return _Value(self._values[name])
+
+
+def test_cp_async_sectors_are_both_caches_summed_and_widths_from_the_opcodes() -> None:
+    from harness.report.profile_builder import _async_copies, _Metrics
+
+    stem = "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_"
+    opcodes = {"LDGSTS.E.BYPASS.128": 300.0, "LDGSTS.E": 100.0, "LDG.E.128": 50.0}
+    both = _Metrics(_Action({f"{stem}access.sum": 400.0, f"{stem}bypass.sum": 5000.0}))
+    # 300 copies of 16 bytes a lane and 100 of 4: 13 bytes a lane on average
+    assert _async_copies(both, opcodes) == AsyncCopies(5400.0, 400.0, 13.0)
+    # one cache's count alone is theirs; neither collected (a report from before `pages`
+    # asked for them): no sectors, and the copies are not judged
+    bypass = _Metrics(_Action({f"{stem}bypass.sum": 5000.0}))
+    assert _async_copies(bypass, opcodes).sectors == 5000.0
+    assert _async_copies(_Metrics(_Action({})), opcodes).sectors is None
+    # the opcodes not collected: no copies to judge
+    assert _async_copies(both, {}) == AsyncCopies(5400.0, 0, None)

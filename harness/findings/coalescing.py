@@ -10,17 +10,20 @@ same whether `pages` or `full` recorded it. The share of excess it states is tha
 calls the accesses uncoalesced only where even the most generous ideal leaves `BAD_EXCESS` (no
 pattern of idle or sharing lanes could explain the sectors away), and coalesced where the
 estimate stays under `CLEAN_EXCESS`; in between it says nothing, as before. cp.async loads
-(LDGSTS) are counted apart, in counters only the memory tables' widgets collect: a kernel with
-them gets a word that those were not judged. Shared memory's excess wavefronts are the bank
-conflicts finding's (ncu's UncoalescedSharedAccess counts them per instruction; the hardware's
-bank-conflict counter also counts conflicts the access pattern alone does not make: recorded
-shared-memory tree sums show 5-10% where Source Counters sees no excess).
+(LDGSTS) are counted apart, in sectors `pages` collects by name and `full` through the memory
+tables' widget, with no count of the bytes asked: their excess is only bounded from below
+(`AsyncCopies`), so they can be called uncoalesced but never coalesced, and LDG's loads beside
+them are not judged (L1TEX's load sectors count theirs too). Shared memory's excess
+wavefronts are the bank conflicts finding's (ncu's UncoalescedSharedAccess counts them per
+instruction; the hardware's bank-conflict counter also counts conflicts the access pattern
+alone does not make: recorded shared-memory tree sums show 5-10% where Source Counters sees no
+excess).
 """
 
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report.kernel_profile import ASYNC_LOADS, AsyncCopies, KernelProfile
 
 NAME = "coalescing"
 SECTION = "Memory Workload Analysis"
@@ -42,6 +45,15 @@ _ADVICE = {
                          "so each 32-byte sector moves only a few useful bytes.",
                          "What if consecutive threads (threadIdx.x) walked consecutive "
                          "addresses, so a warp's 32 accesses share four sectors?"),
+    ASYNC_LOADS: ("A warp's cp.async copies touch more 32-byte sectors than their bytes "
+                  "fill: the lanes' addresses are scattered or straddle sector boundaries.",
+                  "What if each warp's cp.async copied one contiguous, sector-aligned run of "
+                  "global memory (consecutive threads, consecutive 16-byte chunks)?"),
+    f"{ASYNC_LOADS} and stores": (
+        "Neighbouring threads of a warp copy (cp.async) and write global addresses far apart or "
+        "across sector boundaries, so the sectors moved exceed the bytes used.",
+        "What if consecutive threads copied and wrote consecutive, sector-aligned addresses, "
+        "so that each warp's accesses fill whole 32-byte sectors?"),
 }
 
 
@@ -52,27 +64,24 @@ def _bad_directions(profile: KernelProfile) -> list[str]:
 
 def _detail(profile: KernelProfile) -> str:
     """" By direction: loads: ...; stores: ...." """
-    parts = [f"{name}: {fmt(a.excess_pct or 0.0)}% of {fmt(a.sectors or 0.0, 0)} sectors excess, "
-             f"{fmt(a.bytes_per_sector or 0.0)} of 32 bytes per sector used"
-             for name, a in sorted(profile.coalescing.directions().items())]
+    parts = []
+    for name, a in sorted(profile.coalescing.directions().items()):
+        if isinstance(a, AsyncCopies):  # a bound: no bytes per sector counted
+            parts.append(f"{name}: at least {fmt(a.excess_pct or 0.0)}% of "
+                         f"{fmt(a.sectors or 0.0, 0)} sectors excess (full warps would need "
+                         f"{fmt(a.most_ideal_sectors or 0.0, 0)})")
+        else:
+            parts.append(f"{name}: {fmt(a.excess_pct or 0.0)}% of {fmt(a.sectors or 0.0, 0)} "
+                         f"sectors excess, {fmt(a.bytes_per_sector)} of 32 bytes per sector used")
     return f" By direction: {'; '.join(parts)}." if parts else ""
 
 
 def _unjudged(profile: KernelProfile) -> tuple[str, str]:
-    """(" (...; cp.async loads not judged)" for a title, a sentence for the text): what moved
-    sectors the counters could not judge."""
-    co = profile.coalescing
-    missed = co.unjudged()
-    sentences = []
-    if missed:
-        sentences.append(f"The {' and '.join(missed)} were not judged: their opcodes' count "
-                         "does not match the instructions counted, or was not collected.")
-    if co.async_copies:
-        sentences.append(f"The {fmt(co.async_copies, 0)} cp.async loads (LDGSTS) are not in "
-                         "these counters.")
-    skipped = [*missed, *(["cp.async loads"] if co.async_copies else [])]
-    title = f"; {' and '.join(skipped)} not judged" if skipped else ""
-    return title, "".join(f" {sentence}" for sentence in sentences)
+    """(" (...; cp.async loads not judged)" for a title, sentences for the text): what moved
+    sectors the counters could not judge, and why."""
+    missed = profile.coalescing.unjudged()
+    title = f"; {' and '.join(missed)} not judged" if missed else ""
+    return title, "".join(f" The {name} were not judged: {why}." for name, why in missed.items())
 
 
 def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
@@ -90,18 +99,21 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
         "sectors": sectors, "direction": direction,
         "least_excess_pct": co.global_least_excess_pct or 0.0,
     }
-    text = (f"Global {judged} move {fmt(co.global_excessive_sectors or 0.0, 0)} excessive "
-            f"sectors, {fmt(excess)}% of the {fmt(sectors, 0)} sectors moved "
+    # cp.async's excess is a bound from below, so the sum is one too
+    least = "at least " if co.bounded_only() else ""
+    text = (f"Global {judged} move {least}{fmt(co.global_excessive_sectors or 0.0, 0)} "
+            f"excessive sectors, {fmt(excess)}% of the {fmt(sectors, 0)} sectors moved "
             f"({SECTION}).{_detail(profile)}{text_note}")
     if uncoalesced:
-        others = [name for name in co.directions() if name not in bad]
+        # cp.async loads are never called coalesced, not even beside worse stores
+        others = [name for name in co.directions() if name not in bad and name != ASYNC_LOADS]
         which = f"Global {direction} are uncoalesced" + (
             f" ({others[0]} are not)" if others else "")
         fix_text, what_if = _ADVICE[direction]
         return [Finding(
             rule=NAME,
             kind="bad",
-            title=f"{which}: {fmt(excess)}% of the sectors moved are excess.",
+            title=f"{which}: {least}{fmt(excess)}% of the sectors moved are excess.",
             text=text,
             section=SECTION,
             fix_title="Coalesce global memory accesses.",
@@ -110,7 +122,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             weight=excess,
             metrics=metrics,
         )]
-    if excess < CLEAN_EXCESS:
+    if excess < CLEAN_EXCESS and not co.bounded_only():
         return [Finding(rule=NAME, kind="good", title=f"Global {judged} are coalesced "
                         f"({fmt(excess, 2)}% excessive sectors{title_note}).", text=text,
                         section=SECTION, metrics=metrics)]

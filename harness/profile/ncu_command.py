@@ -61,6 +61,10 @@ PAGES_SECTIONS: tuple[str, ...] = (
 PAGES_METRICS: tuple[str, ...] = (
     "sass__inst_executed_per_opcode",
     "sass__inst_executed_per_opcode_with_modifier_all",  # access widths (LDG.E.128, ...)
+    # cp.async's sectors (the coalescing finding), which only the memory tables' widget of
+    # `full` collects; no pass more on an H100 (23 either way, async_copy and register_tiled)
+    "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
+    "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum",
 )
 CLOCK_CONTROLS: tuple[str, ...] = ("base", "none")
 CaptureMode = Literal["nvtx", "kernel"]

@@ -333,6 +333,57 @@ class GlobalAccesses:
 
 
 @dataclass(frozen=True)
+class AsyncCopies:
+    """cp.async loads (LDGSTS: global memory copied straight into shared memory), as L1TEX
+    saw them.
+
+    Their sectors are counted apart from LDG's, in the counters the memory tables' widget reads,
+    and no counter says how many bytes of those sectors the lanes asked for. So the ideal is
+    only bounded: a warp instruction whose 32 lanes each copy `lane_bytes` bytes of their own
+    needs `lane_bytes` sectors (32 lanes x lane_bytes / 32 bytes), and none needs more. The
+    excess stated is what lies beyond that bound: Source Counters' count where warps are full
+    (the product's async-copy GEMM at 1024: 523,616 with `pages` and 523,664 with `full`
+    against its 524,288 excessive sectors), less where lanes sit idle or share bytes, never
+    more. So it can call copies uncoalesced, never coalesced."""
+
+    # sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_{access,bypass}.sum, added
+    sectors: Number = None
+    instructions: Number = None  # executed LDGSTS warp instructions, from the opcodes
+    lane_bytes: Number = None  # bytes per lane, averaged over those opcodes' widths
+
+    @property
+    def most_ideal_sectors(self) -> Number:
+        """What full warps of lanes with bytes of their own need: the most the ideal can be."""
+        if self.sectors is None or not self.instructions or not self.lane_bytes:
+            return None
+        return self.instructions * self.lane_bytes
+
+    @property
+    def excessive_sectors(self) -> Number:
+        """The sectors beyond `most_ideal_sectors`: the least the excess can be."""
+        ideal = self.most_ideal_sectors
+        if ideal is None or self.sectors is None:
+            return None
+        return max(self.sectors - ideal, 0.0)
+
+    @property
+    def excess_pct(self) -> Number:
+        excess = self.excessive_sectors
+        if not self.sectors or excess is None:
+            return None
+        return 100.0 * excess / self.sectors
+
+    @property
+    def least_excess_pct(self) -> Number:
+        """The same as `excess_pct`: for cp.async the estimate is the bound."""
+        return self.excess_pct
+
+
+# The name of the cp.async direction, beside "loads" (LDG) and "stores" (STG).
+ASYNC_LOADS = "cp.async loads"
+
+
+@dataclass(frozen=True)
 class Coalescing:
     """Global access efficiency from Memory Workload Analysis metrics that `pages` and `full`
     both collect: the sectors moved beyond what the bytes asked for need, which ncu's Source
@@ -340,24 +391,37 @@ class Coalescing:
 
     loads: GlobalAccesses = field(default_factory=GlobalAccesses)
     stores: GlobalAccesses = field(default_factory=GlobalAccesses)
-    # executed cp.async loads (LDGSTS): L1TEX counts their sectors apart, in counters only the
-    # memory tables' widgets collect, so the loads above leave them out
-    async_copies: Number = None
+    async_copies: AsyncCopies = field(default_factory=AsyncCopies)
 
-    def _moved(self) -> dict[str, GlobalAccesses]:
-        """"loads"/"stores" -> its accesses, for those that moved sectors."""
-        both = {"loads": self.loads, "stores": self.stores}
-        return {name: accesses for name, accesses in both.items() if accesses.sectors}
+    def _moved(self) -> dict[str, GlobalAccesses | AsyncCopies]:
+        """"loads"/"stores"/"cp.async loads" -> its accesses, for those that moved sectors
+        (cp.async loads: that were executed, their sectors collected or not)."""
+        moved: dict[str, GlobalAccesses | AsyncCopies] = {
+            name: accesses for name, accesses in (("loads", self.loads),
+                                                  ("stores", self.stores)) if accesses.sectors}
+        if self.async_copies.instructions:
+            moved[ASYNC_LOADS] = self.async_copies
+        return moved
 
-    def directions(self) -> dict[str, GlobalAccesses]:
-        """"loads"/"stores" -> its accesses, for those that moved sectors and can be judged."""
+    def directions(self) -> dict[str, GlobalAccesses | AsyncCopies]:
+        """Name -> accesses, for the directions that moved sectors and can be judged. LDG's
+        loads cannot beside cp.async loads: L1TEX's global load sectors count some of theirs
+        (the async-copy GEMM at 1024: 1,966,080 for 8,192 LDG of 16-byte lanes, which can move
+        131,072 at most)."""
         return {name: accesses for name, accesses in self._moved().items()
-                if accesses.excessive_sectors is not None}
+                if accesses.excessive_sectors is not None
+                and not (name == "loads" and self.async_copies.instructions)}
 
-    def unjudged(self) -> list[str]:
-        """The directions that moved sectors the counters cannot judge (their opcodes' count
-        does not match the instructions counted, or was not collected)."""
-        return [name for name in self._moved() if name not in self.directions()]
+    def unjudged(self) -> dict[str, str]:
+        """Name -> why, for the directions that moved sectors the counters cannot judge."""
+        judged = self.directions()
+        return {name: _why_not_judged(name, self) for name in self._moved()
+                if name not in judged}
+
+    def bounded_only(self) -> bool:
+        """Whether a judged direction's excess is only a bound (cp.async loads): then no
+        verdict of "coalesced"."""
+        return ASYNC_LOADS in self.directions()
 
     @property
     def global_sectors(self) -> Number:
@@ -386,6 +450,14 @@ class Coalescing:
         least = sum(max((a.sectors or 0.0) - (a.most_ideal_sectors or 0.0), 0.0)
                     for a in moved.values())
         return 100.0 * least / sectors
+
+
+def _why_not_judged(name: str, coalescing: Coalescing) -> str:
+    if name == ASYNC_LOADS:
+        return "their sectors were not collected"
+    if coalescing.async_copies.instructions:
+        return "L1TEX counts cp.async loads' sectors among theirs"
+    return "their opcodes' count does not match the instructions counted, or was not collected"
 
 
 @dataclass(frozen=True)

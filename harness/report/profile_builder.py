@@ -14,6 +14,7 @@ from typing import Any
 from harness.report.instruction_classes import classify
 from harness.report.kernel_profile import (
     OCCUPANCY_LIMITERS,
+    AsyncCopies,
     Atomics,
     BankConflictStats,
     Coalescing,
@@ -270,10 +271,28 @@ def _coalescing(m: _Metrics, opcodes: dict[str, float]) -> Coalescing:
             narrowest_lane_bytes=narrowest,
         )
 
-    async_copies = sum(count for opcode, count in opcodes.items()
-                       if opcode.split(".")[0] == "LDGSTS")
     return Coalescing(loads=direction("ld", "LDG"), stores=direction("st", "STG"),
-                      async_copies=async_copies)
+                      async_copies=_async_copies(m, opcodes))
+
+
+# cp.async's sectors, cached in L1 (.CA) or not (.CG, "bypass"): `pages` collects both by name,
+# `full` through the memory tables' widget.
+_ASYNC_SECTORS = tuple(f"sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_{cache}.sum"
+                       for cache in ("access", "bypass"))
+
+
+def _async_copies(m: _Metrics, opcodes: dict[str, float]) -> AsyncCopies:
+    """The executed LDGSTS opcodes (their count and lanes' average width) and their sectors,
+    cached and not summed (None where neither was collected)."""
+    widths = [(count, classified[2] / 8.0) for opcode, count in opcodes.items()
+              if opcode.split(".")[0] == "LDGSTS" and count
+              and (classified := classify_opcode(opcode)) is not None]
+    instructions = sum(count for count, _ in widths)
+    counted = [value for name in _ASYNC_SECTORS if (value := m.number(name)) is not None]
+    return AsyncCopies(
+        sectors=sum(counted) if counted else None, instructions=instructions,
+        lane_bytes=(sum(count * size for count, size in widths) / instructions
+                    if instructions else None))
 
 
 def _instruction_mix(m: _Metrics) -> tuple[OpcodeCount, ...]:

@@ -1,0 +1,38 @@
+"""Reports committed packed with xz: an `.ncu-rep` packs 23-45 times smaller (the async-copy
+pair: 5.2 MB to 0.2 MB), which keeps the checkout small enough to travel to a GPU machine.
+
+`unpacked()` writes a packed report out into a temporary folder of this test process's own
+(removed when it exits), with the files beside it (ncu's raw and details pages, a manifest)
+copied along, so that tests read it as they read any other fixture.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import lzma
+import shutil
+import tempfile
+from pathlib import Path
+
+
+@functools.cache
+def _folder() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="ncuh-fixtures-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+@functools.cache
+def unpacked(packed: Path) -> Path:
+    """The report `packed` (`NAME.ncu-rep.xz`) written out as `NAME.ncu-rep`, with its
+    `NAME.*` neighbours beside it."""
+    folder = _folder() / packed.parent.name
+    folder.mkdir(exist_ok=True)
+    report = folder / packed.name.removesuffix(".xz")
+    report.write_bytes(lzma.decompress(packed.read_bytes()))
+    stem = report.name.removesuffix(".ncu-rep")
+    for neighbour in packed.parent.glob(f"{stem}.*"):
+        if neighbour != packed:
+            shutil.copyfile(neighbour, folder / neighbour.name)
+    return report
