@@ -253,6 +253,20 @@ class RuleResult:
         return self.type in ("OPT", "WARN", "ERROR")
 
 
+def _sectors_beyond(sectors: Number, ideal: Number) -> Number:
+    """The sectors moved beyond an ideal; None where either is unknown."""
+    if sectors is None or ideal is None:
+        return None
+    return max(sectors - ideal, 0.0)
+
+
+def _share_pct(sectors: Number, part: Number) -> Number:
+    """`part` as a percentage of `sectors`; None where either is unknown or none moved."""
+    if not sectors or part is None:
+        return None
+    return 100.0 * part / sectors
+
+
 @dataclass(frozen=True)
 class GlobalAccesses:
     """Global loads or stores of one direction, as L1TEX saw them (Memory Workload Analysis),
@@ -312,15 +326,10 @@ class GlobalAccesses:
 
     @property
     def excessive_sectors(self) -> Number:
-        ideal = self.ideal_sectors
-        if ideal is None or self.sectors is None:
-            return None
-        return max(self.sectors - ideal, 0.0)
+        return _sectors_beyond(self.sectors, self.ideal_sectors)
 
     def _pct_beyond(self, ideal: Number) -> Number:
-        if not self.sectors or ideal is None:
-            return None
-        return 100.0 * max(self.sectors - ideal, 0.0) / self.sectors
+        return _share_pct(self.sectors, _sectors_beyond(self.sectors, ideal))
 
     @property
     def excess_pct(self) -> Number:
@@ -361,17 +370,11 @@ class AsyncCopies:
     @property
     def excessive_sectors(self) -> Number:
         """The sectors beyond `most_ideal_sectors`: the least the excess can be."""
-        ideal = self.most_ideal_sectors
-        if ideal is None or self.sectors is None:
-            return None
-        return max(self.sectors - ideal, 0.0)
+        return _sectors_beyond(self.sectors, self.most_ideal_sectors)
 
     @property
     def excess_pct(self) -> Number:
-        excess = self.excessive_sectors
-        if not self.sectors or excess is None:
-            return None
-        return 100.0 * excess / self.sectors
+        return _share_pct(self.sectors, self.excessive_sectors)
 
     @property
     def least_excess_pct(self) -> Number:
