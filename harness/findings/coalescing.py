@@ -13,7 +13,7 @@ estimate stays under `CLEAN_EXCESS`; in between it says nothing, as before. cp.a
 (LDGSTS) are counted apart, in sectors `pages` collects by name and `full` through the memory
 tables' widget, with no count of the bytes asked: their excess is only bounded from below
 (`AsyncCopies`), so they can be called uncoalesced but never coalesced, and LDG's loads beside
-them are not judged (L1TEX's load sectors count theirs too). Shared memory's excess
+them are not judged (L1TEX's load sectors count some of theirs). Shared memory's excess
 wavefronts are the bank conflicts finding's (ncu's UncoalescedSharedAccess counts them per
 instruction; the hardware's bank-conflict counter also counts conflicts the access pattern
 alone does not make: recorded shared-memory tree sums show 5-10% where Source Counters sees no

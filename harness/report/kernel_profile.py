@@ -438,21 +438,15 @@ class Coalescing:
 
     @property
     def global_excess_pct(self) -> Number:
-        sectors, excess = self.global_sectors, self.global_excessive_sectors
-        if not sectors or excess is None:
-            return None
-        return 100.0 * excess / sectors
+        return _share_pct(self.global_sectors, self.global_excessive_sectors)
 
     @property
     def global_least_excess_pct(self) -> Number:
         """The share of sectors excess whatever pattern of lanes the instructions had."""
-        moved = self.directions()
-        sectors = sum(a.sectors or 0.0 for a in moved.values())
-        if not sectors:
-            return None
-        least = sum(max((a.sectors or 0.0) - (a.most_ideal_sectors or 0.0), 0.0)
-                    for a in moved.values())
-        return 100.0 * least / sectors
+        moved = self.directions().values()
+        return _share_pct(sum(a.sectors or 0.0 for a in moved),
+                          sum(_sectors_beyond(a.sectors, a.most_ideal_sectors) or 0.0
+                              for a in moved))
 
 
 def _why_not_judged(name: str, coalescing: Coalescing) -> str:

@@ -242,15 +242,21 @@ def _bank_conflicts(m: _Metrics) -> SharedBankConflicts:
 _WIDTH_COUNTS_AGREE = 0.05
 
 
+def _widths(opcodes: dict[str, float], base: str) -> list[tuple[float, float]]:
+    """(executed, bytes per lane) of each executed `base` opcode (LDG, STG, LDGSTS) with its
+    width modifiers."""
+    return [(executed, classified[2] / 8.0) for opcode, executed in opcodes.items()
+            if opcode.split(".")[0] == base and executed
+            and (classified := classify_opcode(opcode)) is not None]
+
+
 def _lane_bytes(opcodes: dict[str, float], base: str,
                 instructions: Number) -> tuple[Number, Number]:
     """(average, narrowest) bytes per lane of the executed `base` opcodes (LDG or STG, with
     their width modifiers), where their count agrees with the hardware's count of that
     direction's global instructions; (None, None) where it does not (generic LD/ST, opcodes
     not collected)."""
-    widths = [(executed, classified[2] / 8.0) for opcode, executed in opcodes.items()
-              if opcode.split(".")[0] == base and executed
-              and (classified := classify_opcode(opcode)) is not None]
+    widths = _widths(opcodes, base)
     executed = sum(count for count, _ in widths)
     if not executed or not instructions or abs(executed - instructions) > (
             _WIDTH_COUNTS_AGREE * instructions):
@@ -284,9 +290,7 @@ _ASYNC_SECTORS = tuple(f"sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_
 def _async_copies(m: _Metrics, opcodes: dict[str, float]) -> AsyncCopies:
     """The executed LDGSTS opcodes (their count and lanes' average width) and their sectors,
     cached and not summed (None where neither was collected)."""
-    widths = [(count, classified[2] / 8.0) for opcode, count in opcodes.items()
-              if opcode.split(".")[0] == "LDGSTS" and count
-              and (classified := classify_opcode(opcode)) is not None]
+    widths = _widths(opcodes, "LDGSTS")
     instructions = sum(count for count, _ in widths)
     counted = [value for name in _ASYNC_SECTORS if (value := m.number(name)) is not None]
     return AsyncCopies(
