@@ -19,6 +19,7 @@ from standin_support import standins_fixture  # noqa: F401  (the `standins` fixt
 
 from harness.cli import main
 from harness.errors import NcuhError
+from harness.profile import history
 from harness.profile import run as lib
 from harness.profile.gpus import (
     Gpu,
@@ -296,10 +297,10 @@ def test_previous_seconds_come_from_the_newest_run_with_the_same_set(tmp_path: P
     (out / "20261104-000000-broken").mkdir()
     (out / "20261104-000000-broken" / "manifest.json").write_text("{not json")
     pages = lib.NcuSettings()
-    past = lib.PastEntry
-    assert lib.previous_entries(out, targets, pages) == [past(5.0), past(2.0)]
-    assert lib.previous_entries(out, targets, lib.NcuSettings(set="full")) == [past(9.0), None]
-    assert lib.previous_entries(tmp_path / "nothing", targets, pages) == [None, None]
+    past = history.PastEntry
+    assert history.previous_entries(out, targets, pages) == [past(5.0), past(2.0)]
+    assert history.previous_entries(out, targets, lib.NcuSettings(set="full")) == [past(9.0), None]
+    assert history.previous_entries(tmp_path / "nothing", targets, pages) == [None, None]
 
 
 def test_previous_work_leaves_out_the_start_an_entry_paid_itself(tmp_path: Path) -> None:
@@ -311,10 +312,10 @@ def test_previous_work_leaves_out_the_start_an_entry_paid_itself(tmp_path: Path)
         {**ok, "label": "naive_256", "seconds": 25.3, "start_s": 2.5},
         {**ok, "label": "register_tiled_256", "seconds": 3.8, "start_s": None},
         {**ok, "label": "smem_tiled_256", "seconds": 1.0, "start_s": True}])  # not seconds
-    found = lib.previous_entries(out, targets, lib.NcuSettings())
-    assert found == [lib.PastEntry(25.3, 2.5), lib.PastEntry(3.8), lib.PastEntry(1.0)]
+    found = history.previous_entries(out, targets, lib.NcuSettings())
+    assert found == [history.PastEntry(25.3, 2.5), history.PastEntry(3.8), history.PastEntry(1.0)]
     assert [past.work_s for past in found if past] == [pytest.approx(22.8), 3.8, 1.0]
-    assert lib.PastEntry(2.0, 3.0).work_s == 0.0  # a start longer than the entry: none left
+    assert history.PastEntry(2.0, 3.0).work_s == 0.0  # a start longer than the entry: none left
 
 
 def test_gpus_hand_the_longest_out_first_from_an_earlier_run(
@@ -505,10 +506,10 @@ def test_an_idle_planned_slot_looks_past_the_busiest_slot_when_its_last_item_is_
 
 
 def test_with_own_starts_adds_the_typical_start_to_each_target() -> None:
-    past = lib.PastEntry
+    past = history.PastEntry
     before = [past(25.0, 4.0), past(3.0), past(10.0, 2.0), None, past(5.0, 3.0)]
-    assert lib.with_own_starts(before) == [24.0, 6.0, 11.0, None, 5.0]
-    assert lib.with_own_starts([past(3.0), None]) == [3.0, None]  # no start seen: none added
+    assert history.with_own_starts(before) == [24.0, 6.0, 11.0, None, 5.0]
+    assert history.with_own_starts([past(3.0), None]) == [3.0, None]  # no start seen: none added
 
 
 def test_the_taking_rule_knows_each_items_work_without_its_start() -> None:
@@ -531,10 +532,10 @@ def test_previous_times_from_a_run_on_as_many_gpus_count_first(tmp_path: Path) -
     _earlier_run(out, "20261102-000000-all", "pages", [  # one GPU, newer
         {**ok, "label": "naive_256", "seconds": 5.0, "gpu": on[1]},
         {**ok, "label": "register_tiled_256", "seconds": 2.0, "gpu": on[1]}])
-    past = lib.PastEntry
-    assert lib.previous_entries(out, targets, lib.NcuSettings(), 2) == [past(6.0), past(2.0)]
-    assert lib.previous_entries(out, targets, lib.NcuSettings(), 1) == [past(5.0), past(2.0)]
-    assert lib.previous_entries(out, targets, lib.NcuSettings(), 3) == [past(5.0), past(2.0)]
+    past = history.PastEntry
+    assert history.previous_entries(out, targets, lib.NcuSettings(), 2) == [past(6.0), past(2.0)]
+    assert history.previous_entries(out, targets, lib.NcuSettings(), 1) == [past(5.0), past(2.0)]
+    assert history.previous_entries(out, targets, lib.NcuSettings(), 3) == [past(5.0), past(2.0)]
 
 
 def test_previous_times_survive_hostile_manifests(tmp_path: Path) -> None:
@@ -552,7 +553,7 @@ def test_previous_times_survive_hostile_manifests(tmp_path: Path) -> None:
     ]:
         (out / name).mkdir()
         (out / name / "manifest.json").write_text(manifest)
-    assert lib.previous_entries(out, targets, lib.NcuSettings()) == [lib.PastEntry(1.0)]
+    assert history.previous_entries(out, targets, lib.NcuSettings()) == [history.PastEntry(1.0)]
 
 
 def test_a_merged_run_counts_the_gpus_of_each_shard(tmp_path: Path) -> None:
@@ -568,9 +569,9 @@ def test_a_merged_run_counts_the_gpus_of_each_shard(tmp_path: Path) -> None:
         {**ok, "label": "naive_256", "seconds": 5.0, "gpu": {"uuid": "GPU-0a"}, "shard": "a"},
         {**ok, "label": "register_tiled_256", "seconds": 2.0, "gpu": {"uuid": "GPU-1b"},
          "shard": "b"}])
-    past = lib.PastEntry
-    assert lib.previous_entries(out, targets, lib.NcuSettings(), 1) == [past(5.0), past(2.0)]
-    assert lib.previous_entries(out, targets, lib.NcuSettings(), 2) == [past(6.0), past(3.0)]
+    past = history.PastEntry
+    assert history.previous_entries(out, targets, lib.NcuSettings(), 1) == [past(5.0), past(2.0)]
+    assert history.previous_entries(out, targets, lib.NcuSettings(), 2) == [past(6.0), past(3.0)]
 
 
 def test_without_head_starts_each_waiting_target_counts_its_start(

@@ -36,12 +36,10 @@ import importlib
 import importlib.util
 import itertools
 import json
-import math
 import os
 import re
 import shutil
 import stat
-import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -64,6 +62,7 @@ from harness.profile.head_start import (
     NcuOutputWatch,
     head_start_wanted,
 )
+from harness.profile.history import previous_entries, typical_start, with_own_starts
 from harness.profile.ncu_command import (
     CaptureMode,
     KernelFilter,
@@ -174,7 +173,7 @@ class EntryResult:
     # How long its ncu ran before its turn (`harness.profile.head_start`); None: started on time.
     head_start_s: float | None = None
     # Where it paid its own start (no head start): seconds from its ncu's start to its first
-    # replay pass, part of `seconds`. `--gpus` plans without it (`PastEntry.work_s`).
+    # replay pass, part of `seconds`. `--gpus` plans without it (`history.PastEntry.work_s`).
     start_s: float | None = None
     # Where `seconds` went: to the first replay pass, the passes, the report
     # (`harness.profile.phases`); None where ncu's output did not show them.
@@ -798,97 +797,6 @@ def _starting_first(runner: Runner) -> Runner:
         return runner(argv, env, output)
 
     return run
-
-
-@dataclass(frozen=True)
-class PastEntry:
-    """How long a target's ncu took in an earlier run (`previous_entries`)."""
-
-    seconds: float
-    start_s: float | None = None  # of which its own start, where it paid one
-
-    @property
-    def work_s(self) -> float:
-        """Its time without its own start: what it costs a slot that is already running."""
-        return self.seconds - min(self.start_s or 0.0, self.seconds)
-
-
-def previous_entries(out: Path, targets: Sequence[Target], settings: NcuSettings,
-                     gpus: int = 1, newest: int = 50) -> list[PastEntry | None]:
-    """How long each target's ncu took in the newest of the last `newest` runs under `out`
-    that profiled it with the same section set (None where none did): `--gpus` hands the
-    longest out first and shares the targets out between its GPUs by it. A run on as many
-    GPUs at once as this one (`gpus`) counts first: beside each other, ncu runs take longer
-    (fast variants most). Plain JSON, read leniently: a damaged manifest only costs its hint.
-    """
-    wanted = {target.label for target in targets}
-    runs = _past_runs(out, settings, newest)  # newest first
-    found: dict[str, PastEntry] = {}
-    for entries in [entries for used, entries in runs if used == gpus] + \
-            [entries for used, entries in runs if used != gpus]:
-        for label, past in entries.items():
-            if label in wanted:
-                found.setdefault(label, past)
-        if len(found) == len(wanted):
-            break
-    return [found.get(target.label) for target in targets]
-
-
-def _past_runs(out: Path, settings: NcuSettings, newest: int
-               ) -> list[tuple[int, dict[str, PastEntry]]]:
-    """(GPUs used at once, {label: its time}) of the newest runs under `out` with this set.
-    A merged run (`ncuh merge`) counts the GPUs of each shard, which ran apart."""
-    try:  # run ids start with their time, so names sort oldest to newest
-        manifests = sorted(out.glob("*/manifest.json"), reverse=True)[:newest]
-    except OSError:
-        manifests = []
-    runs = []
-    for path in manifests:
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError, RecursionError):
-            continue
-        if not isinstance(manifest, dict) or not isinstance(manifest.get("ncu"), dict) \
-                or manifest["ncu"].get("set") != settings.set \
-                or not isinstance(manifest.get("entries"), list):
-            continue
-        entries: dict[str, PastEntry] = {}
-        gpus: dict[str, set[str]] = {}  # per shard of a merged run; one for a plain run
-        for entry in manifest["entries"]:
-            if not isinstance(entry, dict) or entry.get("status") != "ok":
-                continue
-            label, seconds, start = entry.get("label"), entry.get("seconds"), entry.get("start_s")
-            if isinstance(label, str) and label not in entries and _is_seconds(seconds):
-                entries[label] = PastEntry(float(seconds),
-                                           float(start) if _is_seconds(start) else None)
-            where = entry.get("gpu")
-            if isinstance(where, dict):
-                shard = gpus.setdefault(str(entry.get("shard")), set())
-                shard.add(str(where.get("uuid") or where.get("index")))
-        runs.append((max([1, *map(len, gpus.values())]), entries))
-    return runs
-
-
-def typical_start(before: Sequence[PastEntry | None]) -> float:
-    """The median of the starts the targets paid themselves (0 where none did)."""
-    starts = [past.start_s for past in before if past and past.start_s is not None]
-    return statistics.median_high(starts) if starts else 0.0
-
-
-def with_own_starts(before: Sequence[PastEntry | None]) -> list[float | None]:
-    """What each target costs where none starts early (no head starts): its work and a start
-    of its own, the typical one (`typical_start`)."""
-    start = typical_start(before)
-    return [past.work_s + start if past else None for past in before]
-
-
-def _is_seconds(value: object) -> bool:
-    if not isinstance(value, int | float) or isinstance(value, bool):
-        return False
-    try:
-        return math.isfinite(value) and value >= 0
-    except OverflowError:  # an int too large for a float
-        return False
 
 
 def gpu_slots(request: ProfileRequest) -> tuple[Slot, ...]:
