@@ -36,3 +36,20 @@ def unpacked(packed: Path) -> Path:
         if neighbour != packed:
             shutil.copyfile(neighbour, folder / neighbour.name)
     return report
+
+
+def report(path: Path) -> Path:
+    """The report at `path` (`NAME.ncu-rep`): the file itself where it is committed as it is,
+    else its packed `NAME.ncu-rep.xz` written out (`unpacked`)."""
+    packed = path.with_name(path.name + ".xz")
+    return unpacked(packed) if not path.exists() and packed.is_file() else path
+
+
+def reports(folder: Path, pattern: str = "*.ncu-rep") -> list[Path]:
+    """The reports in `folder` whose names match `pattern`, committed as they are or packed
+    (written out), sorted by name."""
+    found = {path.name: path for path in folder.glob(pattern)}
+    for packed in folder.glob(f"{pattern}.xz"):
+        found.setdefault(packed.name.removesuffix(".xz"), packed)
+    return [unpacked(path) if path.suffix == ".xz" else path
+            for _, path in sorted(found.items())]

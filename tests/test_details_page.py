@@ -20,12 +20,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from packed_fixtures import reports
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SGEMM = FIXTURES / "h100_sgemm_naive_smem.ncu-rep"
 # every fixture report with ncu's details page beside it
-REPORTS = [report for report in sorted([*FIXTURES.glob("*.ncu-rep"),
-                                        *(FIXTURES / "zoo").glob("*.ncu-rep")])
+# (the zoo's are committed packed with xz: `packed_fixtures`)
+REPORTS = [report for report in [*reports(FIXTURES), *reports(FIXTURES / "zoo")]
            if report.with_name(report.name.replace(".ncu-rep", ".details.txt.gz")).exists()]
 _SECTION = re.compile(r"^    Section: (.+)$")
 # ncu's line naming the profiled process ([pid] executable@host): not in ncu_report's API

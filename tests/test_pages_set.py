@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from packed_fixtures import unpacked
+from packed_fixtures import reports, unpacked
 
 from harness.findings.registry import run_rules
 from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
@@ -31,8 +31,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # The async-copy GEMM (cp.async loads) both ways, committed packed (`packed_fixtures`).
 ASYNC_PAIR = (unpacked(FIXTURES / "async_copy_pair" / "h100_pages_async_copy_1024.ncu-rep.xz"),
               unpacked(FIXTURES / "async_copy_pair" / "h100_full_async_copy_1024.ncu-rep.xz"))
-FULL_REPORTS = sorted([*FIXTURES.glob("h*_*.ncu-rep"), *FIXTURES.glob("zoo/zoo_*.ncu-rep"),
-                       ASYNC_PAIR[1]])
+FULL_REPORTS = [*reports(FIXTURES, "h*_*.ncu-rep"), *reports(FIXTURES / "zoo", "zoo_*.ncu-rep"),
+                ASYNC_PAIR[1]]
 FULL_REPORTS = [r for r in FULL_REPORTS if "_pages_" not in r.name]
 DROPPED = {
     "NumaAffinity", "Nvlink_Tables", "Nvlink_Topology", "PmSampling",

@@ -9,15 +9,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from ncu_units import matches_printed
+from packed_fixtures import reports
 
 from harness.report.profile_builder import load_profiles
 
+# committed packed with xz (`packed_fixtures`)
 ZOO = Path(__file__).parent / "fixtures" / "zoo"
 RAW_ID_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context",
                   "Stream", "Block Size", "Grid Size", "Device", "CC")
 
 
-@pytest.mark.parametrize("report", sorted(ZOO.glob("*.ncu-rep")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("report", reports(ZOO), ids=lambda p: p.stem)
 def test_profile_metrics_equal_ncu_raw_page(report: Path) -> None:
     raw_page = pd.read_csv(report.with_name(report.name.replace(".ncu-rep", ".raw.csv.gz")),
                            dtype=str, keep_default_na=False)

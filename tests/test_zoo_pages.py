@@ -8,12 +8,14 @@ import functools
 from pathlib import Path
 
 import pytest
+from packed_fixtures import report
 
 from harness.findings import atomics, coalescing, divergence, local_arrays, pipes, run_rules
 from harness.report.kernel_profile import KernelProfile
 from harness.report.profile_builder import load_profiles
 from harness.writeup import KernelPage, collect
 
+# The reports are committed packed with xz (`packed_fixtures`).
 ZOO = Path(__file__).parent / "fixtures" / "zoo"
 
 # program -> words its page's TLDR must hold
@@ -35,13 +37,13 @@ PROBLEMS = {
 
 @functools.cache
 def page(name: str) -> KernelPage:
-    [only] = collect([ZOO / f"{name}.ncu-rep"]).pages
+    [only] = collect([report(ZOO / f"{name}.ncu-rep")]).pages
     return only
 
 
 @functools.cache
 def profile(name: str) -> KernelProfile:
-    [only] = load_profiles(ZOO / f"{name}.ncu-rep")
+    [only] = load_profiles(report(ZOO / f"{name}.ncu-rep"))
     return only
 
 
@@ -49,7 +51,7 @@ def test_every_zoo_program_has_its_report():
     programs = sorted(p.stem for p in ZOO.glob("zoo_*.py"))
     assert programs == sorted(PROBLEMS)
     for name in programs:
-        for suffix in (".ncu-rep", ".raw.csv.gz", ".details.txt.gz"):
+        for suffix in (".ncu-rep.xz", ".raw.csv.gz", ".details.txt.gz"):
             assert (ZOO / f"{name}{suffix}").is_file(), name + suffix
 
 
