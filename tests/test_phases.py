@@ -72,8 +72,10 @@ def test_a_disconnection_before_any_pass_ends_nothing() -> None:
 def test_the_reader_keeps_the_time_each_piece_came(tmp_path: Path) -> None:
     """Output that came while the caller was busy elsewhere is timed as it came."""
     script = tmp_path / "speak.py"
-    script.write_text("import time\nprint('one', flush=True)\ntime.sleep(0.4)\n"
-                      "print('two', flush=True)\n")
+    # One write per line, whatever PYTHONUNBUFFERED says (unbuffered, print writes the text and
+    # its newline apart, and the reader may get them as two pieces).
+    script.write_text("import os, time\nos.write(1, b'one\\n')\ntime.sleep(0.4)\n"
+                      "os.write(1, b'two\\n')\n")
     came: list[tuple[str, float]] = []
     started = time.monotonic()
 
