@@ -1,42 +1,49 @@
 """What slows one GPU's replay passes while another GPU of the host is busy?
 
     python benchmarks/bench_pass_interference.py --out reports/profile/x.json \
-        [--variant register_tiled] [--size 4096] [--repeats 4] [--chains]
+        [--variant register_tiled] [--size 4096] [--repeats 5] [--chains]
 
-Needs two GPUs. `ncuh profile --gpus all` on two GPUs takes longer than half of one GPU's chain
-partly because each target's replay passes take longer (issue 13, sessions 7-11). This tells
-apart what could cause it. ncuh's own ncu command line for `--variant` at `--size` runs on GPU 0,
-its passes timed from ncu's own output (`==PROF== Profiling` to `==PROF== Disconnected`), in
-turn, `--repeats` rounds:
+Needs two GPUs or more (the chains use every GPU of the host). `ncuh profile --gpus all` on two
+GPUs takes longer than half of one GPU's chain partly because each target's replay passes take
+longer (issue 13, sessions 7-11). This tells apart what could cause it. ncuh's own ncu command
+line for `--variant` at `--size` runs on GPU 0 and is timed from ncu's own output: its passes
+from `==PROF== Profiling` to the end of that line (`- N passes`), and its end from there to
+`==PROF== Disconnected` (the runner's exit, CUDA's teardown). It runs alone and beside each of
+these loads on GPU 1 or the host, `--repeats` rounds, the order turned by one each round:
 
 * `alone`: nothing else on the host;
-* `cpu_busy`: four processes spinning on the CPU, no GPU (the CPU cores and their clocks);
-* `gpu_busy`: one CuPy process on GPU 1 launching kernels without pause, its CUDA context made
-  before the profile starts (another GPU at work, but no new context);
-* `new_contexts`: processes on GPU 1 starting CUDA, allocating and exiting, one after another
-  (what each target's runner does when it starts);
+* `cpu_busy`: four processes spinning on the CPU, no GPU;
+* `gpu_busy`: one CuPy process on GPU 1 running matrix products back to back, its CUDA context
+  made before the profile starts (another GPU at work, but no new context);
+* `new_processes`: Python processes starting, importing NumPy, touching 8 MiB and exiting, one
+  after another (the host's process work without CUDA);
+* `new_contexts`: the same with CuPy on GPU 1: each starts CUDA, allocates and exits (what each
+  target's runner does when it starts);
 * `second_ncu`: the same ncu command on GPU 1 at once (`--gpus all` on two GPUs, one target each).
 
-With `--chains`: eight fast variants of the chain at `--size`, `--gpus 0` and `--gpus all` in
-turn, with head starts on and off (`NCUH_HEAD_START`), their replay passes summed from the
-manifests' phases: what a chain adds on top of the pair.
+With `--chains`: eight fast variants of the chain at `--size`, one run on GPU 0 first (so that
+the runs after it plan with its times), then `--gpus 0` and `--gpus all`, head starts on and off
+(`NCUH_HEAD_START`), their replay passes summed from the manifests' phases.
 
+Every child is in a process group this script kills on its way out (an error, SIGTERM), and the
+background loads also end by themselves when this process is gone.
 Writes the JSON to --out and a Markdown table beside it (same name, .md).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import multiprocessing
 import os
+import re
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -46,26 +53,60 @@ sys.path.insert(0, str(ROOT))
 
 from harness.profile.gpus import Gpu, list_gpus  # noqa: E402
 
-CONFIGS = ("alone", "cpu_busy", "gpu_busy", "new_contexts", "second_ncu")
+CONFIGS = ("alone", "cpu_busy", "gpu_busy", "new_processes", "new_contexts", "second_ncu")
 CPU_BUSY_PROCESSES = 4
+GPU_BUSY_READY_S = 60.0
 # The fast variants of the bundled chain: their passes are the ones that grow (session 9).
 FAST_VARIANTS = ("blocktile_1d", "register_tiled", "vectorized", "bank_conflict_free",
                  "warptiled", "double_buffered", "async_copy", "autotuned")
-NEW_CONTEXT = "import cupy; cupy.zeros(1 << 20); cupy.cuda.runtime.deviceSynchronize()"
-GPU_BUSY = """
-import cupy, pathlib, sys
+_PASSES_END = re.compile(rb"- \d+ passes?")
+_PASS_COUNT = re.compile(rb"- (\d+) passes?")
+# The background loads. Each ends by itself once this script is gone (its parent changes).
+_ORPHANED = "import os\nparent = os.getppid()\n"
+SPIN = _ORPHANED + "while os.getppid() == parent:\n    sum(i * i for i in range(10_000))\n"
+GPU_BUSY = _ORPHANED + """import cupy, pathlib, sys
 a = cupy.ones((4096, 4096), dtype=cupy.float32)
 cupy.cuda.runtime.deviceSynchronize()
 pathlib.Path(sys.argv[1]).touch()
-while True:
+while os.getppid() == parent:
     a @ a
     cupy.cuda.runtime.deviceSynchronize()
 """
+NEW_PROCESS = "import numpy; numpy.ones(1 << 21, dtype=numpy.float32).sum()"
+NEW_CONTEXT = "import cupy; cupy.ones(1 << 21, dtype=cupy.float32).sum(); " \
+              "cupy.cuda.runtime.deviceSynchronize()"
+
+_CHILDREN: set[subprocess.Popen[bytes]] = set()
+_CHILDREN_LOCK = threading.Lock()
 
 
-def _env(gpu: Gpu) -> dict[str, str]:
+def _start(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
+    """A child in a process group of its own, killed with its group on the way out."""
+    process = subprocess.Popen(argv, start_new_session=True, cwd=ROOT, **kwargs)
+    with _CHILDREN_LOCK:
+        _CHILDREN.add(process)
+    return process
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    with _CHILDREN_LOCK:
+        _CHILDREN.discard(process)
+
+
+def _stop_all() -> None:
+    with _CHILDREN_LOCK:
+        children = list(_CHILDREN)
+    for process in children:
+        _stop(process)
+
+
+def _env(gpu: Gpu, work: Path) -> dict[str, str]:
     """Pinned to `gpu`, with a TMPDIR (so an ncu lock file) of its own, as `--gpus` does."""
-    return {**os.environ, "CUDA_VISIBLE_DEVICES": gpu.uuid, "TMPDIR": tempfile.mkdtemp()}
+    return {**os.environ, "CUDA_VISIBLE_DEVICES": gpu.uuid,
+            "TMPDIR": tempfile.mkdtemp(dir=work)}
 
 
 def ncu_argv(variant: str, size: int, work: Path) -> list[str]:
@@ -79,106 +120,144 @@ def ncu_argv(variant: str, size: int, work: Path) -> list[str]:
     return list(json.loads((run_dir / "manifest.json").read_text())["ncu"]["command_lines"][0])
 
 
-def timed_ncu(argv: list[str], gpu: Gpu, report: Path) -> dict[str, float]:
-    """Run ncu on `gpu`; its wall time, the time to its first pass, and its passes (s)."""
+def timed_ncu(argv: list[str], gpu: Gpu, report: Path, work: Path) -> dict[str, float]:
+    """Run ncu on `gpu`: its wall time, the time to its first pass, its passes, and its end
+    (the runner's exit and CUDA's teardown), in seconds."""
     command = list(argv)
     command[command.index("-o") + 1] = str(report)
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               env=_env(gpu), cwd=ROOT)
+    process = _start(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                     env=_env(gpu, work))
     assert process.stdout is not None
     seen, marks = b"", {}
-    # ncu prints its progress dots without a newline: read bytes as they come, not lines.
-    while chunk := os.read(process.stdout.fileno(), 4096):
-        seen += chunk
-        now = time.perf_counter() - started
-        for key, marker in (("first_pass", b"==PROF== Profiling"),
-                            ("passes_end", b"==PROF== Disconnected")):
-            if key not in marks and marker in seen:
-                marks[key] = now
-    process.wait()
-    if process.returncode != 0 or len(marks) != 2:
-        raise SystemExit(f"ncu failed ({process.returncode}):\n{seen.decode()[-1500:]}")
+    try:
+        # ncu prints its progress dots without a newline: read bytes as they come, not lines.
+        while chunk := os.read(process.stdout.fileno(), 4096):
+            seen += chunk
+            now = time.perf_counter() - started
+            first = seen.find(b"==PROF== Profiling")
+            if "first_pass" not in marks and first >= 0:
+                marks["first_pass"] = now
+            if "passes_end" not in marks and first >= 0 and _PASSES_END.search(seen, first):
+                marks["passes_end"] = now
+            if "disconnected" not in marks and b"==PROF== Disconnected" in seen:
+                marks["disconnected"] = now
+        process.wait()
+    finally:
+        _stop(process)
+    count = _PASS_COUNT.search(seen)
+    if process.returncode != 0 or len(marks) != 3 or count is None:
+        raise SystemExit(f"ncu failed ({process.returncode}):\n"
+                         f"{seen.decode(errors='replace')[-1500:]}")
     return {"wall_s": round(time.perf_counter() - started, 2),
             "to_first_pass_s": round(marks["first_pass"], 2),
-            "passes_s": round(marks["passes_end"] - marks["first_pass"], 2)}
-
-
-def _spin(stop: Any) -> None:
-    while not stop.is_set():
-        sum(i * i for i in range(10_000))
+            "passes_s": round(marks["passes_end"] - marks["first_pass"], 2),
+            "end_s": round(marks["disconnected"] - marks["passes_end"], 2),
+            "passes": int(count.group(1))}
 
 
 class Background:
-    """What runs on the host beside the timed ncu, for one configuration."""
+    """What runs beside the timed ncu for one configuration; what went wrong in it is raised
+    on the way out, so that a broken load never passes for a sample."""
 
-    def __init__(self, config: str, gpu: Gpu, work: Path, second: Callable[[], dict]) -> None:
-        self.config, self.gpu, self.work, self.second = config, gpu, work, second
+    def __init__(self, config: str, argv: list[str], gpu: Gpu, work: Path, tag: str) -> None:
+        self.config, self.argv, self.gpu, self.work, self.tag = config, argv, gpu, work, tag
         self.stop = threading.Event()
-        self.count = 0
-        self.other: dict[str, float] = {}
-        self._threads: list[threading.Thread] = []
-        self._spinners: list[Any] = []  # multiprocessing.Process
-        self._spinners_stop: Any = multiprocessing.Event()
-        self._busy: subprocess.Popen[bytes] | None = None
+        self.started = self.failed = 0  # children of the new_* loads
+        self.second: dict[str, float] = {}
+        self._thread: threading.Thread | None = None
+        self._processes: list[subprocess.Popen[bytes]] = []
+        self._error: BaseException | None = None
 
     def __enter__(self) -> Background:
-        if self.config == "cpu_busy":
-            self._spinners = [multiprocessing.Process(target=_spin, args=(self._spinners_stop,))
-                              for _ in range(CPU_BUSY_PROCESSES)]
-            for process in self._spinners:
-                process.start()
-        elif self.config == "gpu_busy":
-            ready = self.work / "gpu_busy.ready"
-            ready.unlink(missing_ok=True)
-            self._busy = subprocess.Popen([sys.executable, "-c", GPU_BUSY, str(ready)],
-                                          env=_env(self.gpu))
-            while not ready.exists():
-                time.sleep(0.05)
-        elif self.config == "new_contexts":
-            self._threads = [threading.Thread(target=self._new_contexts)]
-        elif self.config == "second_ncu":
-            self._threads = [threading.Thread(target=lambda: self.other.update(self.second()))]
-        for thread in self._threads:
-            thread.start()
-        if self.config == "new_contexts":
-            time.sleep(1.0)  # the first context is being made when the profile starts
+        try:
+            self._begin()
+        except BaseException:
+            self._end()
+            raise
         return self
 
-    def _new_contexts(self) -> None:
-        env = _env(self.gpu)
+    def _begin(self) -> None:
+        if self.config == "cpu_busy":
+            self._processes = [_start([sys.executable, "-c", SPIN])
+                               for _ in range(CPU_BUSY_PROCESSES)]
+        elif self.config == "gpu_busy":
+            ready = self.work / f"{self.tag}.ready"
+            busy = _start([sys.executable, "-c", GPU_BUSY, str(ready)],
+                          env=_env(self.gpu, self.work))
+            self._processes = [busy]
+            deadline = time.monotonic() + GPU_BUSY_READY_S
+            while not ready.exists():
+                if busy.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit(f"the GPU load did not start (exit {busy.poll()})")
+                time.sleep(0.05)
+        elif self.config in ("new_processes", "new_contexts"):
+            code = NEW_CONTEXT if self.config == "new_contexts" else NEW_PROCESS
+            self._thread = threading.Thread(target=self._guarded, args=(self._churn, code))
+        elif self.config == "second_ncu":
+            self._thread = threading.Thread(target=self._guarded, args=(self._second_ncu,))
+        if self._thread is not None:
+            self._thread.start()
+        if self.config.startswith("new_"):
+            time.sleep(1.0)  # the profile starts while the first of them is under way
+
+    def _guarded(self, work: Any, *args: Any) -> None:
+        try:
+            work(*args)
+        except BaseException as error:  # a thread's SystemExit would vanish without a word
+            self._error = error
+
+    def _churn(self, code: str) -> None:
+        env = _env(self.gpu, self.work)
         while not self.stop.is_set():
-            subprocess.run([sys.executable, "-c", NEW_CONTEXT], env=env, capture_output=True,
-                           check=False)
-            self.count += 1
+            process = _start([sys.executable, "-c", code], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            process.wait()
+            _stop(process)
+            if process.returncode == 0:
+                self.started += 1
+            else:
+                self.failed += 1
+
+    def _second_ncu(self) -> None:
+        self.second.update(timed_ncu(self.argv, self.gpu,
+                                     self.work / f"{self.tag}_second.ncu-rep", self.work))
+
+    def _end(self) -> None:
+        self.stop.set()
+        try:
+            if self._thread is not None:
+                self._thread.join()
+        finally:
+            for process in self._processes:
+                _stop(process)
 
     def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        for thread in self._threads:
-            thread.join()
-        self._spinners_stop.set()
-        for process in self._spinners:
-            process.join()
-        if self._busy is not None:
-            self._busy.kill()
-            self._busy.wait()
+        self._end()
+        if self._error is not None:
+            raise self._error
+        if self.config.startswith("new_") and (self.failed or not self.started):
+            raise SystemExit(f"{self.config}: {self.failed} of the children failed, "
+                             f"{self.started} ran")
+        if self.config == "second_ncu" and not self.second:
+            raise SystemExit("the second ncu gave no sample")
 
 
 def measure_passes(argv: list[str], gpus: list[Gpu], work: Path,
                    repeats: int) -> dict[str, list[dict[str, Any]]]:
     results: dict[str, list[dict[str, Any]]] = {config: [] for config in CONFIGS}
     for round_ in range(repeats):
-        for config in CONFIGS:
-            def second(tag: str = f"{config}{round_}") -> dict[str, float]:
-                return timed_ncu(argv, gpus[1], work / f"{tag}_second.ncu-rep")
-
-            with Background(config, gpus[1], work, second) as background:
-                sample: dict[str, Any] = timed_ncu(argv, gpus[0],
-                                                   work / f"{config}{round_}.ncu-rep")
-            if config == "new_contexts":
-                sample["contexts_made"] = background.count
-            if background.other:
-                sample["second_ncu"] = background.other
+        # The order turns by one each round: no load always follows the same one.
+        shift = round_ % len(CONFIGS)
+        for config in CONFIGS[shift:] + CONFIGS[:shift]:
+            tag = f"{config}{round_}"
+            with Background(config, argv, gpus[1], work, tag) as background:
+                sample: dict[str, Any] = timed_ncu(argv, gpus[0], work / f"{tag}.ncu-rep",
+                                                   work)
+            if config.startswith("new_"):
+                sample["children_run"] = background.started
+            if background.second:
+                sample["second_ncu"] = background.second
             results[config].append(sample)
             print(round_, config, sample, flush=True)
     return results
@@ -197,27 +276,39 @@ def measure_chain(size: int, gpus_arg: str, head_start: str, work: Path) -> dict
         raise SystemExit(f"ncuh profile failed:\n{completed.stdout}{completed.stderr}")
     run_dir = Path(completed.stdout.strip().splitlines()[-1])
     entries = json.loads((run_dir / "manifest.json").read_text())["entries"]
-    phases = [entry.get("phases") or {} for entry in entries]
+    if any(not entry.get("phases") for entry in entries):
+        raise SystemExit(f"an entry of {run_dir} has no phases")
+    phases = [entry["phases"] for entry in entries]
     return {"gpus": gpus_arg, "head_start": head_start, "wall_s": round(wall, 1),
-            "passes_s": round(sum(p.get("passes_s", 0.0) for p in phases), 2),
-            "to_first_pass_s": round(sum(p.get("to_first_pass_s", 0.0) for p in phases), 2),
-            "each_passes_s": {e["label"]: p.get("passes_s") for e, p in zip(entries, phases,
-                                                                           strict=True)}}
+            "passes_s": round(sum(p["passes_s"] for p in phases), 2),
+            "to_first_pass_s": round(sum(p["to_first_pass_s"] for p in phases), 2),
+            "each_passes_s": {entry["label"]: p["passes_s"]
+                              for entry, p in zip(entries, phases, strict=True)}}
+
+
+def _median(samples: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(sample[key] for sample in samples)
 
 
 def markdown(result: dict[str, Any]) -> str:
-    lines = ["# What slows one GPU's replay passes while another GPU is busy", "",
-             f"GPUs: {', '.join(g['name'] for g in result['gpus'])}; ncu command of "
-             f"{result['variant']} at {result['size']}; measured {result['created_at']}.", "",
-             "| beside the profile on GPU 0 | passes (s), each round | median | vs alone | "
-             "to the first pass, median (s) |", "|---|---|--:|--:|--:|"]
     passes = result["passes"]
-    alone = statistics.median(s["passes_s"] for s in passes["alone"])
+    counts = sorted({sample["passes"] for samples in passes.values() for sample in samples})
+    lines = ["# What slows one GPU's replay passes while another GPU is busy", "",
+             f"GPUs: {', '.join(g['name'] for g in result['gpus'])}; ncuh's ncu command for "
+             f"{result['variant']} at {result['size']} ({'/'.join(map(str, counts))} passes); "
+             f"measured {result['created_at']}.", "",
+             "| beside the profile on GPU 0 | passes (s), each round | median | vs alone | "
+             "end, median (s) | to the first pass, median (s) |", "|---|---|--:|--:|--:|--:|"]
+    alone = _median(passes["alone"], "passes_s")
     for config, samples in passes.items():
-        median = statistics.median(s["passes_s"] for s in samples)
-        lines.append(f"| {config} | {[s['passes_s'] for s in samples]} | {median:.2f} | "
-                     f"{median / alone:.3f} | "
-                     f"{statistics.median(s['to_first_pass_s'] for s in samples):.2f} |")
+        median = _median(samples, "passes_s")
+        lines.append(f"| {config} | {[s['passes_s'] for s in samples]} | {median:.3f} | "
+                     f"{median / alone:.3f} | {_median(samples, 'end_s'):.2f} | "
+                     f"{_median(samples, 'to_first_pass_s'):.2f} |")
+    seconds = [s["second_ncu"]["passes_s"] for s in passes["second_ncu"] if "second_ncu" in s]
+    if seconds:
+        lines += ["", f"The second ncu's own passes (GPU 1): {seconds}, median "
+                      f"{statistics.median(seconds):.3f} s."]
     chains = result.get("chains")
     if chains:
         lines += ["", f"The chain's eight fast variants at {result['size']}:", "",
@@ -234,7 +325,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--variant", default="register_tiled")
     parser.add_argument("--size", type=int, default=4096)
-    parser.add_argument("--repeats", type=int, default=4)
+    parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--chains", action="store_true",
                         help="also the fast variants' chain, one GPU and every GPU, head "
                              "starts on and off")
@@ -251,20 +342,27 @@ def main() -> int:
         args.out.write_text(json.dumps(result, indent=2) + "\n")
         args.out.with_suffix(".md").write_text(markdown(result))
 
-    with tempfile.TemporaryDirectory(prefix="ncuh-interference-") as tmp:
-        work = Path(tmp)
-        argv = ncu_argv(args.variant, args.size, work)
-        result["command"] = argv
-        result["passes"] = measure_passes(argv, gpus, work, args.repeats)
-        save()
-        if args.chains:
-            measure_chain(args.size, "0", "on", work)  # the times the next runs plan with
-            result["chains"] = []
-            for head_start in ("on", "off"):
-                for gpus_arg in ("0", "all"):
-                    result["chains"].append(measure_chain(args.size, gpus_arg, head_start,
-                                                          work))
-                    save()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the finally below runs
+    try:
+        with tempfile.TemporaryDirectory(prefix="ncuh-interference-") as tmp:
+            work = Path(tmp)
+            argv = ncu_argv(args.variant, args.size, work)
+            for code in (NEW_PROCESS, NEW_CONTEXT):  # CuPy's compile cached before any sample
+                subprocess.run([sys.executable, "-c", code], env=_env(gpus[1], work), cwd=ROOT,
+                               check=True)
+            result["command"] = argv
+            result["passes"] = measure_passes(argv, gpus, work, args.repeats)
+            save()
+            if args.chains:
+                measure_chain(args.size, "0", "on", work)  # the times the next runs plan with
+                result["chains"] = []
+                for head_start in ("on", "off"):
+                    for gpus_arg in ("0", "all"):
+                        result["chains"].append(measure_chain(args.size, gpus_arg, head_start,
+                                                              work))
+                        save()
+    finally:
+        _stop_all()
     print(markdown(result))
     return 0
 

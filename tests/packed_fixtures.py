@@ -42,14 +42,19 @@ def report(path: Path) -> Path:
     """The report at `path` (`NAME.ncu-rep`): the file itself where it is committed as it is,
     else its packed `NAME.ncu-rep.xz` written out (`unpacked`)."""
     packed = path.with_name(path.name + ".xz")
-    return unpacked(packed) if not path.exists() and packed.is_file() else path
+    if path.exists():
+        return path
+    if packed.is_file():
+        return unpacked(packed)
+    raise FileNotFoundError(f"neither {path} nor {packed.name} beside it")
 
 
 def reports(folder: Path, pattern: str = "*.ncu-rep") -> list[Path]:
     """The reports in `folder` whose names match `pattern`, committed as they are or packed
     (written out), sorted by name."""
-    found = {path.name: path for path in folder.glob(pattern)}
+    found = {path.name: path for path in folder.glob(pattern) if path.name.endswith(".ncu-rep")}
     for packed in folder.glob(f"{pattern}.xz"):
-        found.setdefault(packed.name.removesuffix(".xz"), packed)
+        if packed.name.endswith(".ncu-rep.xz"):
+            found.setdefault(packed.name.removesuffix(".xz"), packed)
     return [unpacked(path) if path.suffix == ".xz" else path
             for _, path in sorted(found.items())]
