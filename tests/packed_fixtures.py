@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+import hashlib
 import lzma
 import shutil
 import tempfile
@@ -27,7 +28,10 @@ def _folder() -> Path:
 def unpacked(packed: Path) -> Path:
     """The report `packed` (`NAME.ncu-rep.xz`) written out as `NAME.ncu-rep`, with its
     `NAME.*` neighbours beside it."""
-    folder = _folder() / packed.parent.name
+    # One folder per fixture folder, named by its whole path: two folders of the same name
+    # (zoo/ here, zoo/ elsewhere) never write over each other's reports.
+    where = hashlib.sha1(str(packed.parent.resolve()).encode()).hexdigest()[:8]
+    folder = _folder() / f"{packed.parent.name}-{where}"
     folder.mkdir(exist_ok=True)
     report = folder / packed.name.removesuffix(".xz")
     report.write_bytes(lzma.decompress(packed.read_bytes()))
