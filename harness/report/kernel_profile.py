@@ -444,7 +444,7 @@ class Coalescing:
     def global_least_excess_pct(self) -> Number:
         """The share of sectors excess whatever pattern of lanes the instructions had."""
         moved = self.directions().values()
-        return _share_pct(sum(a.sectors or 0.0 for a in moved),
+        return _share_pct(self.global_sectors,
                           sum(_sectors_beyond(a.sectors, a.most_ideal_sectors) or 0.0
                               for a in moved))
 

@@ -250,6 +250,13 @@ def _widths(opcodes: dict[str, float], base: str) -> list[tuple[float, float]]:
             and (classified := classify_opcode(opcode)) is not None]
 
 
+def _executed_and_average(widths: list[tuple[float, float]]) -> tuple[float, Number]:
+    """(executions, their average bytes per lane; None where none ran) of `_widths`."""
+    executed = sum(count for count, _ in widths)
+    average = sum(count * size for count, size in widths) / executed if executed else None
+    return executed, average
+
+
 def _lane_bytes(opcodes: dict[str, float], base: str,
                 instructions: Number) -> tuple[Number, Number]:
     """(average, narrowest) bytes per lane of the executed `base` opcodes (LDG or STG, with
@@ -257,11 +264,11 @@ def _lane_bytes(opcodes: dict[str, float], base: str,
     direction's global instructions; (None, None) where it does not (generic LD/ST, opcodes
     not collected)."""
     widths = _widths(opcodes, base)
-    executed = sum(count for count, _ in widths)
+    executed, average = _executed_and_average(widths)
     if not executed or not instructions or abs(executed - instructions) > (
             _WIDTH_COUNTS_AGREE * instructions):
         return None, None
-    return sum(count * size for count, size in widths) / executed, min(s for _, s in widths)
+    return average, min(s for _, s in widths)
 
 
 def _coalescing(m: _Metrics, opcodes: dict[str, float]) -> Coalescing:
@@ -290,13 +297,10 @@ _ASYNC_SECTORS = tuple(f"sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_
 def _async_copies(m: _Metrics, opcodes: dict[str, float]) -> AsyncCopies:
     """The executed LDGSTS opcodes (their count and lanes' average width) and their sectors,
     cached and not summed (None where neither was collected)."""
-    widths = _widths(opcodes, "LDGSTS")
-    instructions = sum(count for count, _ in widths)
+    instructions, lane_bytes = _executed_and_average(_widths(opcodes, "LDGSTS"))
     counted = [value for name in _ASYNC_SECTORS if (value := m.number(name)) is not None]
-    return AsyncCopies(
-        sectors=sum(counted) if counted else None, instructions=instructions,
-        lane_bytes=(sum(count * size for count, size in widths) / instructions
-                    if instructions else None))
+    return AsyncCopies(sectors=sum(counted) if counted else None, instructions=instructions,
+                       lane_bytes=lane_bytes)
 
 
 def _instruction_mix(m: _Metrics) -> tuple[OpcodeCount, ...]:
