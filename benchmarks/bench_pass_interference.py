@@ -51,7 +51,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.profile.gpus import Gpu, list_gpus  # noqa: E402
+import bench_profile_gpus  # noqa: E402  (the first profile, the chain)
+
+from harness.profile.gpus import Gpu, list_gpus, pinned_environment  # noqa: E402
 
 CONFIGS = ("alone", "cpu_busy", "gpu_busy", "new_processes", "new_contexts", "second_ncu")
 CPU_BUSY_PROCESSES = 4
@@ -104,20 +106,8 @@ def _stop_all() -> None:
 
 
 def _env(gpu: Gpu, work: Path) -> dict[str, str]:
-    """Pinned to `gpu`, with a TMPDIR (so an ncu lock file) of its own, as `--gpus` does."""
-    return {**os.environ, "CUDA_VISIBLE_DEVICES": gpu.uuid,
-            "TMPDIR": tempfile.mkdtemp(dir=work)}
-
-
-def ncu_argv(variant: str, size: int, work: Path) -> list[str]:
-    """ncuh's own first ncu command line for `variant` at `size` (from a real profile)."""
-    completed = subprocess.run(
-        [sys.executable, "-m", "harness", "profile", "--variant", variant, "--size", str(size),
-         "--out", str(work / "first")], capture_output=True, text=True, cwd=ROOT, check=False)
-    if completed.returncode != 0:
-        raise SystemExit(f"ncuh profile failed:\n{completed.stdout}{completed.stderr}")
-    run_dir = Path(completed.stdout.strip().splitlines()[-1])
-    return list(json.loads((run_dir / "manifest.json").read_text())["ncu"]["command_lines"][0])
+    """Pinned to `gpu`, with its own ncu lock directory under `work`, as `--gpus` does."""
+    return pinned_environment(dict(os.environ), gpu, base=work)
 
 
 def timed_ncu(argv: list[str], gpu: Gpu, report: Path, work: Path) -> dict[str, float]:
@@ -264,22 +254,14 @@ def measure_passes(argv: list[str], gpus: list[Gpu], work: Path,
 
 
 def measure_chain(size: int, gpus_arg: str, head_start: str, work: Path) -> dict[str, Any]:
-    argv = [sys.executable, "-m", "harness", "profile", "--size", str(size), "--gpus", gpus_arg,
-            "--out", str(work / "chains")]
-    for variant in FAST_VARIANTS:
-        argv += ["--variant", variant]
-    started = time.perf_counter()
-    completed = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, check=False,
-                               env={**os.environ, "NCUH_HEAD_START": head_start})
-    wall = time.perf_counter() - started
-    if completed.returncode != 0:
-        raise SystemExit(f"ncuh profile failed:\n{completed.stdout}{completed.stderr}")
-    run_dir = Path(completed.stdout.strip().splitlines()[-1])
-    entries = json.loads((run_dir / "manifest.json").read_text())["entries"]
-    if any(not entry.get("phases") for entry in entries):
-        raise SystemExit(f"an entry of {run_dir} has no phases")
+    """The fast variants on `--gpus` with head starts `on` or `off`: wall time and phases."""
+    run = bench_profile_gpus.measure_chain(size, "pages", gpus_arg, work, FAST_VARIANTS,
+                                           env={**os.environ, "NCUH_HEAD_START": head_start})
+    entries = run["entries"]
+    if run["exit_status"] != 0 or any(not entry.get("phases") for entry in entries):
+        raise SystemExit(f"ncuh profile failed or timed no phases:\n{run['stderr_tail']}")
     phases = [entry["phases"] for entry in entries]
-    return {"gpus": gpus_arg, "head_start": head_start, "wall_s": round(wall, 1),
+    return {"gpus": gpus_arg, "head_start": head_start, "wall_s": run["wall_s"],
             "passes_s": round(sum(p["passes_s"] for p in phases), 2),
             "to_first_pass_s": round(sum(p["to_first_pass_s"] for p in phases), 2),
             "each_passes_s": {entry["label"]: p["passes_s"]
@@ -346,7 +328,8 @@ def main() -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="ncuh-interference-") as tmp:
             work = Path(tmp)
-            argv = ncu_argv(args.variant, args.size, work)
+            argv = list(bench_profile_gpus.first_profile(args.variant, args.size, "pages",
+                                                         work / "first")["ncu"]["command_lines"][0])
             for code in (NEW_PROCESS, NEW_CONTEXT):  # CuPy's compile cached before any sample
                 subprocess.run([sys.executable, "-c", code], env=_env(gpus[1], work), cwd=ROOT,
                                check=True)

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -74,15 +75,21 @@ def _run_pair(argv: list[str], gpus: list[dict[str, Any]], tmpdirs: list[str],
             "status": [process.returncode for process, _ in processes]}
 
 
-def measure_lock(variant: str, size: int, section_set: str, gpus: list[dict[str, Any]],
-                 work: Path) -> dict[str, Any]:
+def first_profile(variant: str, size: int, section_set: str, out: Path) -> dict[str, Any]:
+    """The manifest of `ncuh profile --variant V --size S --set SET --out OUT`: its ncu command
+    line (`["ncu"]["command_lines"][0]`) is ncuh's own, to run again by hand."""
     completed = subprocess.run(_ncuh(["--variant", variant, "--size", str(size), "--set",
-                                      section_set, "--out", str(work / "lock")]),
+                                      section_set, "--out", str(out)]),
                                capture_output=True, text=True, cwd=ROOT, check=False)
     if completed.returncode != 0:
         raise SystemExit(f"ncuh profile failed:\n{completed.stdout}{completed.stderr}")
     run_dir = Path(completed.stdout.strip().splitlines()[-1])
-    manifest = json.loads((run_dir / "manifest.json").read_text())
+    return json.loads((run_dir / "manifest.json").read_text())
+
+
+def measure_lock(variant: str, size: int, section_set: str, gpus: list[dict[str, Any]],
+                 work: Path) -> dict[str, Any]:
+    manifest = first_profile(variant, size, section_set, work / "lock")
     argv = list(manifest["ncu"]["command_lines"][0])
     alone = manifest["entries"][0]["seconds"]
     shared_dir = tempfile.mkdtemp(prefix="ncu-shared-")
@@ -97,11 +104,17 @@ def measure_lock(variant: str, size: int, section_set: str, gpus: list[dict[str,
     }
 
 
-def measure_chain(size: int, section_set: str, gpus_arg: str, work: Path) -> dict[str, Any]:
+def measure_chain(size: int, section_set: str, gpus_arg: str, work: Path,
+                  variants: Sequence[str] = (), env: dict[str, str] | None = None
+                  ) -> dict[str, Any]:
+    """`ncuh profile --all` (or these `variants`) on `--gpus`, into `work/chains`: its wall time,
+    exit status and each entry's seconds, phases and GPU."""
+    chosen = [word for variant in variants for word in ("--variant", variant)] or ["--all"]
     started = time.perf_counter()
-    completed = subprocess.run(_ncuh(["--all", "--size", str(size), "--set", section_set,
+    completed = subprocess.run(_ncuh([*chosen, "--size", str(size), "--set", section_set,
                                       "--gpus", gpus_arg, "--out", str(work / "chains")]),
-                               capture_output=True, text=True, cwd=ROOT, check=False)
+                               capture_output=True, text=True, cwd=ROOT, check=False,
+                               env=env)
     seconds = time.perf_counter() - started
     entries = []
     if completed.returncode in (0, 1):
