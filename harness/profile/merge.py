@@ -45,13 +45,18 @@ _MUST_MATCH: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+# What the section overlay left out, which a manifest from before the overlay (or from before
+# one of its thinnings) does not name: nothing, ncu's stock sections.
+_EMPTY_WHEN_ABSENT = frozenset({("ncu", "slimmed_sections"), ("ncu", "thinned_metrics"),
+                                ("ncu", "rules_left_out")})
+
+
 def _field(manifest: dict[str, Any], path: tuple[str, ...]) -> Any:
     value: Any = manifest
     for key in path:
         value = value.get(key) if isinstance(value, dict) else None
-    if value is None and path in (("ncu", "slimmed_sections"), ("ncu", "thinned_metrics"),
-                                  ("ncu", "rules_left_out")):
-        return []  # a manifest from before the overlay (or its thinning): ncu's stock sections
+    if value is None and path in _EMPTY_WHEN_ABSENT:
+        return []
     return value
 
 
