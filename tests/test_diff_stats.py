@@ -149,7 +149,8 @@ def test_invalid_thresholds_files_are_refused(tmp_path, text: str) -> None:
 
 def test_counter_noise_between_two_real_identical_runs_is_not_a_regression() -> None:
     """The largest counter moves seen between two consecutive `ncuh profile --all --bench`
-    runs of the unchanged chain on an H200 (1024^3; reports/diff/): none may gate."""
+    runs of the unchanged chain on an H200 (1024^3; docs/results/diff_noise_h200_1024.json):
+    none may gate."""
     thresholds = load_thresholds()
     base = _kernel(**{
         "lts__t_sectors.sum": 63748320.0 / 32,  # double_buffered L2 bytes

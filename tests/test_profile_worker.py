@@ -284,7 +284,7 @@ def test_an_export_in_parts_says_what_the_whole_export_and_ncu_say(
 # A `pages` report from before the sectors per instruction left `pages` (session 9): it still
 # holds the derived metric whose unit differs from `full`'s.
 PAGES_REPORT = (Path(__file__).parent / "fixtures" / "unit_leak"
-                / "h100_pages_session9_naive_1024.ncu-rep")
+                / "h100_pages_earlier_naive_1024.ncu-rep")
 FULL_REPORT = Path(__file__).parent / "fixtures" / "h100_full_naive_1024.ncu-rep"
 EXCESSIVE = "derived__memory_l2_theoretical_sectors_global_excessive"
 

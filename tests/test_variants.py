@@ -181,7 +181,7 @@ def test_build_checks_params_before_needing_a_gpu() -> None:
 
 
 def test_autotuned_searches_the_double_buffered_kernel() -> None:
-    # The fastest hand-written source on the H200 (see reports/kernels/NOTES.md).
+    # The fastest hand-written source on the H200 (docs/performance.md).
     tuned, best = get_variant("autotuned"), get_variant("double_buffered")
     assert tuned.source == best.source and tuned.kernel_name == best.kernel_name
     assert tuned.tunable and set(tuned.tunable) <= set(tuned.params)
