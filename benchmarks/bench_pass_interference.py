@@ -1,11 +1,11 @@
 """What slows one GPU's replay passes while another GPU of the host is busy?
 
-    python benchmarks/bench_pass_interference.py --out reports/profile/x.json \
+    python benchmarks/bench_pass_interference.py --out /tmp/ncuh-bench/pass_interference.json \
         [--variant register_tiled] [--size 4096] [--repeats 5] [--chains]
 
 Needs two GPUs or more (the chains use every GPU of the host). `ncuh profile --gpus all` on two
 GPUs takes longer than half of one GPU's chain partly because each target's replay passes take
-longer (issue 13, sessions 7-11). This tells apart what could cause it. ncuh's own ncu command
+longer (issue 13). This tells apart what could cause it. ncuh's own ncu command
 line for `--variant` at `--size` runs on GPU 0 and is timed from ncu's own output: its passes
 from `==PROF== Profiling` to the end of that line (`- N passes`), and its end from there to
 `==PROF== Disconnected` (the runner's exit, CUDA's teardown). It runs alone and beside each of
@@ -58,7 +58,7 @@ from harness.profile.gpus import Gpu, list_gpus, pinned_environment  # noqa: E40
 CONFIGS = ("alone", "cpu_busy", "gpu_busy", "new_processes", "new_contexts", "second_ncu")
 CPU_BUSY_PROCESSES = 4
 GPU_BUSY_READY_S = 60.0
-# The fast variants of the bundled chain: their passes are the ones that grow (session 9).
+# The fast variants of the bundled chain: their passes are the ones that grow.
 FAST_VARIANTS = ("blocktile_1d", "register_tiled", "vectorized", "bank_conflict_free",
                  "warptiled", "double_buffered", "async_copy", "autotuned")
 _PASSES_END = re.compile(rb"- \d+ passes?")

@@ -1,6 +1,6 @@
 """Every GPU of a host: does ncu serialize across GPUs, and how much faster is `--gpus all`?
 
-    python benchmarks/bench_profile_gpus.py --out reports/profile_gpus.json \
+    python benchmarks/bench_profile_gpus.py --out /tmp/ncuh-bench/profile_gpus.json \
         [--variant register_tiled] [--size 2048] [--all-size 4096] [--set pages] \
         [--chain-repeats 2] [--skip-lock]
 

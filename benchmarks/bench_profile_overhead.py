@@ -1,6 +1,6 @@
 """How much time `ncuh profile` adds to ncu, and how long the whole chain takes (GPU machine).
 
-    python benchmarks/bench_profile_overhead.py --out reports/profile_overhead.json \
+    python benchmarks/bench_profile_overhead.py --out /tmp/ncuh-bench/profile_overhead.json \
         [--variant register_tiled] [--size 2048] [--repeats 5] [--all-size 4096] [--skip-all] \
         [--chain-repeats 5] \
         [--compare-full] [--pair-dir DIR --pair-size 1024] [--metrics-csv-too] [--first-run-too]

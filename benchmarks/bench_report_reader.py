@@ -6,8 +6,8 @@ Targets (issue 2, on a 2-core machine, 5-kernel `--set full` report of ~9 MB / ~
 export < 3 s, report < 2 s. Prints the median of the repeats, rows/s, and PASS/FAIL; exits 1
 when a target is missed. Defaults to benchmarks/data/h200_five_variants_1024.ncu-rep.xz: five
 SGEMM variants under `--set full` on an H200 (9.8 MB, ~292,000 rows), recorded with
-`benchmarks/gpu/validate.sh`, kept xz-compressed (0.45 MB: a GPU session copies the whole
-checkout) and unpacked into a temporary folder before the timing. A REPORT ending in `.xz`
+`ncuh profile -- python benchmarks/launch_variants.py`, kept xz-compressed (0.45 MB) and
+unpacked into a temporary folder before the timing. A REPORT ending in `.xz`
 is unpacked the same way.
 """
 

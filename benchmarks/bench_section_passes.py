@@ -1,6 +1,6 @@
 """How many replay passes each ncu section costs, alone and within `pages` (GPU machine).
 
-    python benchmarks/bench_section_passes.py --out reports/profile/h100_section_passes.md \
+    python benchmarks/bench_section_passes.py --out /tmp/ncuh-bench/section_passes.md \
         [--variant register_tiled] [--size 1024] [--floor] \
         [--instrumented-variant naive --instrumented-size 4096]
 

@@ -1,6 +1,6 @@
 """What Source Counters' per-instruction metrics cost `pages`, and what its thinning saves (GPU).
 
-    python benchmarks/bench_source_counters.py --out reports/profile/x.md \
+    python benchmarks/bench_source_counters.py --out /tmp/ncuh-bench/source_counters.md \
         [--variants naive,coalesced] [--size 4096] [--repeats 2] [--chain]
 
 Each variant is profiled with `--set pages` on three section folders, in turn (`--repeats`
@@ -10,10 +10,11 @@ rounds, the folders alternating within each):
   `THINNED_METRICS` (every per-instruction memory metric, the thread counts) and without the two
   rules that read the sectors and wavefronts (`RULES_LEFT_OUT`);
 * `unthinned`: the same overlay with Source Counters and its rules as ncu ships them (ncuh
-  before session 8);
-* `memory_rules`: the overlay as `pages` was in session 9: the global sectors, shared
-  wavefronts and their ideals kept, with UncoalescedGlobalAccess and UncoalescedSharedAccess,
-  which read them (what the coalescing finding read before it read the hardware counters).
+  before it was thinned);
+* `memory_rules`: the overlay as `pages` was before the sectors per instruction left it: the
+  global sectors, shared wavefronts and their ideals kept, with UncoalescedGlobalAccess and
+  UncoalescedSharedAccess, which read them (what the coalescing finding read before it read
+  the hardware counters).
 
 For each run: the entry's ncu seconds (from its turn, as the manifest records them) and how
 each folder's last run's findings differ from `unthinned`'s first run's (rule, kind, ncu rule):

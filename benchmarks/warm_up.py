@@ -24,3 +24,12 @@ def warm_up(*sizes: int) -> float:
                             "--size", f"{size}x{size}x{size}", "--warmup", "1"], cwd=ROOT,
                            capture_output=True, text=True, timeout=600, check=False)
     return round(time.perf_counter() - started, 1)
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[4096],
+                        help="cube sizes to run every variant at (default 4096)")
+    print(f"warm-up took {warm_up(*parser.parse_args().sizes)} s")

@@ -1,15 +1,26 @@
 #!/usr/bin/env bash
-# Issue 13 on a host with two GPUs or more (repo root; results under $OUT; about 8 minutes on two
-# H200s): whether two ncu processes on two GPUs take turns on ncu's lock file with one TMPDIR
-# and run at once with one each, then `ncuh profile --all --size 4096 --gpus 0` against
-# `--gpus all` (target <= 0.55), CHAIN_REPEATS times in turn (default 2). Writes
-# $OUT/profile_gpus.{json,md} and prints the table last. SKIP_LOCK=1 leaves the lock part out.
+# Profiling on every GPU of a host (two GPUs or more; run from the repository root; ncuh
+# installed).
+#
+#   bash benchmarks/gpu/profile_gpus.sh OUT_DIR
+#
+# Runs benchmarks/bench_profile_gpus.py: whether two ncu processes on two GPUs run at once,
+# then `ncuh profile --all --size 4096 --gpus 0` against `--gpus all`, CHAIN_REPEATS times in
+# turn (default 2; target <= 0.55x on two GPUs). SKIP_LOCK=1 leaves the lock part out.
+# Writes only OUT_DIR/profile_gpus.{json,md}.
 set -uo pipefail
-source benchmarks/gpu/setup_env.sh
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+    sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0
+fi
+if [[ $# -ne 1 ]]; then
+    echo "usage: bash $0 OUT_DIR (--help for what it does)" >&2; exit 2
+fi
+OUT=$(mkdir -p "$1" && cd "$1" && pwd)
+export NCUH_CACHE_DIR="$OUT/cache" PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=index,name,uuid --format=csv,noheader
-
-log "profile --gpus (lock experiment, chain on one GPU and on all)"
-timeout "${GPUS_TIMEOUT_S:-570}" python3 benchmarks/bench_profile_gpus.py \
-    --out "$OUT/profile_gpus.json" --size "${SIZE:-2048}" --all-size "${ALL_SIZE:-4096}" \
-    --chain-repeats "${CHAIN_REPEATS:-2}" $([[ ${SKIP_LOCK:-0} == 1 ]] && echo --skip-lock) 2>&1 \
-    | tail -25
+python3 benchmarks/bench_profile_gpus.py --out "$OUT/profile_gpus.json" --size "${SIZE:-2048}" \
+    --all-size "${ALL_SIZE:-4096}" --chain-repeats "${CHAIN_REPEATS:-2}" \
+    $([[ ${SKIP_LOCK:-0} == 1 ]] && echo --skip-lock)
+status=$?
+cat "$OUT/profile_gpus.md" 2>/dev/null | head -40
+exit $status
