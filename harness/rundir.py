@@ -1,49 +1,12 @@
 """The run directory: what `ncuh profile` leaves behind, and how later stages read it.
 
-Layout of `runs/<id>/` (written by `harness.profile.run`, or joined from shards by
-`harness.profile.merge`; read by writeup and diff):
-
-    manifest.json              schema "ncuh.run/1" (below)
-    <label>.ncu-rep            one report per entry, e.g. register_tiled_4096.ncu-rep
-    metrics.csv                tidy export of every report, only with --metrics-csv
-                               (label,kernel_id,kernel,metric,...; `ncuh export RUN`)
-    bench.json                 schema "ncuh.bench/1", only with --bench
-
-manifest.json:
-    {
-      "schema": "ncuh.run/1",
-      "ncuh_version": "0.1.0", "git_commit": "abc123" | null,
-      "environment": {"gpu": ..., "compute_capability": "9.0", "driver": ..., "cuda": ...,
-                      "ncu_version": ..., "clocks": {...}, ...},
-      "ncu": {"set": "full", "clock_control": "base", "cache_control": "all",
-              "replay_mode": "kernel", "command_lines": [[...argv...], ...]},
-      "started_at": ISO-8601, "finished_at": ISO-8601,
-      "entries": [
-        {"label": "register_tiled_4096", "variant": "register_tiled" | null,
-         "size": [one value per dim] | null, "params": {...},
-         "report": "register_tiled_4096.ncu-rep",
-         "status": "ok" | "failed", "error": null | "one line",
-         "passes": int | null,                     # ncu's replay passes, as it printed them
-         "gpu": {"index", "name", "uuid", "pci_bus_id", ...} | null,  # which GPU profiled it
-         "shard": "..."}                           # merged runs only: the shard it came from
-      ],
-      "gpus": [{"index", "name", "uuid", "pci_bus_id", ...}],  # every GPU that profiled
-      "timings": {"ncu_s": float,     # the entries' ncu runs, summed
-                  "ncu_wall_s": float,  # from the start to the last ncu's end (GPUs at once)
-                  "post_s": float,    # what was left after the last ncu: its export, the join
-                  "post_environment_s": float,  # the probe (beside the first ncu)
-                  "post_metrics_s": float,      # the exports, summed (each beside an ncu)
-                  "total_s": float},  # the whole `ncuh profile`, up to writing the manifest
-      "project": {"name": ..., "path": ..., ...} | null,  # optional: the project of the run
-      "merged_from": [...], "mismatches": [...]  # merged runs only (`ncuh merge`)
-    }
-
-A directory whose name ends in `.incomplete` was interrupted and is never read as a run.
-
-`Manifest` and `BenchFile` (pydantic) are the one reader of both files: a wrong shape is one
-line naming the file and the field. Fields a newer ncuh adds (say `project`) are kept, not
-refused, so older and newer run directories stay readable. A report path must stay inside its
-run directory: no absolute path, no `..`, no symbolic link that leads out.
+`runs/<id>/` holds `manifest.json` (schema "ncuh.run/1": environment, ncu settings and command
+lines, one entry per report, timings), one `<label>.ncu-rep` per entry, and optionally
+`metrics.csv` (`--metrics-csv`) and `bench.json` (`--bench`). A directory ending in
+`.incomplete` was interrupted and is never read. `Manifest` and `BenchFile` (pydantic) are the
+one reader of both files: a wrong shape is one line naming the file and the field; fields a newer
+ncuh adds are kept. A report path must stay inside its run directory. The full layout is in
+docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def _report_without_kernels(destination: Path) -> Path:
     """The fixture with every block that carries results (kernels) left out: a well-formed
-    report of a session that profiled nothing."""
+    report of a run that profiled nothing."""
     data = NAIVE_SMEM_REPORT.read_bytes()
     header_end = 8 + struct.unpack("<I", data[4:8])[0]
     kept = [data[:header_end]]

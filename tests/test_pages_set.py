@@ -136,8 +136,8 @@ def test_pages_slims_the_memory_widgets_and_keeps_what_they_fed(pair: tuple[Path
 
 # Source Counters' per-instruction metrics that `pages` keeps: those ncuh reads
 # (harness.report.profile_builder: inst_executed; sass_hotspots: the stall samples), and the
-# divergent branches (no measurable replay time of their own:
-# `reports/profile/h100_instrumented_groups_session6.json`).
+# divergent branches (no measurable replay time of their own, measured on an H100 with
+# `benchmarks/bench_section_passes.py`).
 SOURCE_METRICS_READ = (
     "inst_executed", "smsp__pcsamp_sample_count", "smsp__branch_targets_threads_divergent",
 )
@@ -235,7 +235,7 @@ def test_the_coalescing_finding_reads_the_same_counters_both_ways() -> None:
 
 
 # A kernel whose warps diverge (the zoo's, `tests/fixtures/zoo/zoo_divergence.py`), profiled with
-# `ncuh profile --set pages` and `--set full` on an H100 (session 9), where ncu's
+# `ncuh profile --set pages` and `--set full` on an H100, where ncu's
 # ThreadDivergence rule fires: `pages` leaves out the per-instruction thread counts the rule
 # asks for only as an optional input, and the rule says the same.
 DIVERGENCE_PAIR = (unpacked(FIXTURES / "divergence_pair" / "h100_pages_zoo_divergence.ncu-rep.xz"),

@@ -342,7 +342,7 @@ def test_gpus_hand_the_longest_out_first_from_an_earlier_run(
 def test_plan_slots_shares_the_chain_out_so_both_gpus_end_together() -> None:
     from harness.profile.schedule import plan_slots
 
-    # The SGEMM chain at 4096 on an H200 (session 6), naive without its 2.5 s start.
+    # The SGEMM chain at 4096 on an H200, naive without its 2.5 s start.
     work = [22.8, 13.6, 7.8, 4.6, 3.8, 2.9, 2.8, 2.9, 2.8, 3.2, 3.2]
     plan = plan_slots(work, 2)
     assert plan is not None and sorted(i for part in plan for i in part) == list(range(11))

@@ -281,7 +281,7 @@ def test_an_export_in_parts_says_what_the_whole_export_and_ncu_say(
     assert [row[-1] for row in excessive] == [b"sector", b"sector"]  # both kernels
 
 
-# A `pages` report from before the sectors per instruction left `pages` (session 9): it still
+# A `pages` report from before the sectors per instruction left `pages`: it still
 # holds the derived metric whose unit differs from `full`'s.
 PAGES_REPORT = (Path(__file__).parent / "fixtures" / "unit_leak"
                 / "h100_pages_earlier_naive_1024.ncu-rep")

@@ -1,25 +1,11 @@
 """Where an entry's seconds go: to its first replay pass, through its passes, to its report.
 
-ncu's output says when the kernel's replay begins (`==PROF== Profiling "kernel" ...`) and when
-the program has left it (`==PROF== Disconnected from process N`, after the last pass, before
-the report is written). Timed as each piece of output came (not as it was handed over: a
-head-started ncu's output waits for its turn, and a fresh one's for ncuh's own work at its
-start), they split an entry's `seconds`, which count from its turn, in three (the manifest's
-`phases`):
-
-* `to_first_pass_s`: what came before the first replay pass. For a target that paid its own
-  start, that start (ncu, Python, the imports, the compile, the check, the warm-up); for one
-  started early (`harness.profile.head_start`), what its head start left of its check and
-  warm-up. Below zero where its passes began before its turn (while the ncu ahead of it still
-  wrote its report);
-* `passes_s`: from the first replay pass to the program's exit: the passes with their saves
-  and restores, then the runner's own end (0.1-0.25 s on an H100);
-* `report_s`: ncu writing the report and exiting.
-
-So a target that takes longer beside another (`--gpus`) or after a change says which part
-grew. Only for ncuh's own runner, which profiles one launch in one process, and where that
-process runs once (`head_start.HEAD_START_REPLAY_MODES`): a user's program may start several
-processes and run between its kernels, and with `application` replay each pass runs it again.
+ncu's output says when the kernel's replay begins (`==PROF== Profiling ...`) and when the program
+has left it (`==PROF== Disconnected from process N`). Timed as each line came, they split an
+entry's `seconds` into the manifest's `phases`: `to_first_pass_s` (its start, or what a head
+start left of it), `passes_s` (the replay passes and the runner's end) and `report_s` (ncu
+writing the report). Only for ncuh's own runner, where one process profiles one launch
+(`head_start.HEAD_START_REPLAY_MODES`).
 """
 
 from __future__ import annotations

@@ -3,30 +3,11 @@
     request = ProfileRequest(variants=("register_tiled",), sizes=((4096, 4096, 4096),))
     outcome = run_profile(request)          # -> ProfileOutcome (run_dir, entries, exit_code)
 
-Order of work, so that every cheap check fails before anything expensive starts:
-1. `plan`: variants and sizes validated (unknown variant, size a variant cannot take: exit 2)
-   and the exact ncu command lines built; `--dry-run` stops here, no GPU or ncu needed. Where
-   the same request's plan checked before (`plan_cache`), ncu starts on it first and the
-   project is checked beside the first ncu instead (then a missing ncu or CuPy is said before
-   a project that no longer checks);
-2. cheap checks in this process only: ncu located (`NcuNotFoundError` says how to get it)
-   and, for bundled variants, CuPy installed (found, not imported: CUDA never loads here).
-   Capture `auto` means NVTX; a CuPy without NVTX makes the runner fail with one line saying
-   to pass `--capture kernel`. Nothing slow runs before ncu: a machine without a GPU is found
-   out by the first ncu run itself (the runner exits 3, or ncu says so), which is fatal;
-3. the run directory built under a temporary `.incomplete` name (`harness.atomic`): one ncu
-   subprocess per entry, in its own process group so an interrupt kills ncu and the runner
-   together, handed out by `schedule.run_queue` (one at a time, or with `--gpus` one ncu per
-   GPU at once); a failure of the machine (no counter permission, no GPU) stops everything
-   with exit 2 and leaves no directory, a failure of one entry is recorded and the walk
-   carries on (exit 1 at the end);
-4. post-processing beside ncu (`post.PostProcessing`), started once ncu has started, never
-   before it: the environment probe (and the git commit) beside the first ncu and, with
-   `--metrics-csv`, each report's export to metrics.csv beside its own ncu (it goes when the
-   report is written). Children
-   because CuPy and `ncu_report` are native code: a crash in either costs its own part,
-   recorded in the manifest. Then `bench.json` with `--bench`, and `manifest.json` last (with
-   phase timings); then the directory is renamed into place.
+Every cheap check fails before anything expensive starts: the plan (variants, sizes, the exact
+ncu command lines; `--dry-run` stops there), then ncu and CuPy located, then one ncu per entry in
+its own process group under a temporary `.incomplete` directory, with post-processing beside
+ncu; `manifest.json` last, then the directory is renamed into place. The order is described in
+docs/architecture.md.
 """
 
 from __future__ import annotations

@@ -1,44 +1,13 @@
 """The `pages` set's section folder: ncu's own sections, two with their display widgets left out
-and one thinned of per-instruction metrics nobody reads.
+and one thinned of per-instruction metrics nothing reads.
 
-ncu's `MemoryWorkloadAnalysis_Tables` and `MemoryWorkloadAnalysis_Chart` sections draw their
-bodies with built-in widgets (`MemorySharedTable`, `MemoryL1TEXCacheTable`, `MemoryL2CacheTable`,
-`MemoryChart`, ...) that collect every cell of ncu's memory tables and chart. On an H100 they
-alone take 30 and 14 replay passes, and with them `pages` needs 36 passes against `full`'s 38;
-without them, 23. ncuh reads a few dozen of those cells, and the sections' rules (bank
-conflicts, access patterns, L2 compression, apertures) request a few dozen more by name.
-
-So `pages` runs ncu with `--section-folder` pointing at an *overlay*: a copy of the stock
-section folder of the ncu that runs (rules included, byte for byte), in which those two
-sections keep their identifiers, their `Metrics` lists and their rules, while their widgets
-give way to exactly the metrics ncuh reads and the metrics their rules request (both listed in
-`harness.report.slim_sections`, which the details page reads too; the rule files themselves
-are read as well, so a newer ncu's rules get what they ask for).
-One more section is *thinned*: Source Counters keeps its view, but the per-instruction metrics
-that no finding, page or diff of ncuh's needs (`THINNED_METRICS`: memory access kinds, sizes,
-sectors and wavefronts, L2 evict policies, thread counts per instruction) are left out of its
-lists, and with them the two rules that read the sectors and wavefronts (`RULES_LEFT_OUT`, whose
-files the overlay does not copy; ncuh's coalescing finding says what the first says from Memory
-Workload Analysis metrics `pages` and `full` both collect, the bank conflicts finding what the
-second says). A metric a remaining rule asks for stays, but for a silent optional input that
-`OPTIONAL_RULE_INPUTS_LEFT_OUT` names for that rule (ThreadDivergence's average of predicated-on
-threads, which feeds only ncu's source view); a metric that a kept derived metric's expression
-uses stays with it. Each is SASS-patched into the kernel's instructions (the memory ones, or all
-of them) in every replay, and together they cost the slow kernels seconds (a naive matrix
-product at 4096 on an H100: 25.1 s with all of them, 18.3 s without the memory ones,
-`benchmarks/bench_source_counters.py --chain`; 1.2-1.8 s more for the thread counts). ncu's
-details page of a `pages` report, and ncuh's, then lack their rows and those two rules. Where
-SourceCounters is not in the shape expected, it stays as ncu ships it (the marker's `thinned`
-names nothing). Every other section is untouched. This is the customisation Nsight Compute
-documents: a section file says what is collected.
-
-The overlay is built once per stock folder under `$NCUH_CACHE_DIR/_ncu_sections/<key>/` (or
-`~/.cache/ncuh/...`; the key hashes the stock files' names, sizes and times, ncuh's metric
-lists and `OVERLAY_VERSION`): `sections/`, the folder ncu is given, and `overlay.json`, what it
-holds, built under a temporary name and renamed into place together. Where no stock folder is
-found, a section file is not in the shape expected, or a section asked for beside `pages` is
-not a stock one, `pages_overlay` returns None with the reason: `pages` then runs on ncu's
-stock sections (36 passes on an H100) and the manifest's `ncu.overlay_note` says why.
+The overlay is a copy of the running ncu's stock section folder (rules included) in which
+`MemoryWorkloadAnalysis_Tables` and `MemoryWorkloadAnalysis_Chart` keep their identifiers,
+metric lists and rules but trade their widgets for the metrics ncuh and those rules read, and
+Source Counters leaves out `THINNED_METRICS` (with the two rules that read them): 23 replay
+passes instead of 36 on an H100. It is built once per stock folder under
+`$NCUH_CACHE_DIR/_ncu_sections/<key>/`; where it cannot be built, `pages_overlay` returns None
+with the reason and `pages` runs on the stock sections (the manifest's `ncu.overlay_note`).
 """
 
 from __future__ import annotations

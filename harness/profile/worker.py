@@ -82,8 +82,8 @@ def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = Non
     machine; each part still opens the whole report, which bounds the gain.
 
     Several reports are exported one after another, each in children of its own: ncu_report
-    keeps a derived metric's unit per process, the first report's definition winning (a
-    session-9 `pages` report's `derived__memory_l2_theoretical_sectors_global_excessive` is in
+    keeps a derived metric's unit per process, the first report's definition winning (an
+    earlier `pages` report's `derived__memory_l2_theoretical_sectors_global_excessive` is in
     bytes, a `full` one's in sectors), so no process reads two reports. The children are forked, so
     the calling process must not have read a report itself: this worker's own process and
     `ncuh export` read none before.

@@ -1,28 +1,11 @@
-"""What the `pages` set's slimmed sections hold: read by the profile side that writes them
-(`harness.profile.section_overlay`) and by the details page that prints them.
+"""What the `pages` set's slimmed and thinned sections hold: read by the profile side that writes
+them (`harness.profile.section_overlay`) and by the details page that prints them.
 
-Besides the two slimmed sections, `pages` *thins* one: `THINNED_METRICS` are per-instruction
-metrics of ncu's Source Counters view that neither ncuh's findings, pages and diff nor any rule
-of ncu's that `pages` runs read: the memory access kinds, sizes and sectors per instruction, L2
-evict policies, thread counts per instruction. Two of ncu's rules read the memory ones,
-UncoalescedGlobalAccess and UncoalescedSharedAccess (`RULES_LEFT_OUT`): `pages` leaves them out,
-since the coalescing finding reads the same thing from the Memory Workload Analysis metrics
-`pages` and `full` both collect (sectors, bytes per sector, instructions and their widths; the
-bank conflicts finding speaks of shared memory). One more rule asks for a thread count as an
-optional input that changes nothing it says (`OPTIONAL_RULE_INPUTS_LEFT_OUT`). The details page,
-which repeats what ncu lists, lacks their rows for a `pages` report as ncu's own does. They cost
-SASS-patched replay time: in a chain at 4096³ on an H100 the per-instruction memory metrics took
-a naive matrix product from 18.3 s to 25.1 s, a coalesced one from 7.9 s to 14.1 s, the chain
-from 54.2 s to 71.4 s (`reports/profile/h100_source_counters_chain_session8.md`); the
-predicated-on thread counts another 1.2-1.8 s of the naive one; with the same findings on the
-recorded pairs (`tests/test_pages_set.py`).
-
-Two of ncu's sections, `MemoryWorkloadAnalysis_Tables` and `MemoryWorkloadAnalysis_Chart`, draw
-their bodies with widgets that collect every cell of ncu's memory tables and chart (30 and 14
-replay passes on an H100). In `pages` they keep their identifiers, metric lists and rules, but
-their widgets give way to `WIDGET_METRICS_READ` (what ncuh reads that only the widgets
-collected) and `RULE_METRICS` (what their rules ask for). ncu then prints each as one table of
-its metric list, sorted by metric name; `is_slim` tells such a section from a stock one.
+`WIDGET_METRICS_READ` and `RULE_METRICS` replace the widgets of the two memory sections;
+`THINNED_METRICS` are Source Counters' per-instruction metrics that nothing ncuh runs or reads
+needs, `RULES_LEFT_OUT` the two ncu rules that read them, and `OPTIONAL_RULE_INPUTS_LEFT_OUT` a
+rule's optional input that changes nothing it says. `is_slim` tells a slimmed section from a
+stock one. What each costs is on the documentation's Performance page.
 """
 
 from __future__ import annotations
