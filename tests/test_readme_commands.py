@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -38,6 +40,8 @@ def _ncuh_lines(text: str) -> list[list[str]]:
 
 def _check(words: list[str]) -> None:
     context = click.Context(main)
+    while words[0] == "--project":  # the group's own option
+        words = words[2:]
     command = main.get_command(context, words[0])
     assert command is not None, words
     options = {name for param in command.params for name in getattr(param, "opts", [])}
@@ -71,3 +75,35 @@ def test_your_own_kernels_installs_what_it_runs() -> None:
     if re.search(r"^pytest ", section, re.MULTILINE):
         assert "test" in install.group(1).split(","), install.group(0)
     assert "ncuh init my-kernels && cd my-kernels" in section
+
+
+def test_the_readme_is_short() -> None:
+    assert len(README.splitlines()) <= 200
+
+
+def test_ci_runs_the_readmes_test_command_exactly() -> None:
+    section = _section("Set up and run")
+    command = next(line for line in section.splitlines() if line.endswith("-m pytest"))
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert command in ci.splitlines()
+
+
+def test_every_ncuh_line_of_the_readme_names_real_options() -> None:
+    commands = _ncuh_lines(README)
+    assert len(commands) >= 20
+    for words in commands:
+        _check(words)
+
+
+def test_the_samples_run_without_a_gpu(tmp_path: Path) -> None:
+    """Each command of "Try it without a GPU", on the shipped sample runs, exits 0."""
+    commands = _ncuh_lines(_section("Try it without a GPU"))
+    assert [words[0] if words[0] != "--project" else words[2] for words in commands] \
+        == ["writeup", "diff", "report"]
+    for words in commands:
+        words = [str(tmp_path / "pages") if w.startswith("/tmp/") else w for w in words]
+        completed = subprocess.run([sys.executable, "-m", "harness", *words], cwd=ROOT,
+                                   capture_output=True, text=True, timeout=300, check=False)
+        assert completed.returncode == 0, (words, completed.stderr)
+    assert len(list((tmp_path / "pages").glob("*_67108864.html"))) == 10
+    assert (tmp_path / "pages" / "index.md").is_file()
