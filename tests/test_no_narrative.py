@@ -17,7 +17,7 @@ WORD = b"sess" + b"ion"
 # Names that are not narrative: ncu's own metric, recorded in reports and their raw pages, and
 # Python's subprocess keyword that starts a child in a process group of its own.
 NAMES_ALLOWED = (b"profiler__perfworks_" + WORD + b"_reuse", b"start_new_" + WORD)
-MAX_DOCSTRING_LINES = 25
+MAX_DOCSTRING_LINES = 15
 MEASURED = re.compile(r"\b\d+(?:\.\d+)?\s?(?:s|ms|seconds)\b")
 
 

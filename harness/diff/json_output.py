@@ -1,19 +1,7 @@
-"""The diff as JSON, schema "ncuh.diff/1".
-
-{"schema": "ncuh.diff/1", "ncuh_version", "status": "regression" | "ok", "exit_code": 0 | 1,
- "baseline": {"path", "kind": "run" | "report", "environment": {...}, "kernels": n},
- "current": {...}, "mismatches": ["GPU (A vs B)", ...],
- "summary": {"kernels", "slower", "faster", "same", "unsure", "added", "removed"},
- "thresholds": {"timing": {...}, "metrics": {key: {...}}},
- "kernels": [{"key": {"name", "size", "ordinal"}, "baseline_function", "current_function",
-              "verdict", "metrics": [{key, label, kind, direction, verdict, baseline, current,
-              unit, change_pct, threshold_pct, source, note, statistics?}],
-              "explanation": {"summary", "counters", "stalls", "occupancy", "rules", "notes"}
-                             | null}],   # sorted by severity
- "failed": [{"label", "key", "error"}],  # current entries that failed, baseline had them
- "added": [{"key", "function", "source"}], "removed": [...]}
-
-Values are in ncu's base units (bench timings in ms); a change from zero has change_pct null.
+"""The diff as JSON, schema "ncuh.diff/1": status and exit code, both sides with their
+environments, the summary counts, the thresholds used, and every kernel with its verdict, its
+metrics and its explanation, sorted by severity (the shape is in docs/ci.md). Values are in
+ncu's base units (bench timings in ms); a change from zero has change_pct null.
 """
 
 from __future__ import annotations

@@ -1,23 +1,14 @@
 """Uncoalesced global memory access: sectors moved beyond what the bytes asked for need.
 
-ncu's UncoalescedGlobalAccess rule (Source Counters) compares the sectors a kernel moved with the
-ideal for its accesses, instruction by instruction, from SASS-patched replays that cost a slow
-kernel a quarter of its profile. Memory Workload Analysis says nearly the same over the whole
-kernel, loads and stores apart: the sectors L1TEX moved, the bytes of each sector some thread
-asked for, the warp instructions, and (from the opcodes) each lane's access width;
-`GlobalAccesses` turns those into the ideal. So this finding reads them, and a page says the
-same whether `pages` or `full` recorded it. The share of excess it states is that estimate; it
-calls the accesses uncoalesced only where even the most generous ideal leaves `BAD_EXCESS` (no
-pattern of idle or sharing lanes could explain the sectors away), and coalesced where the
-estimate stays under `CLEAN_EXCESS`; in between it says nothing, as before. cp.async loads
-(LDGSTS) are counted apart, in sectors `pages` collects by name and `full` through the memory
-tables' widget, with no count of the bytes asked: their excess is only bounded from below
-(`AsyncCopies`), so they can be called uncoalesced but never coalesced, and LDG's loads beside
-them are not judged (L1TEX's load sectors count some of theirs). Shared memory's excess
-wavefronts are the bank conflicts finding's (ncu's UncoalescedSharedAccess counts them per
-instruction; the hardware's bank-conflict counter also counts conflicts the access pattern
-alone does not make: recorded shared-memory tree sums show 5-10% where Source Counters sees no
-excess).
+ncu's UncoalescedGlobalAccess rule compares, instruction by instruction, the sectors a kernel
+moved with the ideal, from costly SASS-patched replays. Memory Workload Analysis says nearly the
+same over the whole kernel, loads and stores apart (sectors moved, the bytes of each sector some
+thread asked for, warp instructions, each lane's access width from the opcodes), and this
+finding reads that, so a page says the same whether `pages` or `full` recorded it. Accesses are
+uncoalesced only where even the most generous ideal leaves `BAD_EXCESS`, coalesced under
+`CLEAN_EXCESS`, and nothing is said in between. cp.async loads (LDGSTS) have their excess bounded
+from below only (`AsyncCopies`): they can be called uncoalesced, never coalesced, and LDG loads
+beside them are not judged. Shared memory's excess wavefronts are the bank conflicts finding's.
 """
 
 from __future__ import annotations

@@ -1,18 +1,10 @@
 """What machine a measurement was taken on: GPU, driver, CUDA, CuPy, clocks, ncu.
 
-Every number ncuh records (bench.json, manifest.json) carries this dictionary, so that two
-runs are compared only when they are comparable. Each field is collected on its own and is
-None when its source is missing: a machine without NVML still reports its CUDA versions, and
-a machine without a GPU still reports its ncu version. Nothing here raises except
-`require_gpu`, whose job is to say in one line why GPU work cannot run.
-
-Sources, in order of preference: CuPy's runtime API (device properties, CUDA versions),
-NVML through `pynvml` (the `nvidia-ml-py` package) for the driver version and clocks, else
-`nvidia-smi --query-gpu`, and `ncu --version`.
-
-`collect_environment(cuda=False)` never imports CuPy nor initialises CUDA (a second or more):
-`ncuh profile` takes the CUDA fields from its runner, which has CUDA up anyway, and asks only
-NVML or nvidia-smi (name, compute capability, driver, clocks) and libcuda's driver version.
+Every number ncuh records (bench.json, manifest.json) carries this dictionary, so that two runs
+are compared only when they are comparable. Each field is collected on its own and is None when
+its source is missing (CuPy's runtime API, NVML through `pynvml`, else `nvidia-smi`, and `ncu
+--version`). Nothing here raises except `require_gpu`, whose job is to say in one line why GPU
+work cannot run. `collect_environment(cuda=False)` never imports CuPy nor starts CUDA.
 """
 
 from __future__ import annotations

@@ -1,21 +1,10 @@
 """The runner's two waits when `ncuh profile` starts it before its turn (a head start).
 
-With several variants on one GPU, `ncuh profile` starts the next variant's ncu while the
-current one is still being profiled (`harness.profile.head_start`), so that ncu's start,
-Python's and the runner's imports happen beside the replay passes instead of after them. A
-runner that starts early must not disturb the profile being taken, so it waits twice, each
-time for a file `ncuh profile` creates:
-
-* `wait_to_start_cuda`, before CUDA starts (`NCUH_START_CUDA_AFTER`): the file appears once the
-  current kernel's replay passes have begun, when that ncu already holds its profiling lock;
-  an early CUDA start cannot then get ahead of the very profile it would be waiting for;
-* `wait_to_launch`, after the kernel is compiled and loaded but before the first allocation
-  or launch (`NCUH_LAUNCH_AFTER`): the file appears once the program ahead has disconnected
-  from its ncu (or that ncu has exited), so none of this runner's allocations or launches
-  reach the GPU while another kernel is measured.
-
-Between the two the runner creates its CUDA context and loads its module while the kernel
-ahead is replayed: work of the driver (a context's memory, the module's code), no launch.
+* `wait_to_start_cuda` (`NCUH_START_CUDA_AFTER`): until the current kernel's replay passes have
+  begun, so an early CUDA start cannot get ahead of the profile it waits for;
+* `wait_to_launch` (`NCUH_LAUNCH_AFTER`): after compile and module load, until the program ahead
+  has disconnected from its ncu, so no allocation or launch reaches the GPU while another kernel
+  is measured.
 
 Without the variables (a runner run by hand, the first variant of a run) both return at once.
 A runner whose `ncuh profile` is gone (`NCUH_GATES_OWNER`) stops waiting and fails.

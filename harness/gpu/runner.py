@@ -3,22 +3,11 @@
     python -m harness.gpu.runner --project DIR --variant NAME --size S [--params JSON]
                                  [--warmup N] [--label LABEL] [--capture nvtx|kernel]
 
-With `--capture nvtx` (the default) the runner verifies the variant against the project's
-truth, warms it up, then pushes the NVTX range `ncuh-<label>` around one launch: ncu's
-`--nvtx-include "ncuh-<label>/"` captures that launch and nothing else (not the warm-up, not
-the reference); a CuPy without NVTX fails at once (exit 1) saying to pass `--capture kernel`.
-With `--capture kernel`, ncu counts launches of the kernel instead, so the runner launches it
-exactly `warmup` times before the target and verifies only afterwards (verification's own
-launches would shift the count).
-
-Started early by `ncuh profile` (the next variant while one is profiled), the runner waits
-before starting CUDA and again before its first launch (`harness.gpu.gates`).
-
-Without `--params`, a tunable variant runs with its tuning winner for this GPU and size (the
-same resolution as `ncuh bench`). Failures are one line on stderr starting with
-`ncuh-runner: `, which `harness.profile.ncu_errors` reads back through ncu's output: exit 2 for a
-bad request (unknown variant, unsupported size), 3 when there is no GPU, 1 for a compile
-error or a wrong result.
+With `--capture nvtx` (the default) the one launch is inside the NVTX range `ncuh-<label>` that
+ncu captures alone; with `--capture kernel` the kernel is launched exactly `warmup` times before
+the target and verified afterwards. A tunable variant without `--params` runs with its tuning
+winner. Failures are one line on stderr starting with `ncuh-runner: `: exit 2 for a bad request,
+3 when there is no GPU, 1 for a compile error or a wrong result.
 """
 
 from __future__ import annotations

@@ -1,19 +1,12 @@
 """Which parameters a tunable variant runs with: tuning winners per GPU model and size.
 
-Two files hold winners, both schema "ncuh.tuning/1" (a list of entries: variant, gpu, size,
-params, source fingerprint, and how it was measured):
-
-* `tuning.json` beside the project file: the winners the project ships (read only);
-* the user's cache, `$NCUH_CACHE_DIR/<project>/tuning.json` or
-  `~/.cache/ncuh/<project>/tuning.json`, written by `ncuh bench --tune`; it overrides.
-
-`resolve_params` is what bench and the runner ask (the compiler never does): the winner for
-this GPU, variant and size; else the winner of the nearest tuned size on the same GPU (by
-log-distance) when the variant's constraints accept it at this size; else the defaults.
-An entry recorded for another source (its fingerprint changed) is stale and ignored.
-A GPU model with no entries at all borrows those of a model of the same compute capability
-(an H100 PCIe those of an H100 SXM), saying so in `origin`: the same architecture runs the
-same configurations, nearly as well, where the defaults are often far off.
+Winners (schema "ncuh.tuning/1") come from `tuning.json` beside the project file (shipped, read
+only) and from the user's cache (`$NCUH_CACHE_DIR/<project>/tuning.json` or
+`~/.cache/ncuh/<project>/tuning.json`, written by `ncuh bench --tune`), which overrides.
+`resolve_params` gives the winner for this GPU, variant and size; else the nearest tuned size's
+when the variant's constraints accept it; else the defaults. An entry for another source is
+stale. A GPU model with no entries borrows those of a model of the same compute capability,
+saying so in `origin`.
 """
 
 from __future__ import annotations

@@ -1,26 +1,13 @@
 """Start the next variant's ncu while the current one is profiled: a head start.
 
-Every variant's ncu pays seconds before its first replay pass that have nothing to do with the
-kernel: ncu starting, Python starting under it, the imports, CUDA starting, the compile. One
-after another, a chain of eleven variants spends most of a minute there. With a head start
-the next target of a slot (the default GPU, or one GPU of `--gpus`) is started as soon as the
-current target's ncu is running, and its runner waits at two gates (`harness.gpu.gates`):
-
-* *start CUDA*, opened once the current kernel's replay passes have begun (ncu holds its
-  profiling lock by then, so the early CUDA start cannot get ahead of the profile it waits for)
-  or once the current ncu has exited;
-* *launch*, opened once every process of the current ncu's program has disconnected from it
-  (ncu prints `==PROF== Disconnected from process N` for each, after its last replay pass and
-  before it writes the report) or once that ncu has exited: none of the early runner's
-  allocations or launches reach the GPU while another kernel is measured (its CUDA context and
-  module load do), yet its checks and warm-up overlap the report's writing.
-
-Only ncuh's own runner knows the gates, so a user's program never gets a head start, and
-neither does a target whose slot has nothing left, nor a run whose ncu replays the whole
-program (`application`: it runs once per pass, so its first disconnection is not its last).
-`NCUH_HEAD_START=off` turns it off (each ncu then starts when the one before it has exited).
-The entry's `seconds` count from its turn, as they did before; `head_start_s` is how long its
-ncu ran before that.
+With several targets on one slot (the default GPU, or one GPU of `--gpus`), the next target's
+ncu starts as soon as the current one's is running, so that ncu's, Python's and CUDA's start
+and the compile overlap the replay passes. Its runner waits at two gates (`harness.gpu.gates`):
+CUDA starts once the current kernel's replay passes have begun, and the first allocation or
+launch waits until every process of the current program has disconnected from its ncu (or that
+ncu has exited), so nothing of it reaches the GPU while another kernel is measured. Only ncuh's
+own runner gets a head start, and not with `application` replay. `NCUH_HEAD_START=off` turns it
+off; an entry's `head_start_s` says how long its ncu ran before its turn.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """Build `ncu` command lines as argument lists (never shell strings).
 
 Everything that changes what ncu measures is pinned here and recorded in the manifest:
-`--config-file off` (a user's config.ncu-cfg must not leak into a run), `--clock-control`
-(default `base`: clocks locked to base so runs on different days compare), `--cache-control
-all` (caches flushed before every replay pass) and `--replay-mode kernel`.
-
-Two kinds of target:
-
-* a project's variant, run by `python -m harness.gpu.runner`, which runs the variant once
-  inside the NVTX push/pop range `runner_range(label)`; ncu captures the launches of that run
-  matching the variant's kernel filter through `--nvtx --nvtx-include "<range>/"` (the
-  trailing slash selects push/pop ranges) and `-k <filter>`. Where NVTX is unavailable the
-  runner launches the kernel exactly `warmup` times before the target launch and ncu skips
-  them by count instead (`-k regex:^<kernel>$ --launch-skip <warmup> --launch-count 1`);
-* a user program (`ncuh profile -- COMMAND ARGS`), filtered by whatever the user passes:
-  `-k/--kernel`, `--launch-skip`, `--launch-count`, `--nvtx-include`.
+`--config-file off`, `--clock-control` (default `base`), `--cache-control all` and
+`--replay-mode kernel`. A project's variant runs under `python -m harness.gpu.runner`, which
+launches it once inside the NVTX range `runner_range(label)` that ncu captures with `--nvtx
+--nvtx-include "<range>/"` and `-k <filter>` (without NVTX, by launch count instead); a user
+program (`ncuh profile -- COMMAND`) is filtered by the user's `-k`, `--launch-skip`,
+`--launch-count` and `--nvtx-include`.
 """
 
 from __future__ import annotations

@@ -1,23 +1,11 @@
 """The targets of an earlier `ncuh profile`, so that the same request starts ncu at once.
 
-Checking a project file (pydantic's schema, the project's own Python module) takes a third of a
-second or more before the first ncu could start, and someone profiling the same variant again
-after each edit of its kernel asks for the same plan every time: the kernel's source is compiled
-by the runner under ncu, it is not read by the plan. So each plan that checked is kept under
-`<user cache>/_plans/<key>.json`, the key hashing everything a plan is made from: the request's
-variants, sizes, parameters, warm-up, capture and bench sizes, the project file's path and bytes,
-this ncuh's version and folder, and the Python that runs the runner.
-
-What is kept is data, never a command: each target's label, variant, size, parameters and the
-kernel filter the project gives it. The command lines are built again from those and the request
-(`ncu_command.runner_program`, `variant_filter`), so a kept file can only ever name a variant of
-ncuh's own runner, which checks the project again itself before it touches the GPU.
-
-On a hit, `harness.profile.run` starts the first ncu on the kept targets and checks the project
-while it runs (`PlanCheck`, on the main thread: a project's module may expect it): a project
-that no longer checks stops that ncu, leaves no run directory and says why in one line (exit 2);
-targets that came out different stop it too, and the run starts again on the checked plan. A
-miss costs nothing but the key: the plan is checked first, as always, and kept.
+Each plan that checked is kept under `<user cache>/_plans/<key>.json`, the key hashing all a plan
+is made from (the request, the project file's path and bytes, this ncuh and its Python). What is
+kept is data, never a command: each target's label, variant, size, parameters and kernel filter;
+the command lines are built again from them. On a hit, `harness.profile.run` starts the first
+ncu at once and checks the project beside it (`PlanCheck`): a project that no longer checks stops
+that ncu (exit 2, no run directory), a plan that came out different starts the run again.
 `NCUH_PLAN_CACHE=off` never reads or keeps one.
 """
 

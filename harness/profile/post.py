@@ -1,21 +1,10 @@
 """Post-processing of a profile run, overlapped with ncu: the environment and metrics.csv.
 
-Both are children (`harness.profile.worker`), because CuPy, NVML and NVIDIA's `ncu_report` are
-native code: a crash in one costs its own part, recorded in the manifest, not the run.
-
-Nothing waits in front of ncu and as little as possible after it:
-
-* the environment probe starts once the first ncu has started, beside it (`start`). It starts
-  no CUDA (the runner under ncu reports CuPy's view of the device) and lists every GPU with
-  nvidia-smi, so the device each entry ran on is matched afterwards by its PCI bus ID; the
-  ncuh checkout's git commit is looked up beside it, on a thread;
-* each report's export to its part of metrics.csv is started as soon as its ncu has started:
-  Python's start and the imports of `ncu_report` happen beside ncu, then the export waits for
-  a go-ahead file (`worker.wait_for_go`), written the moment ncu has finished. It then exports
-  while ncu profiles the next target; at the end the parts are joined in target order.
-
-So after the last ncu only that report's export itself and the join remain. `PostProcessing`
-is fed target by target (`start` and `prepare` once its ncu runs, then `entry_done`);
+Both run in children (`harness.profile.worker`), because CuPy, NVML and `ncu_report` are native
+code: a crash costs its own part, recorded in the manifest, not the run. The environment probe
+starts beside the first ncu and starts no CUDA; each report's export starts beside its own ncu,
+waits for a go-ahead file written when that ncu has finished, and exports while ncu profiles the
+next target; the parts are joined in target order. `PostProcessing` is fed target by target;
 `post_process` does it all at once for a finished list of entries.
 """
 

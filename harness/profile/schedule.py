@@ -1,19 +1,11 @@
 """Hand targets to slots: one ncu at a time on the default GPU, or one per GPU at once.
 
-Scheduling only: what a target is and how it is profiled is the caller's (`run.py`). With one
-slot the targets run in order on this thread. With several, each slot is a thread that takes
-the next target from one shared list (a work queue, so a slow variant on one GPU does not hold
-back the others) and runs it in a child pinned to its GPU; the queue holds the longest first
-where the caller knows how long each took before (`longest_first`). Where it knows that of every
-item, the items are shared out between the slots before they start (`plan_slots`), so that
-all slots end together, and a slot that ends early takes the last item another slot has left
-while that is worth a fresh start. The first fatal error
-(no counter permission, no GPU) or an interrupt stops every slot: the children still running
-are killed, the error is raised here, and the caller's atomic run directory is removed.
-A slot may reserve the target it runs next while it still runs one (`upcoming`), so that the
-next ncu can start early on the same GPU (`harness.profile.head_start`); a slot with nothing
-left to take takes such a reservation instead of idling beside a busy slot, unless a fresh
-start of that target would cost more than it saves (`TakingRule`).
+Scheduling only: what a target is and how it is profiled is the caller's (`run.py`). Several
+slots take from one work queue, longest first where earlier times are known (`longest_first`),
+or share the targets out before they start where every time is known (`plan_slots`). A slot may
+reserve its next target while it runs one (`upcoming`, for a head start); a slot with nothing
+left takes such a reservation where a fresh start still pays (`TakingRule`). The first fatal
+error or an interrupt stops every slot and kills the children still running.
 """
 
 from __future__ import annotations

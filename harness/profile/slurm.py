@@ -1,23 +1,11 @@
 """`ncuh profile … --slurm`: one Slurm job array, a task per variant × size, each a shard.
 
-    ncuh profile --all --sizes 1024,4096 --slurm --slurm-arg=--gres=gpu:1 --slurm-arg=-p gpu
-
-writes `<out>/<run id>.slurm/` and submits it with `sbatch`:
-
-    job.sh       the array job: `#SBATCH --array=0-(N-1)`, each task runs
-                 `python -m harness.profile.slurm task <dir> $SLURM_ARRAY_TASK_ID`
-    tasks.json   the N profile requests, one target each (schema ncuh.slurm/1)
-    shards/      each task's ordinary run directory, named after its target
-    logs/        each task's output (`task-<i>.out`)
-
-Every task is an ordinary `ncuh profile` of its one target (same ncu settings, its own
-environment probe, and metrics.csv with --metrics-csv) on whatever GPU node Slurm gives it.
-When the array is done, `ncuh merge <dir>/shards/* --out <run>` joins the shards into one run
-directory (refusing mixed GPU models or ncu versions unless `--allow-mismatch`). With
-`--slurm-arg=--wait`, sbatch returns when the array is done and the merge runs at once.
-
-The tasks run this Python (`sys.executable`) and this ncuh checkout (put first on PYTHONPATH),
-so both must be on a file system the nodes share, as must `--out`.
+Writes `<out>/<run id>.slurm/` (`job.sh`, the array job running
+`python -m harness.profile.slurm task <dir> $SLURM_ARRAY_TASK_ID`; `tasks.json`, schema
+ncuh.slurm/1; `shards/`; `logs/`) and submits it with `sbatch`. Each task is an ordinary
+`ncuh profile` of one target; `ncuh merge <dir>/shards/* --out <run>` joins the shards, at once
+with `--slurm-arg=--wait`. The tasks run this Python and this ncuh checkout, so both, and
+`--out`, must be on a file system the nodes share.
 """
 
 from __future__ import annotations

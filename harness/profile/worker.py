@@ -1,25 +1,13 @@
 """Work `ncuh profile` does in child processes, so the orchestrating process stays small.
 
     python -m harness.profile.worker environment [NCU] [--no-cuda] [--pci-bus-id ID] [--list-gpus]
-        one JSON line: the environment (`harness.gpu.env.collect_environment`), with the
-        version of the ncu at path NCU (the one that ran), asked once; `--no-cuda` leaves
-        CuPy and CUDA alone (the runner reported those fields) and asks NVML or nvidia-smi
-        about the device at bus ID; `--list-gpus` adds every GPU of the host under `gpus`
-    python -m harness.profile.worker metrics OUT.csv LABEL=REPORT [LABEL=REPORT ...] [--jobs N]
-                                     [--after FILE]
-        the tidy export of every report, a `label` column first, written atomically; with
-        `--after`, started before the report exists: it imports what it needs, then waits for
-        FILE to say `go [JOBS]` (or `skip`)
+    python -m harness.profile.worker metrics OUT.csv LABEL=REPORT [...] [--jobs N] [--after FILE]
 
-`ncuh profile` starts the environment child beside its first ncu and one metrics child per
-report as soon as that report is written (`harness.profile.post`): nothing heavy (CuPy, NVML,
-a second ncu start) waits in front of ncu, and little after it. The
-environment child then starts no CUDA at all: initialising it after ncu was, with CuPy's
-import, the slowest step of post-processing, and the runner under ncu reports those fields.
-
-Why children: the orchestrator must survive whatever CUDA (CuPy) and NVIDIA's `ncu_report`
-module do in-process. A crash there (a segfault in a native library) then fails one step,
-which is recorded in the manifest, instead of killing ncuh with a half-built run directory.
+`environment` prints one JSON line (`harness.gpu.env.collect_environment`, the version of the
+ncu that ran, every GPU with `--list-gpus`); `metrics` writes the tidy export of every report
+atomically, and with `--after` imports first and waits for FILE to say `go [JOBS]` or `skip`.
+A crash of CUDA or `ncu_report` in a child fails one step, recorded in the manifest, instead of
+killing ncuh with a half-built run directory.
 """
 
 from __future__ import annotations
