@@ -253,3 +253,13 @@ def test_compile_options_carry_the_stub_headers_and_the_variant_names() -> None:
     text = program_text(project.folder, "softmax.cu")
     assert text.startswith("#ifndef INFINITY\n")
     assert '#line 1 "softmax.cu"\n' in text
+
+
+def test_without_nvrtc_a_note_says_nothing_was_compiled(monkeypatch) -> None:
+    monkeypatch.setattr("harness.commands.check.find_nvrtc", lambda: None)
+    result = run_check(SOFTMAX)
+    assert result.exit_code == 0
+    assert result.stderr == ("note: NVRTC not found (pip install cuda-pathfinder "
+                             "nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cuda-cccl): "
+                             "variants not compiled\n")
+    assert result.stdout.splitlines()[-1] == "ok: 4 variant(s) checked"

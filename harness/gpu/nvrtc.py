@@ -18,6 +18,8 @@ from harness.gpu.backend import compile_options, program_text, variant_macros
 from harness.project import Project, Size, Variant
 
 DEFAULT_ARCH = "sm_90"
+NVRTC_HINT = ("pip install cuda-pathfinder nvidia-cuda-nvrtc nvidia-cuda-runtime "
+              "nvidia-cuda-cccl")
 _ERROR = re.compile(r"^(?P<where>.*?\(\d+\)): (?:catastrophic )?error(?: #\S+)?: (?P<what>.*)$")
 
 
