@@ -187,7 +187,8 @@ def _compile(tmp_path: Path, body: str, params: str = "") -> list[str]:
     '#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n'
     'extern "C" __global__ void k(float *x) { cg::thread_block b = cg::this_thread_block();'
     ' b.sync(); x[0] = cg::tiled_partition<32>(b).thread_rank(); }',
-    '#include <cuda/std/limits>\n#include <cuda/std/cmath>\n'
+    '#include <cstdint>\n#include <cuda/std/cstdint>\n#include <cuda/std/limits>\n'
+    '#include <cuda/std/cmath>\n'
     'extern "C" __global__ void k(float *x) {'
     ' x[0] = cuda::std::numeric_limits<float>::infinity() + cuda::std::isinf(x[1]); }',
 ])

@@ -1,5 +1,10 @@
 // ncuh's stand-in for <float.h> under NVRTC (IEEE 754 binary32 and binary64).
 #pragma once
+// CCCL's own (as <cuda/std/cfloat> declares it under NVRTC) where it is on the include
+// path, so the two never disagree; these definitions otherwise.
+#if __has_include(<cuda/std/cfloat>)
+#include <cuda/std/cfloat>
+#else
 #define FLT_RADIX 2
 #define FLT_MANT_DIG 24
 #define DBL_MANT_DIG 53
@@ -11,3 +16,4 @@
 #define DBL_MAX 1.7976931348623158e+308
 #define DBL_MIN 2.2250738585072014e-308
 #define DBL_EPSILON 2.2204460492503131e-16
+#endif

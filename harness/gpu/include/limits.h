@@ -1,5 +1,10 @@
 // ncuh's stand-in for <limits.h> under NVRTC (LP64, as on Linux x86-64 and aarch64).
 #pragma once
+// CCCL's own (as <cuda/std/climits> declares it under NVRTC) where it is on the include
+// path, so the two never disagree; these definitions otherwise.
+#if __has_include(<cuda/std/climits>)
+#include <cuda/std/climits>
+#else
 #define CHAR_BIT 8
 #define SCHAR_MIN (-128)
 #define SCHAR_MAX 127
@@ -16,3 +21,4 @@
 #define LLONG_MIN (-9223372036854775807LL - 1)
 #define LLONG_MAX 9223372036854775807LL
 #define ULLONG_MAX 18446744073709551615ULL
+#endif
