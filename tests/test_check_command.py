@@ -264,3 +264,17 @@ def test_without_nvrtc_a_note_says_nothing_was_compiled(monkeypatch) -> None:
                              "nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cuda-cccl): "
                              "variants not compiled\n")
     assert result.stdout.splitlines()[-1] == "ok: 4 variant(s) checked"
+
+
+def test_a_tolerance_that_takes_the_wrong_arguments_is_named(tmp_path: Path) -> None:
+    folder = tmp_path / "scale"
+    shutil.copytree(ROOT / "tests" / "projects" / "scale", folder,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    module = folder / "scale_project.py"
+    module.write_text(module.read_text().replace("def tolerance_for(size: Size) -> float:",
+                                                 "def tolerance_for(size, dtype) -> float:"))
+    result = run_check(folder, "--no-compile")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == (
+        f"ncuh: error: {folder / 'ncuh.toml'}: key 'problem.tolerance': tolerance(1000) raised "
+        "TypeError: tolerance_for() missing 1 required positional argument: 'dtype'")

@@ -3,8 +3,9 @@
 ncuh calls `inputs(size, seed)`, `expected(inputs, size)`, the reference and each limit as
 `call(inputs, size)`, a variant's `launch(size, params, inputs)`, its `call(inputs, size,
 params)`, `defines(size, params)` and `constraints(size, params)`, and a callable
-`tolerance`, `flops` or `bytes` as `(size)`. A callable that cannot take those arguments, or
-whose own names say they are in another order, is one problem line each.
+`tolerance`, `flops` or `bytes` as `(size)` (the loader tries flops and bytes; the tolerance is
+tried here). A callable that cannot take those arguments, or whose own names say they are in
+another order, is one problem line each.
 """
 
 from __future__ import annotations
@@ -76,4 +77,17 @@ def signature_problems(project: Project) -> list[str]:
         problem = signature_problem(where, role, function)
         if problem:
             problems.append(f"{project.path}: {problem}")
+    # A callable tolerance is wrapped by the loader (which tries flops and bytes, not it):
+    # call it at each size a run would.
+    for size in dict.fromkeys((*project.default_sizes, project.profile_size)):
+        try:
+            value = project.tolerance_at(size)
+        except Exception as error:
+            problems.append(f"{project.path}: key 'problem.tolerance': tolerance({size}) "
+                            f"raised {type(error).__name__}: {error}")
+            break
+        if not value > 0:
+            problems.append(f"{project.path}: key 'problem.tolerance': tolerance({size}) "
+                            f"returned {value!r}; expected a number > 0")
+            break
     return problems
