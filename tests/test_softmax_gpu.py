@@ -72,3 +72,22 @@ def test_softmax_profiles_and_writes_pages(project: Path) -> None:
     done = ncuh("writeup", str(run_dir), "--out", "pages", "--format", "md", cwd=project)
     assert done.returncode == 0, done.stdout + done.stderr
     assert (project / "pages" / "index.md").is_file()
+
+
+def test_softmax_from_python(project: Path, tmp_path: Path) -> None:
+    import harness
+    from harness.api import profile
+
+    timed = harness.bench(["warp", "online"], ["2048x512"], project=project, repeats=5,
+                          out=tmp_path / "bench")
+    frame = timed.to_dataframe()
+    rows = frame[frame.variant.isin(["warp", "online"])]
+    assert rows.status.tolist() == ["ok", "ok"] and (rows.median_ms > 0).all()
+    assert "speedup_vs_cupy" in frame.columns
+    if ncu_executable() is None:
+        pytest.skip("gpu test: ncu (Nsight Compute) is not installed")
+    run = profile(["online"], ["2048x512"], project=project, section_set="basic",
+                  out=tmp_path / "runs")
+    assert [k.name for k in run.kernels] == ["softmax_online"]
+    assert run.to_dataframe().label.unique().tolist() == ["online_2048x512"]
+    assert run.page(tmp_path / "pages").name == "index.md"

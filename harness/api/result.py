@@ -7,7 +7,7 @@ Data is read, never run: loading a run directory never imports the project it na
 from __future__ import annotations
 
 import html
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -58,7 +58,6 @@ class Result:
     path: Path
     kind: Kind
     project: Path | None = None  # for runs whose manifest names no project
-    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ reading
 
