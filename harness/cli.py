@@ -22,6 +22,7 @@ from harness.errors import NcuhError
 COMMANDS: dict[str, str] = {
     "init": "harness.commands.init:init",
     "list": "harness.commands.list_variants:list_variants",
+    "check": "harness.commands.check:check",
     "bench": "harness.commands.bench:bench",
     "profile": "harness.commands.profile:profile",
     "merge": "harness.commands.merge:merge",

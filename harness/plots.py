@@ -104,8 +104,10 @@ def _throughput_chart(name: str, unit: str, labels: Sequence[str],
     ax.set_ylabel(unit)
     ax.set_title("Throughput per iteration", fontsize=10)
     rotated = _ticks(ax, labels)
-    beside = reference_name + (f" and {limit_name}" if limit else "")
-    title = f"{unit} per iteration beside {beside}"
+    # Only what the chart draws is named: loose reports have no reference to stand beside.
+    beside = [name for name, value in ((reference_name, reference), (limit_name, limit))
+              if value]
+    title = f"{unit} per iteration" + (f" beside {' and '.join(beside)}" if beside else "")
     return Plot(name, title, _png(fig, rotated=rotated))
 
 

@@ -550,7 +550,8 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
         if item.run is not None and not item.bench:
             item.bench = standalone_bench
     chosen = next((item.project for item in items if item.project is not None), None)
-    if chosen is None:
+    if chosen is None and (project is not None or any(item.run is not None for item in items)):
+        # Loose reports name no project: only one the user names gives them a reference.
         chosen = _run_project(None, project)
     reference = chosen.reference if chosen is not None else None
     limit = chosen.limits[0] if chosen is not None and chosen.limits else None

@@ -72,8 +72,11 @@ def test_nvrtc_gets_the_inlined_source_and_every_macro(fake_cupy) -> None:
     runnable = backend.prepare(project, "nvrtc", size, {"BLOCK": 64})
     (module,) = FakeModule.created
     assert module.backend == "nvrtc"
-    assert module.options == ("--std=c++17", "-lineinfo", "-DBLOCK=64", "-DUNROLL=1")
-    lines = module.code.splitlines()
+    assert module.options == ("--std=c++17", "-lineinfo", f"-I{backend.STUB_INCLUDE}",
+                              "-DBLOCK=64", "-DUNROLL=1", "-DNCUH_VARIANT_nvrtc=1",
+                              "-DNCUH_KERNEL_scale_kernel=1")
+    assert module.code.startswith(backend.PRELUDE)  # INFINITY and NAN, as nvcc's math.h
+    lines = module.code.removeprefix(backend.PRELUDE).splitlines()
     assert lines[0] == '#line 1 "scale.cu"' and lines[1] == '#line 1 "scale_common.cuh"'
     assert "#pragma once" not in module.code
     assert '#line 3 "scale.cu"' in lines  # back in the kernel file, at its own line numbers

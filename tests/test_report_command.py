@@ -94,7 +94,7 @@ def test_report_headline_names_launch(views) -> None:
 
 def test_cli_report_text_md_json() -> None:
     runner = CliRunner()
-    text = runner.invoke(main, ["report", str(NAIVE_SMEM_REPORT), "--kernel", "naive"])
+    text = runner.invoke(main, ["report", str(NAIVE_SMEM_REPORT), "--kernel", "regex:naive"])
     assert text.exit_code == 0, text.output
     assert "  sgemm_naive (32, 32, 1)x(32, 32, 1)" in text.stdout
     assert "sgemm_smem" not in text.stdout

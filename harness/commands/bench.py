@@ -15,7 +15,13 @@ from pathlib import Path
 
 import click
 
-from harness.commands.options import open_chosen_project, project_option
+from harness.commands.options import (
+    open_chosen_project,
+    out_option,
+    project_option,
+    size_options,
+    variant_option,
+)
 from harness.errors import BadSizeError, NcuhError
 from harness.gpu import env as gpu_env
 from harness.gpu.bench import run_bench
@@ -31,19 +37,14 @@ def _default_out() -> Path:
 
 
 @click.command()
-@click.option("--variant", "variant_names", multiple=True, metavar="NAME",
-              help="A variant to bench (repeatable); see `ncuh list`.")
+@variant_option("A variant to bench (repeatable); see `ncuh list`.")
 @click.option("--all", "all_variants_", is_flag=True, help="Bench every variant of the chain.")
-@click.option("--sizes", default=None, metavar="LIST",
-              help="Comma-separated sizes: N for every dimension, or one value per dimension "
-                   "like 4096x2048x1024; 2^26, 1<<20 and 1e6 work too [default: the project's "
-                   "default_sizes].")
+@size_options("the project's default_sizes")
 @click.option("--repeats", type=click.IntRange(min=1), default=30, show_default=True,
               help="Event-timed launches per variant and size.")
 @click.option("--warmup", type=click.IntRange(min=0), default=5, show_default=True,
               help="Untimed launches first.")
-@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path),
-              default=None, help="Directory for bench.json [default: runs/bench-<UTC time>].")
+@out_option("Directory for bench.json [default: runs/bench-<UTC time>].", file_okay=False)
 @click.option("--tune", is_flag=True,
               help="Sweep the tunable variants at each size first; cache the winners.")
 @click.option("--tune-limit", type=click.IntRange(min=0), default=32, show_default=True,
@@ -57,10 +58,11 @@ def _default_out() -> Path:
 def bench(
     variant_names: tuple[str, ...],
     all_variants_: bool,
-    sizes: str | None,
+    size: tuple[str, ...],
+    sizes: tuple[str, ...],
     repeats: int,
     warmup: int,
-    out_dir: Path | None,
+    out: Path | None,
     tune: bool,
     tune_limit: int,
     references: bool,
@@ -76,10 +78,14 @@ def bench(
     # Unknown names fail here, listing the known ones, before any GPU work.
     chosen = list(loaded.variants) if all_variants_ else [loaded.variant(n) for n in
                                                           variant_names]
-    try:
-        shapes = loaded.parse_sizes(sizes) if sizes is not None else list(loaded.default_sizes)
-    except BadSizeError as error:
-        raise BadSizeError(f"bad --sizes {sizes!r}: {error}") from None
+    shapes: list[Size] = []
+    for option, texts in (("--size", size), ("--sizes", sizes)):
+        for text in texts:
+            try:
+                shapes += loaded.parse_sizes(text)
+            except BadSizeError as error:
+                raise BadSizeError(f"bad {option} {text!r}: {error}") from None
+    shapes = list(dict.fromkeys(shapes)) or list(loaded.default_sizes)
 
     gpu_env.require_gpu()  # (a module attribute: the tests stand a CPU in for the GPU)
     if tune:
@@ -97,7 +103,7 @@ def bench(
             progress=lambda step: bar.update(1, f"{step.variant} {step.size} {step.status}"),
         )
 
-    path = run.save((out_dir or _default_out()) / "bench.json")
+    path = run.save((out or _default_out()) / "bench.json")
     click.echo(format_table(run), nl=False)
     click.echo(f"wrote {path}", err=True)
     failed = [r for r in run.results if r.status == "failed"]

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from harness.atomic import atomic_write_text
+from harness.commands.options import out_option
 from harness.errors import ReportError
 from harness.input_file import holds_bad_text
 
@@ -21,9 +22,8 @@ FORMATS = ("md", "json", "junit")
               help="Thresholds TOML, merged over harness/diff/default_thresholds.toml.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="md", show_default=True,
               help="md: GitHub job summary; json: schema ncuh.diff/1; junit: JUnit XML.")
-@click.option("--out", "out", type=click.Path(path_type=Path), default=None,
-              help="Write here (atomically) instead of stdout; the status line goes to stdout. "
-                   "A symbolic link is written through; an existing file keeps its permissions.")
+@out_option("Write here (atomically) instead of stdout; the status line goes to stdout. A "
+            "symbolic link is written through; an existing file keeps its permissions.")
 @click.option("--pair", "pairs", multiple=True, metavar="BASE_KERNEL=CURRENT_KERNEL",
               help="Compare a renamed kernel: baseline name = current name. Repeatable.")
 @click.option("--allow-mismatch", is_flag=True,

@@ -16,6 +16,7 @@ from typing import TextIO
 import click
 
 from harness.atomic import atomic_path
+from harness.commands.options import kernel_option, out_alias_option, out_option
 from harness.errors import NcuhError
 from harness.report.export_format import EXPORT_FORMATS, write_export
 from harness.report.reportfile import export_columns
@@ -24,24 +25,22 @@ from harness.rundir import is_run_directory, load_run
 
 @click.command()
 @click.argument("report", type=click.Path(path_type=Path))
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(path_type=Path),  # a directory here is refused in one line by atomic_path
-    default=None,
-    help="Write here (atomically) instead of stdout. A symbolic link is written through (the "
-    "file it points to is replaced); an existing file keeps its permissions.",
-)
+# A directory given as --out is refused in one line by atomic_path.
+@out_option("Write here (atomically) instead of stdout. A symbolic link is written through "
+            "(the file it points to is replaced); an existing file keeps its permissions.")
+@out_alias_option
 @click.option(
     "--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="csv", show_default=True
 )
-@click.option("-k", "--kernel", "kernel_regex", default=None, help="Only kernels matching REGEX.")
-def export(report: Path, output: Path | None, fmt: str, kernel_regex: str | None) -> None:
+@kernel_option
+def export(report: Path, out: Path | None, output_alias: Path | None, fmt: str,
+           kernel_regex: str | None) -> None:
     """Export every metric of REPORT as kernel_id,kernel,metric,instance,value,unit.
 
     Values are in ncu's base units; instanced metrics add one row per instance. REPORT may be
     a run directory: its reports in one CSV, a `label` column first (its metrics.csv).
     """
+    output = out or output_alias
     # Nothing is written before the whole table is known to be readable: a bad report leaves
     # no file (an output file is written aside and renamed; stdout gets the table at once).
     if is_run_directory(report):

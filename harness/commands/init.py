@@ -2,7 +2,8 @@
 
 The files come from `harness/project/starter/`: a saxpy chain (one element per thread, then a
 grid-stride float4 kernel), CuPy's element-wise kernel as the reference, a device copy as the
-practical limit, Strategy notes and a pytest file. DIR must be new or empty.
+practical limit, Strategy notes, and pytest files (their conftest.py loads ncuh's `ncuh_bench`
+fixture). DIR must be new or empty.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import click
 from harness.atomic import atomic_directory
 from harness.errors import NcuhError
 
-STARTER_FILES = ("ncuh.toml", "saxpy.cu", "saxpy_project.py", "test_saxpy.py",
+STARTER_FILES = ("ncuh.toml", "saxpy.cu", "saxpy_project.py", "test_saxpy.py", "conftest.py",
                  "notes/naive.md", "notes/vectorized.md")
 
 
@@ -56,4 +57,4 @@ def init(directory: Path) -> None:
     `ncuh bench --all` runs it on a GPU."""
     for path in write_project(directory):
         click.echo(f"wrote {path}")
-    click.echo(f"next: cd {directory} && ncuh list && ncuh bench --all", err=True)
+    click.echo(f"next: cd {directory} && ncuh check && ncuh bench --all", err=True)

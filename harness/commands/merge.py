@@ -6,12 +6,13 @@ from pathlib import Path
 
 import click
 
+from harness.commands.options import out_option
+
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("shards", nargs=-1, required=True,
                 type=click.Path(path_type=Path), metavar="SHARD...")
-@click.option("--out", type=click.Path(path_type=Path), required=True,
-              help="The merged run directory (must not exist).")
+@out_option("The merged run directory (must not exist).", required=True)
 @click.option("--allow-mismatch", is_flag=True,
               help="Merge shards of different GPU models, ncu versions or ncu settings.")
 def merge(shards: tuple[Path, ...], out: Path, allow_mismatch: bool) -> None:

@@ -11,7 +11,16 @@ from typing import Any
 
 import click
 
-from harness.commands.options import project_option, project_path
+from harness.commands.options import (
+    KERNEL_HELP,
+    KERNEL_METAVAR,
+    out_option,
+    project_option,
+    project_path,
+    size_options,
+    size_words,
+    variant_option,
+)
 from harness.errors import NcuhError
 from harness.profile.ncu_command import (
     CLOCK_CONTROLS,
@@ -20,12 +29,6 @@ from harness.profile.ncu_command import (
     KernelFilter,
     NcuSettings,
 )
-
-
-def _sizes(size: tuple[str, ...], sizes: tuple[str, ...]) -> tuple[str, ...]:
-    """The size words as given; the project parses them (default: its profile_size)."""
-    texts = list(size) + [part for group in sizes for part in group.split(",") if part.strip()]
-    return tuple(dict.fromkeys(text.strip() for text in texts))
 
 
 def _params(text: str | None) -> dict[str, Any]:
@@ -41,13 +44,9 @@ def _params(text: str | None) -> dict[str, Any]:
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--variant", "variants", multiple=True, metavar="NAME",
-              help="Variant to profile (repeatable).")
+@variant_option("A variant to profile (repeatable); see `ncuh list`.")
 @click.option("--all", "all_variants", is_flag=True, help="Every variant of the chain, in order.")
-@click.option("--size", multiple=True, metavar="SIZE",
-              help="Problem size: N, or one value per dimension like 4096x2048x1024 (repeatable) "
-                   "[default: the project's profile_size].")
-@click.option("--sizes", multiple=True, metavar="LIST", help="Comma-separated sizes.")
+@size_options("the project's profile_size")
 @click.option("--set", "section_set", type=click.Choice(SETS), default=DEFAULT_SET,
               show_default=True,
               help="ncu section set; 'pages': what the pages, findings and diff read (fewer "
@@ -67,8 +66,8 @@ def _params(text: str | None) -> dict[str, Any]:
 @click.option("--bench", is_flag=True, help="Also time the variants (bench.json).")
 @click.option("--bench-sizes", "bench_sizes", multiple=True, metavar="LIST",
               help="Sizes to time with --bench (default: the profiled sizes); implies --bench.")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("runs"),
-              show_default=True, help="Where run directories go.")
+@out_option("Where run directories go.", default=Path("runs"), show_default=True,
+            file_okay=False)
 @click.option("--dry-run", is_flag=True, help="Print the ncu command lines and exit.")
 @click.option("--gpus", default=None, metavar="all|0,1,…",
               help="Profile on these GPUs at once, one ncu per GPU (nvidia-smi indexes).")
@@ -80,8 +79,8 @@ def _params(text: str | None) -> dict[str, Any]:
               help="Submit one Slurm job array (a task per variant and size) instead.")
 @click.option("--slurm-arg", "slurm_args", multiple=True, metavar="ARG",
               help="Passed to sbatch (repeatable), e.g. --slurm-arg=--gres=gpu:1.")
-@click.option("-k", "--kernel", default=None, metavar="REGEX",
-              help="With a program: ncu -k (a name, or regex:...).")
+@click.option("-k", "--kernel", default=None, metavar=KERNEL_METAVAR,
+              help=f"With a program: {KERNEL_HELP}")
 @click.option("--launch-skip", type=click.IntRange(min=0), default=None,
               help="With a program: ncu --launch-skip.")
 @click.option("--launch-count", type=click.IntRange(min=1), default=None,
@@ -91,7 +90,7 @@ def _params(text: str | None) -> dict[str, Any]:
 @project_option
 @click.argument("program", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND ARGS...]")
 def profile(
-    variants: tuple[str, ...], all_variants: bool, size: tuple[str, ...],
+    variant_names: tuple[str, ...], all_variants: bool, size: tuple[str, ...],
     sizes: tuple[str, ...], section_set: str, sections: tuple[str, ...],
     metrics: tuple[str, ...], clock_control: str, params_json: str | None, warmup: int,
     capture: str, bench: bool, bench_sizes: tuple[str, ...], out: Path, dry_run: bool,
@@ -111,6 +110,7 @@ def profile(
     """
     from harness.profile import run as lib
 
+    variants = variant_names
     filters_given = kernel or launch_skip is not None or launch_count or nvtx_include
     if filters_given and not program:
         raise NcuhError("-k/--launch-skip/--launch-count/--nvtx-include need a program after --")
@@ -121,7 +121,7 @@ def profile(
         raise NcuhError("give --variant NAME or --all, not both")
     request = lib.ProfileRequest(
         variants=variants,
-        sizes=() if program else _sizes(size, sizes),
+        sizes=() if program else size_words(size, sizes),
         settings=NcuSettings(
             set=section_set, sections=sections,
             metrics=tuple(m.strip() for group in metrics for m in group.split(",") if m.strip()),
@@ -131,7 +131,7 @@ def profile(
         params=_params(params_json),
         warmup=warmup,
         bench=bench,
-        bench_sizes=_sizes((), bench_sizes) if bench_sizes else (),
+        bench_sizes=size_words((), bench_sizes) if bench_sizes else (),
         all_variants=all_variants,
         capture=capture,
         program=program,

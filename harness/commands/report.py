@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from harness.commands.options import kernel_option
 from harness.errors import ReportError
 from harness.input_file import holds_bad_text
 from harness.report.profile_builder import load_profiles
@@ -14,8 +15,7 @@ from harness.report.report_view import DETAILS, VIEW_FORMATS, profile_views, ren
 
 @click.command()
 @click.argument("report", type=click.Path(path_type=Path))
-@click.option("-k", "--kernel", "kernel_regex", default=None,
-              help="Only kernels whose name matches REGEX (re.search).")
+@kernel_option
 @click.option("--format", "fmt", type=click.Choice(VIEW_FORMATS), default="text",
               show_default=True)
 @click.option("--print-details", "details", type=click.Choice(DETAILS), default="header",

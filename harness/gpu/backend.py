@@ -8,6 +8,11 @@ with #line so ncu's source view names the real files) and returns a `Runnable`: 
 the inputs to launch the variant once. A `call=` variant's `Runnable` calls the user's
 launcher; the project's reference and limits are wrapped the same way.
 
+Several kernels may share one .cu file: each variant's compile also defines the parameters of
+the other variants of that file at their defaults (its own win) and `NCUH_VARIANT_<name>`,
+`NCUH_KERNEL_<kernel>`; a short prelude and stub C headers give NVRTC what `nvcc -c` has
+(INFINITY, NAN, <math.h>, <stdint.h>, <float.h>, <climits>, <stdio.h>).
+
 CuPy is imported lazily so that `ncuh list` and the CPU tests never need it.
 """
 
@@ -29,6 +34,18 @@ _MODULES: dict[tuple[str, tuple[str, ...]], Any] = {}
 _INCLUDE = re.compile(r'^#include "([\w./-]+)"\s*$', re.MULTILINE)
 # Dynamic shared memory above this needs the kernel's opt-in attribute.
 DEFAULT_DYNAMIC_SMEM = 48 * 1024
+# Small stand-ins for the C headers NVRTC does not have (<math.h>, <stdint.h>, <float.h>,
+# <climits>, <stdio.h> and their <c...> forms), so a kernel written for `nvcc -c` compiles.
+STUB_INCLUDE = Path(__file__).with_name("include")
+# What nvcc's implicit <math.h> gives every kernel and NVRTC does not: INFINITY and NAN. Put
+# before the `#line 1` of the source, so line numbers and ncu's source view are unchanged.
+PRELUDE = """#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#ifndef NAN
+#define NAN __int_as_float(0x7fffffff)
+#endif
+"""
 
 
 def source_text(folder: Path, source: str) -> str:
@@ -49,6 +66,41 @@ def source_text(folder: Path, source: str) -> str:
     return f'#line 1 "{source}"\n' + _INCLUDE.sub(inline, main_text)
 
 
+def program_text(folder: Path, source: str) -> str:
+    """What NVRTC compiles: the prelude, then the source with its local headers inlined."""
+    return PRELUDE + source_text(folder, source)
+
+
+def shared_defaults(project: Project, variant: Variant) -> dict[str, int]:
+    """The parameters that other variants of the same source define, at their defaults.
+
+    A .cu file may hold several kernels, each sized by its own variant's parameters; every
+    variant's compile defines the others' too (its own values win), so that
+    `__launch_bounds__(BLOCK)` of one kernel compiles for the variant of another.
+    """
+    shared: dict[str, int] = {}
+    for other in project.variants:
+        if other.source == variant.source and other.name != variant.name:
+            for key, value in other.params.items():
+                shared.setdefault(key, value)
+    return shared
+
+
+def variant_macros(project: Project, variant: Variant, size: Size,
+                   params: dict[str, int]) -> dict[str, int]:
+    """Every -D macro of `variant`: the other kernels' defaults, then its own `macros`."""
+    return {**shared_defaults(project, variant), **macros(variant, size, params)}
+
+
+def identity_macros(variant: Variant) -> tuple[str, ...]:
+    """`-DNCUH_VARIANT_<name>` and `-DNCUH_KERNEL_<kernel>`: a source can tell which variant
+    it is compiled for (`#ifdef NCUH_KERNEL_softmax_warp`) and leave the other kernels out."""
+    names = [f"NCUH_VARIANT_{variant.name}"]
+    if variant.kernel:
+        names.append(f"NCUH_KERNEL_{variant.kernel}")
+    return tuple(f"-D{re.sub(r'[^A-Za-z0-9_]', '_', name)}=1" for name in names)
+
+
 def macros(variant: Variant, size: Size, params: dict[str, int]) -> dict[str, int]:
     """Every -D macro: the parameters, then what the variant's `defines` adds for this size."""
     defined = dict(params)
@@ -58,24 +110,27 @@ def macros(variant: Variant, size: Size, params: dict[str, int]) -> dict[str, in
     return defined
 
 
-def compile_options(defined: dict[str, int]) -> tuple[str, ...]:
-    """NVRTC options: C++17, line info for ncu's source view, one -D per macro."""
-    return ("--std=c++17", "-lineinfo",
-            *(f"-D{key}={value}" for key, value in sorted(defined.items())))
+def compile_options(defined: dict[str, int], variant: Variant | None = None) -> tuple[str, ...]:
+    """NVRTC options: C++17, line info for ncu's source view, the stub headers, one -D per
+    macro, then the variant's own names (`identity_macros`)."""
+    return ("--std=c++17", "-lineinfo", f"-I{STUB_INCLUDE}",
+            *(f"-D{key}={value}" for key, value in sorted(defined.items())),
+            *(identity_macros(variant) if variant is not None else ()))
 
 
 def compile_module(folder: Path, variant: Variant, options: tuple[str, ...]) -> Any:
     """The CuPy RawModule of `variant`'s source with `options` (cached per process)."""
     cupy = require_gpu()
-    text = source_text(folder, variant.source or "")
+    text = program_text(folder, variant.source or "")
     key = (text, options)
     if key not in _MODULES:
         try:
             module = cupy.RawModule(code=text, options=options, backend="nvrtc")
             module.compile()
         except cupy.cuda.compiler.CompileException as error:
+            given = [o for o in options if o.startswith("-D") and not o.startswith("-DNCUH_")]
             raise NcuhError(
-                f"{variant.name} failed to compile with {' '.join(options[2:]) or 'no -D'}: "
+                f"{variant.name} failed to compile with {' '.join(given) or 'no -D'}: "
                 f"{first_error_line(error)}"
             ) from None
         _MODULES[key] = module
@@ -158,8 +213,8 @@ def prepare(project: Project, variant: Variant | str, size: Size,
         call = variant.call
         return Runnable(variant.name, size, merged, kernel_name=variant.kernel,
                         _launch=lambda inputs: call(inputs, size, dict(merged)))
-    defined = macros(variant, size, merged)
-    module = compile_module(project.folder, variant, compile_options(defined))
+    defined = variant_macros(project, variant, size, merged)
+    module = compile_module(project.folder, variant, compile_options(defined, variant))
     runnable = Runnable(variant.name, size, merged, defined, variant.kernel, _module=module)
     runnable.function()  # a missing __global__ is this variant's compile error
     runnable._launch = _nvrtc_launcher(variant, size, merged, runnable)

@@ -17,6 +17,7 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from harness import __version__
@@ -113,11 +114,26 @@ def _import_cupy() -> Any | None:
     return cupy
 
 
+def cupy_install_hint(package_file: str | None = None) -> str:
+    """The command that installs CuPy for this ncuh: from a checkout (an editable install),
+    the checkout's own extra by its path; otherwise CuPy's own wheel, which works wherever
+    ncuh came from (the name `ncuh` is not on the package index)."""
+    root = Path(package_file or __file__).resolve().parents[2]
+    pyproject = root / "pyproject.toml"
+    try:
+        checkout = pyproject.is_file() and 'name = "ncuh"' in pyproject.read_text("utf-8")
+    except OSError:
+        checkout = False
+    if checkout:
+        return f"pip install -e '{root}[cuda13]', or [cuda12] for CUDA 12"
+    return "pip install cupy-cuda13x, or cupy-cuda12x for CUDA 12"
+
+
 def gpu_unavailable_reason() -> str | None:
     """Why no GPU work can run here (one line), or None when CuPy sees a CUDA device."""
     cupy = _import_cupy()
     if cupy is None:
-        return "CuPy is not installed (pip install 'ncuh[cuda13]' or 'ncuh[cuda12]')"
+        return f"CuPy is not installed ({cupy_install_hint()})"
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as error:  # no driver, driver too old, no device node

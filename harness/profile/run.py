@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from harness import __version__, ncu_locate
 from harness.atomic import atomic_directory, atomic_write_text
 from harness.errors import NcuhError, NcuNotFoundError, NoGpuError
+from harness.gpu.env import cupy_install_hint
 from harness.gpu.protocol import RESULT_PREFIX
 from harness.profile import plan_cache, processes
 from harness.profile.gpus import Gpu, gpu_for_bus_id, list_gpus, pinned_environment, select_gpus
@@ -88,7 +89,7 @@ NCU_HELP = (
     "https://developer.nvidia.com/nsight-compute, then put its directory on PATH"
 )
 PROGRAM_LABEL = "program"
-NO_CUPY_HELP = "no GPU: CuPy is not installed (pip install 'ncuh[cuda13]' or 'ncuh[cuda12]')"
+
 
 
 @dataclass(frozen=True)
@@ -607,7 +608,7 @@ def _run_profile(
     request = dataclasses.replace(request, settings=with_section_overlay(request.settings, ncu))
     plan_ = dataclasses.replace(plan_, request=request)  # the same targets, ncu's sections
     if not request.program and not cupy_installed():
-        raise NoGpuError(NO_CUPY_HELP)
+        raise NoGpuError(f"no GPU: CuPy is not installed ({cupy_install_hint()})")
     slots = gpu_slots(request)
     # Only where ncu replays one kernel (or range) inside one run of the program: replaying
     # the whole program (`application`) runs it again and again, and the gates would open

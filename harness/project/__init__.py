@@ -17,6 +17,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from harness.project.check import signature_problems
     from harness.project.loader import load_project, open_project
     from harness.project.locate import (
         PROJECT_ENV,
@@ -36,6 +37,7 @@ _HOMES: dict[str, str] = {
     "default_project_path": "harness.project.locate",
     "find_project": "harness.project.locate",
     "load_project": "harness.project.loader",
+    "signature_problems": "harness.project.check",
     "open_project": "harness.project.loader",
     "Launch": "harness.project.model",
     "Limit": "harness.project.model",
@@ -65,6 +67,7 @@ __all__ = [
     "parse_size",
     "parse_sizes",
     "parse_value",
+    "signature_problems",
 ]
 
 

@@ -1,4 +1,10 @@
 // out = a*x + y in float32. BLOCK (and BLOCKS_PER_SM) come from the project's params as -D.
+//
+// Several kernels may share one file, each sized by its own variant's params: ncuh compiles
+// the file once per variant with that variant's params as -D, the other variants' params at
+// their defaults, and -DNCUH_VARIANT_<name> -DNCUH_KERNEL_<kernel> (so `#ifdef
+// NCUH_KERNEL_saxpy_vec4` can leave the other kernels out). `ncuh check` compiles every
+// variant with NVRTC on any machine, GPU or not, and names what a kernel lacks.
 
 // Iteration 0: one thread per element, 4-byte loads and stores.
 extern "C" __global__ void __launch_bounds__(BLOCK)

@@ -1,4 +1,5 @@
-"""Every variant of this project matches the float64 truth (runs where CuPy sees a GPU).
+"""Every variant of this project matches the float64 truth, and the vectorized one keeps up
+with the reference (run where CuPy sees a GPU; skipped elsewhere).
 
     pytest -q test_saxpy.py
 """
@@ -30,3 +31,9 @@ def _gpu() -> bool:
 def test_variant_matches_the_truth(name: str, size: str) -> None:
     result = verify_variant(PROJECT, name, PROJECT.parse_size(size), seed=7)
     assert result.ok, result.message
+
+
+def test_vectorized_keeps_up_with_the_reference(ncuh_bench) -> None:
+    """`ncuh_bench` (conftest.py) verifies, then times the variant beside CuPy in one run."""
+    timing = ncuh_bench("vectorized", "2^26")
+    assert timing.vs_reference is not None and timing.vs_reference >= 0.9, timing

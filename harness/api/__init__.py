@@ -1,0 +1,43 @@
+"""ncuh from Python: `load` a report, a run or bench results; `bench` and `profile` a project.
+
+    import harness
+    result = harness.load("runs/20261127-0100-all")
+    result.to_dataframe()      # every metric, tidy, with units (what `ncuh export` writes)
+    result.findings()          # what the pages say, one row per finding
+    result.kernels             # the typed profiles
+    result.page("pages/")      # the iteration pages
+
+Importing this package does no work: pandas, ncu_report and CuPy load when first used. The
+pytest plugin (`ncuh_bench`) is `harness.api.pytest_plugin`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.api.result import Result, load
+    from harness.api.runs import bench, profile
+
+_HOMES = {
+    "Result": "harness.api.result",
+    "load": "harness.api.result",
+    "bench": "harness.api.runs",
+    "profile": "harness.api.runs",
+}
+
+__all__ = ["Result", "bench", "load", "profile"]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'harness.api' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

@@ -1,0 +1,79 @@
+"""The `ncuh_bench` pytest fixture: a project's own tests time a variant against the project's
+reference on a GPU, and skip cleanly where there is none.
+
+    # conftest.py beside the tests
+    pytest_plugins = ["harness.api.pytest_plugin"]
+
+    # test_speed.py
+    def test_vectorized_keeps_up_with_the_reference(ncuh_bench):
+        timing = ncuh_bench("vectorized", "2^24")
+        assert timing.vs_reference >= 0.9
+
+The project is the one found from the test file's folder upwards (an ncuh.toml, or a
+pyproject.toml with [tool.ncuh]); `ncuh_bench.project` names another. Each call verifies the
+variant first (a wrong result fails the test) and times it and the reference in the same run,
+as `ncuh bench` does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+
+@dataclass(frozen=True)
+class Timing:
+    """One variant at one size beside the project's reference, timed in the same run."""
+
+    variant: str
+    size: str
+    median_ms: float
+    reference: str | None  # the reference's name, None when the project has none
+    reference_ms: float | None
+    vs_reference: float | None  # how many times faster than the reference (>1: faster)
+    gflops: float | None = None
+    gbps: float | None = None
+
+
+class NcuhBench:
+    """The fixture's value: call it with a variant's name and a size word."""
+
+    def __init__(self, project: Path | str, repeats: int = 30, warmup: int = 5) -> None:
+        self.project = Path(project)
+        self.repeats = repeats
+        self.warmup = warmup
+
+    def __call__(self, variant: str, size: str, *, repeats: int | None = None) -> Timing:
+        from harness.gpu.bench import run_bench
+        from harness.project import load_project
+
+        project = load_project(self.project)
+        shape = project.parse_size(size)
+        run = run_bench(project, [project.variant(variant)], [shape], repeats or self.repeats,
+                        warmup=self.warmup, references=True)
+        result = run.result(variant, shape.as_list())
+        if result is None or result.status != "ok" or result.median_ms is None:
+            error = result.error if result is not None else "no result"
+            pytest.fail(f"ncuh_bench: {variant} at {size}: {error}", pytrace=False)
+        reference = project.reference
+        reference_result = run.result(reference.key, shape.as_list()) if reference else None
+        return Timing(
+            variant=variant, size=size, median_ms=result.median_ms,
+            reference=reference.name if reference else None,
+            reference_ms=reference_result.median_ms if reference_result else None,
+            vs_reference=result.speedup.get(reference.key) if reference else None,
+            gflops=result.gflops, gbps=result.gbps)
+
+
+@pytest.fixture
+def ncuh_bench(request: pytest.FixtureRequest) -> NcuhBench:
+    """Time a variant against the project's reference; skips without a GPU or CuPy."""
+    from harness.gpu.env import gpu_unavailable_reason
+    from harness.project import find_project
+
+    reason = gpu_unavailable_reason()
+    if reason is not None:
+        pytest.skip(f"ncuh_bench needs a GPU: {reason}")
+    return NcuhBench(find_project(cwd=Path(str(request.path)).parent))

@@ -1,0 +1,280 @@
+"""`ncuh check`: signatures, kernels, parameters and an NVRTC compile, all without a GPU.
+
+The compile tests run NVRTC from its PyPI wheel (the `test` extra installs it) on this CPU;
+without it they skip and `check` says in one line that it did not compile.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.gpu.backend import compile_options, program_text, variant_macros
+from harness.gpu.nvrtc import compile_problems, find_nvrtc, hint
+from harness.gpu.source_check import kernels
+from harness.project import load_project
+from harness.project.check import signature_problem
+
+ROOT = Path(__file__).resolve().parents[1]
+SOFTMAX = ROOT / "tests" / "projects" / "softmax"
+NVRTC = find_nvrtc()
+needs_nvrtc = pytest.mark.skipif(NVRTC is None, reason="NVRTC (nvidia-cuda-nvrtc) not installed")
+
+
+def run_check(project: Path, *extra: str):
+    return CliRunner().invoke(main, ["check", "--project", str(project), *extra])
+
+
+@pytest.mark.parametrize("project", ["kernels/sgemm", "kernels/reduction", "tests/projects/softmax",
+                                     "tests/projects/scale"])
+def test_bundled_and_test_projects_pass(project: str) -> None:
+    result = run_check(ROOT / project)
+    assert result.exit_code == 0, result.output
+    loaded = load_project(ROOT / project)
+    compiled = sum(1 for v in loaded.variants if v.source)
+    lines = result.stdout.splitlines()
+    assert lines[0] == f"project: {loaded.name} ({loaded.path})"
+    if NVRTC is not None:
+        assert lines[1].startswith(f"compiler: NVRTC {NVRTC.version[0]}.{NVRTC.version[1]} (")
+        assert lines[1].endswith("--gpu-architecture=sm_90")
+        assert lines[-1] == (f"ok: {len(loaded.variants)} variant(s) checked, {compiled} "
+                             "compiled for sm_90")
+
+
+def test_init_project_passes(tmp_path: Path) -> None:
+    assert CliRunner().invoke(main, ["init", str(tmp_path / "mine")]).exit_code == 0
+    result = run_check(tmp_path / "mine")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1].startswith("ok: 2 variant(s) checked")
+
+
+def test_without_compile_says_nothing_was_compiled() -> None:
+    result = run_check(SOFTMAX, "--no-compile")
+    assert result.exit_code == 0
+    assert result.stdout.splitlines() == [f"project: softmax ({SOFTMAX / 'ncuh.toml'})",
+                                          "ok: 4 variant(s) checked"]
+
+
+def _broken_softmax(tmp_path: Path) -> Path:
+    """The softmax project with the mistakes a new user makes, all at once."""
+    folder = tmp_path / "softmax"
+    shutil.copytree(SOFTMAX, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    toml = folder / "ncuh.toml"
+    toml.write_text(toml.read_text().replace('kernel = "softmax_online"',
+                                             'kernel = "softmax_onlin"'))
+    module = folder / "softmax_project.py"
+    module.write_text(module.read_text()
+                      .replace("def launch_block_per_row(size: Size, params: dict[str, int], "
+                               "inputs: dict[str, Any])",
+                               "def launch_block_per_row(size: Size, params: dict[str, int])")
+                      .replace("def launch_rawkernel(inputs: dict[str, Any], size: Size, ",
+                               "def launch_rawkernel(size: Size, inputs: dict[str, Any], "))
+    source = folder / "softmax.cu"
+    text = source.read_text()
+    assert text.count("if (row >= rows) return;") == 2
+    text = text.replace("if (row >= rows) return;", "if (row >= rows || BLOCK < 0) return;", 1)
+    source.write_text(text.replace("float largest = -INFINITY;",
+                                   "float largest = -INFINITY + undefined_thing;", 1))
+    return toml
+
+
+def test_every_problem_at_once_one_line_each(tmp_path: Path) -> None:
+    toml = _broken_softmax(tmp_path)
+    result = run_check(toml)
+    assert result.exit_code == 2
+    errors = [line for line in result.stderr.splitlines() if line.startswith("ncuh: error: ")]
+    expected = [
+        f"{toml}: [[variant]] #1 ('naive'): key 'launch': launch_block_per_row(size, params) "
+        "cannot be called as launch(size, params, inputs) (too many positional arguments); "
+        "write def launch_block_per_row(size, params, inputs)",
+        f"{toml}: [[variant]] #4 ('rawkernel'): key 'call': launch_rawkernel(size, inputs, "
+        "params) takes its arguments in another order than ncuh passes them: "
+        "call(inputs, size, params)",
+        "variant 'warp': kernel 'softmax_warp' uses BLOCK (now 256, another variant's "
+        "default), which its params do not define: add it to the variant's params, or "
+        "#define a default in the source",
+        "variant 'online': key 'kernel': 'softmax_onlin' is not an extern \"C\" __global__ in "
+        "softmax.cu (its extern \"C\" kernels: softmax_naive, softmax_warp, softmax_online)",
+    ]
+    if NVRTC is not None:
+        expected.append("variants 'naive', 'warp': softmax.cu(12): identifier "
+                        "\"undefined_thing\" is undefined")
+    assert errors == [f"ncuh: error: {line}" for line in expected]
+    assert result.stderr.splitlines()[-1] == f"ncuh: {len(expected)} problem(s) in {toml}"
+    assert "Traceback" not in result.output
+
+
+def test_a_project_that_fails_to_load_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "ncuh.toml").write_text("[project]\nname = 'x'\n")
+    result = run_check(tmp_path)
+    assert result.exit_code == 2
+    assert len(result.stderr.splitlines()) == 1
+
+
+# --- signatures ----------------------------------------------------------------------------
+
+
+def test_signature_fits_its_role_with_defaults_and_varargs() -> None:
+    def launch(size, params, inputs, extra=None): ...
+    def call(*args): ...
+
+    assert signature_problem("w", "launch", launch) is None
+    assert signature_problem("w", "call", call) is None
+    assert signature_problem("w", "reference", print) is None  # no signature: not judged
+
+
+def test_signature_with_one_argument_too_many_or_swapped() -> None:
+    def inputs(size, seed, device): ...
+    def expected(size, inputs): ...
+
+    assert signature_problem("w", "inputs", inputs) == (
+        "w: inputs(size, seed, device) cannot be called as inputs(size, seed) (missing a "
+        "required argument: 'device'); write def inputs(size, seed)")
+    assert signature_problem("w", "expected", expected) == (
+        "w: expected(size, inputs) takes its arguments in another order than ncuh passes "
+        "them: expected(inputs, size)")
+
+
+# --- kernels in a source -------------------------------------------------------------------
+
+
+def test_kernels_found_with_launch_bounds_blocks_and_declarations() -> None:
+    text = """
+    // extern "C" __global__ void commented(int n) {}
+    extern "C" __global__ void __launch_bounds__(BLOCK * 2) bounded(int n) { if (n) {} }
+    extern "C" { __global__ void inside(float *x) { x[0] = 1; } }
+    __global__ void mangled(float *x) { }
+    extern "C" __global__ void declared(int n);
+    template <int B> __global__ void templated(float *x) { }
+    """
+    found = kernels(text)
+    assert sorted(found) == ["bounded", "inside", "mangled", "templated"]
+    assert [name for name, k in found.items() if k.extern_c] == ["bounded", "inside"]
+    assert found["bounded"].text.endswith("if (n) {} }")
+    assert "BLOCK" in found["bounded"].text
+
+
+# --- NVRTC ---------------------------------------------------------------------------------
+
+
+def _compile(tmp_path: Path, body: str, params: str = "") -> list[str]:
+    (tmp_path / "k.cu").write_text(body)
+    (tmp_path / "k_project.py").write_text(
+        "def inputs(size, seed): ...\ndef expected(inputs, size): ...\n"
+        "def launch(size, params, inputs): ...\n")
+    (tmp_path / "ncuh.toml").write_text(
+        '[project]\nname = "k"\nmodule = "k_project"\n[problem]\ndims = ["n"]\n'
+        'inputs = "inputs"\noutputs = ["out"]\nexpected = "expected"\n'
+        f'[[variant]]\nname = "v"\nsource = "k.cu"\nkernel = "k"\nlaunch = "launch"\n{params}')
+    project = load_project(tmp_path)
+    return compile_problems(project, project.variants[0], NVRTC, "sm_90")
+
+
+@needs_nvrtc
+@pytest.mark.parametrize("body", [
+    'extern "C" __global__ void k(float *x) { x[0] = -INFINITY; x[1] = NAN; }',
+    '#include <math.h>\nextern "C" __global__ void k(float *x) { x[0] = HUGE_VALF * M_PI; }',
+    '#include <cmath>\n#include <cfloat>\n#include <climits>\n#include <cstdint>\n'
+    '#include <cstdio>\nextern "C" __global__ void k(float *x) {\n'
+    '  uint32_t a = UINT32_MAX; int64_t b = INT_MAX; x[0] = FLT_MAX + a + b; printf("%f", x[0]);'
+    '\n}',
+    '#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n'
+    'extern "C" __global__ void k(__half *x) { x[0] = __float2half(1.0f) + x[1]; }',
+    '#include <cooperative_groups.h>\nnamespace cg = cooperative_groups;\n'
+    'extern "C" __global__ void k(float *x) { cg::thread_block b = cg::this_thread_block();'
+    ' b.sync(); x[0] = cg::tiled_partition<32>(b).thread_rank(); }',
+    '#include <cstdint>\n#include <cuda/std/cstdint>\n#include <cuda/std/limits>\n'
+    '#include <cuda/std/cmath>\n'
+    'extern "C" __global__ void k(float *x) {'
+    ' x[0] = cuda::std::numeric_limits<float>::infinity() + cuda::std::isinf(x[1]); }',
+])
+def test_common_headers_and_constants_compile(tmp_path: Path, body: str) -> None:
+    assert _compile(tmp_path, body) == []
+
+
+@needs_nvrtc
+def test_each_variant_knows_its_own_name(tmp_path: Path) -> None:
+    body = ('#ifndef NCUH_KERNEL_k\n#error not k\n#endif\n#ifndef NCUH_VARIANT_v\n#error not v\n'
+            '#endif\nextern "C" __global__ void k(float *x) { x[0] = 1; }')
+    assert _compile(tmp_path, body) == []
+
+
+@needs_nvrtc
+def test_host_code_and_host_headers_say_what_to_write_instead(tmp_path: Path) -> None:
+    problems = _compile(tmp_path, '#include <vector>\nextern "C" __global__ void k() {}')
+    assert problems == [
+        'k.cu(1): cannot open source file "vector"; <vector> is not a header NVRTC has: '
+        "device code needs no host header; CUDA's own (cuda_fp16.h, cooperative_groups.h, "
+        "cuda/std/...) work, and a local header is included with quotes from the project "
+        "folder"]
+    problems = _compile(tmp_path, 'int twice(int a) { return 2 * a; }\n'
+                        'extern "C" __global__ void k(int *x) { x[0] = twice(x[1]); }')
+    assert len(problems) == 1 and problems[0].startswith("k.cu(1): A function without")
+    assert problems[0].endswith("; NVRTC compiles device code only: keep kernels and "
+                                "__device__ functions in the .cu, and launch from the "
+                                "project's Python module (its `launch`)")
+
+
+@needs_nvrtc
+def test_without_shared_defaults_the_other_kernels_macro_is_named(monkeypatch) -> None:
+    project = load_project(SOFTMAX)
+    warp = project.variant("warp")
+    assert variant_macros(project, warp, project.profile_size, dict(warp.params)) == {
+        "BLOCK": 256, "WARPS": 4}
+    assert compile_problems(project, warp, NVRTC, "sm_90") == []
+    # What it was before: only the variant's own parameters.
+    monkeypatch.setattr("harness.gpu.nvrtc.variant_macros",
+                        lambda project, variant, size, params: dict(params))
+    problems = compile_problems(project, warp, NVRTC, "sm_90")
+    assert problems[0] == (
+        'softmax.cu(7): identifier "BLOCK" is undefined; BLOCK is a parameter of naive: add '
+        "it to this variant's params, or give it a default in the source (#ifndef BLOCK / "
+        "#define BLOCK ... / #endif)")
+
+
+def test_hints_name_the_fix_only_where_there_is_one() -> None:
+    project = load_project(SOFTMAX)
+    assert hint('identifier "lowercase" is undefined', project) == ""
+    assert hint('identifier "TILE" is undefined', project).startswith(
+        "define TILE in this variant's params")
+    assert hint("expected a ;", project) == ""
+
+
+def test_compile_options_carry_the_stub_headers_and_the_variant_names() -> None:
+    project = load_project(SOFTMAX)
+    warp = project.variant("warp")
+    options = compile_options({"WARPS": 4, "BLOCK": 256}, warp)
+    assert options[3:] == ("-DBLOCK=256", "-DWARPS=4", "-DNCUH_VARIANT_warp=1",
+                           "-DNCUH_KERNEL_softmax_warp=1")
+    assert (Path(options[2][2:]) / "math.h").is_file()
+    text = program_text(project.folder, "softmax.cu")
+    assert text.startswith("#ifndef INFINITY\n")
+    assert '#line 1 "softmax.cu"\n' in text
+
+
+def test_without_nvrtc_a_note_says_nothing_was_compiled(monkeypatch) -> None:
+    monkeypatch.setattr("harness.commands.check.find_nvrtc", lambda: None)
+    result = run_check(SOFTMAX)
+    assert result.exit_code == 0
+    assert result.stderr == ("note: NVRTC not found (pip install cuda-pathfinder "
+                             "nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cuda-cccl): "
+                             "variants not compiled\n")
+    assert result.stdout.splitlines()[-1] == "ok: 4 variant(s) checked"
+
+
+def test_a_tolerance_that_takes_the_wrong_arguments_is_named(tmp_path: Path) -> None:
+    folder = tmp_path / "scale"
+    shutil.copytree(ROOT / "tests" / "projects" / "scale", folder,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    module = folder / "scale_project.py"
+    module.write_text(module.read_text().replace("def tolerance_for(size: Size) -> float:",
+                                                 "def tolerance_for(size, dtype) -> float:"))
+    result = run_check(folder, "--no-compile")
+    assert result.exit_code == 2
+    assert result.stderr.splitlines()[0] == (
+        f"ncuh: error: {folder / 'ncuh.toml'}: key 'problem.tolerance': tolerance(1000) raised "
+        "TypeError: tolerance_for() missing 1 required positional argument: 'dtype'")
