@@ -9,10 +9,8 @@ reference on a GPU, and skip cleanly where there is none.
         timing = ncuh_bench("vectorized", "2^24")
         assert timing.vs_reference >= 0.9
 
-The project is the one found from the test file's folder upwards (an ncuh.toml, or a
-pyproject.toml with [tool.ncuh]); `ncuh_bench.project` names another. Each call verifies the
-variant first (a wrong result fails the test) and times it and the reference in the same run,
-as `ncuh bench` does.
+The project is found from the test file's folder upwards (`ncuh_bench.project` names another).
+Each call verifies the variant, then times it and the reference in one run, as `ncuh bench` does.
 """
 
 from __future__ import annotations

@@ -8,10 +8,8 @@
     source_check  a source's kernels and the parameters each uses, before compiling
     verify     one checked launch against the project's truth (NaN poison, tolerance)
     tuning     which parameters a variant runs with: shipped winners, user cache, nearest
-    bench      verify then time variants, the reference and the limits; bench.json
-    bench_table  the printed tables
+    bench      verify then time variants, the reference and the limits; bench_table prints it
     sweep      `bench --tune`: search a tunable space, cache the winner
     runner     `python -m harness.gpu.runner`: the program ncu profiles
-
 Importing this package does no work; CuPy loads only when a GPU is asked for.
 """

@@ -10,9 +10,7 @@ launcher; the project's reference and limits are wrapped the same way.
 
 Several kernels may share one .cu file: each variant's compile also defines the parameters of
 the other variants of that file at their defaults (its own win) and `NCUH_VARIANT_<name>`,
-`NCUH_KERNEL_<kernel>`; a short prelude and stub C headers give NVRTC what `nvcc -c` has
-(INFINITY, NAN, <math.h>, <stdint.h>, <float.h>, <climits>, <stdio.h>).
-
+`NCUH_KERNEL_<kernel>`; a prelude and stub C headers give NVRTC what `nvcc -c` has (INFINITY).
 CuPy is imported lazily so that `ncuh list` and the CPU tests never need it.
 """
 
