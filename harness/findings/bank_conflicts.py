@@ -6,6 +6,7 @@ and the cost is the share of all shared wavefronts that are bank conflicts.
 
 from __future__ import annotations
 
+from harness.findings.evidence import Evidence
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import BankConflictStats, KernelProfile
 
@@ -44,6 +45,7 @@ def _one(direction: str, stats: BankConflictStats) -> list[Finding]:
                 f"{direction}s of one warp fall into 32 different banks?",
                 weight=share,
                 metrics=metrics,
+                evidence=(Evidence(f"shared_{direction}_conflict_pct", ">=", BAD_SHARE, share),),
             )
         ]
     if share < CLEAN_SHARE:
@@ -56,6 +58,7 @@ def _one(direction: str, stats: BankConflictStats) -> list[Finding]:
                 text=text,
                 section=SECTION,
                 metrics=metrics,
+                evidence=(Evidence(f"shared_{direction}_conflict_pct", "<", CLEAN_SHARE, share),),
             )
         ]
     return [Finding(rule=NAME, kind="info", title=f"Shared-memory {direction}s see few bank "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile
 
@@ -137,6 +138,8 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 "(more outputs per thread, loads issued ahead of their use)?",
                 weight=100.0 - max(compute, memory),
                 metrics=metrics,
+                evidence=(ev(profile, "compute_pct", "<", LATENCY_THRESHOLD),
+                          ev(profile, "memory_pct", "<", LATENCY_THRESHOLD)),
             )
         ]
     if bound == "compute":
@@ -156,6 +159,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 section=SECTION,
                 weight=compute,
                 metrics=metrics,
+                evidence=(ev(profile, "compute_pct", ">=", LATENCY_THRESHOLD),),
             )
         ]
     unit = busiest_memory_unit(profile)
@@ -179,5 +183,6 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             what_if=what_if if kind == "bad" else None,
             weight=memory - compute,
             metrics=metrics,
+            evidence=(ev(profile, "memory_pct", ">=", LATENCY_THRESHOLD),),
         )
     ]

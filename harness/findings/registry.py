@@ -24,6 +24,7 @@ from harness.findings import (
     vectorization,
     waves,
 )
+from harness.findings.evidence import OP_WORDS, failing, words
 from harness.findings.model import Finding, RuleCheck
 from harness.report.kernel_profile import KernelProfile, RuleResult
 
@@ -117,6 +118,7 @@ def run_rules(
         if names is not None and rule.name not in names:
             continue
         findings.extend(rule.check(profile, previous))
+    findings = [_judged(f, profile) for f in findings]
     findings = _with_causes([_with_speedup(f, profile) for f in findings])
     findings = _idle_lanes_explain_pipe(findings, profile)
     findings = [_consistent(f, profile) for f in findings]
@@ -129,6 +131,24 @@ def run_rules(
     # the problem the TLDR names leads the list, so the page says one thing first
     top = tldr_finding(findings)
     return [top, *(f for f in findings if f is not top)] if top is not None else findings
+
+
+def _judged(finding: Finding, profile: KernelProfile) -> Finding:
+    """A finding whose declared evidence the profile does not bear out (a measure missing, or
+    on the wrong side of its threshold) is no verdict: it becomes an aside that says what was
+    not judged and why, without a fix idea."""
+    missed = failing(profile, finding.evidence)
+    if not missed:
+        return finding
+    why = "; ".join(f"{e.text()} does not hold" if e.value is not None else e.text()
+                    for e in missed)
+    return dataclasses.replace(
+        finding, kind="info", weight=0.0, what_if=None, fix_title=None, fix_text=None,
+        title=f"Not judged ({finding.section}): {why}.",
+        text=f"The {finding.rule} rule needs: "
+        + "; ".join(f"{words(e.measure)} {OP_WORDS[e.op]} {e.threshold:g}"
+                    for e in finding.evidence)
+        + f" ({finding.section}).")
 
 
 def covering_rules(result: RuleResult) -> tuple[str, ...]:

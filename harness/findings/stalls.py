@@ -7,6 +7,7 @@ instructions in it. ncu's CPIStall rule flags the largest; we report every reaso
 
 from __future__ import annotations
 
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile, stall_label
 
@@ -127,6 +128,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 weight=share,
                 metrics={"reason": stall.reason, "cycles": stall.cycles_per_issue,
                          "share_pct": share, "total_cycles": total},
+                evidence=(ev(profile, f"stall:{stall.reason}", ">=", SHARE_THRESHOLD),),
             )
         )
         if len(findings) == MAX_FINDINGS:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile
 
@@ -46,6 +47,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 "one block per SM slot?",
                 weight=100.0 * (1.0 - waves),
                 metrics=metrics,
+                evidence=(ev(profile, "waves", "<", 1.0),),
             )
         ]
     idle = idle_share_pct(waves)
@@ -69,5 +71,6 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             if kind == "bad" else None,
             weight=idle,
             metrics=metrics,
+            evidence=(ev(profile, "waves", ">=", 1.0),),
         )
     ]
