@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import NcuhError, ReportError
-from harness.findings import Finding
+from harness.findings import Finding, ncu_rules
 from harness.findings import bound as bound_rule
 from harness.findings import pipes as pipes_rule
 from harness.findings.registry import run_rules, tldr_finding
@@ -127,6 +127,8 @@ class KernelPage:
     bad: list[Finding] = field(default_factory=list)
     tldr: str = ""
     findings: list[Finding] = field(default_factory=list)
+    # ncu's results that do not matter for this kernel, with the reason ("ncu also says")
+    ncu_also: list[ncu_rules.SetAside] = field(default_factory=list)
     fix_ideas: list[FixIdea] = field(default_factory=list)
     profiling_results: str = ""
     bonus: Bonus | None = None
@@ -388,6 +390,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         bad=[f for f in findings if f.kind == "bad"][:MAX_SUMMARY],
         tldr=_tldr(profile, findings),
         findings=numbered,
+        ncu_also=ncu_rules.set_aside(profile),
         fix_ideas=fixes,
         profiling_results=_profiling_results(profile),
         bonus=_bonus(item),
