@@ -29,7 +29,7 @@ from harness.findings import pipes as pipes_rule
 from harness.findings.registry import run_rules, tldr_finding
 from harness.findings.stalls import label as stall_label
 from harness.project import Project, Variant, load_project, open_project
-from harness.project.size import size_text
+from harness.project.size import Size, size_text
 from harness.report.kernel_profile import KernelProfile, PipeUse
 from harness.report.profile_builder import load_profiles
 from harness.report.report_view import render_text
@@ -143,6 +143,9 @@ class KernelPage:
     time_source: str = "ncu"  # "bench" (median of timed runs) or "ncu" (profiled duration)
     gflops: float | None = None
     gbps: float | None = None  # from the project's bytes model, where it has one
+    # where gflops comes from: "bench" (timed runs), "model" (the project's work model over the
+    # profiled duration) or "ncu" (the FP32 operations ncu counted)
+    work_source: str = "ncu"
     pct_of_limit: float | None = None  # of the project's first benched limit
     pct_of_reference: float | None = None
     limiter: str = ""
@@ -406,6 +409,11 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         page.time_ms = profile.speed_of_light.duration_ns / 1e6
     if roofline.achieved_flops is not None:
         page.gflops = roofline.achieved_flops / 1e9
+    modelled = _modelled(item.project, item.entry, page.time_ms)
+    if modelled is not None:  # the project's own work model over the profiled duration
+        flops, page.gbps = modelled
+        if flops is not None:
+            page.gflops, page.work_source = flops, "model"
     results = item.bench
     if item.entry is not None and item.entry.variant and results:
         page.bench_rows = _bench_rows(results, item.entry.variant)
@@ -414,6 +422,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
             page.time_ms, page.time_source = at.median_ms, "bench"
             page.gflops = at.gflops
             page.gbps = at.gbps
+            page.work_source = "bench"
             speedup = dict(at.speedup)
             reference, baseline = _speedup_keys(item.project, speedup)
             page.speedups = Speedups(
@@ -425,6 +434,27 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
             if page.speedups.reference is not None:
                 page.pct_of_reference = 100.0 * page.speedups.reference
     return page
+
+
+def _modelled(project: Project | None, entry: RunEntry | None,
+              ms: float | None) -> tuple[float | None, float | None] | None:
+    """(GFLOP/s, GB/s) by the project's work model at the entry's size over `ms`; None
+    without a project, a size or a time."""
+    if project is None or entry is None or not entry.size or not ms:
+        return None
+    if len(entry.size) != len(project.dims):
+        return None
+    size = Size(project.dims, entry.size)
+
+    def rate(model: Any) -> float | None:
+        if model is None:
+            return None
+        try:
+            return float(model(size)) / (ms * 1e-3) / 1e9
+        except Exception:  # the user's model at a size it rejects: no figure, not a crash
+            return None
+
+    return rate(project.flops), rate(project.bytes)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -6,6 +6,7 @@ LDG.E.128; a kernel that moves floats one at a time issues up to four times the 
 
 from __future__ import annotations
 
+from harness.findings import shape
 from harness.findings.evidence import ev, share_of_whole
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile
@@ -101,7 +102,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 "128-bit (float4) access moves four times as much per instruction and takes "
                 "pressure off the LSU and MIO queues.",
                 what_if="What if memory were read and written as float4 (128-bit) vectors, "
-                "with 16-byte aligned tiles?",
+                f"with 16-byte aligned {'tiles' if shape.tiles(profile) else 'data'}?",
                 weight=min(50.0, of_whole if of_whole is not None else 0.0),
                 metrics=metrics,
                 evidence=tuple(ev(profile, f"vector:{s}_{k}", "<=", SCALAR_SHARE)
