@@ -19,9 +19,11 @@ from harness.atomic import atomic_file_set
 from harness.errors import ReportError
 from harness.input_file import holds_bad_text
 from harness.markdown_html import markdown_to_html
+from harness.pages import KeyValue
 from harness.plots import (
     Plot,
     bandwidth_chart,
+    bound_unit_chart,
     gflops_chart,
     instruction_mix_chart,
     occupancy_chart,
@@ -43,6 +45,34 @@ def num(value: float | None, digits: int = 2, unit: str = "") -> str:
         return "n/a"
     text = f"{value:,.{digits}f}"
     return f"{text} {unit}".rstrip() if unit else text
+
+
+def qty(value: float | None, unit: str = "") -> str:
+    """A key counter as the side-by-side tables show it: bytes in KB/MB/GB (decimal, as ncu
+    prints them), times in us, shares with one decimal, counts with separators."""
+    if value is None:
+        return "n/a"
+    if unit == "B":
+        for scale, name in ((1e9, "GB"), (1e6, "MB"), (1e3, "KB")):
+            if abs(value) >= scale:
+                return f"{value / scale:,.2f} {name}"
+        return f"{value:,.0f} B"
+    if unit in ("%", "% of peak"):
+        return f"{value:.1f}%"
+    if unit == "us":
+        return f"{value:,.2f} us"
+    if unit == "cycles/inst":
+        return f"{value:,.1f}"
+    return f"{value:,.0f}"
+
+
+def change(value: float | None) -> str:
+    """A relative change: "+12.3%", "-4.0%", "0.0%"; "n/a" without both sides."""
+    if value is None:
+        return "n/a"
+    if value in (float("inf"), float("-inf")):
+        return "new" if value > 0 else "gone"
+    return f"{value:+.1f}%"
 
 
 def _template_dir() -> Path:
@@ -69,6 +99,8 @@ def _environment(html: bool) -> jinja2.Environment:
     env.filters["prose"] = markdown_text.prose  # authored Markdown, no raw HTML, no fences
     env.filters["markdown"] = markdown_to_html
     env.filters["num"] = num
+    env.filters["qty"] = qty
+    env.filters["change"] = change
     return env
 
 
@@ -109,7 +141,37 @@ def build_plots(writeup: Writeup) -> list[Plot]:
         instruction_mix_chart(labels, [
             {c.name: c.share_pct for c in p.profile.instruction_classes} if p.profile else {}
             for p in pages]),
+        bound_unit_chart(labels, [_bound_label(p) for p in pages],
+                         [_value(p, "bound_unit") for p in pages]),
     ]
+
+
+def _key_map(page: KernelPage) -> dict[str, KeyValue]:
+    return {k.key: k for k in page.key_values}
+
+
+def _kv_qty(values: dict[str, KeyValue], key: str) -> str:
+    found = values.get(key)
+    return qty(found.value, found.unit) if found else "n/a"
+
+
+def _bound_text(values: dict[str, KeyValue]) -> str:
+    found = values.get("bound_unit")
+    return f"{found.label} {qty(found.value, found.unit)}" if found else "n/a"
+
+
+def _stalls_text(page: KernelPage) -> str:
+    return ", ".join(f"{k.label.removesuffix(' stall')} {qty(k.value, k.unit)}"
+                     for k in page.key_values if k.key.startswith("stall:")) or "n/a"
+
+
+def _value(page: KernelPage, key: str) -> float | None:
+    return next((k.value for k in page.key_values if k.key == key), None)
+
+
+def _bound_label(page: KernelPage) -> str:
+    label = next((k.label for k in page.key_values if k.key == "bound_unit"), "n/a")
+    return label.removesuffix(" throughput").removesuffix(" pipe")
 
 
 def _short_label(page: KernelPage) -> str:
@@ -127,6 +189,8 @@ def render_index(writeup: Writeup, plots: list[Plot], fmt: Literal["md", "html"]
     template = env.get_template(f"index.{fmt}.j2")
     return template.render(writeup=writeup, pages=index_pages(writeup), all_pages=writeup.pages,
                            plots=plots, plots_dir=PLOTS_DIR, label=_short_label,
+                           key_map=_key_map, kv_qty=_kv_qty, bound_text=_bound_text,
+                           stalls_text=_stalls_text,
                            style=_style() if fmt == "html" else "")
 
 

@@ -28,6 +28,7 @@ from harness.findings import bound as bound_rule
 from harness.findings import pipes as pipes_rule
 from harness.findings.registry import run_rules, tldr_finding
 from harness.findings.stalls import label as stall_label
+from harness.pages import Change, KeyValue, key_values, since_previous
 from harness.project import Project, Variant, load_project, open_project
 from harness.project.size import Size, size_text
 from harness.report.kernel_profile import KernelProfile, PipeUse
@@ -136,6 +137,9 @@ class KernelPage:
     roofline: Roofline = field(default_factory=Roofline)
     pipes: list[PipeUse] = field(default_factory=list)  # busiest first (Instruction Mix)
     previous_slug: str | None = None
+    # the key counters of this kernel, and beside the previous iteration's ("side by side")
+    key_values: list[KeyValue] = field(default_factory=list)
+    since_previous: list[Change] = field(default_factory=list)
     # every launch of the iteration when it has several (main kernel first), else empty
     launches: list[LaunchRow] = field(default_factory=list)
     # index columns
@@ -401,6 +405,8 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         roofline=roofline,
         pipes=pipes_rule.busiest(profile)[:PIPES_SHOWN],
         previous_slug=slugs.get(id(item.previous)) if item.previous else None,
+        key_values=key_values(profile),
+        since_previous=since_previous(previous, profile) if previous is not None else [],
         launches=_launch_rows(item),
         limiter=_bound_text(profile),
         label=_label(item, profile),
