@@ -8,6 +8,7 @@ GitHub. The pages are written as one set (`write`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -30,6 +31,7 @@ from harness.plots import (
     roofline_chart,
     stall_chart,
 )
+from harness.report.sass_hotspots import Hotspot, Listing
 from harness.writeup import KernelPage, Writeup, index_pages
 
 Format = Literal["md", "html", "both"]
@@ -64,6 +66,27 @@ def qty(value: float | None, unit: str = "") -> str:
     if unit == "cycles/inst":
         return f"{value:,.1f}"
     return f"{value:,.0f}"
+
+
+def listings(hotspots: Sequence[Hotspot]) -> list[tuple[list[int], Hotspot]]:
+    """One listing per distinct source line among the hot spots: (hot spot numbers, the
+    first hot spot on that line)."""
+    seen: dict[str, tuple[list[int], Hotspot]] = {}
+    for number, spot in enumerate(hotspots, start=1):
+        if spot.listing is None or spot.source is None:
+            continue
+        seen.setdefault(spot.source, ([], spot))[0].append(number)
+    return list(seen.values())
+
+
+def listing_text(listing: Listing) -> str:
+    """A listing as aligned text for a Markdown fence; the hot line is marked with ">"."""
+    rows = [" " + f"{'line':>5}  {'samples':>8}  {'executed':>12}  source"]
+    for line in listing.lines:
+        mark = ">" if line.hot else " "
+        rows.append(f"{mark}{line.number:>5}  {line.samples:>8,}  {line.executed:>12,.0f}  "
+                    f"{line.code}".rstrip())
+    return "\n".join(rows)
 
 
 def change(value: float | None) -> str:
@@ -101,6 +124,8 @@ def _environment(html: bool) -> jinja2.Environment:
     env.filters["num"] = num
     env.filters["qty"] = qty
     env.filters["change"] = change
+    env.filters["listing_text"] = listing_text
+    env.globals["listings"] = listings
     return env
 
 
