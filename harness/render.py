@@ -36,6 +36,7 @@ from harness.writeup import KernelPage, Writeup, index_pages
 
 Format = Literal["md", "html", "both"]
 PLOTS_DIR = "plots"
+GPUS_PAGE = "gpus"  # the same kernels on several GPU models
 
 def md_escape(value: object) -> str:
     """Text safe inside Markdown prose and table cells: no markup, no raw HTML."""
@@ -236,6 +237,11 @@ def write(writeup: Writeup, out: Path | str, fmt: Format = "both") -> Rendered:
     contents: dict[str, str | bytes] = {}
     for f in formats:
         contents[f"index.{f}"] = render_index(writeup, plots, f)
+    if writeup.gpus is not None:
+        for f in formats:
+            contents[f"{GPUS_PAGE}.{f}"] = _environment(f == "html").get_template(
+                f"gpus.{f}.j2").render(writeup=writeup, gpus=writeup.gpus,
+                                       style=_style() if f == "html" else "")
     if "md" in formats:
         for plot in plots:
             contents[f"{PLOTS_DIR}/{plot.name}.png"] = plot.png

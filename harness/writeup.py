@@ -28,7 +28,7 @@ from harness.findings import bound as bound_rule
 from harness.findings import pipes as pipes_rule
 from harness.findings.registry import run_rules, tldr_finding
 from harness.findings.stalls import label as stall_label
-from harness.pages import Change, KeyValue, key_values, since_previous
+from harness.pages import Change, GpuComparison, KeyValue, compare_gpus, key_values, since_previous
 from harness.project import Project, Variant, load_project, open_project
 from harness.project.size import Size, size_text
 from harness.report.kernel_profile import KernelProfile, PipeUse
@@ -171,6 +171,8 @@ class Writeup:
     limit_gbps: float | None = None  # the project's first benched limit at index_size
     limit_name: str | None = None
     bytes_model: bool = False  # the project counts bytes: the index shows GB/s, not GFLOP/s
+    # the same kernels profiled on several GPU models (their own page), else None
+    gpus: GpuComparison | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -628,6 +630,7 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
         limit_name=limit.name if limit is not None else None,
         bytes_model=chosen is not None and chosen.bytes is not None
         and any(p.gbps is not None for p in pages),
+        gpus=compare_gpus(pages),
     )
 
 
