@@ -80,7 +80,7 @@ def test_no_share_exceeds_the_whole(path: Path):
 
 def _claims_hold(profile: KernelProfile, f: Finding) -> None:
     title = f.title.lower()
-    if f.kind == "info" or f.rule in UNMEASURED:
+    if f.rule in UNMEASURED or title.startswith("not judged"):
         return
     if "hfma2" in title or "half-precision" in title:
         assert (evidence.read(profile, "fp16_executed") or 0) > 0, (profile.name, f.title)

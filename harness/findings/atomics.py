@@ -75,4 +75,5 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                       ev(profile, "l2_atomic_concentration", ">=", CONCENTRATION)),
         )]
     return [Finding(rule=NAME, kind="info", title=f"The kernel executes atomics ({counts}).",
-                    text=text, section=SECTION, metrics=metrics)]
+                    text=text, section=SECTION, metrics=metrics,
+                    evidence=(ev(profile, "atomic_executed", ">", 0.0),))]
