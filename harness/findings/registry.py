@@ -160,9 +160,10 @@ def covering_rules(result: RuleResult) -> tuple[str, ...]:
 
 
 def _problems_for(rule: str, profile: KernelProfile) -> list[RuleResult]:
-    """ncu's OPT/WARN results on the topic our rule `rule` covers."""
+    """ncu's OPT/WARN results on the topic our rule `rule` covers, where they bear on this
+    kernel (a result set aside neither lends its estimate nor contradicts our praise)."""
     return [r for r in profile.rules_for_pages
-            if r.is_problem and rule in covering_rules(r)]
+            if r.is_problem and rule in covering_rules(r) and ncu_rules.why_not(r, profile) is None]
 
 
 def _idle_lanes_explain_pipe(findings: list[Finding], profile: KernelProfile) -> list[Finding]:
