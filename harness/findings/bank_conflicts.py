@@ -7,7 +7,7 @@ and the cost is the share of all shared wavefronts that are bank conflicts.
 from __future__ import annotations
 
 from harness.findings import shape
-from harness.findings.evidence import Evidence
+from harness.findings.evidence import Evidence, Op
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import BankConflictStats, KernelProfile
 
@@ -29,6 +29,9 @@ def _one(direction: str, stats: BankConflictStats, staged: str = "tile") -> list
     text = (f"The average shared-memory {direction} takes {ways:.1f} wavefronts (a {ways:.1f}-way "
             f"access); {fmt(stats.conflicts)} bank conflicts are {fmt(share, 2)}% of the "
             f"{fmt(stats.wavefronts or 0.0)} {direction} wavefronts ({SECTION}).")
+    def measure(op: Op, threshold: float) -> Evidence:
+        return Evidence(f"shared_{direction}_conflict_pct", op, threshold, share)
+
     if share >= BAD_SHARE:
         return [
             Finding(
@@ -64,7 +67,8 @@ def _one(direction: str, stats: BankConflictStats, staged: str = "tile") -> list
         ]
     return [Finding(rule=NAME, kind="info", title=f"Shared-memory {direction}s see few bank "
                     f"conflicts ({fmt(share, 2)}% of wavefronts).", text=text,
-                    section=SECTION, weight=share, metrics=metrics)]
+                    section=SECTION, weight=share, metrics=metrics,
+                    evidence=(measure(">=", CLEAN_SHARE), measure("<", BAD_SHARE)))]
 
 
 def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:

@@ -146,6 +146,8 @@ def words(measure: str) -> str:
         return f"{arg.replace('_', ' ')} stall (% of cycles per issue)"
     if kind == "opcode":
         return f"{arg} executed"
+    if kind == "class":
+        return f"{arg} instructions (% of executed)"
     if kind == "vector":
         return f"{arg.replace('_', ' ')}s wider than 32 bits (%)"
     return MEASURES[measure][0] if measure in MEASURES else measure
@@ -158,6 +160,9 @@ def read(profile: KernelProfile, measure: str) -> float | None:
         return profile.pipe(arg)
     if kind == "opcode":
         return executed(profile, (arg,))
+    if kind == "class":
+        found = profile.instruction_class(arg)
+        return found.share_pct if found is not None else None
     if kind == "stall":
         total = profile.warp_state.cycles_per_issued_instruction
         value = profile.warp_state.stall(arg)

@@ -184,6 +184,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             title=f"No pipe is near its peak: the busiest is {top.label} at {fmt(top.pct)}%.",
             text=f"Busiest pipes: {summary} ({SECTION}).",
             section=SECTION, weight=0.0, metrics=metrics,
+            evidence=(ev(profile, f"pipe:{top.pipe}", "<", BUSY),),
         ))
     return findings
 
