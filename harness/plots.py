@@ -233,3 +233,23 @@ def instruction_mix_chart(labels: Sequence[str], mixes: Sequence[dict[str, float
     rotated = _ticks(ax, labels)
     return Plot("instruction_mix", "Executed instructions by class per iteration (stacked)",
                 _png(fig, True, rotated))
+
+
+def bound_unit_chart(labels: Sequence[str], units: Sequence[str],
+                     pct: Sequence[float | None]) -> Plot:
+    """Each iteration's binding unit at its % of peak (the unit named on the bar)."""
+    fig, ax = _figure()
+    names = sorted(set(units))
+    colors = {name: _PALETTE[i % len(_PALETTE)] for i, name in enumerate(names)}
+    bars = ax.bar(range(len(labels)), [v or 0.0 for v in pct],
+                  color=[colors[u] for u in units])
+    for bar, unit, value in zip(bars, units, pct, strict=True):
+        text = f"{unit}\n{value:.1f}%" if value is not None else f"{unit}\nn/a"
+        ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center", va="bottom", fontsize=6)
+    ax.set_ylim(0, 115)
+    ax.set_ylabel("% of peak")
+    ax.set_title("The binding unit's throughput per iteration", fontsize=10)
+    rotated = _ticks(ax, labels)
+    return Plot("bound_unit", "The binding unit's throughput per iteration (% of peak)",
+                _png(fig, rotated=rotated))

@@ -8,6 +8,7 @@ GitHub. The pages are written as one set (`write`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -19,19 +20,23 @@ from harness.atomic import atomic_file_set
 from harness.errors import ReportError
 from harness.input_file import holds_bad_text
 from harness.markdown_html import markdown_to_html
+from harness.pages import KeyValue
 from harness.plots import (
     Plot,
     bandwidth_chart,
+    bound_unit_chart,
     gflops_chart,
     instruction_mix_chart,
     occupancy_chart,
     roofline_chart,
     stall_chart,
 )
+from harness.report.sass_hotspots import Hotspot, Listing
 from harness.writeup import KernelPage, Writeup, index_pages
 
 Format = Literal["md", "html", "both"]
 PLOTS_DIR = "plots"
+GPUS_PAGE = "gpus"  # the same kernels on several GPU models
 
 def md_escape(value: object) -> str:
     """Text safe inside Markdown prose and table cells: no markup, no raw HTML."""
@@ -43,6 +48,55 @@ def num(value: float | None, digits: int = 2, unit: str = "") -> str:
         return "n/a"
     text = f"{value:,.{digits}f}"
     return f"{text} {unit}".rstrip() if unit else text
+
+
+def qty(value: float | None, unit: str = "") -> str:
+    """A key counter as the side-by-side tables show it: bytes in KB/MB/GB (decimal, as ncu
+    prints them), times in us, shares with one decimal, counts with separators."""
+    if value is None:
+        return "n/a"
+    if unit == "B":
+        for scale, name in ((1e9, "GB"), (1e6, "MB"), (1e3, "KB")):
+            if abs(value) >= scale:
+                return f"{value / scale:,.2f} {name}"
+        return f"{value:,.0f} B"
+    if unit in ("%", "% of peak"):
+        return f"{value:.1f}%"
+    if unit == "us":
+        return f"{value:,.2f} us"
+    if unit == "cycles/inst":
+        return f"{value:,.1f}"
+    return f"{value:,.0f}"
+
+
+def listings(hotspots: Sequence[Hotspot]) -> list[tuple[list[int], Hotspot]]:
+    """One listing per distinct source line among the hot spots: (hot spot numbers, the
+    first hot spot on that line)."""
+    seen: dict[str, tuple[list[int], Hotspot]] = {}
+    for number, spot in enumerate(hotspots, start=1):
+        if spot.listing is None or spot.source is None:
+            continue
+        seen.setdefault(spot.source, ([], spot))[0].append(number)
+    return list(seen.values())
+
+
+def listing_text(listing: Listing) -> str:
+    """A listing as aligned text for a Markdown fence; the hot line is marked with ">"."""
+    rows = [" " + f"{'line':>5}  {'samples':>8}  {'executed':>12}  source"]
+    for line in listing.lines:
+        mark = ">" if line.hot else " "
+        rows.append(f"{mark}{line.number:>5}  {line.samples:>8,}  {line.executed:>12,.0f}  "
+                    f"{line.code}".rstrip())
+    return "\n".join(rows)
+
+
+def change(value: float | None) -> str:
+    """A relative change: "+12.3%", "-4.0%", "0.0%"; "n/a" without both sides."""
+    if value is None:
+        return "n/a"
+    if value in (float("inf"), float("-inf")):
+        return "new" if value > 0 else "gone"
+    return f"{value:+.1f}%"
 
 
 def _template_dir() -> Path:
@@ -69,6 +123,10 @@ def _environment(html: bool) -> jinja2.Environment:
     env.filters["prose"] = markdown_text.prose  # authored Markdown, no raw HTML, no fences
     env.filters["markdown"] = markdown_to_html
     env.filters["num"] = num
+    env.filters["qty"] = qty
+    env.filters["change"] = change
+    env.filters["listing_text"] = listing_text
+    env.globals["listings"] = listings
     return env
 
 
@@ -109,7 +167,37 @@ def build_plots(writeup: Writeup) -> list[Plot]:
         instruction_mix_chart(labels, [
             {c.name: c.share_pct for c in p.profile.instruction_classes} if p.profile else {}
             for p in pages]),
+        bound_unit_chart(labels, [_bound_label(p) for p in pages],
+                         [_value(p, "bound_unit") for p in pages]),
     ]
+
+
+def _key_map(page: KernelPage) -> dict[str, KeyValue]:
+    return {k.key: k for k in page.key_values}
+
+
+def _kv_qty(values: dict[str, KeyValue], key: str) -> str:
+    found = values.get(key)
+    return qty(found.value, found.unit) if found else "n/a"
+
+
+def _bound_text(values: dict[str, KeyValue]) -> str:
+    found = values.get("bound_unit")
+    return f"{found.label} {qty(found.value, found.unit)}" if found else "n/a"
+
+
+def _stalls_text(page: KernelPage) -> str:
+    return ", ".join(f"{k.label.removesuffix(' stall')} {qty(k.value, k.unit)}"
+                     for k in page.key_values if k.key.startswith("stall:")) or "n/a"
+
+
+def _value(page: KernelPage, key: str) -> float | None:
+    return next((k.value for k in page.key_values if k.key == key), None)
+
+
+def _bound_label(page: KernelPage) -> str:
+    label = next((k.label for k in page.key_values if k.key == "bound_unit"), "n/a")
+    return label.removesuffix(" throughput").removesuffix(" pipe")
 
 
 def _short_label(page: KernelPage) -> str:
@@ -127,6 +215,8 @@ def render_index(writeup: Writeup, plots: list[Plot], fmt: Literal["md", "html"]
     template = env.get_template(f"index.{fmt}.j2")
     return template.render(writeup=writeup, pages=index_pages(writeup), all_pages=writeup.pages,
                            plots=plots, plots_dir=PLOTS_DIR, label=_short_label,
+                           key_map=_key_map, kv_qty=_kv_qty, bound_text=_bound_text,
+                           stalls_text=_stalls_text,
                            style=_style() if fmt == "html" else "")
 
 
@@ -147,6 +237,11 @@ def write(writeup: Writeup, out: Path | str, fmt: Format = "both") -> Rendered:
     contents: dict[str, str | bytes] = {}
     for f in formats:
         contents[f"index.{f}"] = render_index(writeup, plots, f)
+    if writeup.gpus is not None:
+        for f in formats:
+            contents[f"{GPUS_PAGE}.{f}"] = _environment(f == "html").get_template(
+                f"gpus.{f}.j2").render(writeup=writeup, gpus=writeup.gpus,
+                                       style=_style() if f == "html" else "")
     if "md" in formats:
         for plot in plots:
             contents[f"{PLOTS_DIR}/{plot.name}.png"] = plot.png

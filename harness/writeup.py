@@ -23,13 +23,14 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import NcuhError, ReportError
-from harness.findings import Finding
+from harness.findings import Finding, ncu_rules
 from harness.findings import bound as bound_rule
 from harness.findings import pipes as pipes_rule
 from harness.findings.registry import run_rules, tldr_finding
 from harness.findings.stalls import label as stall_label
+from harness.pages import Change, GpuComparison, KeyValue, compare_gpus, key_values, since_previous
 from harness.project import Project, Variant, load_project, open_project
-from harness.project.size import size_text
+from harness.project.size import Size, size_text
 from harness.report.kernel_profile import KernelProfile, PipeUse
 from harness.report.profile_builder import load_profiles
 from harness.report.report_view import render_text
@@ -127,6 +128,8 @@ class KernelPage:
     bad: list[Finding] = field(default_factory=list)
     tldr: str = ""
     findings: list[Finding] = field(default_factory=list)
+    # ncu's results that do not matter for this kernel, with the reason ("ncu also says")
+    ncu_also: list[ncu_rules.SetAside] = field(default_factory=list)
     fix_ideas: list[FixIdea] = field(default_factory=list)
     profiling_results: str = ""
     bonus: Bonus | None = None
@@ -134,6 +137,9 @@ class KernelPage:
     roofline: Roofline = field(default_factory=Roofline)
     pipes: list[PipeUse] = field(default_factory=list)  # busiest first (Instruction Mix)
     previous_slug: str | None = None
+    # the key counters of this kernel, and beside the previous iteration's ("side by side")
+    key_values: list[KeyValue] = field(default_factory=list)
+    since_previous: list[Change] = field(default_factory=list)
     # every launch of the iteration when it has several (main kernel first), else empty
     launches: list[LaunchRow] = field(default_factory=list)
     # index columns
@@ -141,6 +147,9 @@ class KernelPage:
     time_source: str = "ncu"  # "bench" (median of timed runs) or "ncu" (profiled duration)
     gflops: float | None = None
     gbps: float | None = None  # from the project's bytes model, where it has one
+    # where gflops comes from: "bench" (timed runs), "model" (the project's work model over the
+    # profiled duration) or "ncu" (the FP32 operations ncu counted)
+    work_source: str = "ncu"
     pct_of_limit: float | None = None  # of the project's first benched limit
     pct_of_reference: float | None = None
     limiter: str = ""
@@ -162,6 +171,8 @@ class Writeup:
     limit_gbps: float | None = None  # the project's first benched limit at index_size
     limit_name: str | None = None
     bytes_model: bool = False  # the project counts bytes: the index shows GB/s, not GFLOP/s
+    # the same kernels profiled on several GPU models (their own page), else None
+    gpus: GpuComparison | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -388,6 +399,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         bad=[f for f in findings if f.kind == "bad"][:MAX_SUMMARY],
         tldr=_tldr(profile, findings),
         findings=numbered,
+        ncu_also=ncu_rules.set_aside(profile),
         fix_ideas=fixes,
         profiling_results=_profiling_results(profile),
         bonus=_bonus(item),
@@ -395,6 +407,8 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         roofline=roofline,
         pipes=pipes_rule.busiest(profile)[:PIPES_SHOWN],
         previous_slug=slugs.get(id(item.previous)) if item.previous else None,
+        key_values=key_values(profile),
+        since_previous=since_previous(previous, profile) if previous is not None else [],
         launches=_launch_rows(item),
         limiter=_bound_text(profile),
         label=_label(item, profile),
@@ -403,6 +417,11 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         page.time_ms = profile.speed_of_light.duration_ns / 1e6
     if roofline.achieved_flops is not None:
         page.gflops = roofline.achieved_flops / 1e9
+    modelled = _modelled(item.project, item.entry, page.time_ms)
+    if modelled is not None:  # the project's own work model over the profiled duration
+        flops, page.gbps = modelled
+        if flops is not None:
+            page.gflops, page.work_source = flops, "model"
     results = item.bench
     if item.entry is not None and item.entry.variant and results:
         page.bench_rows = _bench_rows(results, item.entry.variant)
@@ -411,6 +430,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
             page.time_ms, page.time_source = at.median_ms, "bench"
             page.gflops = at.gflops
             page.gbps = at.gbps
+            page.work_source = "bench"
             speedup = dict(at.speedup)
             reference, baseline = _speedup_keys(item.project, speedup)
             page.speedups = Speedups(
@@ -422,6 +442,27 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
             if page.speedups.reference is not None:
                 page.pct_of_reference = 100.0 * page.speedups.reference
     return page
+
+
+def _modelled(project: Project | None, entry: RunEntry | None,
+              ms: float | None) -> tuple[float | None, float | None] | None:
+    """(GFLOP/s, GB/s) by the project's work model at the entry's size over `ms`; None
+    without a project, a size or a time."""
+    if project is None or entry is None or not entry.size or not ms:
+        return None
+    if len(entry.size) != len(project.dims):
+        return None
+    size = Size(project.dims, entry.size)
+
+    def rate(model: Any) -> float | None:
+        if model is None:
+            return None
+        try:
+            return float(model(size)) / (ms * 1e-3) / 1e9
+        except Exception:  # the user's model at a size it rejects: no figure, not a crash
+            return None
+
+    return rate(project.flops), rate(project.bytes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -590,6 +631,7 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
         limit_name=limit.name if limit is not None else None,
         bytes_model=chosen is not None and chosen.bytes is not None
         and any(p.gbps is not None for p in pages),
+        gpus=compare_gpus(pages),
     )
 
 

@@ -35,6 +35,12 @@ window.addEventListener('load', () => {
     scripts: document.scripts.length,
     title: document.title,
     h1: document.querySelector('h1') ? document.querySelector('h1').textContent : null,
+    listings: Array.from(document.querySelectorAll('details.listing')).map(d => ({
+      open: d.open,
+      rows: d.querySelectorAll('tr').length,
+      shown: Array.from(d.querySelectorAll('tr')).filter(r => r.checkVisibility()).length,
+      hot: Array.from(d.querySelectorAll('tr.hot')).map(r => r.textContent),
+    })),
   });
   document.body.appendChild(out);
 });
@@ -69,8 +75,9 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_index_loads_and_every_plot_decodes(pages: Path, tmp_path: Path):
     state = _checked(tmp_path, pages / "index.html")
-    assert state["images"] == 5  # GFLOP/s, stalls, roofline, occupancy, instruction mix
-    assert state["decoded"] == 5, state["widths"]
+    # GFLOP/s, stalls, roofline, occupancy, instruction mix, the binding unit's throughput
+    assert state["images"] == 6
+    assert state["decoded"] == 6, state["widths"]
     assert all(width >= 400 for width in state["widths"])  # 8 in x 100 dpi plots
 
 
@@ -78,6 +85,33 @@ def test_kernel_page_loads(pages: Path, tmp_path: Path):
     state = _checked(tmp_path, pages / "h100_sgemm_naive_smem_1_sgemm_smem.html")
     assert state["h1"] == "sgemm_smem"
     assert state["scripts"] == 1  # only the probe: the page itself runs no script
+
+
+def test_source_listings_open_in_place(tmp_path: Path):
+    # the reduction's warp_shuffle page: its hot spots have line info and the project's source
+    run = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
+    writeup = collect([run], project=Path(__file__).parent.parent / "kernels" / "reduction")
+    page = next(p for p in writeup.pages if p.variant == "warp_shuffle")
+    html = render_page(page, writeup, "html")
+    target = tmp_path / "shuffle.html"
+    # every listing opened, as a reader clicking each hot spot would
+    target.write_text(html.replace('<details class="listing"', '<details open class="listing"'),
+                      encoding="utf-8")
+    state = _checked(tmp_path, target)
+    listings = state["listings"]
+    # hot spots 1 and 5 share line 25; 2, 3 and 4 are lines 26, 31 and 23
+    assert len(listings) == 4
+    assert all(item["open"] and item["rows"] == item["shown"] for item in listings)
+    # a heading and 21 lines, but line 31's: warp_shuffle.cu ends five lines below it
+    assert [item["rows"] for item in listings] == [22, 22, 17, 22]
+    # line 25: 7,643 samples, 4,211,200 instructions, its indentation kept
+    assert listings[0]["hot"] == ["257,6434,211,200        v += in[i];"]
+    assert state["scripts"] == 1 and state["images"] == 0  # self-contained, no assets
+    closed = tmp_path / "closed.html"
+    closed.write_text(html, encoding="utf-8")
+    state = _checked(tmp_path, closed)
+    assert not any(item["open"] for item in state["listings"])
+    assert all(item["shown"] == 0 for item in state["listings"])  # collapsed until opened
 
 
 def test_screenshot_is_not_blank(pages: Path, tmp_path: Path):

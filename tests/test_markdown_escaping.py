@@ -44,7 +44,8 @@ HOSTILE = [
 ]
 # fields that the templates use as logic or file names, not as text
 SKIP = {"slug", "previous_slug", "time_source", "kind", "rule", "size", "section",
-        "index_size", "strategy", "type", "speedup_type"}
+        "index_size", "strategy", "type", "speedup_type", "work_source",
+        "measure", "op", "key", "unit"}
 
 md = MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
 

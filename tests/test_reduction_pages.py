@@ -170,3 +170,45 @@ def test_near_dram_peak_edge():
     p = page("grid_stride").profile  # DRAM at 80.8%: not yet near
     assert bound.near_dram_peak(p) is None
     assert bound.near_dram_peak(page("single_pass").profile) == pytest.approx(88.2, abs=0.05)
+
+
+# ---------------------------------------------------------------------------------------------
+# advice that fits the bound and the shape
+
+
+TILING_WORDS = ("tile", "cp.async", "double buffering")
+
+
+def test_the_reduction_gets_no_tiling_advice():
+    # a reduction streams its input once: "larger tiles" and "the next tile ... cp.async"
+    # are a matrix multiply's fixes, not its own
+    for p in writeup().pages:
+        for fix in p.fix_ideas:
+            words = f"{fix.title} {fix.text or ''} {fix.what_if}".lower()
+            assert not any(w in words for w in TILING_WORDS), (p.heading, fix.what_if)
+    shuffle = page("warp_shuffle")
+    assert [f.title for f in shuffle.fix_ideas][:3] == [
+        "Use fewer but wider memory loads.", "Keep more bytes in flight.", "Move fewer bytes."]
+
+
+def test_a_tiled_sgemm_keeps_its_tiling_advice():
+    from harness.findings import shape
+    from harness.report.profile_builder import load_profiles
+    from harness.writeup import collect as collect_pages
+
+    report = ROOT / "tests" / "fixtures" / "h100_pages_register_tiled_1024.ncu-rep"
+    [profile] = load_profiles(report)
+    assert shape.tiles(profile)  # 4 shared loads per store, 4.1% of its instructions
+    [tiled] = collect_pages([report]).pages
+    assert any("next tile" in fix.what_if for fix in tiled.fix_ideas)
+
+
+def test_the_index_shows_gb_per_s_without_bench_results():
+    # the project counts bytes (4n): GB/s over the profiled duration, with no bench.json
+    alone = collect([RUN], project=PROJECT)
+    assert alone.bytes_model
+    shuffle = next(p for p in alone.pages if p.variant == "warp_shuffle")
+    assert shuffle.time_source == "ncu" and shuffle.work_source == "model"
+    # 4 * 2^26 bytes in 99.808 us (ncu's gpu__time_duration.sum)
+    assert shuffle.gbps == pytest.approx(4 * 2**26 / 99.808e-6 / 1e9)
+    assert round(shuffle.gbps, 1) == 2689.5

@@ -113,3 +113,50 @@ def test_pages_show_the_hot_line_code_escaped_in_markdown_and_html():
     assert "| k.cu:7: s\\[i\\] = a \\< b \\| c; |" in markdown
     html = render_page(page, writeup, "html")
     assert "k.cu:7<br><code>s[i] = a &lt; b | c;</code>" in html
+
+
+# ---------------------------------------------------------------------------------------------
+# source in place: the listing around each hot spot
+
+
+def test_listing_around_a_hot_spot_counts_every_line():
+    from harness.report.sass_hotspots import CONTEXT, listing
+
+    run = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
+    folders = [Path(__file__).parent.parent / "kernels" / "reduction"]
+    [profile, *_] = load_profiles(run / "warp_shuffle_67108864.ncu-rep")
+    [top, *_] = hotspots(profile, 5, folders)
+    assert top.source == "warp_shuffle.cu:25" and top.listing is not None
+    lines = {line.number: line for line in top.listing.lines}
+    assert sorted(lines) == list(range(25 - CONTEXT, 25 + CONTEXT + 1))
+    assert [n for n, line in lines.items() if line.hot] == [25]
+    assert lines[25].code == "        v += in[i];"
+    # per line: every SASS instruction ncu maps to it, summed
+    at_25 = [i for i in profile.sass if i.source == "warp_shuffle.cu:25"]
+    assert lines[25].samples == sum(sum(i.stall_samples.values()) for i in at_25) == 7643
+    assert lines[25].executed == sum(i.executed for i in at_25) == 4211200
+    assert lines[27].samples == 0 and lines[27].executed == 0  # a closing brace
+    # near the end of the file the listing stops at its last line (36)
+    end = listing(profile, "warp_shuffle.cu:31", folders)
+    assert end is not None and end.lines[-1].number == 36 and end.lines[0].number == 21
+    # without the source at hand there is nothing to list
+    assert listing(profile, "warp_shuffle.cu:25") is None
+    assert listing(profile, "warp_shuffle.cu:99", folders) is None
+
+
+def test_zoo_reports_list_their_imported_python_source():
+    from packed_fixtures import report
+
+    from harness.render import render_page
+    from harness.writeup import collect
+
+    writeup = collect([report(Path(__file__).parent / "fixtures" / "zoo"
+                              / "zoo_atomic_same.ncu-rep")])
+    [page] = writeup.pages
+    spots = [h for h in page.bonus.hotspots if h.listing is not None]
+    assert spots and spots[0].listing.file == "zoo_atomic_same.py"
+    md = render_page(page, writeup, "md")
+    assert "in place: zoo_atomic_same.py:8" in md
+    assert ">    8  " in md and "atomicAdd(total, in[i]);" in md
+    html = render_page(page, writeup, "html")
+    assert html.count('<details class="listing"') == len({h.source for h in spots})

@@ -67,3 +67,28 @@ def test_fix_ideas_point_at_their_findings(rendered: Path):
     page = (rendered / "h100_sgemm_naive_smem_0_sgemm_naive.md").read_text(encoding="utf-8")
     ideas = page.split("### In-Depth Fix Ideas", 1)[1].split("### Profiling Results", 1)[0]
     assert ideas.count("*What if") == ideas.count("(Finding ") >= 3
+
+
+# The reduction chain's warp_shuffle page and the chain's index: the page with every part this
+# fixture lacks (a previous iteration, source listings, ncu results set aside, GB/s).
+RUN = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
+PROJECT = Path(__file__).parent.parent / "kernels" / "reduction"
+CHAIN_GOLDEN = Path(__file__).parent / "golden" / "writeup_reduction"
+CHAIN_PAGES = ("index.md", "07_warp_shuffle_67108864.md")
+
+
+@pytest.fixture(scope="module")
+def chain(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("chain")
+    write(collect([RUN, RUN / "bench_reduction.json"], project=PROJECT), out, "md")
+    return out
+
+
+@pytest.mark.parametrize("name", CHAIN_PAGES)
+def test_chain_markdown_matches_golden(chain: Path, name: str):
+    produced = (chain / name).read_text(encoding="utf-8")
+    golden = CHAIN_GOLDEN / name
+    if os.environ.get("NCUH_UPDATE_GOLDEN"):
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        golden.write_text(produced, encoding="utf-8")
+    assert produced == golden.read_text(encoding="utf-8")

@@ -98,10 +98,12 @@ def test_cli_writes_chain_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert "1024x1024x1024: 5.000000 ms (429.5 GFLOP/s)" in page
     assert "cuBLAS: 0.0500x" in page and "Naive:  1.0000x" in page and "Prev:   n/a" in page
     html = (out / "index.html").read_text(encoding="utf-8")
-    assert html.count('src="data:image/png;base64,') == 5  # and the instruction mix
+    # and the instruction mix, and the binding unit's throughput
+    assert html.count('src="data:image/png;base64,') == 6
     assert not list(out.glob(".*.tmp"))  # atomic writes leave no temporary files
     assert sorted(p.name for p in (out / "plots").iterdir()) == [
-        "gflops.png", "instruction_mix.png", "occupancy.png", "roofline.png", "stalls.png"]
+        "bound_unit.png", "gflops.png", "instruction_mix.png", "occupancy.png", "roofline.png",
+        "stalls.png"]
 
 
 def test_format_md_only(tmp_path: Path):

@@ -9,6 +9,7 @@ unit then runs far busier than the average slice
 
 from __future__ import annotations
 
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile
 
@@ -70,6 +71,9 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             weight=100.0 * (1.0 - (at.l2_atomic_unit_avg_pct or 0.0)
                             / (at.l2_atomic_unit_max_pct or 1.0)),
             metrics=metrics,
+            evidence=(ev(profile, "l2_atomic_busiest_pct", ">=", HOT_SLICE_PCT),
+                      ev(profile, "l2_atomic_concentration", ">=", CONCENTRATION)),
         )]
     return [Finding(rule=NAME, kind="info", title=f"The kernel executes atomics ({counts}).",
-                    text=text, section=SECTION, metrics=metrics)]
+                    text=text, section=SECTION, metrics=metrics,
+                    evidence=(ev(profile, "atomic_executed", ">", 0.0),))]

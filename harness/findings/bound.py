@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from harness.findings import shape
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile
 
@@ -111,6 +113,32 @@ _MEMORY_FIX = {
 }
 
 
+# the same for a kernel that streams (`shape.tiles` is false): no tiles to enlarge or stage
+_STREAMING_FIX = {
+    "L1/TEX": (
+        "Issue fewer L1 accesses.",
+        "The L1/TEX unit (which also serves shared memory) is the busiest unit: every load, "
+        "store and shared-memory round trip passes through it.",
+        "What if loads were 128-bit wide and partial results stayed in registers (warp "
+        "shuffles instead of shared memory)?",
+    ),
+    "L2": (
+        "Touch L2 fewer times.",
+        "L2 is the busiest memory unit: the kernel's data passes through it more than once "
+        "or in small pieces.",
+        "What if the passes over the same data were fused into one, or the data re-read "
+        "kept L2-resident (an access policy window) and read in full sectors?",
+    ),
+    "DRAM": (
+        "Move fewer bytes.",
+        "DRAM bandwidth binds a kernel that uses each byte about once: only fewer bytes make "
+        "it faster.",
+        "What if the data were stored in a narrower type, or this kernel were fused with the "
+        "one that writes its input, so the bytes cross DRAM once?",
+    ),
+}
+
+
 def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
     bound = classify(profile)
     if bound is None:
@@ -137,6 +165,8 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 "(more outputs per thread, loads issued ahead of their use)?",
                 weight=100.0 - max(compute, memory),
                 metrics=metrics,
+                evidence=(ev(profile, "compute_pct", "<", LATENCY_THRESHOLD),
+                          ev(profile, "memory_pct", "<", LATENCY_THRESHOLD)),
             )
         ]
     if bound == "compute":
@@ -156,12 +186,14 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 section=SECTION,
                 weight=compute,
                 metrics=metrics,
+                evidence=(ev(profile, "compute_pct", ">=", LATENCY_THRESHOLD),),
             )
         ]
     unit = busiest_memory_unit(profile)
     unit_name, unit_pct = unit if unit else ("memory", memory)
     metrics["memory_unit"] = unit_name
-    fix_title, fix_text, what_if = _MEMORY_FIX.get(unit_name, _MEMORY_FIX["L1/TEX"])
+    advice = _MEMORY_FIX if shape.tiles(profile) else _STREAMING_FIX
+    fix_title, fix_text, what_if = advice.get(unit_name, advice["L1/TEX"])
     # Memory-bound with idle compute is the classic sign of too little reuse.
     kind = "bad" if compute < LATENCY_THRESHOLD else "info"
     return [
@@ -179,5 +211,6 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             what_if=what_if if kind == "bad" else None,
             weight=memory - compute,
             metrics=metrics,
+            evidence=(ev(profile, "memory_pct", ">=", LATENCY_THRESHOLD),),
         )
     ]

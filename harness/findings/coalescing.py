@@ -13,6 +13,7 @@ beside them are not judged. Shared memory's excess wavefronts are the bank confl
 
 from __future__ import annotations
 
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import ASYNC_LOADS, AsyncCopies, KernelProfile
 
@@ -112,9 +113,11 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             what_if=what_if,
             weight=excess,
             metrics=metrics,
+            evidence=(ev(profile, "global_excess_pct", ">=", BAD_EXCESS),),
         )]
     if excess < CLEAN_EXCESS and not co.bounded_only():
         return [Finding(rule=NAME, kind="good", title=f"Global {judged} are coalesced "
                         f"({fmt(excess, 2)}% excessive sectors{title_note}).", text=text,
-                        section=SECTION, metrics=metrics)]
+                        section=SECTION, metrics=metrics,
+                        evidence=(ev(profile, "global_excess_pct", "<", CLEAN_EXCESS),))]
     return []

@@ -9,6 +9,7 @@ the paths of a warp, so the SM's throughput counters overstate useful work by 32
 
 from __future__ import annotations
 
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile
 
@@ -66,4 +67,5 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
         "the same warp (sort or bin by branch, or branch on warp-uniform values)?",
         weight=100.0 * (1.0 - lanes / WARP),
         metrics=metrics,
+        evidence=(ev(profile, "working_lanes", "<", BAD_LANES),),
     )]

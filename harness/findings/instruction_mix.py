@@ -9,6 +9,7 @@ loads and stores, control — is what the SM spends its issue slots on.
 
 from __future__ import annotations
 
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.instruction_classes import MATH_CLASSES
 from harness.report.kernel_profile import KernelProfile
@@ -40,6 +41,8 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             f"({opcode} {fmt(opcode_share)}%).",
             text=f"The rest: {rest} ({SECTION}).",
             section=SECTION, metrics=metrics,
+            evidence=(ev(profile, "class:tensor", ">", 0.0),) if main.name == "tensor"
+            else (ev(profile, f"class:{main.name}", ">=", MATH_SHARE),),
         )]
     return [Finding(
         rule=NAME, kind="info",
@@ -49,4 +52,5 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
         f"warp instructions; every other instruction is overhead the math pays for "
         f"({SECTION}).",
         section=SECTION, weight=MATH_SHARE - main.share_pct, metrics=metrics,
+        evidence=(ev(profile, f"class:{main.name}", "<", MATH_SHARE),),
     )]

@@ -9,6 +9,7 @@ Local instructions that are not spills belong to the program's own arrays (or st
 
 from __future__ import annotations
 
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile
 
@@ -50,4 +51,5 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
         weight=min(100.0, 100.0 * total / profile.executed_instructions)
         if profile.executed_instructions else 10.0,
         metrics={"local_instructions": total, "array_instructions": arrays},
+        evidence=(ev(profile, "local_instructions", ">", 0.0),),
     )]

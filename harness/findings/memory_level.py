@@ -10,6 +10,7 @@ even closer (shared memory, registers) or from fewer accesses.
 from __future__ import annotations
 
 from harness.findings import bound as bound_rule
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile
 
@@ -40,6 +41,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             text=f"The data comes from DRAM ({numbers}) ({SECTION}); only fewer bytes moved "
             "(reuse, smaller types, fused kernels) makes it faster.",
             section=SECTION, weight=dram, metrics={**metrics, "level": "DRAM"},
+            evidence=(ev(profile, "dram_pct", ">=", BUSY),),
         )]
     if l2 >= L2_BUSY and l2 >= L2_OVER_DRAM * dram:
         return [Finding(
@@ -50,5 +52,6 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             "bandwidth are what the loads wait for, so keeping reused data in shared memory "
             "or registers, or touching it fewer times, is what helps.",
             section=SECTION, weight=l2, metrics={**metrics, "level": "L2"},
+            evidence=(ev(profile, "l2_pct", ">=", L2_BUSY),),
         )]
     return []

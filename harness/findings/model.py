@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from harness.findings.evidence import Evidence, because
 from harness.report.kernel_profile import KernelProfile
 
 Kind = Literal["good", "bad", "info"]
@@ -21,6 +22,8 @@ class Finding:
     `weight` orders findings (bigger first): roughly the share of time at stake, in percent.
     `speedup_pct` is ncu's own estimate of the gain from fixing it, when ncu has one (the
     registry fills it in from the ncu rule that flags the same problem).
+    `evidence` is what the claim rests on: each measure, its threshold and the value read; the
+    registry keeps a verdict only when all of it holds, and the page shows it ("because ...").
     """
 
     rule: str
@@ -34,10 +37,16 @@ class Finding:
     weight: float = 0.0
     metrics: dict[str, float | str] = field(default_factory=dict)
     speedup_pct: float | None = None
+    evidence: tuple[Evidence, ...] = ()
 
     @property
     def has_fix(self) -> bool:
         return self.what_if is not None
+
+    @property
+    def because(self) -> str:
+        """The evidence as one line ("" when the finding declares none)."""
+        return because(self.evidence)
 
 
 # A rule: the profile of this iteration, the previous iteration's profile (or None).

@@ -6,6 +6,7 @@ The limiter is the resource with the smallest block-per-SM limit (ncu's Occupanc
 
 from __future__ import annotations
 
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile
 
@@ -90,6 +91,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 what_if=what_if,
                 weight=100.0 - theoretical,
                 metrics=metrics,
+                evidence=(ev(profile, "theoretical_occupancy_pct", "<", LOW_THEORETICAL),),
             )
         )
     if achieved is not None and achieved < GAP_RATIO * theoretical:
@@ -110,6 +112,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 "the end?",
                 weight=theoretical - achieved,
                 metrics=metrics,
+                evidence=(ev(profile, "achieved_of_theoretical_pct", "<", 100.0 * GAP_RATIO),),
             )
         )
     if not findings and achieved is not None and achieved >= HIGH_ACHIEVED:
@@ -123,6 +126,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 f"{fmt(theoretical)}%{by} ({SECTION}).",
                 section=SECTION,
                 metrics=metrics,
+                evidence=(ev(profile, "achieved_occupancy_pct", ">=", HIGH_ACHIEVED),),
             )
         )
     return findings

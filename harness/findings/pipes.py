@@ -10,6 +10,7 @@ special functions bind instead.
 
 from __future__ import annotations
 
+from harness.findings.evidence import Evidence, ev
 from harness.findings.model import Finding, fmt
 from harness.report.instruction_classes import MATH_CLASSES
 from harness.report.kernel_profile import KernelProfile, PipeUse
@@ -19,6 +20,11 @@ SECTION = "Compute Workload Analysis"
 BUSY = 60.0  # percent of peak: the pipe binds (ncu's "high utilization" starts at 60% too)
 OFF_PIPE_MIN = 30.0  # percent: a non-math pipe this busy in a GEMM-like kernel is worth a word
 GEMM_FMA_SHARE = 50.0  # percent of math instructions that are fused multiply-adds or MMAs
+# A GEMM spends its instructions on math: below this share of executed instructions (scalar
+# math; one MMA does the work of hundreds) the multiply-adds are a side line of another kernel
+GEMM_MATH_SHARE = 20.0
+# A kernel of warp shuffles or atomics is a reduction or a histogram, whatever its math is
+OTHER_WORK_SHARE = 5.0
 SUMMARY_PIPES = 3
 
 # pipe stem -> words for the reader; pipes not listed use ncu's label
@@ -92,10 +98,26 @@ def math_opcode_share(profile: KernelProfile) -> tuple[str, float] | None:
     return math[0].name, 100.0 * fma / total
 
 
+def gemm_evidence(profile: KernelProfile) -> tuple[Evidence, ...]:
+    """What calling a kernel GEMM-like rests on: multiply-adds (or MMAs) are most of its
+    math, math is a real share of its instructions (MMAs excepted), and shuffles and atomics
+    are not (those make a reduction or a histogram)."""
+    share = math_opcode_share(profile)
+    found = [ev(profile, "fma_share_of_math_pct", ">=", GEMM_FMA_SHARE),
+             ev(profile, "shuffle_share_pct", "<", OTHER_WORK_SHARE),
+             ev(profile, "atomic_share_pct", "<", OTHER_WORK_SHARE)]
+    if share is None or share[0] != "tensor":
+        found.insert(1, ev(profile, "math_share_pct", ">=", GEMM_MATH_SHARE))
+    if share is not None and share[0] == "FP16":
+        # half-precision math needs its own opcodes executed, not only a class name
+        found.append(ev(profile, "hfma2_share_of_math_pct", ">=", GEMM_FMA_SHARE))
+    return tuple(found)
+
+
 def expected_pipe(profile: KernelProfile) -> str | None:
     """The pipe a GEMM-like kernel's math should keep busy, None when it is not GEMM-like."""
     share = math_opcode_share(profile)
-    if share is None or share[1] < GEMM_FMA_SHARE:
+    if share is None or not all(e.holds() for e in gemm_evidence(profile)):
         return None
     return {"FP32": "fma", "FP64": "fp64", "FP16": "tensor", "tensor": "tensor"}.get(share[0])
 
@@ -126,6 +148,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 text=f"The math is FP16 fused multiply-adds; the tensor pipes idle. Busiest "
                 f"pipes: {summary} ({SECTION}).",
                 section=SECTION, weight=100.0 - top.pct, metrics=metrics,
+                evidence=gemm_evidence(profile),
                 fix_title="Use the tensor cores.",
                 fix_text="Matrix-multiply-shaped FP16 work runs many times faster as MMA "
                 "instructions (WMMA/MMA, or a tensor-core GEMM library) than as HFMA2.",
@@ -145,6 +168,8 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 f"{words(top.pipe)} pipe is the busiest, ahead of {words(expected)}. Busiest "
                 f"pipes: {summary} ({SECTION}).",
                 section=SECTION, weight=top.pct, metrics=metrics,
+                evidence=(*gemm_evidence(profile),
+                          ev(profile, f"pipe:{top.pipe}", ">=", OFF_PIPE_MIN)),
                 fix_title="Feed the math pipe.",
                 fix_text="Each multiply-add pays for loads and address arithmetic; reusing "
                 "operands from registers raises the share of math instructions.",
@@ -159,6 +184,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             title=f"No pipe is near its peak: the busiest is {top.label} at {fmt(top.pct)}%.",
             text=f"Busiest pipes: {summary} ({SECTION}).",
             section=SECTION, weight=0.0, metrics=metrics,
+            evidence=(ev(profile, f"pipe:{top.pipe}", "<", BUSY),),
         ))
     return findings
 
@@ -173,6 +199,7 @@ def _busy_finding(profile: KernelProfile, top: PipeUse, summary: str,
             title=f"The math runs on the {name} pipe at {fmt(top.pct)}% of its peak.",
             text=f"Busiest pipes: {summary} ({SECTION}).",
             section=SECTION, weight=top.pct, metrics=metrics,
+            evidence=(ev(profile, f"pipe:{top.pipe}", ">=", BUSY),),
         )
     fixes = {
         "fp64": ("Use a faster pipe for the FP64 math.",
@@ -212,4 +239,5 @@ def _busy_finding(profile: KernelProfile, top: PipeUse, summary: str,
         + (f"; executed {counts} (Instruction Statistics)" if counts else "") + ".",
         section=SECTION, weight=top.pct, metrics=metrics,
         fix_title=fix_title, fix_text=fix_text, what_if=what_if,
+        evidence=(ev(profile, f"pipe:{top.pipe}", ">=", BUSY),),
     )

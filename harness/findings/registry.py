@@ -24,6 +24,7 @@ from harness.findings import (
     vectorization,
     waves,
 )
+from harness.findings.evidence import OP_WORDS, failing, words
 from harness.findings.model import Finding, RuleCheck
 from harness.report.kernel_profile import KernelProfile, RuleResult
 
@@ -117,6 +118,7 @@ def run_rules(
         if names is not None and rule.name not in names:
             continue
         findings.extend(rule.check(profile, previous))
+    findings = [_judged(f, profile) for f in findings]
     findings = _with_causes([_with_speedup(f, profile) for f in findings])
     findings = _idle_lanes_explain_pipe(findings, profile)
     findings = [_consistent(f, profile) for f in findings]
@@ -131,6 +133,24 @@ def run_rules(
     return [top, *(f for f in findings if f is not top)] if top is not None else findings
 
 
+def _judged(finding: Finding, profile: KernelProfile) -> Finding:
+    """A finding whose declared evidence the profile does not bear out (a measure missing, or
+    on the wrong side of its threshold) is no verdict: it becomes an aside that says what was
+    not judged and why, without a fix idea."""
+    missed = failing(profile, finding.evidence)
+    if not missed:
+        return finding
+    why = "; ".join(f"{e.text()} does not hold" if e.value is not None else e.text()
+                    for e in missed)
+    return dataclasses.replace(
+        finding, kind="info", weight=0.0, what_if=None, fix_title=None, fix_text=None,
+        title=f"Not judged ({finding.section}): {why}.",
+        text=f"The {finding.rule} rule needs: "
+        + "; ".join(f"{words(e.measure)} {OP_WORDS[e.op]} {e.threshold:g}"
+                    for e in finding.evidence)
+        + f" ({finding.section}).")
+
+
 def covering_rules(result: RuleResult) -> tuple[str, ...]:
     """Our rules that explain the same thing as one of ncu's results."""
     if result.name == "MemoryCacheAccessPattern" and "local" in result.title.lower():
@@ -140,9 +160,10 @@ def covering_rules(result: RuleResult) -> tuple[str, ...]:
 
 
 def _problems_for(rule: str, profile: KernelProfile) -> list[RuleResult]:
-    """ncu's OPT/WARN results on the topic our rule `rule` covers."""
+    """ncu's OPT/WARN results on the topic our rule `rule` covers, where they bear on this
+    kernel (a result set aside neither lends its estimate nor contradicts our praise)."""
     return [r for r in profile.rules_for_pages
-            if r.is_problem and rule in covering_rules(r)]
+            if r.is_problem and rule in covering_rules(r) and ncu_rules.why_not(r, profile) is None]
 
 
 def _idle_lanes_explain_pipe(findings: list[Finding], profile: KernelProfile) -> list[Finding]:

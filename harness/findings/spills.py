@@ -6,6 +6,7 @@ values it meant to keep in registers.
 
 from __future__ import annotations
 
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile
 
@@ -39,5 +40,6 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             "more registers, so that nothing spills?",
             weight=min(100.0, share or 10.0),
             metrics={"spills": spills},
+            evidence=(ev(profile, "spill_instructions", ">", 0.0),),
         )
     ]

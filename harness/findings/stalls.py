@@ -7,6 +7,8 @@ instructions in it. ncu's CPIStall rule flags the largest; we report every reaso
 
 from __future__ import annotations
 
+from harness.findings import shape
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile, stall_label
 
@@ -84,6 +86,27 @@ _REASONS: dict[str, tuple[str, str, str, str, str]] = {
     ),
 }
 
+# reason -> (fix title, fix text, what if) for a kernel that streams rather than tiles
+# (`shape.tiles`): the tiled kernel's advice speaks of tiles it does not have
+_STREAMING: dict[str, tuple[str, str, str]] = {
+    "long_scoreboard": (
+        "Keep more bytes in flight.",
+        "Warps wait for data from global memory, and each thread has one load outstanding. "
+        "Several independent loads per thread (unrolled, or 128-bit) before the first use "
+        "put more bytes in flight per warp.",
+        "What if each thread loaded several elements (or one 128-bit vector) before adding "
+        "any of them?",
+    ),
+    "barrier": (
+        "Synchronize less often.",
+        "Warps wait at __syncthreads for slower warps of their block. Steps inside one warp "
+        "need no block-wide barrier.",
+        "What if the last steps ran within a warp (shuffles), so the block synchronized fewer "
+        "times?",
+    ),
+}
+
+
 def label(reason: str) -> str:
     return stall_label(reason)
 
@@ -105,6 +128,8 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
         # still reported, in ncu's own words, as information
         waits_for, kind, fix_title, fix_text, what_if = _REASONS.get(
             stall.reason, (f"in the '{stall.label}' state", "info", "", "", ""))
+        if stall.reason in _STREAMING and not shape.tiles(profile):
+            fix_title, fix_text, what_if = _STREAMING[stall.reason]
         cycles = fmt(stall.cycles_per_issue)
         if stall.reason == "not_selected":
             title = (f"Schedulers have spare eligible warps: {cycles} cycles per instruction are "
@@ -127,6 +152,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 weight=share,
                 metrics={"reason": stall.reason, "cycles": stall.cycles_per_issue,
                          "share_pct": share, "total_cycles": total},
+                evidence=(ev(profile, f"stall:{stall.reason}", ">=", SHARE_THRESHOLD),),
             )
         )
         if len(findings) == MAX_FINDINGS:

@@ -6,6 +6,8 @@ LDG.E.128; a kernel that moves floats one at a time issues up to four times the 
 
 from __future__ import annotations
 
+from harness.findings import shape
+from harness.findings.evidence import ev, share_of_whole
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile
 
@@ -74,8 +76,12 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
         parts = [f"{_OPCODE[key]} {fmt(share)}% of {fmt(n)}" for key, (share, n) in scalar.items()]
         names = ", ".join(f"{space} {kind}s" for space, kind in scalar)
         total = sum(n for _, n in scalar.values())
-        executed = profile.executed_instructions or total
-        share = f"{fmt(100.0 * total / executed)}% of executed instructions"
+        # the parts and their whole from one counter family (SASS opcodes executed): a share
+        # of a whole never exceeds 100%, so counters that disagree leave it unstated
+        whole = sum(o.executed for o in profile.instruction_mix) or profile.executed_instructions
+        of_whole = share_of_whole(total, whole)
+        share = (f"{fmt(of_whole)}% of executed instructions" if of_whole is not None
+                 else "their share of executed instructions not judged: the counters disagree")
         also = [f"{_OPCODE[key]} {fmt(v[0])}% of {fmt(v[1])}" for key, v in minor.items()]
         aside = (f"; too few to matter: {'; '.join(also)}" if also else "")
         metrics: dict[str, float | str] = {f"{s}_{k}_vector_pct": v[0]
@@ -96,9 +102,11 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 "128-bit (float4) access moves four times as much per instruction and takes "
                 "pressure off the LSU and MIO queues.",
                 what_if="What if memory were read and written as float4 (128-bit) vectors, "
-                "with 16-byte aligned tiles?",
-                weight=min(50.0, 100.0 * total / max(1.0, executed)),
+                f"with 16-byte aligned {'tiles' if shape.tiles(profile) else 'data'}?",
+                weight=min(50.0, of_whole if of_whole is not None else 0.0),
                 metrics=metrics,
+                evidence=tuple(ev(profile, f"vector:{s}_{k}", "<=", SCALAR_SHARE)
+                               for s, k in scalar),
             )
         )
     if wide:
@@ -113,6 +121,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 f"{', '.join(parts)} ({SECTION}).",
                 section=SECTION,
                 metrics={f"{s}_{k}_vector_pct": v[0] for (s, k), v in found.items()},
+                evidence=tuple(ev(profile, f"vector:{s}_{k}", ">=", GOOD_SHARE) for s, k in wide),
             )
         )
     return findings

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 
+from harness.findings import shape
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile
 
@@ -43,9 +45,11 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 fix_title="Launch enough blocks to fill the GPU.",
                 fix_text="Smaller blocks or smaller per-block tiles give every SM work.",
                 what_if="What if each block computed a smaller tile, so the grid has at least "
-                "one block per SM slot?",
+                "one block per SM slot?" if shape.tiles(profile) else "What if each block "
+                "handled fewer elements, so the grid has at least one block per SM slot?",
                 weight=100.0 * (1.0 - waves),
                 metrics=metrics,
+                evidence=(ev(profile, "waves", "<", 1.0),),
             )
         ]
     idle = idle_share_pct(waves)
@@ -65,9 +69,12 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             fix_title="Even out the last wave." if kind == "bad" else None,
             fix_text="A grid that is a whole multiple of the blocks one wave holds leaves no "
             "SM idle at the end." if kind == "bad" else None,
-            what_if="What if the tile size were chosen so the grid is a whole number of waves?"
+            what_if=("What if the tile size were chosen so the grid is a whole number of waves?"
+                     if shape.tiles(profile) else "What if the grid were sized to a whole "
+                     "number of waves (a grid-stride loop over as many blocks as fit at once)?")
             if kind == "bad" else None,
             weight=idle,
             metrics=metrics,
+            evidence=(ev(profile, "waves", ">=", 1.0),),
         )
     ]

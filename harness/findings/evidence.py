@@ -1,0 +1,221 @@
+"""What a finding rests on: named measures of a profile and the thresholds a claim needs.
+
+A rule declares each claim's evidence as `Evidence(measure, op, threshold, value)`. The
+registry reads every measure again from the profile (`read`) and keeps a finding only when
+each is present and agrees with its threshold; otherwise the page says "not judged" and why.
+Measures are named, so a test can audit every claim of every report the same way.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from harness.report.instruction_classes import MATH_CLASSES
+from harness.report.kernel_profile import KernelProfile
+
+Op = Literal[">=", "<=", ">", "<"]
+_OPS: dict[str, Callable[[float, float], bool]] = {
+    ">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}
+# how the pages write each comparison (no markup characters in Markdown)
+OP_WORDS = {">=": "≥", "<=": "≤", ">": "over", "<": "under"}
+
+# opcodes that do multiply-adds: a GEMM's inner product
+FMA_OPCODES = ("FFMA", "DFMA", "HFMA2", "HMMA", "HGMMA", "DMMA", "IMMA", "IGMMA", "QGMMA")
+# opcodes that do half-precision math (scalar pairs or tensor cores)
+FP16_OPCODES = ("HFMA2", "HADD2", "HMUL2", "HMMA", "HGMMA")
+
+
+def _sum_mix(profile: KernelProfile) -> float:
+    return sum(o.executed for o in profile.instruction_mix)
+
+
+def executed(profile: KernelProfile, opcodes: tuple[str, ...]) -> float | None:
+    """Executed warp instructions of these opcodes; None without an instruction mix."""
+    if not profile.instruction_mix:
+        return None
+    return sum(o.executed for o in profile.instruction_mix if o.opcode in opcodes)
+
+
+def share_of_mix(profile: KernelProfile, opcodes: tuple[str, ...]) -> float | None:
+    """These opcodes' share of all executed instructions, in percent (one counter family)."""
+    total = _sum_mix(profile)
+    part = executed(profile, opcodes)
+    return 100.0 * part / total if part is not None and total else None
+
+
+def share_of_whole(part: float, whole: float | None) -> float | None:
+    """A part's share of its whole in percent; None when the whole is unknown or smaller than
+    the part (counters that disagree: a share of a whole never exceeds 100%)."""
+    if not whole or part < 0 or part > whole:
+        return None
+    return 100.0 * part / whole
+
+
+def _math_executed(profile: KernelProfile) -> float:
+    return sum(c.executed for c in profile.instruction_classes if c.name in MATH_CLASSES)
+
+
+def fma_share_of_math(profile: KernelProfile) -> float | None:
+    """Multiply-adds (and MMAs) among all math instructions, in percent."""
+    math = _math_executed(profile)
+    fma = executed(profile, FMA_OPCODES)
+    return 100.0 * fma / math if math and fma is not None else None
+
+
+def math_share(profile: KernelProfile) -> float | None:
+    """Math instructions (FP32, FP64, FP16, tensor, XU) among all executed, in percent."""
+    total = _sum_mix(profile)
+    return 100.0 * _math_executed(profile) / total if total else None
+
+
+def _sol(attr: str) -> Callable[[KernelProfile], float | None]:
+    return lambda p: getattr(p.speed_of_light, attr)
+
+
+def _ratio(hot: float | None, avg: float | None) -> float | None:
+    if hot is None or avg is None:
+        return None
+    return hot / avg if avg else float("inf")
+
+
+# measure -> (words for the page, reader); parametrized measures are in `read`
+MEASURES: dict[str, tuple[str, Callable[[KernelProfile], float | None]]] = {
+    "compute_pct": ("SM throughput (% of peak)", _sol("compute_throughput_pct")),
+    "memory_pct": ("memory throughput (% of peak)", _sol("memory_throughput_pct")),
+    "dram_pct": ("DRAM throughput (% of peak)", _sol("dram_throughput_pct")),
+    "l2_pct": ("L2 throughput (% of peak)", _sol("l2_throughput_pct")),
+    "l1_pct": ("L1/TEX throughput (% of peak)", _sol("l1_throughput_pct")),
+    "theoretical_occupancy_pct": ("theoretical occupancy (%)",
+                                  lambda p: p.occupancy.theoretical_pct),
+    "achieved_occupancy_pct": ("achieved occupancy (%)", lambda p: p.occupancy.achieved_pct),
+    "achieved_of_theoretical_pct": (
+        "achieved occupancy (% of theoretical)",
+        lambda p: 100.0 * p.occupancy.achieved_pct / p.occupancy.theoretical_pct
+        if p.occupancy.achieved_pct is not None and p.occupancy.theoretical_pct else None),
+    "working_lanes": ("working lanes per warp instruction (of 32)",
+                      lambda p: p.divergence.working_lanes),
+    "fma_share_of_math_pct": ("multiply-adds and MMAs (% of math instructions)",
+                              fma_share_of_math),
+    "math_share_pct": ("math instructions (% of executed)", math_share),
+    "fp16_executed": ("HFMA2/HADD2/HMUL2/HMMA/HGMMA executed",
+                      lambda p: executed(p, FP16_OPCODES)),
+    "hfma2_share_of_math_pct": (
+        "HFMA2 (% of math instructions)",
+        lambda p: 100.0 * (executed(p, ("HFMA2",)) or 0.0) / _math_executed(p)
+        if _math_executed(p) and p.instruction_mix else None),
+    "shuffle_share_pct": ("SHFL (% of executed)", lambda p: share_of_mix(p, ("SHFL",))),
+    "atomic_share_pct": ("atomics (% of executed)",
+                         lambda p: share_of_mix(p, ("ATOM", "ATOMG", "ATOMS", "RED", "REDG",
+                                                    "REDUX"))),
+    "atomic_executed": ("atomic instructions executed",
+                        lambda p: executed(p, ("ATOM", "ATOMG", "ATOMS", "RED", "REDG",
+                                               "REDUX"))),
+    "barrier_share_pct": ("BAR (% of executed)", lambda p: share_of_mix(p, ("BAR",))),
+    "l2_atomic_busiest_pct": ("busiest L2 slice's atomic unit (% busy)",
+                              lambda p: p.atomics.l2_atomic_unit_max_pct),
+    "l2_atomic_concentration": (
+        "busiest L2 atomic unit / average",
+        lambda p: _ratio(p.atomics.l2_atomic_unit_max_pct, p.atomics.l2_atomic_unit_avg_pct)),
+    "global_excess_pct": ("excess global sectors (%)",
+                          lambda p: p.coalescing.global_excess_pct),
+    "local_instructions": ("local loads and stores executed",
+                           lambda p: p.local_memory.instructions
+                           if p.local_memory.load_instructions is not None
+                           or p.local_memory.store_instructions is not None else None),
+    "spill_instructions": ("register-spill instructions executed",
+                           lambda p: p.local_memory.spill_instructions),
+    "waves": ("waves per SM", lambda p: p.launch.waves_per_sm),
+    "grid_blocks": ("blocks in the grid", lambda p: p.launch.grid_size),
+    "shared_load_conflict_pct": ("shared-load wavefronts that are conflicts (%)",
+                                 lambda p: p.bank_conflicts.loads.conflict_share_pct),
+    "shared_store_conflict_pct": ("shared-store wavefronts that are conflicts (%)",
+                                  lambda p: p.bank_conflicts.stores.conflict_share_pct),
+    "executed_instructions": ("warp instructions executed", lambda p: _sum_mix(p) or None),
+}
+
+
+def words(measure: str) -> str:
+    """How the page names a measure."""
+    kind, _, arg = measure.partition(":")
+    if kind == "pipe":
+        return f"{arg.upper()} pipe (% of peak)"
+    if kind == "stall":
+        return f"{arg.replace('_', ' ')} stall (% of cycles per issue)"
+    if kind == "opcode":
+        return f"{arg} executed"
+    if kind == "class":
+        return f"{arg} instructions (% of executed)"
+    if kind == "vector":
+        return f"{arg.replace('_', ' ')}s wider than 32 bits (%)"
+    return MEASURES[measure][0] if measure in MEASURES else measure
+
+
+def read(profile: KernelProfile, measure: str) -> float | None:
+    """The value of a named measure in this profile; None when not collected."""
+    kind, _, arg = measure.partition(":")
+    if kind == "pipe":
+        return profile.pipe(arg)
+    if kind == "opcode":
+        return executed(profile, (arg,))
+    if kind == "class":
+        found = profile.instruction_class(arg)
+        return found.share_pct if found is not None else None
+    if kind == "stall":
+        total = profile.warp_state.cycles_per_issued_instruction
+        value = profile.warp_state.stall(arg)
+        return share_of_whole(value, total) if value is not None else None
+    if kind == "vector":
+        space, _, direction = arg.partition("_")
+        return profile.memory_widths.vectorized_share_pct(space, direction)  # type: ignore[arg-type]
+    if measure not in MEASURES:
+        raise KeyError(f"unknown measure {measure!r}")
+    return MEASURES[measure][1](profile)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One measure a claim rests on, the threshold it must pass, and the value read."""
+
+    measure: str
+    op: Op
+    threshold: float
+    value: float | None
+
+    def holds(self) -> bool:
+        return self.value is not None and _OPS[self.op](self.value, self.threshold)
+
+    def text(self) -> str:
+        shown = "not collected" if self.value is None else _num(self.value)
+        return f"{words(self.measure)} {shown} {OP_WORDS[self.op]} {_num(self.threshold)}"
+
+
+def _num(value: float) -> str:
+    if value == float("inf"):
+        return "inf"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:.2f}".rstrip("0").rstrip(".") if not float(value).is_integer() \
+        else f"{value:.0f}"
+
+
+def ev(profile: KernelProfile, measure: str, op: Op, threshold: float) -> Evidence:
+    """Evidence read from the profile now (rules call this beside their claim)."""
+    return Evidence(measure, op, threshold, read(profile, measure))
+
+
+def because(evidence: tuple[Evidence, ...]) -> str:
+    """The "because" line of a finding: its evidence, as the page shows it."""
+    return "; ".join(e.text() for e in evidence)
+
+
+def failing(profile: KernelProfile, evidence: tuple[Evidence, ...]) -> list[Evidence]:
+    """The declared evidence that the profile, read again, does not bear out."""
+    out = []
+    for e in evidence:
+        again = Evidence(e.measure, e.op, e.threshold, read(profile, e.measure))
+        if not again.holds():
+            out.append(again)
+    return out
