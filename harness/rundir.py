@@ -34,7 +34,15 @@ manifest.json:
                   "post_environment_s": float,  # the probe (beside the first ncu)
                   "post_metrics_s": float,      # the exports, summed (each beside an ncu)
                   "total_s": float},  # the whole `ncuh profile`, up to writing the manifest
-      "project": {"name": ..., "path": ..., ...} | null,  # optional: the project of the run
+      "project": {"name": ..., "path": ..., "reference": key, "reference_name": ...,
+                  "baseline": ..., "baseline_title": ...,
+                  "chain": [{"name", "iteration", "title", "previous", "strategy",
+                             "kernel_name"}],          # what the pages show (newer runs)
+                  "limits": [{"name", "key"}],
+                  "work_model": {"flops": bool, "bytes": bool,
+                                 "at": [{"size", "flops", "bytes"}]}} | null,
+          # optional: the project of the run; its path is never loaded by writeup (data is not
+          # code: only `--project` runs a project's module)
       "merged_from": [...], "mismatches": [...]  # merged runs only (`ncuh merge`)
     }
 
@@ -101,6 +109,54 @@ class ManifestEntry(_Record):
         return report
 
 
+class ChainRecord(_Record):
+    """One variant of the run's project as its pages show it."""
+
+    name: Annotated[str, Field(min_length=1)]
+    iteration: Annotated[int, Field(ge=0)]
+    title: str
+    previous: str | None = None
+    strategy: str = ""
+    kernel_name: str | None = None
+
+
+class LimitRecord(_Record):
+    name: Annotated[str, Field(min_length=1)]
+    key: Annotated[str, Field(min_length=1)]
+
+
+class WorkAt(_Record):
+    size: Size
+    flops: FiniteFloat | None = None
+    bytes: FiniteFloat | None = None
+
+
+class WorkModel(_Record):
+    """Whether the project counts FLOPs and bytes, and how many at each profiled size."""
+
+    flops: bool = False
+    bytes: bool = False
+    at: tuple[WorkAt, ...] = ()
+
+
+class ProjectRecord(_Record):
+    """The `project` block: the project's names and keys, and (newer runs) what its pages
+    show, so that writing them up never loads the project's code."""
+
+    name: str | None = None
+    path: str | None = None
+    description: str | None = None
+    dims: tuple[str, ...] | None = None
+    reference: str | None = None  # the reference's key in bench.json
+    reference_name: str | None = None
+    baseline: str | None = None
+    baseline_title: str | None = None
+    summary_min_size: int | None = None
+    chain: tuple[ChainRecord, ...] | None = None  # None: a run from before it was recorded
+    limits: tuple[LimitRecord, ...] = ()
+    work_model: WorkModel | None = None
+
+
 class Manifest(_Record):
     """manifest.json, schema ncuh.run/1 (see the module docstring)."""
 
@@ -115,6 +171,7 @@ class Manifest(_Record):
     metrics: dict[str, Any] | None = None
     bench: str | None = None
     timings: dict[str, float] | None = None
+    project: ProjectRecord | None = None
 
     @classmethod
     def from_json(cls, text: str, source: str) -> Manifest:

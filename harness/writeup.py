@@ -20,7 +20,7 @@ import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import NcuhError, ReportError
 from harness.findings import Finding
@@ -28,14 +28,25 @@ from harness.findings import bound as bound_rule
 from harness.findings import pipes as pipes_rule
 from harness.findings.registry import run_rules, tldr_finding
 from harness.findings.stalls import label as stall_label
-from harness.project import Project, Variant, load_project, open_project
 from harness.project.size import size_text
 from harness.report.kernel_profile import KernelProfile, PipeUse
 from harness.report.profile_builder import load_profiles
 from harness.report.report_view import render_text
 from harness.report.roofline import Roofline
 from harness.report.sass_hotspots import Hotspot, hotspots
-from harness.rundir import BENCH, MANIFEST, BenchRecord, Run, RunEntry, load_bench, load_run
+from harness.rundir import (
+    BENCH,
+    MANIFEST,
+    BenchRecord,
+    ProjectRecord,
+    Run,
+    RunEntry,
+    load_bench,
+    load_run,
+)
+
+if TYPE_CHECKING:
+    from harness.project import Project
 
 MAX_SUMMARY = 5  # items under What's Good? / What's Bad?
 HOTSPOTS = 5
@@ -176,8 +187,8 @@ class _Item:
     profile: KernelProfile
     entry: RunEntry | None = None
     run: Run | None = None
-    variant: Variant | None = None  # when the entry names a variant of its project
-    project: Project | None = None  # the run's project (strategies, sources, keys)
+    variant: ChainVariant | None = None  # when the entry names a variant of its project
+    project: Chain | None = None  # the run's project (strategies, sources, keys)
     previous: _Item | None = None
     # the entry's report holds several kernels and none is the variant's own: name each page
     # after its kernel as well
@@ -209,29 +220,107 @@ def _profiling_results(profile: KernelProfile) -> str:
     return textwrap.dedent(render_text([profile.details]))
 
 
-def _run_project(run: Run | None, fallback: Path | None) -> Project | None:
-    """The project a run was made from (its manifest names it), else the one found as
-    `harness.project` finds it (runs made before manifests named their project)."""
-    recorded = (run.manifest.get("project") or {}) if run is not None else {}
+@dataclass(frozen=True)
+class ChainVariant:
+    """One variant as its page names it: the chain's order, title and strategy."""
+
+    name: str
+    iteration: int
+    title: str
+    previous: str | None
+    strategy: str
+    kernel_name: str | None
+
+
+@dataclass(frozen=True)
+class Named:
+    """A reference or a limit: its display name and its key in bench.json."""
+
+    name: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Chain:
+    """What the pages take from a project: read from a run's manifest (data), or from a
+    project the user named with --project (then loaded, which runs its module)."""
+
+    name: str | None
+    variants: tuple[ChainVariant, ...] = ()
+    reference: Named | None = None
+    baseline: str | None = None  # the first variant's name (its key in speedups)
+    baseline_title: str | None = None
+    limits: tuple[Named, ...] = ()
+    counts_bytes: bool = True  # unknown (an older run): what bench.json holds decides
+    folder: Path | None = None  # kernel sources beside the SASS: a loaded project's only
+
+    def variant(self, name: str | None) -> ChainVariant | None:
+        return next((v for v in self.variants if v.name == name), None) if name else None
+
+    @classmethod
+    def from_project(cls, project: Project) -> Chain:
+        return cls(
+            name=project.name,
+            variants=tuple(ChainVariant(v.name, v.iteration, v.title, v.previous, v.strategy,
+                                        v.kernel_name) for v in project.variants),
+            reference=Named(project.reference.name, project.reference.key)
+            if project.reference is not None else None,
+            baseline=project.baseline.name if project.variants else None,
+            baseline_title=project.baseline.title if project.variants else None,
+            limits=tuple(Named(limit.name, limit.key) for limit in project.limits),
+            counts_bytes=project.bytes is not None,
+            folder=project.folder,
+        )
+
+    @classmethod
+    def from_record(cls, record: ProjectRecord) -> Chain:
+        return cls(
+            name=record.name,
+            variants=tuple(ChainVariant(v.name, v.iteration, v.title, v.previous, v.strategy,
+                                        v.kernel_name) for v in record.chain or ()),
+            reference=Named(record.reference_name or record.reference, record.reference)
+            if record.reference else None,
+            baseline=record.baseline,
+            baseline_title=record.baseline_title,
+            limits=tuple(Named(limit.name, limit.key) for limit in record.limits),
+            counts_bytes=record.work_model.bytes if record.work_model is not None else True,
+        )
+
+
+def _loaded_chain(project: Path) -> Chain | None:
+    """The project the user named (--project): loaded, so its module runs."""
+    from harness.project import open_project
+
     try:
-        if recorded.get("path") and Path(recorded["path"]).is_file():
-            return load_project(recorded["path"])
-        found = open_project(fallback)
+        return Chain.from_project(open_project(project))
     except NcuhError as error:
         # A project this machine cannot load: pages without Strategy, and the user told why.
         print(f"ncuh: warning: {error} (the pages have no Strategy texts)", file=sys.stderr)
         return None
-    # A run made elsewhere names its project: another project's strategies would mislead.
-    return found if recorded.get("name") in (None, found.name) else None
 
 
-def _variant(project: Project | None, name: str | None) -> Variant | None:
-    if not name or project is None:
+def _run_chain(run: Run | None, project: Path | None) -> Chain | None:
+    """What the pages of `run` (None: plain reports) take from its project.
+
+    A run is data: its manifest's record of the project, never a module it names. Only a
+    project the user names (`project`, --project) is loaded, and only where the run does not
+    name another project (another project's strategies would mislead).
+    """
+    record = run.record.project if run is not None and run.record is not None else None
+    if project is not None:
+        chain = _loaded_chain(project)
+        if chain is not None and (record is None or record.name in (None, chain.name)):
+            return chain
+    if record is None:
         return None
-    try:
-        return project.variant(name)
-    except NcuhError:
-        return None  # a variant this project does not have: page without strategy
+    if record.chain is None and run is not None and project is None:
+        print(f"ncuh: note: {run.path}: the manifest does not record the chain's titles and "
+              "strategies (an older run); pass --project to show them", file=sys.stderr)
+    return Chain.from_record(record)
+
+
+def _variant(chain: Chain | None, name: str | None) -> ChainVariant | None:
+    return chain.variant(name) if chain is not None else None
 
 
 def _bound_only(profile: KernelProfile) -> str:
@@ -321,7 +410,8 @@ def _bonus(item: _Item) -> Bonus:
         widths.append(WidthRow(access.space, access.kind, access.width_bits, access.executed,
                                100.0 * access.executed / total if total else 0.0))
     # the project's kernel sources: their lines can be shown next to the SASS
-    folders = [item.project.folder] if item.variant is not None and item.project else []
+    folders = [item.project.folder] if item.variant is not None and item.project \
+        and item.project.folder is not None else []
     spots = tuple(hotspots(profile, HOTSPOTS, folders))
     return Bonus(
         widths=tuple(widths),
@@ -432,30 +522,30 @@ def _report_items(path: Path) -> list[_Item]:
     return [_Item(report_path=path, profile=profile) for profile in load_profiles(path)]
 
 
-def _kernel_regex(variant: Variant | None) -> str | None:
+def _kernel_regex(variant: ChainVariant | None) -> str | None:
     name = getattr(variant, "kernel_name", None)
     return f"^{re.escape(name)}$" if name else None
 
 
-def _speedup_keys(project: Project | None,
+def _speedup_keys(project: Chain | None,
                   speedup: dict[str, Any]) -> tuple[str | None, str | None]:
     """The reference's and the baseline's keys in a result's speedups: the project's names,
     else (files before projects) the first and second keys."""
     if project is not None and project.reference is not None:
-        return project.reference.key, project.baseline.name
+        return project.reference.key, project.baseline
     keys = [key for key in speedup if key != "previous"]
     return (keys[0] if keys else None), (keys[1] if len(keys) > 1 else None)
 
 
-def _reference_name(project: Project | None, key: str | None) -> str:
+def _reference_name(project: Chain | None, key: str | None) -> str:
     if project is not None and project.reference is not None:
         return project.reference.name
     return key or "reference"
 
 
-def _baseline_name(project: Project | None, key: str | None) -> str:
-    if project is not None and project.variants:
-        return project.baseline.title
+def _baseline_name(project: Chain | None, key: str | None) -> str:
+    if project is not None and project.baseline_title:
+        return project.baseline_title
     return key or "first"
 
 
@@ -484,7 +574,7 @@ def _launch_rows(item: _Item) -> list[LaunchRow]:
 
 def _run_items(run: Run, fallback: Path | None = None) -> list[_Item]:
     items: list[_Item] = []
-    project = _run_project(run, fallback)
+    project = _run_chain(run, fallback)
     for entry in run.entries:
         if not entry.ok or entry.report is None:
             continue
@@ -521,7 +611,8 @@ def _run_items(run: Run, fallback: Path | None = None) -> list[_Item]:
 
 def collect(sources: Sequence[Path | str], project: Path | None = None) -> Writeup:
     """Read every source into pages; raise `ReportError` (exit 2) for a source that is neither
-    a run directory nor a report. `project`: for runs whose manifest names no project."""
+    a run directory nor a report. `project`: the project file the user names (--project), the
+    only one loaded (its module runs); without it, what each run's manifest records."""
     if not sources:
         raise ReportError("no source given: name a run directory or an .ncu-rep file")
     items: list[_Item] = []
@@ -551,7 +642,7 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
             item.bench = standalone_bench
     chosen = next((item.project for item in items if item.project is not None), None)
     if chosen is None:
-        chosen = _run_project(None, project)
+        chosen = _run_chain(None, project)
     reference = chosen.reference if chosen is not None else None
     limit = chosen.limits[0] if chosen is not None and chosen.limits else None
     reference_gflops: dict[str, float] = {}
@@ -587,7 +678,7 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
         reference_gbps=reference_gbps.get(index_size) if index_size else None,
         limit_gbps=limit_gbps.get(index_size) if index_size else None,
         limit_name=limit.name if limit is not None else None,
-        bytes_model=chosen is not None and chosen.bytes is not None
+        bytes_model=chosen is not None and chosen.counts_bytes
         and any(p.gbps is not None for p in pages),
     )
 
