@@ -57,6 +57,7 @@ run directory: no absolute path, no `..`, no symbolic link that leads out.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
@@ -247,10 +248,22 @@ class RunEntry:
     report: Path | None  # absolute path of the .ncu-rep, None when the entry failed
     status: str
     error: str | None = None
+    # the kernel the entry's variant launches, as the manifest names it (the runner's record,
+    # else the recorded chain's); None where it does not say
+    kernel_name: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "ok" and self.report is not None
+
+    def foreign(self, kernels: Sequence[str]) -> str | None:
+        """Why a report holding `kernels` is not this entry's, in one line; None when it holds
+        the kernel the manifest names (or the manifest names none)."""
+        if self.kernel_name is None or self.kernel_name in kernels:
+            return None
+        held = ", ".join(dict.fromkeys(kernels)) or "no kernel"
+        return (f"{self.report}: holds {held}, not {self.kernel_name} (the kernel of "
+                f"{self.variant or self.label} that its manifest names)")
 
 
 @dataclass(frozen=True)
@@ -317,11 +330,15 @@ def load_run(path: Path | str) -> Run:
         raise ReportError(f"{path / MANIFEST}: unknown schema {raw.get('schema')!r} "
                           f"(expected {RUN_SCHEMA})")
     record = Manifest.from_json(text, str(path / MANIFEST))
-    entries = tuple(_entry(path, item, index) for index, item in enumerate(record.entries))
+    chain = record.project.chain if record.project is not None else None
+    kernels = {variant.name: variant.kernel_name for variant in chain or ()}
+    entries = tuple(_entry(path, item, index, kernels)
+                    for index, item in enumerate(record.entries))
     return Run(path=path, manifest=raw, entries=entries, record=record)
 
 
-def _entry(run_path: Path, raw: ManifestEntry, index: int) -> RunEntry:
+def _entry(run_path: Path, raw: ManifestEntry, index: int,
+           kernels: dict[str, str | None]) -> RunEntry:
     report = None
     if raw.report and raw.status == "ok":
         report = run_path / raw.report
@@ -334,6 +351,7 @@ def _entry(run_path: Path, raw: ManifestEntry, index: int) -> RunEntry:
         report=report,
         status=raw.status,
         error=raw.error,
+        kernel_name=raw.kernel_name or kernels.get(raw.variant or ""),
     )
 
 

@@ -197,6 +197,8 @@ class _Item:
     # main kernel and passes over its partial results): listed on the main kernel's page
     others: list[KernelProfile] = field(default_factory=list)
     bench: list[BenchRecord] = field(default_factory=list)  # bench results for this page
+    # the kernel the manifest names for the entry, when the report does not hold it
+    foreign: str | None = None
 
 
 def _size_text(size: Sequence[int] | None) -> str | None:
@@ -431,7 +433,7 @@ def _label(item: _Item, profile: KernelProfile) -> str:
         text = item.entry.variant
     else:
         return profile.name
-    return f"{text} ({profile.name})" if item.shared_entry else text
+    return f"{text} ({profile.name})" if item.shared_entry or item.foreign else text
 
 
 def _display_source(item: _Item) -> str:
@@ -456,6 +458,8 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         heading = item.entry.variant
     if item.shared_entry:
         heading += f" ({profile.name})"
+    if item.foreign is not None:
+        heading += f" ({profile.name}, not its kernel {item.foreign})"
     numbered = _numbered(findings)
     fixes = [
         FixIdea(f.fix_title or f.title, f.fix_text, f.what_if, number)
@@ -494,7 +498,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
     if roofline.achieved_flops is not None:
         page.gflops = roofline.achieved_flops / 1e9
     results = item.bench
-    if item.entry is not None and item.entry.variant and results:
+    if item.entry is not None and item.entry.variant and results and item.foreign is None:
         page.bench_rows = _bench_rows(results, item.entry.variant)
         at = _bench_at(results, item.entry.variant, size)
         if at is not None:
@@ -579,6 +583,13 @@ def _run_items(run: Run, fallback: Path | None = None) -> list[_Item]:
         if not entry.ok or entry.report is None:
             continue
         profiles = load_profiles(entry.report)
+        foreign = entry.foreign([p.name for p in profiles])
+        if foreign is not None:
+            # not the variant's kernel: no iteration, strategy or timings of the variant on it
+            print(f"ncuh: warning: {foreign}", file=sys.stderr)
+            items.extend(_Item(report_path=entry.report, profile=profile, entry=entry, run=run,
+                               foreign=entry.kernel_name) for profile in profiles)
+            continue
         variant = _variant(project, entry.variant)
         regex = _kernel_regex(variant)
         own = [p for p in profiles if regex and re.search(regex, p.name)]
@@ -695,7 +706,7 @@ def _slugs(items: list[_Item]) -> dict[int, str]:
             base = f"{item.report_path.stem}_{item.profile.kernel_id}_{item.profile.name}"
         if item.variant is not None and item.entry is not None and item.entry.size:
             base += f"_{_size_text(item.entry.size)}"
-        if item.shared_entry:
+        if item.shared_entry or item.foreign:
             base += f"_{item.profile.kernel_id}_{item.profile.name}"
         slug = _slug(base)
         n = 2
