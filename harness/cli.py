@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import signal
 import sys
 from pathlib import Path
 
@@ -53,8 +54,20 @@ class LazyGroup(click.Group):
         return command
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
+        # SIGTERM/SIGHUP become an exception like Ctrl-C, so every command's cleanup runs
+        # (temporary outputs, staging folders, children) and it exits with 128 + the signal.
+        from harness.profile.processes import kill_running, terminate_as_interrupt
+
         try:
-            return super().invoke(ctx)
+            with terminate_as_interrupt():
+                return super().invoke(ctx)
+        except KeyboardInterrupt:
+            kill_running()
+            click.echo("ncuh: interrupted", err=True)
+            ctx.exit(128 + signal.SIGINT)
+        except SystemExit:
+            kill_running()
+            raise
         except NcuhError as error:
             click.echo(f"ncuh: error: {error}", err=True)
             ctx.exit(error.exit_code)
