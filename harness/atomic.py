@@ -20,7 +20,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from harness.errors import OutputError, os_error_text
@@ -99,6 +99,25 @@ def _existing_mode(destination: Path) -> int | None:
         # replacing /dev/null or a FIFO with a regular file is never what was meant
         raise OutputError(f"cannot write {destination}: it is {file_kind(info.st_mode)}")
     return stat.S_IMODE(info.st_mode)
+
+
+def _identity(path: Path) -> tuple[str, tuple[int, int] | None]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return os.path.realpath(path), None
+    return os.path.realpath(path), (info.st_dev, info.st_ino)
+
+
+def refuse_inputs(destination: Path | str, inputs: Iterable[Path | str]) -> None:
+    """`OutputError` when writing `destination` would replace one of the files `inputs`: the
+    same file by name, through a symbolic link or as a hard link."""
+    where, inode = _identity(Path(destination))
+    for file in inputs:
+        path, other = _identity(Path(file))
+        if path == where or (inode is not None and inode == other):
+            raise OutputError(f"cannot write {destination}: it is {file}, an input of this "
+                              "command (inputs are never written)")
 
 
 @contextlib.contextmanager

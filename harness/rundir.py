@@ -337,6 +337,13 @@ def load_run(path: Path | str) -> Run:
     return Run(path=path, manifest=raw, entries=entries, record=record)
 
 
+def run_inputs(path: Path | str) -> list[Path]:
+    """The files a reader of the run directory reads: its manifest, bench.json, reports."""
+    run = load_run(path)
+    reports = [entry.report for entry in run.entries if entry.report is not None]
+    return [run.path / MANIFEST, run.path / BENCH, *reports]
+
+
 def _entry(run_path: Path, raw: ManifestEntry, index: int,
            kernels: dict[str, str | None]) -> RunEntry:
     report = None
