@@ -8,6 +8,9 @@ variants become "Iteration N: Title" pages with the variant's strategy, its benc
 and speedups; a variant that runs several launches (a main kernel, then passes over its
 partial results) gets one page about its longest launch, which lists the others. A plain
 report's kernels become one page each, without strategy and speedups.
+Titles, strategies and the reference's name come from what the run's manifest records of its
+project (`Chain`); a project's code runs only when the user names it (--project). A report
+that does not hold the kernel its manifest names gets pages under its own kernel's name.
 Everything here is data; `harness.render` turns it into Markdown and HTML.
 """
 
