@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from harness.util.signals import PAUSE_ENV, deferred_signals, pause_at
+from harness.util.signals import PAUSE_ENV, deferred_signals, pause_at, terminate_as_interrupt
 
-__all__ = ["PAUSE_ENV", "deferred_signals", "pause_at"]
+__all__ = ["PAUSE_ENV", "deferred_signals", "pause_at", "terminate_as_interrupt"]

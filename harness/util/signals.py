@@ -4,6 +4,9 @@
 place or a staging folder is removed, then delivers the first one held: a command stopped by
 a signal publishes a whole set or none, and leaves no half-removed staging folder.
 
+`terminate_as_interrupt` turns SIGTERM and SIGHUP into an exception, as Python does Ctrl-C,
+so that every command's cleanup runs (the default would end Python cold).
+
 `pause_at` stops a command at a named point when `$NCUH_PAUSE_AT` names it (it says so on
 stderr, then reads one line from stdin), so that tests deliver a signal at a known step, with
 no sleeps and no timing windows.
@@ -55,3 +58,23 @@ def pause_at(point: str) -> None:
     sys.stderr.write(f"ncuh: paused at {point}\n")
     sys.stderr.flush()
     sys.stdin.buffer.readline()
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Turn SIGTERM/SIGHUP into `SystemExit(128 + N)` for the block, so cleanup runs."""
+
+    def handler(signum: int, frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {}
+    try:
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            previous[sig] = signal.signal(sig, handler)
+    except ValueError:  # not the main thread: leave the handlers alone
+        pass
+    try:
+        yield
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
