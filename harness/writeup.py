@@ -316,12 +316,11 @@ def _run_chain(run: Run | None, project: Path | None) -> Chain | None:
         chain = _loaded_chain(project)
         if chain is not None and (record is None or record.name in (None, chain.name)):
             return chain
-    if record is None:
-        return None
-    if record.chain is None and run is not None and project is None:
+    if (record is None or record.chain is None) and run is not None and project is None \
+            and any(entry.variant for entry in run.entries):
         print(f"ncuh: note: {run.path}: the manifest does not record the chain's titles and "
               "strategies (an older run); pass --project to show them", file=sys.stderr)
-    return Chain.from_record(record)
+    return Chain.from_record(record) if record is not None else None
 
 
 def _variant(chain: Chain | None, name: str | None) -> ChainVariant | None:
