@@ -307,3 +307,17 @@ def test_a_bad_metrics_table_is_refused_in_one_line(
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith(f"ncuh: error: {shards[1] / 'metrics.csv'}: ") and said in line
     assert not out.exists() and [_fingerprint(shard) for shard in shards] == before
+
+
+def test_a_bench_file_linked_from_outside_its_shard_is_refused(
+    tmp_path: Path, shards: list[Path]
+) -> None:
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text("{}")
+    (shards[0] / "bench.json").symlink_to(outside)
+    out = tmp_path / "merged"
+    result = merge(*map(str, shards), "--out", str(out))
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line == f"ncuh: error: {shards[0] / 'bench.json'} leads outside its shard"
+    assert not out.exists() and not list(tmp_path.glob(".merged*"))

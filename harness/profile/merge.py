@@ -96,12 +96,18 @@ def merge_runs(shards: Sequence[Path], out: Path, *, allow_mismatch: bool = Fals
                 raise NcuhError(f"entry {entry.label} is in two shards: {owner[entry.label]} and "
                                 f"{run.path.name}")
             owner[entry.label] = run.path.name
+            if not _safe_label(entry.label):
+                raise NcuhError(f"{run.path / MANIFEST}: entry label {entry.label!r} is not a "
+                                "file name (it names its log)")
     differ = mismatches(runs)
     if differ and not allow_mismatch:
         raise IncompatibleInputsError(
             "the shards do not compare (" + " | ".join(differ) + "); pass --allow-mismatch "
             "to merge them anyway")
     benches = [run for run in runs if run.bench_path is not None]
+    for run in benches:  # read only from inside the shard: a link out of it is not its data
+        if not (run.path / BENCH).resolve().is_relative_to(run.path.resolve()):
+            raise NcuhError(f"{run.path / BENCH} leads outside its shard")
     if len(benches) > 1:
         raise NcuhError("more than one shard has a bench.json: run `ncuh bench` once instead")
     placed = _placements(runs)  # checks every report before anything is written
@@ -179,10 +185,7 @@ def _copy_logs(run: Run, tmp: Path) -> None:
     """Each entry's log, when it sits in the shard's own logs/ as a plain file."""
     logs = run.path / "logs"
     for entry in run.entries:
-        if not _safe_label(entry.label):
-            raise NcuhError(f"{run.path / MANIFEST}: entry label {entry.label!r} is not a "
-                            "file name (it names its log)")
-        log = logs / f"{entry.label}.log"
+        log = logs / f"{entry.label}.log"  # the label is a file name (merge_runs checked)
         if log.is_file() and not log.is_symlink():
             _copy_fresh(log, tmp / "logs" / log.name)
 
