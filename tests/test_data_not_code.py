@@ -73,6 +73,14 @@ def test_only_project_runs_the_project_code(trapped: tuple[Path, Path], tmp_path
     assert "CuPy multiply" in page
 
 
+def test_ncuh_project_before_the_command_is_as_explicit(trapped: tuple[Path, Path],
+                                                       tmp_path: Path) -> None:
+    run, marker = trapped
+    _ok("--project", str(run), "writeup", str(run), "--out", str(tmp_path / "pages"),
+        "--format", "md")
+    assert marker.read_text() == "imported"
+
+
 def test_ncuh_project_in_the_environment_does_not_load_a_project_for_writeup(
     trapped: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
