@@ -8,7 +8,9 @@ moved in only when every file of it was written.
 Every OS failure (read-only file system, no permission, disk full, a name too long, a path
 under a file, a directory where a file should go) is an `OutputError`: one line naming the
 destination, exit status 2. Writing to a symbolic link writes the file it points to (the link
-stays a link), and overwriting a file keeps its permission bits.
+stays a link), and overwriting a file keeps its permission bits. SIGINT, SIGTERM and SIGHUP are
+held back while a set is renamed into place and while a staging folder is removed
+(`harness.util.deferred_signals`): a signal never leaves half a set or half a staging folder.
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from harness.errors import OutputError, os_error_text
 from harness.input_file import file_kind
+from harness.util import deferred_signals, pause_at
 
 # tempfile's random part is 8 characters; a hidden temporary name is ".<name>.<random><suffix>"
 _RANDOM_CHARS = 8
@@ -98,6 +101,25 @@ def _existing_mode(destination: Path) -> int | None:
     return stat.S_IMODE(info.st_mode)
 
 
+def _identity(path: Path) -> tuple[str, tuple[int, int] | None]:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return os.path.realpath(path), None
+    return os.path.realpath(path), (info.st_dev, info.st_ino)
+
+
+def refuse_inputs(destination: Path | str, inputs: Iterable[Path | str]) -> None:
+    """`OutputError` when writing `destination` would replace one of the files `inputs`: the
+    same file by name, through a symbolic link or as a hard link."""
+    where, inode = _identity(Path(destination))
+    for file in inputs:
+        path, other = _identity(Path(file))
+        if path == where or (inode is not None and inode == other):
+            raise OutputError(f"cannot write {destination}: it is {file}, an input of this "
+                              "command (inputs are never written)")
+
+
 @contextlib.contextmanager
 def atomic_path(destination: Path | str, *, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary file path beside `destination`; rename it there on success.
@@ -121,6 +143,7 @@ def atomic_path(destination: Path | str, *, suffix: str = "") -> Iterator[Path]:
         # mkstemp creates 0600; a new output gets the usual umask mode, a replaced one its own
         tmp.chmod(mode if mode is not None else 0o666 & ~_umask())
         yield tmp
+        pause_at(f"publish {destination.name}")
         os.replace(tmp, destination)
     except OSError as error:
         tmp.unlink(missing_ok=True)
@@ -171,12 +194,15 @@ def atomic_directory(destination: Path | str) -> Iterator[Path]:
         raise _cannot(destination, error) from None
     try:
         yield tmp
+        pause_at(f"publish {destination.name}")
         os.replace(tmp, destination)
     except OSError as error:
-        _remove_attempt(tmp, made_parent)
+        with deferred_signals():
+            _remove_attempt(tmp, made_parent)
         raise _cannot(destination, error) from None
     except BaseException:
-        _remove_attempt(tmp, made_parent)
+        with deferred_signals():  # a second signal must not leave half a staging folder
+            _remove_attempt(tmp, made_parent)
         raise
 
 
@@ -236,11 +262,16 @@ def atomic_file_set(destination: Path | str, *, last: Sequence[str] = ()) -> Ite
         raise _cannot(destination, error) from None
     try:
         yield stage
-        if not destination.exists():
-            os.replace(stage, destination)
-        else:
-            _move_into(stage, destination, last)
+        pause_at(f"publish {destination.name}")
+        # The renames are not cut by a signal: it comes after them, the set whole.
+        with deferred_signals():
+            if not destination.exists():
+                os.replace(stage, destination)
+            else:
+                pause_at(f"publishing {destination.name}")
+                _move_into(stage, destination, last)
     except OSError as error:
         raise _cannot(destination, error) from None
     finally:
-        shutil.rmtree(stage, ignore_errors=True)
+        with deferred_signals():
+            shutil.rmtree(stage, ignore_errors=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import importlib
+import signal
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import click
 from harness import __version__
 from harness.commands.options import PROJECT_HELP
 from harness.errors import NcuhError
+from harness.util import terminate_as_interrupt
 
 # command name -> "module:attribute"; the order is the order of `ncuh --help`.
 COMMANDS: dict[str, str] = {
@@ -31,6 +33,13 @@ COMMANDS: dict[str, str] = {
     "writeup": "harness.commands.writeup:writeup",
     "diff": "harness.commands.diff:diff",
 }
+
+
+def _kill_children() -> None:
+    """Kill the process groups of children still running, where a command started any."""
+    processes = sys.modules.get("harness.profile.processes")
+    if processes is not None:
+        processes.kill_running()
 
 
 class LazyGroup(click.Group):
@@ -54,8 +63,18 @@ class LazyGroup(click.Group):
         return command
 
     def invoke(self, ctx: click.Context):  # type: ignore[override]
+        # SIGTERM/SIGHUP become an exception like Ctrl-C, so every command's cleanup runs
+        # (temporary outputs, staging folders, children) and it exits with 128 + the signal.
         try:
-            return super().invoke(ctx)
+            with terminate_as_interrupt():
+                return super().invoke(ctx)
+        except KeyboardInterrupt:
+            _kill_children()
+            click.echo("ncuh: interrupted", err=True)
+            ctx.exit(128 + signal.SIGINT)
+        except SystemExit:
+            _kill_children()
+            raise
         except NcuhError as error:
             click.echo(f"ncuh: error: {error}", err=True)
             ctx.exit(error.exit_code)

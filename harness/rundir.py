@@ -5,13 +5,14 @@ lines, one entry per report, timings), one `<label>.ncu-rep` per entry, and opti
 `metrics.csv` (`--metrics-csv`) and `bench.json` (`--bench`). A directory ending in
 `.incomplete` was interrupted and is never read. `Manifest` and `BenchFile` (pydantic) are the
 one reader of both files: a wrong shape is one line naming the file and the field; fields a newer
-ncuh adds are kept. A report path must stay inside its run directory. The full layout is in
-docs/architecture.md.
+ncuh adds are kept. `project` records what the pages need, so they never import the project.
+A report path must stay inside its run directory. The full layout is in docs/architecture.md.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
@@ -64,6 +65,54 @@ class ManifestEntry(_Record):
         return report
 
 
+class ChainRecord(_Record):
+    """One variant of the run's project as its pages show it."""
+
+    name: Annotated[str, Field(min_length=1)]
+    iteration: Annotated[int, Field(ge=0)]
+    title: str
+    previous: str | None = None
+    strategy: str = ""
+    kernel_name: str | None = None
+
+
+class LimitRecord(_Record):
+    name: Annotated[str, Field(min_length=1)]
+    key: Annotated[str, Field(min_length=1)]
+
+
+class WorkAt(_Record):
+    size: Size
+    flops: FiniteFloat | None = None
+    bytes: FiniteFloat | None = None
+
+
+class WorkModel(_Record):
+    """Whether the project counts FLOPs and bytes, and how many at each profiled size."""
+
+    flops: bool = False
+    bytes: bool = False
+    at: tuple[WorkAt, ...] = ()
+
+
+class ProjectRecord(_Record):
+    """The `project` block: the project's names and keys, and (newer runs) what its pages
+    show, so that writing them up never loads the project's code."""
+
+    name: str | None = None
+    path: str | None = None
+    description: str | None = None
+    dims: tuple[str, ...] | None = None
+    reference: str | None = None  # the reference's key in bench.json
+    reference_name: str | None = None
+    baseline: str | None = None
+    baseline_title: str | None = None
+    summary_min_size: int | None = None
+    chain: tuple[ChainRecord, ...] | None = None  # None: a run from before it was recorded
+    limits: tuple[LimitRecord, ...] = ()
+    work_model: WorkModel | None = None
+
+
 class Manifest(_Record):
     """manifest.json, schema ncuh.run/1 (see the module docstring)."""
 
@@ -78,6 +127,7 @@ class Manifest(_Record):
     metrics: dict[str, Any] | None = None
     bench: str | None = None
     timings: dict[str, float] | None = None
+    project: ProjectRecord | None = None
 
     @classmethod
     def from_json(cls, text: str, source: str) -> Manifest:
@@ -153,10 +203,22 @@ class RunEntry:
     report: Path | None  # absolute path of the .ncu-rep, None when the entry failed
     status: str
     error: str | None = None
+    # the kernel the entry's variant launches, as the manifest names it (the runner's record,
+    # else the recorded chain's); None where it does not say
+    kernel_name: str | None = None
 
     @property
     def ok(self) -> bool:
         return self.status == "ok" and self.report is not None
+
+    def foreign(self, kernels: Sequence[str]) -> str | None:
+        """Why a report holding `kernels` is not this entry's, in one line; None when it holds
+        the kernel the manifest names (or the manifest names none)."""
+        if self.kernel_name is None or self.kernel_name in kernels:
+            return None
+        held = ", ".join(dict.fromkeys(kernels)) or "no kernel"
+        return (f"{self.report}: holds {held}, not {self.kernel_name} (the kernel of "
+                f"{self.variant or self.label} that its manifest names)")
 
 
 @dataclass(frozen=True)
@@ -223,11 +285,22 @@ def load_run(path: Path | str) -> Run:
         raise ReportError(f"{path / MANIFEST}: unknown schema {raw.get('schema')!r} "
                           f"(expected {RUN_SCHEMA})")
     record = Manifest.from_json(text, str(path / MANIFEST))
-    entries = tuple(_entry(path, item, index) for index, item in enumerate(record.entries))
+    chain = record.project.chain if record.project is not None else None
+    kernels = {variant.name: variant.kernel_name for variant in chain or ()}
+    entries = tuple(_entry(path, item, index, kernels)
+                    for index, item in enumerate(record.entries))
     return Run(path=path, manifest=raw, entries=entries, record=record)
 
 
-def _entry(run_path: Path, raw: ManifestEntry, index: int) -> RunEntry:
+def run_inputs(path: Path | str) -> list[Path]:
+    """The files a reader of the run directory reads: its manifest, bench.json, reports."""
+    run = load_run(path)
+    reports = [entry.report for entry in run.entries if entry.report is not None]
+    return [run.path / MANIFEST, run.path / BENCH, *reports]
+
+
+def _entry(run_path: Path, raw: ManifestEntry, index: int,
+           kernels: dict[str, str | None]) -> RunEntry:
     report = None
     if raw.report and raw.status == "ok":
         report = run_path / raw.report
@@ -240,6 +313,7 @@ def _entry(run_path: Path, raw: ManifestEntry, index: int) -> RunEntry:
         report=report,
         status=raw.status,
         error=raw.error,
+        kernel_name=raw.kernel_name or kernels.get(raw.variant or ""),
     )
 
 

@@ -8,6 +8,9 @@ variants become "Iteration N: Title" pages with the variant's strategy, its benc
 and speedups; a variant that runs several launches (a main kernel, then passes over its
 partial results) gets one page about its longest launch, which lists the others. A plain
 report's kernels become one page each, without strategy and speedups.
+Titles, strategies and the reference's name come from what the run's manifest records of its
+project (`Chain`); a project's code runs only when the user names it (--project). A report
+that does not hold the kernel its manifest names gets pages under its own kernel's name.
 Everything here is data; `harness.render` turns it into Markdown and HTML.
 """
 
@@ -17,10 +20,10 @@ import hashlib
 import re
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import NcuhError, ReportError
 from harness.findings import Finding, ncu_rules
@@ -29,14 +32,25 @@ from harness.findings import pipes as pipes_rule
 from harness.findings.registry import run_rules, tldr_finding
 from harness.findings.stalls import label as stall_label
 from harness.pages import Change, GpuComparison, KeyValue, compare_gpus, key_values, since_previous
-from harness.project import Project, Variant, load_project, open_project
 from harness.project.size import Size, size_text
 from harness.report.kernel_profile import KernelProfile, PipeUse
 from harness.report.profile_builder import load_profiles
 from harness.report.report_view import render_text
 from harness.report.roofline import Roofline
 from harness.report.sass_hotspots import Hotspot, hotspots
-from harness.rundir import BENCH, MANIFEST, BenchRecord, Run, RunEntry, load_bench, load_run
+from harness.rundir import (
+    BENCH,
+    MANIFEST,
+    BenchRecord,
+    ProjectRecord,
+    Run,
+    RunEntry,
+    load_bench,
+    load_run,
+)
+
+if TYPE_CHECKING:
+    from harness.project import Project
 
 MAX_SUMMARY = 5  # items under What's Good? / What's Bad?
 HOTSPOTS = 5
@@ -187,8 +201,8 @@ class _Item:
     profile: KernelProfile
     entry: RunEntry | None = None
     run: Run | None = None
-    variant: Variant | None = None  # when the entry names a variant of its project
-    project: Project | None = None  # the run's project (strategies, sources, keys)
+    variant: ChainVariant | None = None  # when the entry names a variant of its project
+    project: Chain | None = None  # the run's project (strategies, sources, keys)
     previous: _Item | None = None
     # the entry's report holds several kernels and none is the variant's own: name each page
     # after its kernel as well
@@ -197,6 +211,8 @@ class _Item:
     # main kernel and passes over its partial results): listed on the main kernel's page
     others: list[KernelProfile] = field(default_factory=list)
     bench: list[BenchRecord] = field(default_factory=list)  # bench results for this page
+    # the kernel the manifest names for the entry, when the report does not hold it
+    foreign: str | None = None
 
 
 def _size_text(size: Sequence[int] | None) -> str | None:
@@ -220,29 +236,110 @@ def _profiling_results(profile: KernelProfile) -> str:
     return textwrap.dedent(render_text([profile.details]))
 
 
-def _run_project(run: Run | None, fallback: Path | None) -> Project | None:
-    """The project a run was made from (its manifest names it), else the one found as
-    `harness.project` finds it (runs made before manifests named their project)."""
-    recorded = (run.manifest.get("project") or {}) if run is not None else {}
+@dataclass(frozen=True)
+class ChainVariant:
+    """One variant as its page names it: the chain's order, title and strategy."""
+
+    name: str
+    iteration: int
+    title: str
+    previous: str | None
+    strategy: str
+    kernel_name: str | None
+
+
+@dataclass(frozen=True)
+class Named:
+    """A reference or a limit: its display name and its key in bench.json."""
+
+    name: str
+    key: str
+
+
+@dataclass(frozen=True)
+class Chain:
+    """What the pages take from a project: read from a run's manifest (data), or from a
+    project the user named with --project (then loaded, which runs its module)."""
+
+    name: str | None
+    variants: tuple[ChainVariant, ...] = ()
+    reference: Named | None = None
+    baseline: str | None = None  # the first variant's name (its key in speedups)
+    baseline_title: str | None = None
+    limits: tuple[Named, ...] = ()
+    counts_bytes: bool = True  # unknown (an older run): what bench.json holds decides
+    folder: Path | None = None  # kernel sources beside the SASS: a loaded project's only
+    # (FLOPs, bytes) at a size: the manifest's recorded counts, or a loaded project's model
+    work: Callable[[tuple[int, ...]], tuple[float | None, float | None]] | None = None
+
+    def variant(self, name: str | None) -> ChainVariant | None:
+        return next((v for v in self.variants if v.name == name), None) if name else None
+
+    @classmethod
+    def from_project(cls, project: Project) -> Chain:
+        return cls(
+            name=project.name,
+            variants=tuple(ChainVariant(v.name, v.iteration, v.title, v.previous, v.strategy,
+                                        v.kernel_name) for v in project.variants),
+            reference=Named(project.reference.name, project.reference.key)
+            if project.reference is not None else None,
+            baseline=project.baseline.name if project.variants else None,
+            baseline_title=project.baseline.title if project.variants else None,
+            limits=tuple(Named(limit.name, limit.key) for limit in project.limits),
+            counts_bytes=project.bytes is not None,
+            folder=project.folder,
+            work=lambda size: _project_work(project, size),
+        )
+
+    @classmethod
+    def from_record(cls, record: ProjectRecord) -> Chain:
+        return cls(
+            name=record.name,
+            variants=tuple(ChainVariant(v.name, v.iteration, v.title, v.previous, v.strategy,
+                                        v.kernel_name) for v in record.chain or ()),
+            reference=Named(record.reference_name or record.reference, record.reference)
+            if record.reference else None,
+            baseline=record.baseline,
+            baseline_title=record.baseline_title,
+            limits=tuple(Named(limit.name, limit.key) for limit in record.limits),
+            counts_bytes=record.work_model.bytes if record.work_model is not None else True,
+            work=_recorded_work(record),
+        )
+
+
+def _loaded_chain(project: Path) -> Chain | None:
+    """The project the user named (--project): loaded, so its module runs."""
+    from harness.project import open_project
+
     try:
-        if recorded.get("path") and Path(recorded["path"]).is_file():
-            return load_project(recorded["path"])
-        found = open_project(fallback)
+        return Chain.from_project(open_project(project))
     except NcuhError as error:
         # A project this machine cannot load: pages without Strategy, and the user told why.
         print(f"ncuh: warning: {error} (the pages have no Strategy texts)", file=sys.stderr)
         return None
-    # A run made elsewhere names its project: another project's strategies would mislead.
-    return found if recorded.get("name") in (None, found.name) else None
 
 
-def _variant(project: Project | None, name: str | None) -> Variant | None:
-    if not name or project is None:
-        return None
-    try:
-        return project.variant(name)
-    except NcuhError:
-        return None  # a variant this project does not have: page without strategy
+def _run_chain(run: Run | None, project: Path | None) -> Chain | None:
+    """What the pages of `run` (None: plain reports) take from its project.
+
+    A run is data: its manifest's record of the project, never a module it names. Only a
+    project the user names (`project`, --project) is loaded, and only where the run does not
+    name another project (another project's strategies would mislead).
+    """
+    record = run.record.project if run is not None and run.record is not None else None
+    if project is not None:
+        chain = _loaded_chain(project)
+        if chain is not None and (record is None or record.name in (None, chain.name)):
+            return chain
+    if (record is None or record.chain is None) and run is not None and project is None \
+            and any(entry.variant for entry in run.entries):
+        print(f"ncuh: note: {run.path}: the manifest does not record the chain's titles and "
+              "strategies (an older run); pass --project to show them", file=sys.stderr)
+    return Chain.from_record(record) if record is not None else None
+
+
+def _variant(chain: Chain | None, name: str | None) -> ChainVariant | None:
+    return chain.variant(name) if chain is not None else None
 
 
 def _bound_only(profile: KernelProfile) -> str:
@@ -332,7 +429,8 @@ def _bonus(item: _Item) -> Bonus:
         widths.append(WidthRow(access.space, access.kind, access.width_bits, access.executed,
                                100.0 * access.executed / total if total else 0.0))
     # the project's kernel sources: their lines can be shown next to the SASS
-    folders = [item.project.folder] if item.variant is not None and item.project else []
+    folders = [item.project.folder] if item.variant is not None and item.project \
+        and item.project.folder is not None else []
     spots = tuple(hotspots(profile, HOTSPOTS, folders))
     return Bonus(
         widths=tuple(widths),
@@ -352,7 +450,7 @@ def _label(item: _Item, profile: KernelProfile) -> str:
         text = item.entry.variant
     else:
         return profile.name
-    return f"{text} ({profile.name})" if item.shared_entry else text
+    return f"{text} ({profile.name})" if item.shared_entry or item.foreign else text
 
 
 def _display_source(item: _Item) -> str:
@@ -377,6 +475,8 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         heading = item.entry.variant
     if item.shared_entry:
         heading += f" ({profile.name})"
+    if item.foreign is not None:
+        heading += f" ({profile.name}, not its kernel {item.foreign})"
     numbered = _numbered(findings)
     fixes = [
         FixIdea(f.fix_title or f.title, f.fix_text, f.what_if, number)
@@ -423,7 +523,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         if flops is not None:
             page.gflops, page.work_source = flops, "model"
     results = item.bench
-    if item.entry is not None and item.entry.variant and results:
+    if item.entry is not None and item.entry.variant and results and item.foreign is None:
         page.bench_rows = _bench_rows(results, item.entry.variant)
         at = _bench_at(results, item.entry.variant, size)
         if at is not None:
@@ -444,25 +544,43 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
     return page
 
 
-def _modelled(project: Project | None, entry: RunEntry | None,
+def _modelled(chain: Chain | None, entry: RunEntry | None,
               ms: float | None) -> tuple[float | None, float | None] | None:
     """(GFLOP/s, GB/s) by the project's work model at the entry's size over `ms`; None
-    without a project, a size or a time."""
-    if project is None or entry is None or not entry.size or not ms:
+    without a work model, a size or a time."""
+    if chain is None or chain.work is None or entry is None or not entry.size or not ms:
         return None
-    if len(entry.size) != len(project.dims):
-        return None
-    size = Size(project.dims, entry.size)
+    flops, nbytes = chain.work(tuple(entry.size))
 
-    def rate(model: Any) -> float | None:
+    def rate(count: float | None) -> float | None:
+        return count / (ms * 1e-3) / 1e9 if count is not None else None
+
+    return rate(flops), rate(nbytes)
+
+
+def _recorded_work(record: ProjectRecord) -> Callable[
+        [tuple[int, ...]], tuple[float | None, float | None]] | None:
+    """The counts the manifest recorded at each profiled size (data, no code)."""
+    if record.work_model is None or not record.work_model.at:
+        return None
+    at = {tuple(work.size): (work.flops, work.bytes) for work in record.work_model.at}
+    return lambda size: at.get(tuple(size), (None, None))
+
+
+def _project_work(project: Project, size: tuple[int, ...]) -> tuple[float | None, float | None]:
+    """A loaded project's model at `size` (the user named it: its code may run)."""
+    if len(size) != len(project.dims):
+        return None, None
+
+    def count(model: Any) -> float | None:
         if model is None:
             return None
         try:
-            return float(model(size)) / (ms * 1e-3) / 1e9
+            return float(model(Size(project.dims, size)))
         except Exception:  # the user's model at a size it rejects: no figure, not a crash
             return None
 
-    return rate(project.flops), rate(project.bytes)
+    return count(project.flops), count(project.bytes)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -473,30 +591,30 @@ def _report_items(path: Path) -> list[_Item]:
     return [_Item(report_path=path, profile=profile) for profile in load_profiles(path)]
 
 
-def _kernel_regex(variant: Variant | None) -> str | None:
+def _kernel_regex(variant: ChainVariant | None) -> str | None:
     name = getattr(variant, "kernel_name", None)
     return f"^{re.escape(name)}$" if name else None
 
 
-def _speedup_keys(project: Project | None,
+def _speedup_keys(project: Chain | None,
                   speedup: dict[str, Any]) -> tuple[str | None, str | None]:
     """The reference's and the baseline's keys in a result's speedups: the project's names,
     else (files before projects) the first and second keys."""
     if project is not None and project.reference is not None:
-        return project.reference.key, project.baseline.name
+        return project.reference.key, project.baseline
     keys = [key for key in speedup if key != "previous"]
     return (keys[0] if keys else None), (keys[1] if len(keys) > 1 else None)
 
 
-def _reference_name(project: Project | None, key: str | None) -> str:
+def _reference_name(project: Chain | None, key: str | None) -> str:
     if project is not None and project.reference is not None:
         return project.reference.name
     return key or "reference"
 
 
-def _baseline_name(project: Project | None, key: str | None) -> str:
-    if project is not None and project.variants:
-        return project.baseline.title
+def _baseline_name(project: Chain | None, key: str | None) -> str:
+    if project is not None and project.baseline_title:
+        return project.baseline_title
     return key or "first"
 
 
@@ -525,11 +643,18 @@ def _launch_rows(item: _Item) -> list[LaunchRow]:
 
 def _run_items(run: Run, fallback: Path | None = None) -> list[_Item]:
     items: list[_Item] = []
-    project = _run_project(run, fallback)
+    project = _run_chain(run, fallback)
     for entry in run.entries:
         if not entry.ok or entry.report is None:
             continue
         profiles = load_profiles(entry.report)
+        foreign = entry.foreign([p.name for p in profiles])
+        if foreign is not None:
+            # not the variant's kernel: no iteration, strategy or timings of the variant on it
+            print(f"ncuh: warning: {foreign}", file=sys.stderr)
+            items.extend(_Item(report_path=entry.report, profile=profile, entry=entry, run=run,
+                               foreign=entry.kernel_name) for profile in profiles)
+            continue
         variant = _variant(project, entry.variant)
         regex = _kernel_regex(variant)
         own = [p for p in profiles if regex and re.search(regex, p.name)]
@@ -562,7 +687,8 @@ def _run_items(run: Run, fallback: Path | None = None) -> list[_Item]:
 
 def collect(sources: Sequence[Path | str], project: Path | None = None) -> Writeup:
     """Read every source into pages; raise `ReportError` (exit 2) for a source that is neither
-    a run directory nor a report. `project`: for runs whose manifest names no project."""
+    a run directory nor a report. `project`: the project file the user names (--project), the
+    only one loaded (its module runs); without it, what each run's manifest records."""
     if not sources:
         raise ReportError("no source given: name a run directory or an .ncu-rep file")
     items: list[_Item] = []
@@ -591,9 +717,8 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
         if item.run is not None and not item.bench:
             item.bench = standalone_bench
     chosen = next((item.project for item in items if item.project is not None), None)
-    if chosen is None and (project is not None or any(item.run is not None for item in items)):
-        # Loose reports name no project: only one the user names gives them a reference.
-        chosen = _run_project(None, project)
+    if chosen is None:
+        chosen = _run_chain(None, project)
     reference = chosen.reference if chosen is not None else None
     limit = chosen.limits[0] if chosen is not None and chosen.limits else None
     reference_gflops: dict[str, float] = {}
@@ -629,7 +754,7 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
         reference_gbps=reference_gbps.get(index_size) if index_size else None,
         limit_gbps=limit_gbps.get(index_size) if index_size else None,
         limit_name=limit.name if limit is not None else None,
-        bytes_model=chosen is not None and chosen.bytes is not None
+        bytes_model=chosen is not None and chosen.counts_bytes
         and any(p.gbps is not None for p in pages),
         gpus=compare_gpus(pages),
     )
@@ -647,7 +772,7 @@ def _slugs(items: list[_Item]) -> dict[int, str]:
             base = f"{item.report_path.stem}_{item.profile.kernel_id}_{item.profile.name}"
         if item.variant is not None and item.entry is not None and item.entry.size:
             base += f"_{_size_text(item.entry.size)}"
-        if item.shared_entry:
+        if item.shared_entry or item.foreign:
             base += f"_{item.profile.kernel_id}_{item.profile.name}"
         slug = _slug(base)
         n = 2

@@ -237,6 +237,13 @@ def test_profile_two_variants_writes_a_complete_run_directory(
                           "--label", "naive_256", "--warmup", "3", "--capture", "nvtx"]
     assert manifest["project"]["name"] == "profile-stub"
     assert manifest["project"]["path"] == str(STUB.resolve())
+    # what the pages need, so that writeup never loads the project again
+    assert [(v["name"], v["iteration"], v["title"], v["previous"], v["kernel_name"])
+            for v in manifest["project"]["chain"]] == [
+        ("naive", 0, "Naive", None, "sgemm_naive"),
+        ("register_tiled", 1, "Register tiled", "naive", "sgemm_register_tiled")]
+    assert manifest["project"]["work_model"] == {"flops": False, "bytes": False, "at": [
+        {"size": [256, 256, 256], "flops": None, "bytes": None}]}
     assert manifest["started_at"] <= manifest["finished_at"]
     timings = manifest["timings"]
     assert set(timings) == {"ncu_s", "ncu_wall_s", "post_s", "post_environment_s",

@@ -189,3 +189,135 @@ def test_one_shard_without_metrics_csv_beside_one_with_it_fails_the_table(
     assert metrics["status"] == "failed"
     assert metrics["error"] == f"shard {shards[1].name}: profiled without --metrics-csv"
     assert not (out / "metrics.csv").exists()  # half a table is no table
+
+
+def _entries(run: Path) -> tuple[dict, list[dict]]:
+    manifest = json.loads((run / "manifest.json").read_text())
+    return manifest, manifest["entries"]
+
+
+def _fingerprint(folder: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file under `folder` (links not followed): its inode and bytes."""
+    return {str(p.relative_to(folder)): (p.lstat().st_ino, p.read_bytes())
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_two_shards_naming_one_report_file_lose_nothing(
+    tmp_path: Path, shards: list[Path]
+) -> None:
+    # Both shards call their first report r.ncu-rep: the second used to be copied through
+    # the first's hard link into the first shard's own file.
+    for shard in shards:
+        manifest, entries = _entries(shard)
+        (shard / entries[0]["report"]).rename(shard / "r.ncu-rep")
+        entries[0]["report"] = "r.ncu-rep"
+        (shard / "manifest.json").write_text(json.dumps(manifest))
+    with (shards[1] / "r.ncu-rep").open("ab") as stream:  # (the stand-in's reports are alike)
+        stream.write(b"shard 2")
+    # s2's other report is a hard link of s1's (one inode in both inputs)
+    (shards[1] / "register_tiled_512.ncu-rep").unlink()
+    (shards[1] / "register_tiled_512.ncu-rep").hardlink_to(shards[0] / "r.ncu-rep")
+    before = [_fingerprint(shard) for shard in shards]
+    assert before[0]["r.ncu-rep"][1] != before[1]["r.ncu-rep"][1]
+    out = tmp_path / "merged"
+    result = merge(*map(str, shards), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert [_fingerprint(shard) for shard in shards] == before
+    run = load_run(out)
+    reports = [e.report for e in run.entries]
+    assert [p.relative_to(out).as_posix() for p in reports] == [
+        "r.ncu-rep", "shard2/r.ncu-rep", "register_tiled_512.ncu-rep"]
+    assert reports[0].read_bytes() == before[0]["r.ncu-rep"][1]
+    assert reports[1].read_bytes() == before[1]["r.ncu-rep"][1]
+
+
+def test_a_symlinked_report_is_read_not_written(tmp_path: Path, shards: list[Path]) -> None:
+    _, entries = _entries(shards[1])
+    (shards[1] / "data").mkdir()
+    (shards[1] / entries[0]["report"]).rename(shards[1] / "data" / "real.ncu-rep")
+    (shards[1] / entries[0]["report"]).symlink_to(Path("data") / "real.ncu-rep")
+    before = [_fingerprint(shard) for shard in shards]
+    out = tmp_path / "merged"
+    assert merge(*map(str, shards), "--out", str(out)).exit_code == 0
+    assert [_fingerprint(shard) for shard in shards] == before
+    assert load_run(out).entries[1].report.read_bytes() == \
+        (shards[1] / "data" / "real.ncu-rep").read_bytes()
+
+
+def test_a_report_in_a_subfolder_merges_as_writeup_reads_it(
+    tmp_path: Path, shards: list[Path]
+) -> None:
+    manifest, entries = _entries(shards[0])
+    (shards[0] / "reports").mkdir()
+    (shards[0] / entries[0]["report"]).rename(shards[0] / "reports" / "n.ncu-rep")
+    entries[0]["report"] = "reports/n.ncu-rep"
+    (shards[0] / "manifest.json").write_text(json.dumps(manifest))
+    out = tmp_path / "merged"
+    result = merge(*map(str, shards), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert load_run(out).entries[0].report == out / "reports" / "n.ncu-rep"
+    assert (out / "reports" / "n.ncu-rep").read_bytes() == \
+        (shards[0] / "reports" / "n.ncu-rep").read_bytes()
+
+
+def test_a_missing_report_is_blamed_on_its_shard(tmp_path: Path, shards: list[Path]) -> None:
+    (shards[1] / "register_tiled_512.ncu-rep").unlink()
+    out = tmp_path / "merged"
+    result = merge(*map(str, shards), "--out", str(out))
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line == (f"ncuh: error: {shards[1] / 'manifest.json'}: entries[1].report: "
+                    f"{shards[1] / 'register_tiled_512.ncu-rep'} is not there (or not a file)")
+    assert not out.exists() and not list(tmp_path.glob(".merged.*"))
+
+
+def test_a_label_never_leads_out_of_its_shard(tmp_path: Path, shards: list[Path]) -> None:
+    secret = tmp_path / "secret.log"
+    secret.write_text("not the shard's\n")
+    manifest, entries = _entries(shards[1])
+    entries[0]["label"] = f"../../../{secret.with_suffix('').name}"
+    (shards[1] / "manifest.json").write_text(json.dumps(manifest))
+    (shards[1] / "logs").mkdir(exist_ok=True)
+    out = tmp_path / "merged"
+    result = merge(*map(str, shards), "--out", str(out))
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert "entry label '../../../secret' is not a file name" in line
+    assert not out.exists()
+
+
+def _rewrite(path: Path, change) -> None:
+    path.write_bytes(change(path.read_bytes()))
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (lambda b: b.replace(b"label,", b"tag,", 1), "its header differs from"),
+    (lambda b: b[:-5], "cut short (its last row does not end)"),
+    (lambda b: b + b"naive_256,0,k\n", "has 3 fields, the header"),
+    (lambda b: b"", "empty (no header)"),
+])
+def test_a_bad_metrics_table_is_refused_in_one_line(
+    tmp_path: Path, shards: list[Path], change, said: str
+) -> None:
+    _rewrite(shards[1] / "metrics.csv", change)
+    before = [_fingerprint(shard) for shard in shards]
+    out = tmp_path / "merged"
+    result = merge(*map(str, shards), "--out", str(out))
+    assert result.exit_code == 2, result.output
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith(f"ncuh: error: {shards[1] / 'metrics.csv'}: ") and said in line
+    assert not out.exists() and [_fingerprint(shard) for shard in shards] == before
+
+
+def test_a_bench_file_linked_from_outside_its_shard_is_refused(
+    tmp_path: Path, shards: list[Path]
+) -> None:
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text("{}")
+    (shards[0] / "bench.json").symlink_to(outside)
+    out = tmp_path / "merged"
+    result = merge(*map(str, shards), "--out", str(out))
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line == f"ncuh: error: {shards[0] / 'bench.json'} leads outside its shard"
+    assert not out.exists() and not list(tmp_path.glob(".merged*"))

@@ -642,7 +642,7 @@ def test_writeup_of_a_run_whose_project_is_broken_warns_once(
     path = _project_with(tmp_path, _edit('compare = "max_abs"', 'compare = "l2"'))
     run = make_run(tmp_path)
     _with_project(run, {"name": "scale-test", "path": str(path)})
-    writeup = collect([run])
+    writeup = collect([run], path)  # --project: the only way a project is loaded
     assert all(page.strategy is None for page in writeup.pages)
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"ncuh: warning: {path}: key "

@@ -74,11 +74,14 @@ def test_committed_bench_files_load(path: Path) -> None:
 
 
 def test_fixture_manifest_loads_and_keeps_unknown_fields(tmp_path: Path) -> None:
-    run = load_run(run_dir(tmp_path, lambda m: m.update(project={"name": "mine"})))
+    run = load_run(run_dir(tmp_path, lambda m: m.update(project={"name": "mine",
+                                                                  "future": 1})))
     assert run.record.model_extra == {"variants": ["naive", "register_tiled"],
                                       "sizes": [[256, 256, 256]],
-                                      "params": {}, "warmup": 3, "program": None,
-                                      "project": {"name": "mine"}}
+                                      "params": {}, "warmup": 3, "program": None}
+    assert run.record.project is not None and run.record.project.name == "mine"
+    assert run.record.project.chain is None  # an older run: it records no chain
+    assert run.record.project.model_extra == {"future": 1}
     entry = run.entries[0]
     assert (entry.label, entry.variant, entry.size, entry.ok) == \
         ("naive_256", "naive", (256, 256, 256), True)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.project import default_project_path
 from harness.render import write
 from harness.writeup import collect
 
@@ -24,7 +25,8 @@ PAGES = ("index.md", "h100_sgemm_naive_smem_0_sgemm_naive.md",
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("writeup")
-    write(collect([REPORT]), out, "md")
+    # the bundled project named as --project names it: its reference heads the index
+    write(collect([REPORT], default_project_path()), out, "md")
     return out
 
 

@@ -10,6 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
+from harness.project import default_project_path, load_project
 from harness.writeup import collect
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
@@ -24,9 +25,16 @@ def _result(variant: str, median_ms: float, speedup: dict) -> dict:
             "speedup": speedup, "status": "ok", "error": None}
 
 
+def recorded(project_file: Path, sizes: list[list[int]]) -> dict:
+    """The manifest's `project` block as `ncuh profile` writes it for `project_file`."""
+    project = load_project(project_file)
+    return project.manifest([project.size(size) for size in sizes])
+
+
 def make_run(root: Path) -> Path:
     """A run directory per harness.rundir: naive (the fixture's sgemm_naive), coalesced (a
-    report with two kernels, neither its own), a failed entry, and bench.json."""
+    report with two kernels, neither its own), a failed entry, and bench.json; profiled from
+    the bundled SGEMM project, which its manifest records."""
     run = root / "runs" / "20260101-000000"
     run.mkdir(parents=True)
     entries = []
@@ -45,7 +53,11 @@ def make_run(root: Path) -> Path:
                 "replay_mode": "kernel", "command_lines": []},
         "started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:01:00Z",
         "entries": entries,
+        "project": recorded(default_project_path(), [SIZE]),
     }
+    for variant in manifest["project"]["chain"]:  # coalesced's kernel is not named: it may
+        if variant["name"] == "coalesced":       # be any of its report's
+            variant["kernel_name"] = None
     (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     bench = {
         "schema": "ncuh.bench/1", "ncuh_version": "0.1.0", "created_at": "2026-01-01T00:00:00Z",
@@ -173,9 +185,15 @@ def _with_project(run: Path, project: dict, variant: str = "nvrtc") -> None:
     (run / "bench.json").unlink(missing_ok=True)
 
 
-def test_strategies_and_names_come_from_the_project_the_run_names(tmp_path: Path):
+def test_strategies_and_names_come_from_the_manifest_not_the_project_it_names(
+    tmp_path: Path,
+):
     run = make_run(tmp_path)
-    _with_project(run, {"name": "scale-test", "path": str(SCALE.resolve())})
+    # the path is a trap: a project that is not there; the record alone writes the pages
+    record = recorded(SCALE, [[1024]])
+    for variant in record["chain"]:  # the SGEMM report stands in for the kernel it names
+        variant["kernel_name"] = None
+    _with_project(run, {**record, "path": str(tmp_path / "gone.toml")})
     writeup = collect([run])
     assert {page.strategy for page in writeup.pages} == {
         "One thread per element, compiled by NVRTC from `scale.cu` with `BLOCK` as -D."}
@@ -183,18 +201,32 @@ def test_strategies_and_names_come_from_the_project_the_run_names(tmp_path: Path
     assert writeup.reference_name == "CuPy multiply"
 
 
-def test_a_run_of_another_project_gets_no_strategies_from_the_one_found_here(tmp_path: Path):
+def test_an_older_manifest_names_its_project_but_only_project_loads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+):
     run = make_run(tmp_path)
-    # made elsewhere (its path does not exist here); the project found here is the bundled one,
-    # which also has a variant called naive: its Strategy would be the wrong one
-    _with_project(run, {"name": "saxpy", "path": "/elsewhere/ncuh.toml"}, variant="naive")
+    _with_project(run, {"name": "scale-test", "path": str(SCALE.resolve())})
     writeup = collect([run])
+    assert all(page.strategy is None for page in writeup.pages)
+    assert writeup.pages[0].heading == "nvrtc (sgemm_naive)"
+    assert "pass --project to show them" in capsys.readouterr().err
+    loaded = collect([run], SCALE)
+    assert {page.strategy for page in loaded.pages} == {
+        "One thread per element, compiled by NVRTC from `scale.cu` with `BLOCK` as -D."}
+
+
+def test_a_run_of_another_project_gets_no_strategies_from_the_one_named(tmp_path: Path):
+    run = make_run(tmp_path)
+    # the bundled project also has a variant called naive: its Strategy would be the wrong one
+    _with_project(run, {"name": "saxpy", "path": "/elsewhere/ncuh.toml"}, variant="naive")
+    writeup = collect([run], default_project_path())
     assert all(page.strategy is None for page in writeup.pages)
     assert [page.heading for page in writeup.pages] == ["naive (sgemm_naive)",
                                                         "naive (sgemm_smem)"]
-    # the same run naming the bundled project by name gets its pages
+    # the same run naming the bundled project by name gets its pages from it
     _with_project(run, {"name": "sgemm", "path": "/elsewhere/ncuh.toml"}, variant="naive")
-    assert collect([run]).pages[0].heading == "Iteration 0: Naive"
+    assert collect([run], default_project_path()).pages[0].heading == "Iteration 0: Naive"
+    assert collect([run]).pages[0].heading == "naive (sgemm_naive)"  # no --project: no chain
 
 
 def test_bench_rows_show_gb_per_second_when_the_project_has_a_bytes_model(tmp_path: Path):

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from harness.atomic import atomic_write_text
+from harness.atomic import atomic_write_text, refuse_inputs
 from harness.commands.options import out_option
 from harness.errors import ReportError
 from harness.input_file import holds_bad_text
@@ -40,6 +40,12 @@ def diff(baseline: Path, current: Path, config: Path | None, fmt: str, out: Path
     from harness.diff.compare import diff_runs
     from harness.diff.markdown import status_line
 
+    if out is not None:
+        from harness.rundir import is_run_directory, run_inputs
+
+        refuse_inputs(out, [file for side in (baseline, current)
+                            for file in (run_inputs(side) if is_run_directory(side) else [side])]
+                      + ([config] if config is not None else []))
     result = diff_runs(baseline, current, config=config, pairs=pairs,
                        allow_mismatch=allow_mismatch, allow_no_match=allow_no_match)
     for side in (result.baseline, result.current):

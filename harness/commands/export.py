@@ -15,12 +15,12 @@ from typing import TextIO
 
 import click
 
-from harness.atomic import atomic_path
+from harness.atomic import atomic_path, refuse_inputs
 from harness.commands.options import kernel_option, out_alias_option, out_option
 from harness.errors import NcuhError
 from harness.report.export_format import EXPORT_FORMATS, write_export
 from harness.report.reportfile import export_columns
-from harness.rundir import is_run_directory, load_run
+from harness.rundir import is_run_directory, load_run, run_inputs
 
 
 @click.command()
@@ -43,6 +43,8 @@ def export(report: Path, out: Path | None, output_alias: Path | None, fmt: str,
     output = out or output_alias
     # Nothing is written before the whole table is known to be readable: a bad report leaves
     # no file (an output file is written aside and renamed; stdout gets the table at once).
+    if output is not None:
+        refuse_inputs(output, run_inputs(report) if is_run_directory(report) else [report])
     if is_run_directory(report):
         if fmt != "csv":
             raise NcuhError(f"{report}: a run directory exports as CSV only (its metrics.csv)")

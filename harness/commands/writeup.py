@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from harness.commands.options import out_option, project_option, project_path
+from harness.commands.options import out_option, project_path
 
 
 def _default_out() -> Path:
@@ -17,6 +17,14 @@ def _default_out() -> Path:
     return Path("runs") / f"writeup-{stamp}"
 
 
+# Runs are data: only a project the user names here is loaded, which runs its Python module.
+WRITEUP_PROJECT_HELP = (
+    "Load this project file (or its folder) for the chain's titles, strategies and reference, "
+    "running its module. Without it nothing is loaded or imported: not the project a run's "
+    "manifest names, not $NCUH_PROJECT, not an ncuh.toml found from here; the pages use what "
+    "each run's manifest records.")
+
+
 @click.command("writeup")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
 @out_option("Directory for index.md/index.html, one page per kernel, and plots/; the pages "
@@ -24,11 +32,16 @@ def _default_out() -> Path:
             "runs/writeup-<UTC time>].")
 @click.option("--format", "fmt", type=click.Choice(["md", "html", "both"]), default="both",
               show_default=True, help="Markdown for GitHub, self-contained HTML, or both.")
-@project_option
+@click.option("--project", "project", type=click.Path(path_type=Path), default=None,
+              metavar="PATH", help=WRITEUP_PROJECT_HELP)
 def writeup(sources: tuple[Path, ...], out: Path | None, fmt: str,
             project: Path | None) -> None:
     """Write one page per kernel of each SOURCE (a run directory or an .ncu-rep file) and an
-    index page with the chain table and plots."""
+    index page with the chain table and plots.
+
+    Run directories and reports are data: writeup never imports a module they name or
+    carry, and only --project (here or as `ncuh --project`) runs a project's code.
+    """
     from harness.render import write
     from harness.writeup import collect
 

@@ -13,6 +13,7 @@ their estimate.
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -157,13 +158,20 @@ def _load_run_side(path: Path) -> Side:
 def _entry_kernels(entry: RunEntry) -> list[KernelData]:
     """The kernels of one run entry; the variant's own kernel is keyed by the variant name.
 
-    `ncuh profile` captures exactly one kernel per entry, which then is the variant. When a
-    report holds several, the one whose function name is the variant (or ends in _<variant>)
+    `ncuh profile` captures exactly one kernel per entry, which then is the variant, unless the
+    manifest names the variant's kernel and the report does not hold it. When a report holds
+    several, the one whose function name is the variant (or ends in _<variant>)
     takes the variant's name; the others keep their function names.
     """
     assert entry.report is not None
     kernels = _report_kernels(entry.report, name=None, size=entry.size)
     if entry.variant is None:
+        return kernels
+    foreign = entry.foreign([k.function or "" for k in kernels])
+    if foreign is not None:
+        # Another kernel than the one the manifest names: compared under its own name, never
+        # as the variant (a wrong report must not read as the variant getting faster).
+        print(f"ncuh: warning: {foreign}", file=sys.stderr)
         return kernels
     if len(kernels) == 1:
         return [_renamed(kernels[0], entry.variant)]

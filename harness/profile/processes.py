@@ -19,10 +19,12 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Protocol
+
+from harness.util import terminate_as_interrupt as terminate_as_interrupt
 
 # Runs one argv with an environment (None: ours) and returns (exit status, stdout+stderr);
 # a Runner may take a third argument, a callback for the output as it comes, and the keywords
@@ -192,26 +194,6 @@ def kill_running() -> None:
         running = list(_RUNNING)
     for process in running:
         kill_group(process)
-
-
-@contextlib.contextmanager
-def terminate_as_interrupt() -> Iterator[None]:
-    """Turn SIGTERM/SIGHUP into an exception so cleanup runs (the default kills Python cold)."""
-
-    def handler(signum: int, frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = {}
-    try:
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            previous[sig] = signal.signal(sig, handler)
-    except ValueError:  # not the main thread: leave the handlers alone
-        pass
-    try:
-        yield
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)
 
 
 @dataclass

@@ -13,6 +13,7 @@ killing ncuh with a half-built run directory.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import json
 import os
 import sys
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import NcuhError
+from harness.util import pause_at
 
 if TYPE_CHECKING:
     import argparse
@@ -122,11 +124,41 @@ def _run_parts(tasks: list[_Part], jobs: int, *, in_this_process: bool
 
     # fork: the children start at once, with this process's imports already done
     context = multiprocessing.get_context("fork")
+    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context,
+                               initializer=_leave_signals_to_the_parent)
     try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            return list(pool.map(_export_part, tasks))
+        futures = [pool.submit(_export_part, task) for task in tasks]
+        pause_at("export parts")
+        return [future.result() for future in futures]
     except BrokenProcessPool:
         raise NcuhError(f"{tasks[0].report}: exporting it crashed (in ncu_report)") from None
+    except BaseException:
+        _kill_workers(pool)  # an interrupt: no child works on, or waits, after we are gone
+        raise
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _leave_signals_to_the_parent() -> None:
+    """In a worker: Ctrl-C (sent to the whole process group) is the parent's to handle, and
+    SIGTERM ends the worker at once (not the parent's handler, inherited by the fork)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def _kill_workers(pool: Any) -> None:
+    # ProcessPoolExecutor kills its workers only from Python 3.14 (kill_workers); before, its
+    # processes are reached through the attribute that holds them.
+    kill = getattr(pool, "kill_workers", None)
+    if kill is not None:
+        kill()
+        return
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(OSError, ValueError):
+            process.kill()
 
 
 def _export_part(task: _Part) -> tuple[Path, int]:

@@ -6,6 +6,7 @@ project file. Callables are the user's own functions, already imported and check
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -296,8 +297,10 @@ class Project:
     def tolerance_at(self, size: Size) -> float:
         return float(self.tolerance(size))
 
-    def manifest(self) -> dict[str, Any]:
-        """The `project` block of manifest.json and bench.json."""
+    def manifest(self, sizes: Sequence[Size] = ()) -> dict[str, Any]:
+        """The `project` block of manifest.json and bench.json: names and keys, and what the
+        pages show (the chain's titles and strategies, the limits, the work model at `sizes`),
+        so that pages of a run never need to load, and run, the project again."""
         return {
             "name": self.name,
             "path": str(self.path),
@@ -308,4 +311,23 @@ class Project:
             "baseline": self.baseline.name,
             "baseline_title": self.baseline.title,
             "summary_min_size": self.summary_min_size,
+            "chain": [{"name": v.name, "iteration": v.iteration, "title": v.title,
+                       "previous": v.previous, "strategy": v.strategy,
+                       "kernel_name": v.kernel_name} for v in self.variants],
+            "limits": [{"name": limit.name, "key": limit.key} for limit in self.limits],
+            "work_model": {"flops": self.flops is not None, "bytes": self.bytes is not None,
+                           "at": [{"size": list(size), "flops": _work(self.flops, size),
+                                   "bytes": _work(self.bytes, size)} for size in sizes]},
         }
+
+
+def _work(model: Callable[[Size], float] | None, size: Size) -> float | None:
+    """The work model at `size`; None where there is none or it fails there (the loader
+    tried it at the project's own sizes; another size is the user's code's business)."""
+    if model is None:
+        return None
+    try:
+        value = float(model(size))
+    except Exception:
+        return None
+    return value if math.isfinite(value) else None
