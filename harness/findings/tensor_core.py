@@ -1,5 +1,6 @@
 """Tensor-core kernels: how busy the tensor pipe is, which MMA feeds it (warpgroup WGMMA or
-warp-level mma.sync) and which path brings the operands (TMA, cp.async, ldmatrix, plain loads).
+warp-level mma.sync) and which path brings the operands from global memory (TMA, cp.async or
+plain loads; `feeds`).
 
 A Hopper GEMM or attention kernel is judged by its tensor pipe, not by the L1/TEX or the
 occupancy figures of a SIMT kernel: a warp-specialized WGMMA kernel runs one or two blocks of a
