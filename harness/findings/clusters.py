@@ -12,7 +12,7 @@ NAME = "clusters"
 SECTION = "Memory Workload Analysis"
 DOMINANT = 10.0  # DSMEM requests, percent of executed warp instructions
 CLUSTER_SIZE = "launch__cluster_size"
-OPS = {"ld": "loads", "st": "stores", "atom": "atomics", "redas": "reductions"}
+OPS = {"ld": "loads", "st": "stores", "atom": "atomics", "redas": "remote adds"}
 SECTOR_BYTES = 32
 
 

@@ -18,7 +18,7 @@ DOMINANT = 15.0  # percent of executed warp instructions
 KINDS = {
     "SHFL": ("Warp shuffles", "lsu",
              "What if each shuffle carried more work (reduce several values in registers "
-             "first, shuffle once per many elements), or an integer reduction used "
+             "first, shuffle once per many elements), or an integer sum across the warp used "
              "__reduce_add_sync (REDUX)?"),
     "VOTE": ("Warp votes", "alu",
              "What if the predicate were voted on less often (once per several elements, or "
@@ -60,7 +60,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
     total = fmt(profile.executed_instructions or 0, 0)
     text = f"Executed warp-level primitives: {counts} of {total} instructions ({SECTION})."
     top = dominant(profile)
-    if top is None:  # a few shuffles in a reduction's last step say nothing about the kernel
+    if top is None:  # a few shuffles in a last summing step say nothing about the kernel
         return []
     opcode, executed, share = top
     words, pipe, what_if = KINDS[opcode]
