@@ -30,7 +30,10 @@ _KEEP_AT_PEAK = (tensor_core.NAME, "bound", "progress")
 
 
 def _aside(finding: Finding, why: str) -> Finding:
-    return dataclasses.replace(finding, kind="info", title=f"{finding.title.rstrip('.')} — {why}.")
+    """The finding as an aside that says why; its fix idea goes: the cause has its own, or
+    there is too little left to win."""
+    return dataclasses.replace(finding, kind="info", title=f"{finding.title.rstrip('.')} — {why}.",
+                               fix_title=None, fix_text=None, what_if=None)
 
 
 def dominance_explains_pipe(findings: list[Finding]) -> list[Finding]:
