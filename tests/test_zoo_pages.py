@@ -195,6 +195,8 @@ def test_hopper_gemms_are_judged_by_the_tensor_pipe():
     assert [f for f in found if f.kind == "bad"] == []
     [occ] = [f for f in found if f.rule == "occupancy" and f.title.startswith("Theoretical")]
     assert occ.kind == "info" and "by design" in occ.title and "18.8%" in occ.title
+    assert occ.what_if is None  # design has no fix idea; on its own the rule offers one
+    assert occupancy_limits.binding(gemm).resource == "registers"
     [gap] = [f for f in found if f.rule == "occupancy" and f.title.startswith("Achieved")]
     assert "at most 4.8% to win: the tensor pipe is at 95.2% of its peak" in gap.title
     assert "memory-bound" not in page("zoo_bf16_gemm").tldr
