@@ -22,6 +22,7 @@ from harness.findings import (
     feeds,
     imbalance,
     local_arrays,
+    occupancy,
     occupancy_limits,
     pipes,
     run_rules,
@@ -196,6 +197,8 @@ def test_hopper_gemms_are_judged_by_the_tensor_pipe():
     [occ] = [f for f in found if f.rule == "occupancy" and f.title.startswith("Theoretical")]
     assert occ.kind == "info" and "by design" in occ.title and "18.8%" in occ.title
     assert occ.what_if is None  # design has no fix idea; on its own the rule offers one
+    [alone] = [f for f in occupancy.check(gemm) if f.title.startswith("Theoretical")]
+    assert alone.kind == "bad" and "at most 80 registers per thread" in alone.what_if
     assert occupancy_limits.binding(gemm).resource == "registers"
     [gap] = [f for f in found if f.rule == "occupancy" and f.title.startswith("Achieved")]
     assert "at most 4.8% to win: the tensor pipe is at 95.2% of its peak" in gap.title
