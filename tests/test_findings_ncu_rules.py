@@ -53,9 +53,12 @@ def test_info_and_tiny_speedups_are_left_out():
 
 def test_every_rule_is_registered_once():
     names = [r.name for r in RULES]
-    assert names == ["bound", "pipes", "divergence", "atomics", "memory_level", "stalls",
-                     "bank_conflicts", "occupancy", "coalescing", "vectorization", "spills",
-                     "local_arrays", "waves", "instruction_mix", "progress", "ncu_rules"]
+    assert names == ["bound", "tensor_core", "pipes", "divergence", "atomics",
+                     "warp_primitives", "synchronization", "clusters", "memory_level", "stalls",
+                     "bank_conflicts", "occupancy", "imbalance", "coalescing", "vectorization",
+                     "spills", "local_arrays", "waves", "instruction_mix", "progress",
+                     "ncu_rules"]
+
 
 
 # ---------------------------------------------------------------------------------------------

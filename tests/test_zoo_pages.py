@@ -1,22 +1,42 @@
-"""The zoo (tests/fixtures/zoo): one real H100 report per problem class. Each page's TLDR —
-the first thing the page says about the kernel — names that problem, and each finding reads
-the real numbers ncu recorded."""
+"""The zoo (tests/fixtures/zoo): one real H100 or H200 report per problem class. Each page's
+TLDR — the first thing the page says about the kernel — names that problem, and each finding
+reads the real numbers ncu recorded."""
 
 from __future__ import annotations
 
+import contextlib
+import csv
 import functools
+import gzip
 from pathlib import Path
 
 import pytest
 from packed_fixtures import report
 
-from harness.findings import atomics, coalescing, divergence, local_arrays, pipes, run_rules
+from harness.findings import (
+    atomics,
+    bound,
+    clusters,
+    coalescing,
+    divergence,
+    feeds,
+    imbalance,
+    local_arrays,
+    occupancy,
+    occupancy_limits,
+    pipes,
+    run_rules,
+    synchronization,
+    tensor_core,
+    warp_primitives,
+)
 from harness.report.kernel_profile import KernelProfile
 from harness.report.profile_builder import load_profiles
 from harness.writeup import KernelPage, collect
 
 # The reports are committed packed with xz (`packed_fixtures`).
 ZOO = Path(__file__).parent / "fixtures" / "zoo"
+REDUCTION = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
 
 # program -> words its page's TLDR must hold
 PROBLEMS = {
@@ -32,6 +52,41 @@ PROBLEMS = {
     "zoo_tensor_gemm": "Tensor (FP) pipe",
     "zoo_transcendental": "XU",
     "zoo_uncoalesced_store": "global stores are uncoalesced (loads are not)",
+    # Hopper-era kernels: judged by the tensor pipe and the path that feeds it
+    "zoo_bf16_gemm": "compute-bound (Tensor (FP) pipe at 95.2%, near its peak: WGMMA (HGMMA) "
+    "fed by TMA (UTMALDG)); no rule found a clear problem",
+    "zoo_fp8_gemm": "compute-bound (Tensor (FP) pipe at 86.7%, near its peak: WGMMA (QGMMA) "
+    "fed by TMA (UTMALDG)); no rule found a clear problem",
+    "zoo_triton_matmul": "compute-bound (Tensor (FP) pipe at 88.5%, near its peak: WGMMA "
+    "(HGMMA) fed by TMA (UTMALDG)); no rule found a clear problem",
+    "zoo_cudnn_attention": "compute-bound (Tensor (FP) pipe at 63.2%: WGMMA (HGMMA) fed by TMA",
+    "zoo_flash_attention": "latency-bound (busiest pipe Tensor (FP) at 52.3%), and the biggest "
+    "problem is this: theoretical occupancy is only 12.5%, limited by registers per thread and "
+    "shared memory per block",
+    "zoo_compiled_fused": "compute-bound (FMA pipe at 46.7%), and the biggest problem is this: "
+    "warps stall on long scoreboard",
+    "zoo_tma_copy": "memory-bound (L2, loads by TMA (UTMALDG))",
+    "zoo_cluster_dsmem": "distributed shared memory traffic dominates: 17,301,504 requests",
+    "zoo_cluster_sync": "cluster barriers dominate: UCGABAR_ARV/UCGABAR_WAIT/MEMBAR",
+    # warp primitives, atomics and synchronization that dominate a kernel
+    "zoo_warp_shuffle": "warp shuffles dominate: SHFL is 42.4% of executed instructions",
+    "zoo_warp_vote": "warp votes dominate: VOTE is 17.6% of executed instructions",
+    "zoo_atomic_shared": "shared-memory atomics dominate: ATOMS is 20.2%",
+    "zoo_atomic_scattered": "scattered global atomics dominate",
+    "zoo_barrier": "block barriers dominate: BAR is 38.3% of executed instructions",
+    "zoo_polling": "a polling loop dominates: warps spin on volatile loads",
+    # launch limits, each named by its cause and the number that lifts it
+    "zoo_occupancy_blocks": "limited by the SM's block limit (32 blocks per SM): 32-thread "
+    "blocks hit the SM's limit of 32 blocks at 32 of 64 warps; 64-thread blocks would allow 64 "
+    "warps",
+    "zoo_occupancy_registers": "limited by registers per thread (1 block per SM): 168 registers "
+    "per thread allow 1 block of 8 warps per SM; at most 128 registers per thread "
+    "(__launch_bounds__(256, 2)) would fit 2 blocks, 16 warps",
+    "zoo_occupancy_warps": "compute-bound (FMA pipe at 71.9%)",
+    "zoo_waves_tail": "tail effect: 1.25 waves, the partial last wave leaves 37.5% of SM time "
+    "idle",
+    "zoo_imbalance": "work is unbalanced across SMs: the busiest SM was active 13.6× as many "
+    "cycles as the average SM, so for about 92.5% of the kernel one SM ran alone",
 }
 
 
@@ -112,3 +167,181 @@ def test_streaming_level():
     dram = [f for f in run_rules(profile("zoo_stream_dram")) if f.rule == "memory_level"]
     l2 = [f for f in run_rules(profile("zoo_stream_l2")) if f.rule == "memory_level"]
     assert dram[0].metrics["level"] == "DRAM" and l2[0].metrics["level"] == "L2"
+
+
+def raw(name: str) -> dict[str, float]:
+    """ncu's own `--page raw --csv` of a zoo report: metric -> value (the truth)."""
+    with gzip.open(ZOO / f"{name}.raw.csv.gz", "rt") as f:
+        rows = list(csv.reader(f))
+    out = {}
+    for key, value in zip(rows[0], rows[2], strict=True):
+        with contextlib.suppress(ValueError):  # strings: names, "no data"
+            out[key] = float(value.replace(",", ""))
+    return out
+
+
+def test_hopper_gemms_are_judged_by_the_tensor_pipe():
+    # cuBLAS BF16 at 95.2% of its tensor pipe: compute-bound, near its peak, no problem left
+    gemm = profile("zoo_bf16_gemm")
+    assert raw("zoo_bf16_gemm")["sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"] \
+        == pytest.approx(95.222735)
+    use = tensor_core.tensor_use(gemm)
+    assert use is not None and use.wgmma and use.warp_specialized  # HGMMA, USETMAXREG
+    assert use.pipe_pct == pytest.approx(95.2227, abs=1e-3)
+    assert use.main_feed == ("TMA (UTMALDG)",)
+    tma_sectors = "l1tex__m_xbar2l1tex_read_sectors_mem_global_op_tma_ld.sum"
+    assert use.feed["TMA (UTMALDG)"] == 32 * raw("zoo_bf16_gemm")[tma_sectors] == 1610612736
+    assert bound.classify(gemm) == "compute"
+    found = run_rules(gemm)
+    assert [f for f in found if f.kind == "bad"] == []
+    [occ] = [f for f in found if f.rule == "occupancy" and f.title.startswith("Theoretical")]
+    assert occ.kind == "info" and "by design" in occ.title and "18.8%" in occ.title
+    assert occ.what_if is None  # design has no fix idea; on its own the rule offers one
+    [alone] = [f for f in occupancy.check(gemm) if f.title.startswith("Theoretical")]
+    assert alone.kind == "bad" and "at most 80 registers per thread" in alone.what_if
+    assert occupancy_limits.binding(gemm).resource == "registers"
+    [gap] = [f for f in found if f.rule == "occupancy" and f.title.startswith("Achieved")]
+    assert "at most 4.8% to win: the tensor pipe is at 95.2% of its peak" in gap.title
+    assert "memory-bound" not in page("zoo_bf16_gemm").tldr
+    assert "occupancy" not in page("zoo_bf16_gemm").tldr
+    # near the peak from 80% on: FP8 at 86.7% is; cuDNN attention at 63.2% is not
+    assert tensor_core.near_peak(profile("zoo_fp8_gemm")) == pytest.approx(86.6893, abs=1e-3)
+    assert tensor_core.near_peak(profile("zoo_cudnn_attention")) is None
+    assert tensor_core.NEAR_PEAK == 80.0
+
+
+def test_tensor_pipe_sets_the_bound_where_sm_throughput_reads_low():
+    # cuDNN attention: SM throughput 54.0% (< 60) but its tensor pipe runs at 63.2%
+    attention = profile("zoo_cudnn_attention")
+    assert attention.speed_of_light.compute_throughput_pct < bound.LATENCY_THRESHOLD
+    assert bound.classify(attention) == "compute"
+    # flash attention (mma.sync) at 52.3% with memory at 44.5%: latency-bound
+    assert bound.classify(profile("zoo_flash_attention")) == "latency"
+    [finding] = tensor_core.check(profile("zoo_flash_attention"))
+    assert finding.kind == "info" and "mma.sync (HMMA), fed by cp.async (LDGSTS)" in finding.title
+
+
+def test_low_occupancy_is_design_only_for_wgmma_kernels():
+    wgmma = [f for f in run_rules(profile("zoo_cudnn_attention")) if f.rule == "occupancy"
+             and f.title.startswith("Theoretical")]
+    assert [f.kind for f in wgmma] == ["info"] and "by design: a WGMMA kernel" in wgmma[0].title
+    # flash attention's mma.sync kernel: the same 12.5% stays a problem, with both causes
+    [sync] = [f for f in run_rules(profile("zoo_flash_attention")) if f.rule == "occupancy"
+              and f.title.startswith("Theoretical")]
+    assert sync.kind == "bad"
+    assert "only together: at most 168 registers per thread" in sync.title
+    assert "and at most 75.0 KiB per block would fit 3 blocks" in sync.title
+
+
+def test_tma_copy_is_memory_bound_through_tma():
+    copy = profile("zoo_tma_copy")
+    tma_sectors = raw("zoo_tma_copy")["l1tex__m_xbar2l1tex_read_sectors_mem_global_op_tma_ld.sum"]
+    assert feeds.load_bytes(copy) == {"TMA (UTMALDG)": 32 * tma_sectors}
+    assert feeds.async_share(copy) == 1.0
+    assert bound.describe(copy) == "memory-bound (L2, loads by TMA (UTMALDG))"
+    # a kernel whose loads are plain LDGs says nothing of a feed
+    assert bound.describe(profile("zoo_stream_dram")) == "memory-bound (DRAM)"
+
+
+def test_distributed_shared_memory_is_named():
+    dsmem = profile("zoo_cluster_dsmem")
+    requests = raw("zoo_cluster_dsmem")["l1tex__t_requests_pipe_lsu_mem_dshared_op_ld.sum"]
+    assert clusters.dsmem(dsmem) == {"ld": (requests, 84344832.0)}
+    [finding] = clusters.check(dsmem)
+    assert finding.kind == "bad" and finding.metrics["share_pct"] == pytest.approx(13.75, abs=0.01)
+    # the long-scoreboard stalls are its symptom: the DSMEM finding carries their estimate
+    [top] = [f for f in run_rules(dsmem) if f.rule == "clusters"]
+    assert top.speedup_pct is not None
+    # remote stores at 6.5% of instructions (< 10%): clusters named, not called a problem
+    [sync] = clusters.check(profile("zoo_cluster_sync"))
+    assert sync.kind == "info" and "264 clusters of 4 blocks (4x1x1)" in sync.title
+    assert clusters.check(profile("zoo_stream_dram")) == []  # no clusters at all
+
+
+def test_warp_primitives_dominate_or_not():
+    assert warp_primitives.dominant(profile("zoo_warp_shuffle"))[::2] == ("SHFL", pytest.approx(
+        42.36, abs=0.01))
+    assert warp_primitives.dominant(profile("zoo_warp_vote"))[::2] == ("VOTE", pytest.approx(
+        17.59, abs=0.01))
+    # the shuffles explain the LSU pipe at 98.9%: the pipe finding steps aside
+    [pipe] = [f for f in run_rules(profile("zoo_warp_shuffle")) if f.rule == "pipes"]
+    assert pipe.kind == "info" and "warp shuffles dominate, which keeps it busy" in pipe.title
+    # the cuBLAS GEMM's uniform votes (VOTEU) are not warp votes
+    assert warp_primitives.check(profile("zoo_bf16_gemm")) == []
+    # the reduction's last-warp shuffles: 8.1% of instructions, below the 15% that dominates
+    passes = load_profiles(report(REDUCTION / "warp_shuffle_67108864.ncu-rep"))
+    assert {f"{s:.1f}" for p in passes for _, s in warp_primitives.shares(p).values()} == {
+        "8.1", "0.3"}
+    assert all(warp_primitives.check(p) == [] for p in passes)
+
+
+def test_synchronization_kinds():
+    [barrier] = synchronization.check(profile("zoo_barrier"))
+    assert barrier.metrics["kind"] == "Block barriers"
+    assert barrier.metrics["share_pct"] == pytest.approx(38.3, abs=0.05)
+    [cluster] = synchronization.check(profile("zoo_cluster_sync"))
+    assert cluster.metrics["kind"] == "Cluster barriers"
+    assert cluster.metrics["waiting_pct"] == pytest.approx(91.6, abs=0.05)  # membar + barrier
+    [polling] = synchronization.check(profile("zoo_polling"))
+    assert synchronization.strong_loads(profile("zoo_polling")) == 2847664
+    assert polling.metrics["kind"] == "polling"
+    # a streaming kernel: no barrier, no spin
+    assert synchronization.check(profile("zoo_stream_dram")) == []
+    # cuDNN attention waits at barriers (31.7%) but BAR is 0.7% of its instructions: not named;
+    # the BF16 GEMM's BAR at 1.5% is (an aside there: its tensor pipe is near its peak)
+    assert synchronization.check(profile("zoo_cudnn_attention")) == []
+    [gemm] = synchronization.check(profile("zoo_bf16_gemm"))
+    assert gemm.metrics["share_pct"] == pytest.approx(1.5, abs=0.05)
+    assert gemm.metrics["share_pct"] >= synchronization.MIN_SHARE
+
+
+def test_atomics_by_space_and_spread():
+    [shared] = atomics.check(profile("zoo_atomic_shared"))
+    assert shared.kind == "bad" and shared.metrics["space"] == "shared"
+    [scattered] = atomics.check(profile("zoo_atomic_scattered"))
+    r = raw("zoo_atomic_scattered")
+    per = (r["l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum"]
+           / r["l1tex__t_requests_pipe_lsu_mem_global_op_red.sum"])
+    assert scattered.metrics["sectors_per_request"] == per == 32.0
+    assert not atomics.serializes(profile("zoo_atomic_scattered"))
+    # one address: still the serialization finding, not "scattered"
+    [same] = atomics.check(profile("zoo_atomic_same"))
+    assert same.title.startswith("Same-address atomics serialize")
+
+
+def test_occupancy_names_the_cause_the_user_can_change():
+    blocks = profile("zoo_occupancy_blocks")
+    # ncu's limits tie at 32 blocks for shared memory, blocks and barriers; the kernel uses
+    # neither shared memory nor barriers, so the block size is the cause
+    assert blocks.occupancy.limiters == ("shared_mem", "blocks", "barriers")
+    assert occupancy_limits.causes(blocks) == ("blocks",)
+    assert "shared memory" not in page("zoo_occupancy_blocks").tldr
+    regs = occupancy_limits.binding(profile("zoo_occupancy_registers"))
+    assert regs.resource == "registers" and "at most 128 registers" in regs.lift
+    smem = occupancy_limits.binding(profile("zoo_smem_occupancy"))
+    assert smem.lift == "at most 37.0 KiB per block would fit 6 blocks, 24 warps"
+    warps = occupancy_limits.binding(profile("zoo_occupancy_warps"))
+    assert warps.cause == "768-thread blocks (24 warps) fit 2 per SM: 48 of 64 warps"
+    assert warps.lift == "a block of 1024 threads would fill all 64 warps"
+    # 75% is not low enough to be a problem, but the page names the limit and its lift
+    [occ] = [f for f in run_rules(profile("zoo_occupancy_warps")) if f.rule == "occupancy"]
+    assert occ.kind == "info" and warps.lift in occ.title
+
+
+def test_imbalance_against_ncu_counters():
+    r = raw("zoo_imbalance")
+    b = imbalance.balance(profile("zoo_imbalance"))
+    # the raw page rounds the average to six decimals
+    assert b.ratio == pytest.approx(r["sm__cycles_active.max"] / r["sm__cycles_active.avg"], 1e-9)
+    others = (r["sm__cycles_active.sum"] - r["sm__cycles_active.max"]) / 131
+    assert b.alone_pct == pytest.approx(
+        100 * (r["sm__cycles_active.max"] - others) / r["sm__cycles_elapsed.max"])
+    [finding] = [f for f in run_rules(profile("zoo_imbalance")) if f.rule == "imbalance"]
+    assert finding.kind == "bad"
+    # the achieved-occupancy gap is its symptom
+    [gap] = [f for f in run_rules(profile("zoo_imbalance")) if f.rule == "occupancy"]
+    assert gap.kind == "info" and "unequal work" in gap.title
+    # balanced SMs (the tail kernel: 1.00x) and a grid smaller than the GPU: not judged here
+    assert imbalance.balance(profile("zoo_waves_tail")).ratio == pytest.approx(1.0, abs=0.01)
+    assert imbalance.check(profile("zoo_waves_tail")) == []
+    assert imbalance.balance(profile("zoo_small_grid")) is None

@@ -18,6 +18,9 @@ SECTION = "Memory Workload Analysis"
 HOT_SLICE_PCT = 30.0  # the busiest L2 slice's atomic unit at least this busy ...
 CONCENTRATION = 8.0  # ... and this many times busier than the average slice: one address
 ATOMIC_OPCODES = ("ATOM", "ATOMG", "RED", "REDG", "ATOMS", "REDUX")
+SHARED_OPCODES = ("ATOMS",)
+DOMINANT = 10.0  # percent of executed instructions: the atomics are the kernel's main work
+SCATTERED = 4.0  # sectors per warp-level global atomic: lanes aim at different addresses
 
 
 def executed_atomics(profile: KernelProfile) -> dict[str, float]:
@@ -74,6 +77,61 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
             evidence=(ev(profile, "l2_atomic_busiest_pct", ">=", HOT_SLICE_PCT),
                       ev(profile, "l2_atomic_concentration", ">=", CONCENTRATION)),
         )]
+    dominant = _dominant(profile, executed, text, metrics)
+    if dominant is not None:
+        return [dominant]
     return [Finding(rule=NAME, kind="info", title=f"The kernel executes atomics ({counts}).",
                     text=text, section=SECTION, metrics=metrics,
                     evidence=(ev(profile, "atomic_executed", ">", 0.0),))]
+
+
+def _dominant(profile: KernelProfile, executed: dict[str, float], text: str,
+              metrics: dict[str, float | str]) -> Finding | None:
+    """Atomics that make up much of the kernel, named by space and spread: shared-memory
+    atomics, or global atomics whose lanes hit different sectors (scattered)."""
+    total = profile.executed_instructions
+    if not total:
+        return None
+    shared = sum(n for op, n in executed.items() if op in SHARED_OPCODES)
+    glob = sum(n for op, n in executed.items() if op not in SHARED_OPCODES and op != "REDUX")
+    if 100.0 * shared / total >= DOMINANT and shared >= glob:
+        share = 100.0 * shared / total
+        wavefronts = profile.metric("l1tex__data_pipe_lsu_wavefronts_mem_shared_op_atom.sum")
+        per = (f"; {fmt(wavefronts / shared, 2)} shared-memory wavefronts per instruction"
+               if wavefronts else "")
+        return Finding(
+            rule=NAME, kind="bad",
+            title=f"Shared-memory atomics dominate: ATOMS is {fmt(share)}% of executed "
+            f"instructions ({fmt(shared, 0)}){per}.",
+            text=text, section=SECTION,
+            fix_title="Count in registers first.",
+            fix_text="Each shared atomic is a read-modify-write in the block's shared memory; "
+            "lanes that hit the same word are serialized.",
+            what_if="What if each thread (or warp, with __match_any_sync / __reduce_add_sync) "
+            "accumulated its updates in registers and issued one atomic per distinct bin?",
+            weight=share, metrics={**metrics, "space": "shared", "share_pct": share},
+        )
+    share = 100.0 * glob / total
+    at = profile.atomics
+    sectors = profile.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum") or 0.0
+    sectors += profile.metric("l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum") or 0.0
+    requests = at.global_requests
+    if share < DOMINANT or not requests or sectors / requests < SCATTERED:
+        return None
+    l2 = profile.speed_of_light.l2_throughput_pct
+    busy = f", keeping L2 at {fmt(l2)}% of its peak" if l2 is not None else ""
+    return Finding(
+        rule=NAME, kind="bad",
+        title=f"Scattered global atomics dominate: {fmt(share)}% of executed instructions, "
+        f"each warp's atomic touching {fmt(sectors / requests)} sectors{busy}.",
+        text=text, section=SECTION,
+        fix_title="Aggregate before the atomic.",
+        fix_text="Every lane's update goes to its own sector, so each warp-level atomic becomes "
+        "up to 32 read-modify-writes in L2.",
+        what_if="What if updates were first combined per block (a shared-memory histogram, or "
+        "sorting the keys so a warp's lanes share addresses) and written to global memory "
+        "once per bin?",
+        weight=share + (l2 or 0.0) / 2,
+        metrics={**metrics, "space": "global", "share_pct": share,
+                 "sectors_per_request": sectors / requests},
+    )

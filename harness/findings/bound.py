@@ -27,11 +27,18 @@ Bound = Literal["memory", "compute", "latency"]
 
 
 def classify(profile: KernelProfile) -> Bound | None:
-    """The binding unit, or None when the speed-of-light throughputs were not collected."""
+    """The binding unit, or None when the speed-of-light throughputs were not collected.
+    A tensor-core kernel's compute side is its tensor pipe where that is busier than the SM
+    throughput figure (which averages over sub-units a WGMMA kernel leaves idle)."""
+    from harness.findings.tensor_core import tensor_use  # it reads pipes, which reads bound
+
     sol = profile.speed_of_light
     compute, memory = sol.compute_throughput_pct, sol.memory_throughput_pct
     if compute is None or memory is None:
         return None
+    use = tensor_use(profile)
+    if use is not None:
+        compute = max(compute, use.pipe_pct)
     if compute < LATENCY_THRESHOLD and memory < LATENCY_THRESHOLD:
         return "latency"
     return "memory" if memory >= compute else "compute"
@@ -63,7 +70,9 @@ def near_dram_peak(profile: KernelProfile) -> float | None:
 def describe(profile: KernelProfile) -> str:
     """The binding unit in a few words, e.g. "compute-bound (FP64 pipe at 86.7%)",
     "memory-bound (DRAM)", "latency-bound (busiest memory unit L2 at 47.2%)"."""
+    from harness.findings.feeds import ASYNC_PATHS, async_share, main_paths
     from harness.findings.pipes import busiest, content  # pipes reads bound's thresholds too
+    from harness.findings.tensor_core import near_peak, summary
 
     bound = classify(profile)
     if bound is None:
@@ -74,11 +83,17 @@ def describe(profile: KernelProfile) -> str:
     if bound == "compute":
         if not pipes:
             return "compute-bound"
-        busy_with = content(pipes[0].pipe)
-        return (f"compute-bound ({pipes[0].label} pipe at {fmt(pipes[0].pct)}%"
+        tensor = pipes[0].pipe.startswith("tensor")
+        busy_with = summary(profile) if tensor else content(pipes[0].pipe)
+        near = ", near its peak" if tensor and near_peak(profile) is not None else ""
+        return (f"compute-bound ({pipes[0].label} pipe at {fmt(pipes[0].pct)}%{near}"
                 + (f": {busy_with})" if busy_with else ")"))
     if bound == "memory":
-        return f"memory-bound ({unit[0]})" if unit else "memory-bound"
+        # the async-copy engines carry the loads: say so, a TMA pipeline is tuned differently
+        share = async_share(profile)
+        paths = [p for p in main_paths(profile) if p in ASYNC_PATHS]
+        by = f", loads by {' and '.join(paths)}" if share and share >= 0.5 and paths else ""
+        return f"memory-bound ({unit[0]}{by})" if unit else "memory-bound"
     # a latency-bound kernel's busiest unit says what it waits with, once it does something
     memory_side = (sol.memory_throughput_pct or 0.0) >= (sol.compute_throughput_pct or 0.0)
     if memory_side and unit and unit[1] >= DESCRIBE_MIN:

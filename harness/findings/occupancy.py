@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
+from harness.findings.occupancy_limits import binding, causes
 from harness.report.kernel_profile import KernelProfile
 
 NAME = "occupancy"
@@ -41,12 +42,14 @@ _FIX = {
 
 
 def limiter_text(profile: KernelProfile) -> str | None:
-    """"shared memory per block (2 blocks per SM)" or None when the limits were not collected."""
+    """"shared memory per block (2 blocks per SM)" or None when the limits were not collected.
+    Only real causes are named: not the limit of a resource the kernel does not use."""
     occ = profile.occupancy
     if not occ.limiters:
         return None
-    limit = occ.block_limits[occ.limiters[0]]
-    names = " and ".join(LIMITER_LABELS.get(n, n) for n in occ.limiters)
+    named = causes(profile) or occ.limiters
+    limit = occ.block_limits[named[0]]
+    names = " and ".join(LIMITER_LABELS.get(n, n) for n in named)
     blocks = limit or 0
     return f"{names} ({fmt(blocks, 0)} block{'' if blocks == 1 else 's'} per SM)"
 
@@ -63,11 +66,16 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
     metrics: dict[str, float | str] = {"theoretical_pct": theoretical}
     if achieved is not None:
         metrics["achieved_pct"] = achieved
-    if occ.limiters:
-        metrics["limiter"] = occ.limiters[0]
+    named = causes(profile) or occ.limiters
+    if named:
+        metrics["limiter"] = named[0]
     if theoretical < LOW_THEORETICAL:
-        key = occ.limiters[0] if occ.limiters else "registers"
+        key = named[0] if named else "registers"
         fix_title, what_if = _FIX.get(key, _FIX["registers"])
+        limit = binding(profile)
+        if limit is not None:  # the cause in numbers, and the number that lifts it
+            by += f": {limit.cause}; {limit.lift}"
+            what_if = f"{what_if.rstrip('?')}: {limit.lift}?"
         regs = profile.launch.registers_per_thread
         smem = profile.launch.shared_mem_per_block_bytes
         usage = []
@@ -115,7 +123,18 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                 evidence=(ev(profile, "achieved_of_theoretical_pct", "<", 100.0 * GAP_RATIO),),
             )
         )
-    if not findings and achieved is not None and achieved >= HIGH_ACHIEVED:
+    limit = binding(profile) if LOW_THEORETICAL <= theoretical < 100.0 else None
+    if limit is not None:  # not low enough to be a problem, but the lift is worth a word
+        findings.append(Finding(
+            rule=NAME, kind="info",
+            title=f"Theoretical occupancy is {fmt(theoretical)}%{by}: {limit.cause}; "
+            f"{limit.lift}.",
+            text=f"At most {fmt(theoretical)}% of the SM's warp slots can be filled{by} "
+            f"({SECTION}).",
+            section=SECTION, weight=100.0 - theoretical, metrics=metrics,
+        ))
+    if (not any(f.kind == "bad" for f in findings) and achieved is not None
+            and achieved >= HIGH_ACHIEVED):
         findings.append(
             Finding(
                 rule=NAME,

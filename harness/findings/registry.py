@@ -10,8 +10,11 @@ from harness.findings import (
     atomics,
     bank_conflicts,
     bound,
+    clusters,
     coalescing,
     divergence,
+    explains,
+    imbalance,
     instruction_mix,
     local_arrays,
     memory_level,
@@ -21,7 +24,10 @@ from harness.findings import (
     progress,
     spills,
     stalls,
+    synchronization,
+    tensor_core,
     vectorization,
+    warp_primitives,
     waves,
 )
 from harness.findings.evidence import OP_WORDS, failing, words
@@ -45,13 +51,18 @@ RULES: tuple[Rule, ...] = tuple(
     _rule(m)
     for m in (
         bound,
+        tensor_core,
         pipes,
         divergence,
         atomics,
+        warp_primitives,
+        synchronization,
+        clusters,
         memory_level,
         stalls,
         bank_conflicts,
         occupancy,
+        imbalance,
         coalescing,
         vectorization,
         spills,
@@ -85,11 +96,14 @@ _LOCAL_RULES = ("local_arrays", "spills")
 # the stall's estimated gain (ncu estimates gains for stalls, not for their causes), so the
 # TLDR names what to fix rather than what the warps wait for.
 CAUSES: dict[str, tuple[str, ...]] = {
-    "long_scoreboard": ("local_arrays", "spills", "atomics", "vectorization"),
+    "long_scoreboard": ("local_arrays", "spills", "atomics", "vectorization", "clusters",
+                        "synchronization"),
     "lg_throttle": ("spills", "local_arrays", "atomics", "coalescing"),
-    "short_scoreboard": ("atomics", "bank_conflicts"),
+    "short_scoreboard": ("atomics", "bank_conflicts", "warp_primitives"),
     "drain": ("atomics",),
-    "mio_throttle": ("bank_conflicts",),
+    "mio_throttle": ("bank_conflicts", "warp_primitives"),
+    "barrier": ("synchronization",),
+    "membar": ("synchronization",),
 }
 # Our "good" statements that say the same thing for all lanes of a warp: qualified when most
 # lanes idle, since the throughput they praise is mostly wasted issue slots.
@@ -121,6 +135,9 @@ def run_rules(
     findings = [_judged(f, profile) for f in findings]
     findings = _with_causes([_with_speedup(f, profile) for f in findings])
     findings = _idle_lanes_explain_pipe(findings, profile)
+    findings = explains.dominance_explains_pipe(findings)
+    findings = explains.imbalance_explains_occupancy(findings)
+    findings = explains.tensor_peak_outweighs(findings, profile)
     findings = [_consistent(f, profile) for f in findings]
     findings = [_qualified(f, profile) for f in findings]
     # only a verdict (good/bad) of ours replaces ncu's message; an aside (info) does not

@@ -64,6 +64,18 @@ def _value(action: Any, name: str) -> Any:
     return metric.value()
 
 
+_NAMESPACE = re.compile(r"\b(?:\w+::)+")
+_VALUE_CAST = re.compile(r"\((?:unsigned |signed |long |short )*(?:int|bool|char|long|short)\)"
+                         r"(?=-?\d)")
+
+
+def simplified_name(demangled: str) -> str:
+    """A kernel's name as ncu's details page heads it: the demangled name without namespaces
+    and without the casts of template value arguments ("(int)128" -> "128"); an extern "C"
+    kernel keeps its plain name."""
+    return _VALUE_CAST.sub("", _NAMESPACE.sub("", demangled))
+
+
 def _headline(kernel: KernelRef) -> str:
     action = kernel.action
 
@@ -71,7 +83,8 @@ def _headline(kernel: KernelRef) -> str:
         values = [_value(action, f"{prefix}_{axis}") for axis in "xyz"]
         return "(" + ", ".join("?" if v is None else str(v) for v in values) + ")"
 
-    parts = [f"{kernel.name} {dims('launch__grid_dim')}x{dims('launch__block_dim')}"]
+    grid, block = dims("launch__grid_dim"), dims("launch__block_dim")
+    parts = [f"{simplified_name(kernel.demangled_name)} {grid}x{block}"]
     for label, metric in (("Context", "launch__context_id"), ("Stream", "launch__stream_id"),
                           ("Device", "launch__device_id")):
         value = _value(action, metric)

@@ -1,0 +1,121 @@
+"""Synchronization named when it dominates: block barriers (BAR), cluster barriers
+(barrier.cluster: UCGABAR_ARV / UCGABAR_WAIT) with the memory fences that come with them
+(MEMBAR), and polling loops (warps spinning on volatile loads, with the YIELD the compiler puts
+in such a loop) (Instruction Statistics, Warp State Statistics).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.findings.model import Finding, fmt
+from harness.report.kernel_profile import KernelProfile
+
+NAME = "synchronization"
+SECTION = "Warp State Statistics"
+DOMINANT = 10.0  # percent of executed instructions
+WAITING = 25.0  # percent of the cycles between two instructions spent at a barrier or fence
+MIN_SHARE = 1.0  # percent of executed instructions: below this the barrier is not what waits
+WITH_MODIFIERS = "sass__inst_executed_per_opcode_with_modifier_all"
+STRONG_LOADS = ("LDG.E.STRONG", "LD.E.STRONG")  # volatile / relaxed-or-stronger loads
+
+
+@dataclass(frozen=True)
+class Kind:
+    words: str  # "Block barriers"
+    opcodes: tuple[str, ...]  # the opcodes counted
+    stalls: tuple[str, ...]  # the stall reasons they cause
+    fix_title: str
+    what_if: str
+
+
+KINDS = (
+    Kind("Block barriers", ("BAR",), ("barrier",), "Synchronize less often.",
+         "What if each barrier covered more work (several steps per __syncthreads, double "
+         "buffering), or warps that only exchange data among themselves used __syncwarp?"),
+    Kind("Cluster barriers", ("UCGABAR_ARV", "UCGABAR_WAIT", "MEMBAR"), ("barrier", "membar"),
+         "Split the cluster barrier.",
+         "What if arrive and wait were split (barrier.cluster.arrive.relaxed early, wait just "
+         "before the data is needed), so the fence and the wait overlap with work?"),
+)
+
+
+def _opcodes(profile: KernelProfile) -> dict[str, tuple[float, float]]:
+    return {o.opcode: (o.executed, o.share_pct) for o in profile.instruction_mix if o.executed}
+
+
+def _stall_share(profile: KernelProfile, reasons: tuple[str, ...]) -> tuple[float, float]:
+    """Cycles per issued instruction at the given stall reasons, and their percent."""
+    total = profile.warp_state.cycles_per_issued_instruction
+    cycles = sum(profile.warp_state.stall(r) or 0.0 for r in reasons)
+    return cycles, (100.0 * cycles / total if total else 0.0)
+
+
+def strong_loads(profile: KernelProfile) -> float:
+    """Executed volatile (strong) loads, from the opcodes with their modifiers."""
+    metric = profile.metrics.get(WITH_MODIFIERS)
+    if metric is None:
+        return 0.0
+    return sum(n for op, n in metric.instances if op.startswith(STRONG_LOADS))
+
+
+def _barrier_findings(profile: KernelProfile, ops: dict[str, tuple[float, float]]) -> list[Finding]:
+    found = []
+    for kind in KINDS:
+        present = {op: ops[op] for op in kind.opcodes if op in ops}
+        if not any(op in present for op in kind.opcodes[:2]):
+            continue  # a fence alone is no barrier
+        share = sum(s for _, s in present.values())
+        cycles, waiting = _stall_share(profile, kind.stalls)
+        if share < DOMINANT and (waiting < WAITING or share < MIN_SHARE):
+            continue
+        counts = ", ".join(f"{op} {fmt(n, 0)} ({fmt(s)}%)" for op, (n, s) in present.items())
+        per = profile.warp_state.cycles_per_issued_instruction or 0.0
+        found.append(Finding(
+            rule=NAME, kind="bad",
+            title=f"{kind.words} dominate: {'/'.join(present)} "
+            f"{'are' if len(present) > 1 else 'is'} {fmt(share)}% of executed "
+            f"instructions, and warps wait at them {fmt(cycles)} of every {fmt(per)} cycles "
+            f"({fmt(waiting)}%).",
+            text=f"Executed {counts}; stalls on {', '.join(kind.stalls)}: {fmt(cycles)} cycles "
+            f"per issued instruction ({SECTION}).",
+            section=SECTION, fix_title=kind.fix_title,
+            fix_text="Every warp waits at a barrier for the slowest one it synchronizes with; "
+            "little work between barriers leaves the SM waiting most of the time.",
+            what_if=kind.what_if, weight=max(share, waiting),
+            metrics={"kind": kind.words, "share_pct": share, "waiting_pct": waiting},
+        ))
+    return found
+
+
+def _polling_finding(profile: KernelProfile, ops: dict[str, tuple[float, float]]) -> list[Finding]:
+    total = profile.executed_instructions
+    loads = strong_loads(profile)
+    if not total or not loads or "YIELD" not in ops:
+        return []  # YIELD marks a loop the compiler could not bound: a spin
+    share = 100.0 * loads / total
+    if share < DOMINANT:
+        return []
+    cycles, waiting = _stall_share(profile, ("long_scoreboard",))
+    return [Finding(
+        rule=NAME, kind="bad",
+        title=f"A polling loop dominates: warps spin on volatile loads (LDG.E.STRONG, "
+        f"{fmt(share)}% of executed instructions) until a flag changes.",
+        text=f"Executed {fmt(loads, 0)} strong (volatile) global loads and YIELD "
+        f"{fmt(ops['YIELD'][0], 0)} ({fmt(ops['YIELD'][1])}%) of {fmt(total, 0)} instructions; "
+        f"each waits on the memory system ({fmt(cycles)} long-scoreboard cycles per issued "
+        f"instruction, {fmt(waiting)}%) ({SECTION}).",
+        section=SECTION, fix_title="Wait without spinning.",
+        fix_text="A spinning warp issues load after load that returns the same value, taking "
+        "issue slots and memory bandwidth from the warps that do the work.",
+        what_if="What if the waiting warps slept between polls (__nanosleep with backoff), "
+        "waited on a barrier or an mbarrier (try_wait), or the work were split into two "
+        "kernels?",
+        weight=max(share, waiting),
+        metrics={"kind": "polling", "share_pct": share, "waiting_pct": waiting},
+    )]
+
+
+def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+    ops = _opcodes(profile)
+    return _barrier_findings(profile, ops) + _polling_finding(profile, ops)
