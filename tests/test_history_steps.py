@@ -72,3 +72,8 @@ def test_noise_is_measured_from_neighbours_so_a_step_barely_moves_it() -> None:
     stepped = flat[:4] + [v + 0.5 for v in flat[4:]]
     assert noise_sigma(stepped) == pytest.approx(noise_sigma(flat), rel=0.05)
     assert noise_sigma([1.0] * 10) == pytest.approx(1e-4)  # identical values: the floor
+
+
+def test_one_outlying_run_is_not_a_step() -> None:
+    levels = [0.30] * 10 + [0.33] + [0.30] * 9 + [0.33]
+    assert steps_of(bench_series(levels, 0.002, 0.01, seed=11)) == []

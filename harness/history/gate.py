@@ -56,7 +56,7 @@ def check_runs(runs: list[StoredRun], thresholds: Thresholds, since: str | None 
     base_side = Side(path=Path(f"history {earlier[0].short_commit}..{last.short_commit}"),
                      kind="run", environment=_environment(last),
                      kernels=tuple(k.baseline for k in compared))
-    cur_side = Side(path=Path(f"{newest.short_commit} ({newest.source})"), kind="run",
+    cur_side = Side(path=Path(newest.short_commit), kind="run",
                     environment=_environment(newest),
                     kernels=tuple(k.current for k in compared))
     return DiffResult(base_side, cur_side, tuple(compared), tuple(added), removed, (),

@@ -6,7 +6,9 @@ and its noise is estimated robustly from neighbouring differences: sigma = 1.482
 penalty PENALTY_FACTOR * sigma^2 * ln(n) (BIC's form, made stricter), so noise alone rarely
 pays for a split. Each candidate is then judged the way `ncuh diff` judges timing: the samples
 of the runs either side (bench samples where the runs have them, else the per-run values) must
-differ by more than the threshold and beyond the noise (bootstrap interval and Mann-Whitney).
+differ by more than the threshold and beyond the noise (bootstrap interval and Mann-Whitney),
+and the runs either side must not overlap: every run after a step up is slower than every run
+before it (so one outlying run never makes a step of the runs around it).
 """
 
 from __future__ import annotations
@@ -84,6 +86,13 @@ def judge(before: Sequence[Point], after: Sequence[Point], threshold_pct: float,
     return compare_samples(pooled(before), pooled(after), threshold_pct, direction, settings)
 
 
+def separated(before: Sequence[Point], after: Sequence[Point]) -> bool:
+    """Whether the runs' values either side of a step do not overlap."""
+    b = [p.value for p in before]
+    a = [p.value for p in after]
+    return min(a) > max(b) or max(a) < min(b)
+
+
 def find_steps(points: Sequence[Point], threshold_pct: float, direction: Direction,
                settings: TimingSettings) -> list[StepFound]:
     """Steps that both PELT proposes and diff's statistics confirm, in series order."""
@@ -94,8 +103,8 @@ def find_steps(points: Sequence[Point], threshold_pct: float, direction: Directi
     for i, index in enumerate(bounds):
         start = max(edges[i], index - CONTEXT_RUNS)
         stop = min(edges[i + 2], index + CONTEXT_RUNS)
-        comparison = judge(points[start:index], points[index:stop], threshold_pct, direction,
-                           settings)
-        if comparison.verdict in ("SLOWER", "FASTER"):
+        before, after = points[start:index], points[index:stop]
+        comparison = judge(before, after, threshold_pct, direction, settings)
+        if comparison.verdict in ("SLOWER", "FASTER") and separated(before, after):
             found.append(StepFound(index, edges[i], edges[i + 2], comparison))
     return found
