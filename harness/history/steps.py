@@ -7,8 +7,9 @@ penalty PENALTY_FACTOR * sigma^2 * ln(n) (BIC's form, made stricter), so noise a
 pays for a split. Each candidate is then judged the way `ncuh diff` judges timing: the samples
 of the runs either side (bench samples where the runs have them, else the per-run values) must
 differ by more than the threshold and beyond the noise (bootstrap interval and Mann-Whitney),
-and the runs either side must not overlap: every run after a step up is slower than every run
-before it (so one outlying run never makes a step of the runs around it).
+and every run on either side must have moved: each run after a step lies beyond every run
+before it, by at least half the threshold from their median (so one outlying run never makes
+a step of the runs around it).
 """
 
 from __future__ import annotations
@@ -86,11 +87,18 @@ def judge(before: Sequence[Point], after: Sequence[Point], threshold_pct: float,
     return compare_samples(pooled(before), pooled(after), threshold_pct, direction, settings)
 
 
-def separated(before: Sequence[Point], after: Sequence[Point]) -> bool:
-    """Whether the runs' values either side of a step do not overlap."""
-    b = [p.value for p in before]
-    a = [p.value for p in after]
-    return min(a) > max(b) or max(a) < min(b)
+def separated(before: Sequence[Point], after: Sequence[Point], threshold_pct: float) -> bool:
+    """Whether every run after the step lies beyond every run before it, and at least half
+    the threshold away from the median before it (and the same seen from the other side)."""
+    b = np.asarray([p.value for p in before], dtype=float)
+    a = np.asarray([p.value for p in after], dtype=float)
+    margin = 0.005 * threshold_pct
+    b_mid, a_mid = float(np.median(b)), float(np.median(a))
+    if a_mid > b_mid:
+        return bool(a.min() > b.max() and a.min() > b_mid * (1 + margin)
+                    and b.max() < a_mid * (1 - margin))
+    return bool(a.max() < b.min() and a.max() < b_mid * (1 - margin)
+                and b.min() > a_mid * (1 + margin))
 
 
 def find_steps(points: Sequence[Point], threshold_pct: float, direction: Direction,
@@ -105,6 +113,6 @@ def find_steps(points: Sequence[Point], threshold_pct: float, direction: Directi
         stop = min(edges[i + 2], index + CONTEXT_RUNS)
         before, after = points[start:index], points[index:stop]
         comparison = judge(before, after, threshold_pct, direction, settings)
-        if comparison.verdict in ("SLOWER", "FASTER") and separated(before, after):
+        if comparison.verdict in ("SLOWER", "FASTER") and separated(before, after, threshold_pct):
             found.append(StepFound(index, edges[i], edges[i + 2], comparison))
     return found
