@@ -64,10 +64,14 @@ def time_rule(thresholds: Thresholds) -> MetricRule:
 
 
 def kernel_diff(base: KernelRecord, base_points: list[Point], cur: KernelRecord,
-                cur_points: list[Point], thresholds: Thresholds) -> KernelDiff:
-    """diff's verdicts and explanation between two stored kernels, timing on pooled runs."""
-    base_data = base.kernel_data(pooled(base_points))
-    cur_data = cur.kernel_data(pooled(cur_points))
+                cur_points: list[Point], thresholds: Thresholds,
+                sources: tuple[str, str] = ("history", "history")) -> KernelDiff:
+    """diff's verdicts and explanation between two stored kernels. Where every run has bench
+    samples, timing is judged on the samples of the runs either side pooled; otherwise on
+    ncu's durations of the two kernels, as diff judges a pair without samples."""
+    with_samples = all(p.samples for p in (*base_points, *cur_points))
+    base_data = base.kernel_data(pooled(base_points) if with_samples else (), sources[0])
+    cur_data = cur.kernel_data(pooled(cur_points) if with_samples else (), sources[1])
     metrics = judge_kernel(base_data, cur_data, thresholds)
     verdict = kernel_verdict(metrics)
     explanation = explain(base_data, cur_data, metrics)
@@ -84,6 +88,8 @@ def series_steps(series: Series, thresholds: Thresholds) -> list[Step]:
         i = found.index
         before = points[max(found.before, i - CONTEXT_RUNS):i]
         after = points[i:min(found.after, i + CONTEXT_RUNS)]
-        diff = kernel_diff(series.kernels[i - 1], before, series.kernels[i], after, thresholds)
+        diff = kernel_diff(series.kernels[i - 1], before, series.kernels[i], after, thresholds,
+                           (f"run at {series.runs[i - 1].short_commit}",
+                            f"run at {series.runs[i].short_commit}"))
         steps.append(Step(series, found, series.runs[i - 1], series.runs[i], diff))
     return steps

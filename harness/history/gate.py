@@ -47,7 +47,8 @@ def check_runs(runs: list[StoredRun], thresholds: Thresholds, since: str | None 
         points = _settled(history, rule.threshold_pct, rule.direction, thresholds)
         newest_point = [Point(kernel.time_ms, kernel.samples_ms)]
         compared.append(kernel_diff(history.kernels[-1], points, kernel, newest_point,
-                                    thresholds))
+                                    thresholds, (f"runs up to {history.runs[-1].short_commit}",
+                                                 f"run at {newest.short_commit}")))
     last = earlier[-1]
     current_names = {k.key for k in newest.kernels}
     removed = tuple(k.kernel_data() for k in last.kernels

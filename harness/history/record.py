@@ -99,11 +99,12 @@ class KernelRecord:
                    units=dict(data["units"]), rules=tuple(data["rules"]),
                    samples_ms=tuple(float(x) for x in data["samples_ms"]))
 
-    def kernel_data(self, samples_ms: tuple[float, ...] | None = None) -> KernelData:
+    def kernel_data(self, samples_ms: tuple[float, ...] | None = None,
+                    source: str = "history") -> KernelData:
         """The kernel as diff reads one (optionally with other samples, e.g. pooled)."""
         rules = tuple(RuleResult(name=r["name"], title=r["title"], type=r["type"], message="",
                                  speedup_pct=r.get("speedup_pct")) for r in self.rules)
-        return KernelData(key=self.key, function=self.function, source="history",
+        return KernelData(key=self.key, function=self.function, source=source,
                           metrics=dict(self.metrics), units=dict(self.units), rules=rules,
                           samples_ms=self.samples_ms if samples_ms is None else samples_ms,
                           device=self.device, compute_capability=self.compute_capability)
