@@ -71,10 +71,13 @@ def add(runs: tuple[Path, ...], commit: str | None, branch: str | None, tag: str
 @click.option("--branch", default=None, help="Only runs recorded on this branch.")
 @click.option("--config", type=click.Path(path_type=Path), default=None,
               help="diff's thresholds TOML (the timing threshold of a step).")
+@click.option("--step", "step_pct", type=click.FloatRange(min=0.1), default=2.0,
+              show_default=True, metavar="PCT",
+              help="The smallest change of time that counts as a step, in percent.")
 @store_option
 @project_option
 def show(out: Path, kernel: str | None, metric: str | None, branch: str | None,
-         config: Path | None, store: str | None, project: Path | None) -> None:
+         config: Path | None, step_pct: float, store: str | None, project: Path | None) -> None:
     """Write the trend pages (Markdown and self-contained HTML)."""
     from harness.diff.thresholds import load_thresholds
     from harness.history import HistoryError, build_trends, open_store, write_trends
@@ -87,7 +90,7 @@ def show(out: Path, kernel: str | None, metric: str | None, branch: str | None,
     if not runs:
         where = f" on branch {branch}" if branch else ""
         raise HistoryError(f"history store {opened.name} holds no run{where}")
-    trends = build_trends(runs, kernel, metric, load_thresholds(config))
+    trends = build_trends(runs, kernel, metric, load_thresholds(config), step_pct)
     write_trends(trends, out)
     steps = sum(len(v.steps) for v in trends.views)
     click.echo(f"wrote {out / 'index.html'} and {out / 'index.md'}: {len(trends.views)} "
@@ -105,10 +108,13 @@ def show(out: Path, kernel: str | None, metric: str | None, branch: str | None,
               help="md: GitHub job summary; json: schema ncuh.diff/1; junit: JUnit XML.")
 @click.option("--out", type=click.Path(path_type=Path), default=None,
               help="Write here (atomically) instead of stdout; the status line goes to stdout.")
+@click.option("--step", "step_pct", type=click.FloatRange(min=0.1), default=2.0,
+              show_default=True, metavar="PCT",
+              help="The smallest change of time that counts as a step, in percent.")
 @store_option
 @project_option
 def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
-          out: Path | None, store: str | None, project: Path | None) -> None:
+          out: Path | None, step_pct: float, store: str | None, project: Path | None) -> None:
     """Exit 1 when the newest run opens a regression step against its series.
 
     Exit status: 0 no regression, 1 a regression, 2 bad input or an unusable store.
@@ -124,7 +130,7 @@ def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
         runs = opened.runs(branch=branch)
     finally:
         opened.close()
-    result = check_runs(runs, load_thresholds(config), since)
+    result = check_runs(runs, load_thresholds(config), since, step_pct)
     if result is None:
         click.echo(f"ncuh history check: nothing to judge yet: no earlier run on "
                    f"{runs[-1].gpu or 'this GPU'} in {opened.name}")
