@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 from history_support import (  # noqa: F401  (the pg_server and store_url fixtures)
-    REGISTER_TILED,
+    NAIVE_PAGES,
     SMEM_TILED,
     new_database,
     pg_server_fixture,
+    recorded,
     samples,
     sha,
+    with_samples,
     write_run,
 )
 
@@ -40,7 +42,7 @@ def one_error_line(result: Result) -> str:
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"], name="history")
 def history_fixture(request: pytest.FixtureRequest,
-                    tmp_path_factory: pytest.TempPathFactory) -> tuple[str, list[Path]]:
+                    tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     """Four real runs recorded at commits 1-4 (the last one 6% slower, rewritten), once per
     store kind for the module (the tests only read it, or add what is there already)."""
     root = tmp_path_factory.mktemp("history")
@@ -51,27 +53,30 @@ def history_fixture(request: pytest.FixtureRequest,
         if server is None:
             pytest.skip("PostgreSQL could not start here (initdb/pg_ctl missing or failing)")
         store_url = new_database(server)
-    runs = [write_run(root, f"run{n}", REGISTER_TILED, samples(0.30, 0.01, seed=n))
-            for n in range(3)]
-    runs.append(write_run(root, "run3", SMEM_TILED, samples(0.318, 0.01, seed=3)))
-    for n, run in enumerate(runs, start=1):
-        result = ncuh("history", "add", run, "--commit", sha(n), "--branch", "main",
-                      "--store", store_url)
-        assert result.exit_code == 0, result.output
-        assert result.stdout.startswith(f"added run{n - 1} at {sha(n)[:10]} (1 kernels) to ")
-    return store_url, runs
+    # runs 1-3 through the library (the real run, read once per test process), run 4 through
+    # the command, as CI adds one
+    store = open_store(store_url, create=True)
+    for n in range(1, 4):
+        store.add(with_samples(recorded("base"), samples(0.30, 0.01, seed=n)), sha(n), "main")
+    store.close()
+    run = write_run(root, "run3", SMEM_TILED, samples(0.318, 0.01, seed=4))
+    result = ncuh("history", "add", run, "--commit", sha(4), "--branch", "main",
+                  "--store", store_url)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"added run3 at {sha(4)[:10]} (1 kernels) to ")
+    return store_url, run
 
 
 def test_add_twice_at_one_commit_says_unchanged_and_exits_0(
-        history: tuple[str, list[Path]]) -> None:
-    store, runs = history
-    result = ncuh("history", "add", runs[0], "--commit", sha(1), "--store", store)
+        history: tuple[str, Path]) -> None:
+    store, run = history
+    result = ncuh("history", "add", run, "--commit", sha(4), "--store", store)
     assert result.exit_code == 0
-    assert result.stdout.startswith(f"unchanged: run0 at {sha(1)[:10]} is already in ")
+    assert result.stdout.startswith(f"unchanged: run3 at {sha(4)[:10]} is already in ")
     assert open_store(store).count() == 4
 
 
-def test_check_fails_on_the_newest_run_in_every_format(history: tuple[str, list[Path]],
+def test_check_fails_on_the_newest_run_in_every_format(history: tuple[str, Path],
                                                        tmp_path: Path) -> None:
     store, _ = history
     md = ncuh("history", "check", "--store", store)
@@ -92,7 +97,7 @@ def test_check_fails_on_the_newest_run_in_every_format(history: tuple[str, list[
     assert "holds no run to check" in one_error_line(other_branch)
 
 
-def test_show_writes_markdown_and_self_contained_html(history: tuple[str, list[Path]],
+def test_show_writes_markdown_and_self_contained_html(history: tuple[str, Path],
                                                       tmp_path: Path) -> None:
     store, _ = history
     out = tmp_path / "pages"
@@ -113,7 +118,7 @@ def test_show_writes_markdown_and_self_contained_html(history: tuple[str, list[P
 
 
 def test_kernel_names_are_data_in_the_html(tmp_path: Path) -> None:
-    run = write_run(tmp_path, "odd", REGISTER_TILED, samples(0.3, 0.01, 1), variant="a<b>&c")
+    run = write_run(tmp_path, "odd", NAIVE_PAGES, samples(0.3, 0.01, 1), variant="a<b>&c")
     store = tmp_path / "h.sqlite"
     assert ncuh("history", "add", run, "--commit", sha(1), "--store", store).exit_code == 0
     assert ncuh("history", "show", "--store", store, "--out", tmp_path / "p").exit_code == 0
@@ -126,7 +131,7 @@ def test_the_default_store_is_under_the_project_and_ci_variables_name_the_commit
     project = tmp_path / "proj"
     project.mkdir()
     (project / "ncuh.toml").write_text("# a project\n", encoding="utf-8")
-    run = write_run(tmp_path, "run", REGISTER_TILED, samples(0.3, 0.01, 1))
+    run = write_run(tmp_path, "run", NAIVE_PAGES, samples(0.3, 0.01, 1))
     result = ncuh("--project", project, "history", "add", run,
                   env={"GITHUB_SHA": "abc123def4567", "GITHUB_REF_NAME": "main"})
     assert result.exit_code == 0, result.output
@@ -155,7 +160,7 @@ def test_commit_and_branch_come_from_git_where_nothing_else_says(tmp_path: Path)
 
 def test_a_run_without_a_commit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # not a git checkout
-    run = write_run(tmp_path, "run", REGISTER_TILED, None)
+    run = write_run(tmp_path, "run", NAIVE_PAGES, None)
     line = one_error_line(ncuh("history", "add", run, "--store", tmp_path / "h.sqlite"))
     assert line.endswith("no commit known for this run (not in a git checkout, no CI "
                          "variables): pass --commit")
@@ -181,8 +186,8 @@ def test_bad_inputs_are_one_line_and_exit_2(tmp_path: Path) -> None:
 
 def test_a_run_of_another_project_leaves_the_store_as_it_was(tmp_path: Path) -> None:
     store = tmp_path / "h.sqlite"
-    ours = write_run(tmp_path, "ours", REGISTER_TILED, None)
-    theirs = write_run(tmp_path, "theirs", REGISTER_TILED, None, project="reduction")
+    ours = write_run(tmp_path, "ours", NAIVE_PAGES, None)
+    theirs = write_run(tmp_path, "theirs", NAIVE_PAGES, None, project="reduction")
     assert ncuh("history", "add", ours, "--commit", "c1", "--store", store).exit_code == 0
     line = one_error_line(ncuh("history", "add", theirs, "--commit", "c2", "--store", store))
     assert "a run of project 'reduction', but history store" in line
@@ -191,7 +196,7 @@ def test_a_run_of_another_project_leaves_the_store_as_it_was(tmp_path: Path) -> 
 
 def test_check_with_one_run_has_nothing_to_judge(tmp_path: Path) -> None:
     store = tmp_path / "h.sqlite"
-    run = write_run(tmp_path, "run", REGISTER_TILED, None)
+    run = write_run(tmp_path, "run", NAIVE_PAGES, None)
     assert ncuh("history", "add", run, "--commit", "c1", "--store", store).exit_code == 0
     result = ncuh("history", "check", "--store", store)
     assert result.exit_code == 0
