@@ -23,9 +23,11 @@ from history_support import (  # noqa: F401  (the pg_server and store_url fixtur
 
 from harness.cli import main
 from harness.history import open_store
-from harness.history.vcs import resolve_commit
+from harness.history.vcs import CI_VARIABLES, resolve_commit
 
-CLEAN_ENV = {"GITHUB_SHA": "", "CI_COMMIT_SHA": "", "NCUH_HISTORY": "", "GITHUB_HEAD_REF": ""}
+# no CI system's variables leak in from the machine running the tests
+CLEAN_ENV = {name: "" for pair in CI_VARIABLES for name in pair} | {
+    "NCUH_HISTORY": "", "GITHUB_HEAD_REF": ""}
 
 
 def ncuh(*args: object, env: dict[str, str] | None = None) -> Result:
@@ -152,7 +154,10 @@ def test_commit_and_branch_come_from_git_where_nothing_else_says(tmp_path: Path)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, check=True,
                           capture_output=True, text=True).stdout.strip()
     assert resolve_commit(None, None, None, repo, env={}) == (head, "feature")
-    assert resolve_commit(None, None, "recorded", repo, env={}) == ("recorded", "feature")
+    assert resolve_commit(None, None, "recorded", repo, env={}) == (head, "feature")
+    assert resolve_commit(None, None, "recorded", tmp_path, env={}) == ("recorded", None)
+    assert resolve_commit("given", "b", "recorded", repo, env={"GITHUB_SHA": "gh"}) == \
+        ("given", "b")
     assert resolve_commit(None, None, None, repo, env={"CI_COMMIT_SHA": "gl",
                                                        "CI_COMMIT_REF_NAME": "mr"}) == ("gl", "mr")
     assert resolve_commit(None, None, None, tmp_path, env={}) == (None, None)

@@ -1,4 +1,8 @@
-"""Which commit and branch a run belongs to: given, else CI variables, else git."""
+"""Which commit and branch a run belongs to: given, else CI variables, else git, else the run's.
+
+The run's own `git_commit` comes last: `ncuh profile` records the commit of the ncuh checkout
+it ran from, which is the project's commit only when the project lives in that checkout.
+"""
 
 from __future__ import annotations
 
@@ -42,11 +46,11 @@ def git(args: list[str], cwd: Path) -> str | None:
 def resolve_commit(commit: str | None, branch: str | None, manifest_commit: str | None,
                    cwd: Path, env: Mapping[str, str] | None = None,
                    ) -> tuple[str | None, str | None]:
-    """(commit, branch): what was given, else the run's own record, CI variables, git."""
+    """(commit, branch): what was given, else CI variables, git, the run's own record."""
     env = os.environ if env is None else env
     ci_sha, ci_branch = ci_commit(env)
     if commit is None:
-        commit = manifest_commit or ci_sha or git(["rev-parse", "HEAD"], cwd)
+        commit = ci_sha or git(["rev-parse", "HEAD"], cwd) or manifest_commit
     if branch is None:
         branch = ci_branch or git(["rev-parse", "--abbrev-ref", "HEAD"], cwd)
         if branch == "HEAD":  # a detached checkout names no branch
