@@ -46,7 +46,7 @@ def test_a_real_3_percent_step_with_bench_samples_is_found_where_it_is(seed: int
 
 def test_a_1_percent_step_is_below_what_history_calls_a_step() -> None:
     points = bench_series([0.30] * 15 + [0.303] * 15, 0.001, 0.01, seed=3)
-    assert 15 in candidates([p.value for p in points])  # PELT sees it ...
+    assert 15 in candidates([p.value for p in points])  # the segmentation sees it ...
     assert steps_of(points) == []  # ... but it is smaller than a step
 
 
