@@ -15,7 +15,7 @@ from history_support import (  # noqa: F401  (the pg_server and store_url fixtur
 
 from harness.diff.compare import diff_runs
 from harness.diff.thresholds import load_thresholds
-from harness.history import build_series, check_runs, open_store, series_steps
+from harness.history import build_series, build_trends, check_runs, open_store, series_steps
 from harness.history.changes import step_thresholds
 
 THRESHOLDS = load_thresholds(None)
@@ -100,3 +100,14 @@ def test_check_since_an_unknown_commit_is_one_line(store_url: str) -> None:
     runs = replay(store_url, ["base"] * 3)
     with pytest.raises(HistoryError, match="--since deadbeef: no earlier run at that commit"):
         check_runs(runs, THRESHOLDS, since="deadbeef")
+
+
+def test_gpu_models_are_never_one_series_but_are_shown_side_by_side(store_url: str) -> None:
+    runs = replay(store_url, ["base"] * 6, gpus=["h100", "h200"] * 3)
+    series = build_series(runs)
+    assert [(s.key.gpu, len(s)) for s in series] == [("NVIDIA H100 80GB HBM3", 3),
+                                                     ("NVIDIA H200", 3)]
+    trends = build_trends(runs)
+    (side_by_side,) = trends.gpu_views
+    assert side_by_side.label == "gemm [1024x1024x1024]"
+    assert side_by_side.png.startswith(b"\x89PNG")

@@ -10,7 +10,7 @@ begins, so concurrent writers wait their turn instead of failing.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -30,7 +30,7 @@ ENV_VARIABLE = "NCUH_HISTORY"
 BUSY_TIMEOUT_S = 60.0
 
 # Upgrades from an older schema version, applied in order inside one transaction.
-MIGRATIONS: dict[int, Any] = {}
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
 
 
 class HistoryError(NcuhError):
