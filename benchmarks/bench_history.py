@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import os
 import platform
@@ -114,7 +115,7 @@ def measure(url: str, sqlite_path: Path | None, record: RunRecord, runs: int,
     for n in range(runs):
         one = nth_run(record, n, runs, rng)
         start = time.perf_counter()
-        outcome = store.add(one, f"{n:040x}", "main")
+        outcome = store.add(one, hashlib.sha1(str(n).encode()).hexdigest(), "main")
         seconds.append(time.perf_counter() - start)
         assert outcome.status == "added"
     store.close()
