@@ -52,19 +52,24 @@ def samples(median_ms: float, noise: float, seed: int, n: int = 30) -> list[floa
 
 def write_run(root: Path, name: str, report: Path, bench: list[float] | None,
               variant: str = "gemm", environment: dict[str, Any] | None = None,
-              project: str | None = "sgemm") -> Path:
-    """A run directory of one entry (a copy of `report` as `variant`) with bench samples."""
+              project: str | None = "sgemm", error: str | None = None) -> Path:
+    """A run directory of one entry (a copy of `report` as `variant`) with bench samples;
+    with `error`, the entry failed and has no report."""
     run = root / name
     run.mkdir(parents=True)
     label = f"{variant}_1024"
-    shutil.copyfile(report, run / f"{label}.ncu-rep")
+    entry = {"label": label, "variant": variant, "size": SIZE, "params": {},
+             "report": f"{label}.ncu-rep", "status": "ok", "error": None}
+    if error is None:
+        shutil.copyfile(report, run / f"{label}.ncu-rep")
+    else:
+        entry.update(report=None, status="failed", error=error)
     env = dict(environment or H100_ENV)
     manifest: dict[str, Any] = {
         "schema": "ncuh.run/1", "ncuh_version": "0.1.0", "git_commit": None,
         "environment": env, "ncu": {"set": "full"}, "started_at": "2026-11-21T00:00:00Z",
         "finished_at": "2026-11-21T00:01:00Z",
-        "entries": [{"label": label, "variant": variant, "size": SIZE, "params": {},
-                     "report": f"{label}.ncu-rep", "status": "ok", "error": None}]}
+        "entries": [entry]}
     if project is not None:
         manifest["project"] = {"name": project}
     (run / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")

@@ -3,19 +3,30 @@ and the gate over the series (`check_runs`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from history_support import (  # noqa: F401  (the pg_server and store_url fixtures)
+    SMEM_TILED,
     pg_server_fixture,
     recorded,
     samples,
     sha,
     store_url_fixture,
     with_samples,
+    write_run,
 )
 
 from harness.diff.compare import diff_runs
 from harness.diff.thresholds import load_thresholds
-from harness.history import build_series, build_trends, check_runs, open_store, series_steps
+from harness.history import (
+    build_series,
+    build_trends,
+    check_runs,
+    open_store,
+    read_run,
+    series_steps,
+)
 from harness.history.changes import step_thresholds
 
 THRESHOLDS = load_thresholds(None)
@@ -111,3 +122,19 @@ def test_gpu_models_are_never_one_series_but_are_shown_side_by_side(store_url: s
     (side_by_side,) = trends.gpu_views
     assert side_by_side.label == "gemm [1024x1024x1024]"
     assert side_by_side.png.startswith(b"\x89PNG")
+
+
+def test_a_kernel_that_failed_in_the_newest_run_fails_the_check(store_url: str,
+                                                               tmp_path: Path) -> None:
+    runs = replay(store_url, ["base"] * 3)
+    failed = read_run(write_run(tmp_path, "broken", SMEM_TILED, None,
+                                error="wrong results: max relative error 3.1e-01"))
+    store = open_store(store_url)
+    store.add(failed, sha(4))
+    runs = store.runs()
+    store.close()
+    assert [f.label for f in runs[-1].failed] == ["gemm_1024"]
+    result = check_runs(runs, THRESHOLDS)
+    assert result.exit_code == 1 and not result.kernels
+    assert [(f.label, f.error) for f in result.broken] == [
+        ("gemm_1024", "wrong results: max relative error 3.1e-01")]

@@ -50,6 +50,9 @@ def check_runs(runs: list[StoredRun], thresholds: Thresholds, since: str | None 
                                     thresholds, (f"runs up to {history.runs[-1].short_commit}",
                                                  f"run at {newest.short_commit}")))
     last = earlier[-1]
+    # a kernel with a history that failed in the newest run fails the check, as in diff
+    broken = tuple(f for f in newest.failed
+                   if any(key.name == f.key.name and key.size == f.key.size for key in series))
     current_names = {k.key for k in newest.kernels}
     removed = tuple(k.kernel_data() for k in last.kernels
                     if k.key not in current_names and k.time_ms is not None)
@@ -61,7 +64,7 @@ def check_runs(runs: list[StoredRun], thresholds: Thresholds, since: str | None 
                     environment=_environment(newest),
                     kernels=tuple(k.current for k in compared))
     return DiffResult(base_side, cur_side, tuple(compared), tuple(added), removed, (),
-                      thresholds)
+                      thresholds, broken)
 
 
 def _settled(history: Series, threshold_pct: float, direction: Direction,

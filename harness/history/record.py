@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.diff.explain import EXPLANATORY_COUNTERS, STALL_PREFIX, STALL_SUFFIX
-from harness.diff.inputs import KernelData, KernelKey, load_side
+from harness.diff.inputs import FailedEntry, KernelData, KernelKey, load_side
 from harness.diff.thresholds import NCU_DURATION, load_thresholds
 from harness.errors import ReportError
 from harness.report.kernel_profile import RuleResult
@@ -124,9 +124,25 @@ class RunRecord:
     started_at: str | None
     git_commit: str | None  # what the manifest says, if anything
     kernels: tuple[KernelRecord, ...]
+    failed: tuple[FailedEntry, ...] = ()  # entries without a report (wrong results, a crash)
 
     def manifest_blob(self) -> bytes:
         return zlib.compress(json.dumps(self.manifest, separators=(",", ":")).encode(), 6)
+
+    def failed_json(self) -> str:
+        return json.dumps([f.to_json() for f in self.failed], separators=(",", ":"))
+
+
+def parse_failed(text: str) -> tuple[FailedEntry, ...]:
+    """The failed entries of a stored run (as `RunRecord.failed_json` wrote them)."""
+    return tuple(FailedEntry(item["label"], KernelKey(item["key"]["name"],
+                                                      parse_size_list(item["key"]["size"]),
+                                                      item["key"]["ordinal"]), item["error"])
+                 for item in json.loads(text))
+
+
+def parse_size_list(size: list[int] | None) -> Size | None:
+    return tuple(size) if size else None
 
 
 def size_text(size: Size | None) -> str | None:
@@ -157,7 +173,7 @@ def read_run(path: Path | str) -> RunRecord:
         project=project.get("name") if isinstance(project, dict) else None,
         gpu=side.environment.gpu, compute_capability=side.environment.compute_capability,
         ncu_version=side.environment.ncu_version, started_at=manifest.get("started_at"),
-        git_commit=manifest.get("git_commit"), kernels=kernels)
+        git_commit=manifest.get("git_commit"), kernels=kernels, failed=side.failed)
 
 
 def _kernel_record(kernel: KernelData, keep: frozenset[str]) -> KernelRecord:

@@ -21,9 +21,10 @@ from sqlalchemy import Connection, Engine, create_engine, event, func, inspect, 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
 
+from harness.diff.inputs import FailedEntry
 from harness.errors import NcuhError
 from harness.history import tables
-from harness.history.record import KernelRecord, RunRecord, size_text
+from harness.history.record import KernelRecord, RunRecord, parse_failed, size_text
 
 DEFAULT_STORE = Path(".ncuh") / "history.sqlite"
 ENV_VARIABLE = "NCUH_HISTORY"
@@ -53,6 +54,7 @@ class StoredRun:
     added_at: str
     source: str
     kernels: tuple[KernelRecord, ...]
+    failed: tuple[FailedEntry, ...] = ()
 
     @property
     def short_commit(self) -> str:
@@ -115,7 +117,8 @@ class Store:
                           compute_capability=r["compute_capability"],
                           ncu_version=r["ncu_version"], started_at=r["started_at"],
                           added_at=r["added_at"], source=r["source"],
-                          kernels=tuple(by_run.get(r["id"], ())))
+                          kernels=tuple(by_run.get(r["id"], ())),
+                          failed=parse_failed(r["failed"]))
                 for r in rows]
 
     def count(self) -> int:
@@ -144,6 +147,7 @@ class Store:
                     ncu_version=record.ncu_version, started_at=record.started_at,
                     added_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
                     source=str(record.source), manifest=record.manifest_blob(),
+                    failed=record.failed_json(),
                 )).inserted_primary_key[0]
                 rows = [{"run_id": run_id, "name": k.name, "size": size_text(k.size),
                          "ordinal": k.ordinal, "function": k.function, "device": k.device,

@@ -50,6 +50,7 @@ runs = Table(
     Column("added_at", String(64), nullable=False),
     Column("source", Text, nullable=False),  # the run directory's path when it was added
     Column("manifest", LargeBinary, nullable=False),  # zlib JSON
+    Column("failed", Text, nullable=False),  # JSON: the entries that produced no report
     UniqueConstraint("fingerprint", "commit_sha", name="uq_ncuh_runs_run_commit"),
 )
 
