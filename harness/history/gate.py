@@ -54,8 +54,10 @@ def check_runs(runs: list[StoredRun], thresholds: Thresholds, since: str | None 
     broken = tuple(f for f in newest.failed
                    if any(key.name == f.key.name and key.size == f.key.size for key in series))
     current_names = {k.key for k in newest.kernels}
-    removed = tuple(k.kernel_data() for k in last.kernels
-                    if k.key not in current_names and k.time_ms is not None)
+    broken_names = {(f.key.name, f.key.size) for f in broken}
+    removed = tuple(k.kernel_data() for k in last.kernels  # a broken kernel is listed once
+                    if k.key not in current_names and k.time_ms is not None
+                    and (k.name, k.size) not in broken_names)
     compared.sort(key=lambda k: (k.severity(), k.key.name, k.key.size or (), k.key.ordinal))
     base_side = Side(path=Path(f"history {earlier[0].short_commit}..{last.short_commit}"),
                      kind="run", environment=_environment(last),
