@@ -115,6 +115,9 @@ def test_show_writes_markdown_and_self_contained_html(history: tuple[str, Path],
     assert 'src="data:image/png;base64,' in html and "http" not in html.replace(
         "http://www.w3.org", "")
     assert (out / "img" / f"{slug}.png").read_bytes().startswith(b"\x89PNG")
+    chosen = ncuh("history", "show", "--store", store, "--out", tmp_path / "one", "--kernel",
+                  "gemm", "--metric", "dram__bytes_read.sum", "--branch", "main")
+    assert chosen.exit_code == 0 and chosen.stdout.strip().endswith("1 series, 4 runs, 0 steps")
     none = ncuh("history", "show", "--store", store, "--out", out, "--kernel", "other")
     assert "holds no run of kernel 'other'" in one_error_line(none)
 
