@@ -145,11 +145,11 @@ def postgres_server() -> Iterator[str | None]:
         return
     root = Path(tempfile.mkdtemp(prefix="ncuh-pg-"))
     data = root / "data"
-    if os.geteuid() == 0:
-        shutil.chown(root, "postgres")
     port = _free_port()
     started = False
     try:
+        if os.geteuid() == 0:
+            shutil.chown(root, "postgres")  # LookupError: no postgres user to run it as
         subprocess.run(_as_postgres([initdb, "-D", str(data), "-U", "ncuh", "-A", "trust",
                                      "--no-sync", "-E", "UTF8"]),
                        check=True, capture_output=True, timeout=120)
@@ -159,7 +159,7 @@ def postgres_server() -> Iterator[str | None]:
                                      "start"]), check=True, capture_output=True, timeout=90)
         started = True
         yield f"postgresql://ncuh@127.0.0.1:{port}"
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError):
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError, LookupError):
         yield None
     finally:
         if started:
