@@ -146,7 +146,7 @@ def postgres_server() -> Iterator[str | None]:
     root = Path(tempfile.mkdtemp(prefix="ncuh-pg-"))
     data = root / "data"
     port = _free_port()
-    started = False
+    url: str | None = None
     try:
         if os.geteuid() == 0:
             shutil.chown(root, "postgres")  # LookupError: no postgres user to run it as
@@ -157,12 +157,13 @@ def postgres_server() -> Iterator[str | None]:
                                      "-t", "60", "-o",
                                      f"-p {port} -k {root} -h 127.0.0.1 -F",
                                      "start"]), check=True, capture_output=True, timeout=90)
-        started = True
-        yield f"postgresql://ncuh@127.0.0.1:{port}"
+        url = f"postgresql://ncuh@127.0.0.1:{port}"
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError, LookupError):
-        yield None
+        url = None
+    try:
+        yield url
     finally:
-        if started:
+        if url is not None:
             subprocess.run(_as_postgres([pg_ctl, "-D", str(data), "-m", "immediate", "-w",
                                          "stop"]), capture_output=True, timeout=60, check=False)
         shutil.rmtree(root, ignore_errors=True)
