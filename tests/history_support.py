@@ -171,6 +171,7 @@ def postgres_server() -> Iterator[str | None]:
 
 @pytest.fixture(scope="session", name="pg_server")
 def pg_server_fixture() -> Iterator[str | None]:
+    pytest.importorskip("psycopg", reason="psycopg (the postgresql extra) is not installed")
     with postgres_server() as url:
         yield url
 
