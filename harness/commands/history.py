@@ -120,8 +120,9 @@ def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
     Exit status: 0 no regression, 1 a regression, 2 bad input or an unusable store.
     """
     from harness.atomic import atomic_write_text
-    from harness.commands.diff import _render
-    from harness.diff.markdown import status_line
+    from harness.diff.json_output import render_json
+    from harness.diff.junit import render_junit
+    from harness.diff.markdown import render_markdown, status_line
     from harness.diff.thresholds import load_thresholds
     from harness.history import check_runs, open_store
 
@@ -135,7 +136,9 @@ def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
         click.echo(f"ncuh history check: nothing to judge yet: no earlier run on "
                    f"{runs[-1].gpu or 'this GPU'} in {opened.name}")
         return
-    text = _render(result, fmt)
+    # diff's own renderers: a history check reads like a diff against the series
+    renderers = {"md": render_markdown, "json": render_json, "junit": render_junit}
+    text = renderers[fmt](result)
     if out is None:
         sys.stdout.write(text)
     else:
