@@ -127,9 +127,9 @@ def test_an_empty_database_is_not_a_store_until_a_run_is_added(store_url: str) -
 
 
 def test_concurrent_adds_from_two_processes_lose_nothing(store_url: str, tmp_path: Path) -> None:
-    # each process records its own run at five commits, all at once; the runs are read here
-    # (once) and handed over pickled, so the processes spend their time writing
-    open_store(store_url, create=True).close()
+    # each process creates the store (both at once: one makes the tables, the other finds
+    # them) and records its own run at five commits; the runs are read here (once) and handed
+    # over pickled, so the processes spend their time writing
     handed = []
     for n in range(2):
         path = tmp_path / f"run{n}.pickle"
@@ -139,7 +139,7 @@ def test_concurrent_adds_from_two_processes_lose_nothing(store_url: str, tmp_pat
               "from pathlib import Path\n"
               "from harness.history import open_store\n"
               "record = pickle.loads(Path(sys.argv[2]).read_bytes())\n"
-              "store = open_store(sys.argv[1])\n"
+              "store = open_store(sys.argv[1], create=True)\n"
               "for i in range(5):\n"
               "    assert store.add(record, f'{sys.argv[3]}{i}').status == 'added'\n")
     workers = [subprocess.Popen([sys.executable, "-c", script, store_url, str(path), f"c{n}-"],

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import Connection, Engine, create_engine, event, func, inspect, select, text
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
 
@@ -291,10 +293,21 @@ def _claim_project(conn: Connection, record: RunRecord, name: str) -> None:
         return
     held = _project(conn)
     if held is None:
-        conn.execute(tables.store_info.insert().values(key="project", value=record.project))
-    elif held != record.project:
+        # two first adds at once may both find no project: the second's insert does nothing,
+        # and the project read back is the first's
+        conn.execute(_insert(conn, tables.store_info).values(key="project", value=record.project)
+                     .on_conflict_do_nothing())
+        held = _project(conn)
+    if held != record.project:
         raise HistoryError(f"{record.source}: a run of project {record.project!r}, but "
                            f"history store {name} belongs to project {held!r}")
+
+
+def _insert(conn: Connection, table: Any) -> Any:
+    """The dialect's INSERT, which knows ON CONFLICT DO NOTHING (SQLite and PostgreSQL)."""
+    if conn.dialect.name == "postgresql":
+        return postgresql_insert(table)
+    return sqlite_insert(table)
 
 
 def _reason(error: DBAPIError) -> str:
