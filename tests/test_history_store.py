@@ -173,3 +173,28 @@ def test_an_unreachable_database_is_one_line() -> None:
     with pytest.raises(HistoryError, match=rf"history store postgresql://ncuh@127\.0\.0\.1:"
                                            rf"{port}/none: .*"):
         open_store(f"postgresql://ncuh@127.0.0.1:{port}/none")
+
+
+def test_the_same_run_added_by_two_processes_at_once_is_one_entry(store_url: str,
+                                                                  tmp_path: Path) -> None:
+    path = tmp_path / "run.pickle"
+    path.write_bytes(pickle.dumps(with_samples(recorded("base"), samples(0.3, 0.01, 7))))
+    script = ("import pickle, sys\n"
+              "from pathlib import Path\n"
+              "from harness.history import open_store\n"
+              "record = pickle.loads(Path(sys.argv[2]).read_bytes())\n"
+              "store = open_store(sys.argv[1], create=True)\n"
+              "print(' '.join(store.add(record, f'c{i}').status for i in range(5)))\n")
+    workers = [subprocess.Popen([sys.executable, "-c", script, store_url, str(path)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for _ in range(2)]
+    statuses = []
+    for worker in workers:
+        out, err = worker.communicate(timeout=120)
+        assert worker.returncode == 0, err
+        statuses += out.split()
+    # each commit's entry was made once; the other process found it (or raced and lost)
+    assert sorted(statuses) == ["added"] * 5 + ["present"] * 5
+    store = open_store(store_url)
+    assert sorted(r.commit for r in store.runs()) == [f"c{i}" for i in range(5)]
+    store.close()
