@@ -198,3 +198,17 @@ def test_the_same_run_added_by_two_processes_at_once_is_one_entry(store_url: str
     store = open_store(store_url)
     assert sorted(r.commit for r in store.runs()) == [f"c{i}" for i in range(5)]
     store.close()
+
+
+def test_a_reader_is_not_held_up_by_a_writer_in_its_transaction(store_url: str) -> None:
+    writer = open_store(store_url, create=True)
+    writer.add(recorded("base"), sha(1))
+    reader = open_store(store_url)
+    with writer._transaction(write=True) as conn:  # holds the write lock (SQLite)
+        conn.execute(text(f"DELETE FROM {history_tables.kernels.name}"))
+        # the reader sees the store as it was before the writer's uncommitted change
+        (run,) = reader.runs()
+        assert len(run.kernels) == 1
+        conn.rollback()
+    reader.close()
+    writer.close()

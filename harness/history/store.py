@@ -137,7 +137,7 @@ class Store:
             tag: str | None = None) -> AddOutcome:
         """Record one run at one commit; the same run at the same commit is left as it is."""
         try:
-            with self._transaction() as conn:
+            with self._transaction(write=True) as conn:
                 existing = _existing(conn, record.fingerprint, commit)
                 if existing is not None:
                     return AddOutcome("present", existing, record, commit)
@@ -168,10 +168,13 @@ class Store:
     # --- plumbing ----------------------------------------------------------------------------
 
     @contextmanager
-    def _transaction(self) -> Iterator[Connection]:
+    def _transaction(self, write: bool = False) -> Iterator[Connection]:
+        """One transaction; on SQLite a writing one takes the write lock as it begins."""
         try:
-            with self.engine.begin() as conn:
-                yield conn
+            with self.engine.connect() as conn:
+                conn.execution_options(ncuh_write=write)
+                with conn.begin():
+                    yield conn
         except IntegrityError:
             raise
         except DBAPIError as error:
@@ -209,7 +212,7 @@ def open_store(store: str | Path | None = None, project_dir: Path | None = None,
                            "pip install 'ncuh[postgresql]'") from None
     opened = Store(engine, url)
     try:
-        with opened._transaction() as conn:
+        with opened._transaction(write=create) as conn:
             _check_schema(conn, backend, name, create)
     except HistoryError:
         engine.dispose()
@@ -238,7 +241,9 @@ def _engine(url: str, backend: str) -> Engine:
 
     @event.listens_for(engine, "begin")
     def _sqlite_begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        # a reader never blocks under WAL; a writer waits (busy timeout) for the lock up front
+        write = conn.get_execution_options().get("ncuh_write", True)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
     return engine
 
