@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "report": "harness.commands.report:report",
     "writeup": "harness.commands.writeup:writeup",
     "diff": "harness.commands.diff:diff",
+    "history": "harness.commands.history:history",
 }
 
 

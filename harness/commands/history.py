@@ -1,0 +1,147 @@
+"""`ncuh history add|show|check`: keep every run, show trends, gate on the series."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from harness.commands.options import project_option, project_path
+
+FORMATS = ("md", "json", "junit")
+STORE_HELP = ("The store: an SQLite file or a postgresql://user@host/db URL [default: "
+              "$NCUH_HISTORY, else .ncuh/history.sqlite in the project's folder].")
+
+
+def store_option(function):  # type: ignore[no-untyped-def]
+    return click.option("--store", "store", default=None, metavar="PATH|URL",
+                        help=STORE_HELP)(function)
+
+
+def project_dir(project: Path | None) -> Path:
+    """The folder whose .ncuh/ holds the default store: the project's, else the current one
+    (the bundled project lives inside the installed package, never a place to write)."""
+    from harness.project import bundled_dir, find_project
+
+    found = find_project(project_path(project))
+    bundled = bundled_dir().resolve()
+    if found.is_relative_to(bundled):
+        return Path.cwd()
+    return found.parent
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def history() -> None:
+    """Keep every run at its commit; trends per kernel; steps found and explained."""
+
+
+@history.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--commit", default=None, help="[default: the run's own, CI variables, git HEAD]")
+@click.option("--branch", default=None, help="[default: CI variables, else git's branch]")
+@click.option("--tag", default=None, help="A free label kept with the runs (e.g. nightly).")
+@store_option
+@project_option
+def add(runs: tuple[Path, ...], commit: str | None, branch: str | None, tag: str | None,
+        store: str | None, project: Path | None) -> None:
+    """Record run directories in the history store (the same run at the same commit once)."""
+    from harness.history import add_runs, open_store
+
+    opened = open_store(store, project_dir(project), create=True)
+    try:
+        for outcome in add_runs(opened, runs, commit, branch, tag):
+            kernels = len(outcome.record.kernels)
+            if outcome.status == "added":
+                click.echo(f"added {outcome.record.source.name} at {outcome.commit[:10]} "
+                           f"({kernels} kernels) to {opened.name}")
+            else:
+                click.echo(f"unchanged: {outcome.record.source.name} at {outcome.commit[:10]} "
+                           f"is already in {opened.name}")
+    finally:
+        opened.close()
+
+
+@history.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--out", "out", type=click.Path(path_type=Path), required=True,
+              help="Folder for index.md, index.html and a page per series.")
+@click.option("--kernel", default=None, help="Only this kernel (variant or function name).")
+@click.option("--metric", default=None,
+              help="Plot this ncu metric beside time instead of the key counters.")
+@click.option("--branch", default=None, help="Only runs recorded on this branch.")
+@click.option("--config", type=click.Path(path_type=Path), default=None,
+              help="diff's thresholds TOML (the timing threshold of a step).")
+@click.option("--step", "step_pct", type=click.FloatRange(min=0.1), default=2.0,
+              show_default=True, metavar="PCT",
+              help="The smallest change of time that counts as a step, in percent.")
+@store_option
+@project_option
+def show(out: Path, kernel: str | None, metric: str | None, branch: str | None,
+         config: Path | None, step_pct: float, store: str | None, project: Path | None) -> None:
+    """Write the trend pages (Markdown and self-contained HTML)."""
+    from harness.diff.thresholds import load_thresholds
+    from harness.history import HistoryError, build_trends, open_store, write_trends
+
+    opened = open_store(store, project_dir(project))
+    try:
+        runs = opened.runs(branch=branch, kernel=kernel)
+    finally:
+        opened.close()
+    if not runs:
+        where = f" on branch {branch}" if branch else ""
+        raise HistoryError(f"history store {opened.name} holds no run{where}")
+    trends = build_trends(runs, kernel, metric, load_thresholds(config), step_pct)
+    write_trends(trends, out)
+    steps = sum(len(v.steps) for v in trends.views)
+    click.echo(f"wrote {out / 'index.html'} and {out / 'index.md'}: {len(trends.views)} "
+               f"series, {trends.runs} runs, {steps} steps")
+
+
+@history.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--since", default=None, metavar="REF",
+              help="Judge the newest run against the series up to this commit (a SHA or "
+                   "prefix, e.g. the merge base) instead of up to the run before it.")
+@click.option("--branch", default=None, help="Only runs recorded on this branch.")
+@click.option("--config", type=click.Path(path_type=Path), default=None,
+              help="Thresholds TOML, merged over diff's defaults.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="md", show_default=True,
+              help="md: GitHub job summary; json: schema ncuh.diff/1; junit: JUnit XML.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Write here (atomically) instead of stdout; the status line goes to stdout.")
+@click.option("--step", "step_pct", type=click.FloatRange(min=0.1), default=2.0,
+              show_default=True, metavar="PCT",
+              help="The smallest change of time that counts as a step, in percent.")
+@store_option
+@project_option
+def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
+          out: Path | None, step_pct: float, store: str | None, project: Path | None) -> None:
+    """Exit 1 when the newest run opens a regression step against its series.
+
+    Exit status: 0 no regression, 1 a regression, 2 bad input or an unusable store.
+    """
+    from harness.atomic import atomic_write_text
+    from harness.diff.json_output import render_json
+    from harness.diff.junit import render_junit
+    from harness.diff.markdown import render_markdown, status_line
+    from harness.diff.thresholds import load_thresholds
+    from harness.history import check_runs, open_store
+
+    opened = open_store(store, project_dir(project))
+    try:
+        runs = opened.runs(branch=branch)
+    finally:
+        opened.close()
+    result = check_runs(runs, load_thresholds(config), since, step_pct)
+    if result is None:
+        click.echo(f"ncuh history check: nothing to judge yet: no earlier run on "
+                   f"{runs[-1].gpu or 'this GPU'} in {opened.name}")
+        return
+    # diff's own renderers: a history check reads like a diff against the series
+    renderers = {"md": render_markdown, "json": render_json, "junit": render_junit}
+    text = renderers[fmt](result)
+    if out is None:
+        sys.stdout.write(text)
+    else:
+        atomic_write_text(out, text)
+        click.echo(status_line(result))
+    sys.exit(result.exit_code)

@@ -1,0 +1,26 @@
+"""`add_runs`: read run directories and record each at its commit."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from harness.history.record import read_run
+from harness.history.store import AddOutcome, HistoryError, Store
+from harness.history.vcs import resolve_commit
+
+
+def add_runs(store: Store, paths: Sequence[Path | str], commit: str | None = None,
+             branch: str | None = None, tag: str | None = None,
+             env: Mapping[str, str] | None = None) -> list[AddOutcome]:
+    """Record each run (each in its own transaction); every run is read before any is added,
+    so a bad run directory among several adds none of them."""
+    records = [read_run(path) for path in paths]
+    outcomes = []
+    for record in records:
+        sha, ref = resolve_commit(commit, branch, record.git_commit, Path.cwd(), env)
+        if not sha:
+            raise HistoryError(f"{record.source}: no commit known for this run (not in a git "
+                               "checkout, no CI variables): pass --commit")
+        outcomes.append(store.add(record, sha, ref, tag))
+    return outcomes
