@@ -187,14 +187,14 @@ def main() -> int:
 
         data = {
             "schema": "ncuh.bench_history/1",
-            "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "date": datetime.now(timezone.utc).date().isoformat(),
             "machine": {"platform": platform.platform(), "cpus": os.cpu_count(),
                         "python": platform.python_version(),
                         "sqlalchemy": sqlalchemy.__version__},
             "command": " ".join(["python", "benchmarks/bench_history.py", *sys.argv[1:]]),
             "read_run_s": round(read_s, 2),
             "targets": {"add_s": 1.0, "show_s": 30.0, "bytes_per_run": 100_000},
-            "stores": results,
+            "results": results,
         }
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import atexit
 import itertools
 import json
 import os
@@ -169,11 +170,22 @@ def postgres_server() -> Iterator[str | None]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-@pytest.fixture(scope="session", name="pg_server")
-def pg_server_fixture() -> Iterator[str | None]:
+_server: list[str | None] = []  # the one server of this test process, started on first use
+
+
+def _shared_server() -> str | None:
+    """One PostgreSQL server for the whole test process, stopped when the process exits."""
+    if not _server:
+        context = postgres_server()
+        _server.append(context.__enter__())
+        atexit.register(context.__exit__, None, None, None)
+    return _server[0]
+
+
+@pytest.fixture(name="pg_server")
+def pg_server_fixture() -> str | None:
     pytest.importorskip("psycopg", reason="psycopg (the postgresql extra) is not installed")
-    with postgres_server() as url:
-        yield url
+    return _shared_server()
 
 
 _databases = itertools.count()

@@ -1,23 +1,12 @@
 """`ncuh merge SHARD… --out RUN`: join run directories (shards) into one ordinary run directory.
 
-A shard is a finished run directory, typically one task of a Slurm job array (`slurm.py`).
-The merged run is what `ncuh profile` would have written had one machine profiled every entry:
-each shard's reports and logs, one metrics.csv where the shards have theirs (their tables
-joined, header once), and a
-manifest whose entries are the shards' entries in the order given, each naming its shard and
-the GPU that profiled it. `writeup` and `diff` read it like any run.
-
-Shards are inputs and are never written: every file of the merged run gets a fresh name (a
-report whose name an earlier shard took goes under `shard<N>/`), linked or copied without
-opening an existing file, so nothing can write through a link into a shard.
-
-Refused (exit 2, nothing written): no shard, something that is not a finished run, an entry
-label in two shards or one that is not a file name, a report the manifest names that is not
-there, metrics.csv tables that do not join (another header, a row cut short or of another
-width), an existing `--out`, and, unless `--allow-mismatch`, shards profiled on
-different GPU models or compute capabilities, with different ncu versions, or with different
-ncu settings (their numbers do not compare). Built under a temporary name and renamed into
-place when complete, like every run directory.
+The merged run is what one machine would have written: each shard's reports and logs, one
+metrics.csv (the shards' tables, checked to join), and a manifest of the shards' entries in
+order, each naming its shard and GPU. Shards are inputs and are never written: every file of
+the merged run gets a fresh name, linked or copied without opening an existing file.
+Refused (exit 2, nothing written): no shard, an unfinished run, a label in two shards or not a
+file name, a missing report, metrics.csv tables that do not join, an existing `--out`, and,
+unless `--allow-mismatch`, shards of other GPU models, ncu versions or ncu settings.
 """
 
 from __future__ import annotations
