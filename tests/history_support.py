@@ -10,9 +10,9 @@ history is replayed (the same run at another commit is another entry).
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import glob
-import atexit
 import itertools
 import json
 import os
