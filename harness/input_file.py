@@ -8,12 +8,20 @@ up (too long, a component that is a file) is one line too.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import re
 import stat
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.errors import InputFileError, os_error_text
+from harness.errors import InputFileError, NcuhError, os_error_text
+
+# No file ncuh reads nests deeper than a handful of levels; Python's parser (and whatever walks
+# the result) recurses once per level, so a deeper document is refused before it is parsed.
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -86,3 +94,23 @@ def holds_bad_text(value: object) -> bool:
         return any(holds_bad_text(getattr(value, f.name)) for f in dataclasses.fields(value)
                    if f.repr)
     return False
+
+
+def json_depth(text: str) -> int:
+    """How deeply the arrays and objects of JSON `text` nest (strings skipped), counted
+    without recursion; a malformed text gets some number and fails in the parser."""
+    depth = deepest = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):
+        depth += 1 if match.group(0) in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def load_json(text: str, what: str, error: type[NcuhError] = InputFileError) -> object:
+    """JSON `text` parsed, or `error` (one line): not JSON, or nested over MAX_JSON_DEPTH."""
+    if json_depth(text) > MAX_JSON_DEPTH:
+        raise error(f"{what}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(text)
+    except ValueError as problem:  # JSONDecodeError, and a number too long to convert
+        raise error(f"{what}: not valid JSON ({problem})") from None

@@ -48,7 +48,6 @@ run directory: no absolute path, no `..`, no symbolic link that leads out.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
@@ -56,7 +55,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, PositiveInt, field_validator
 
 from harness.errors import ReportError
-from harness.input_file import read_text
+from harness.input_file import load_json, read_text
 from harness.rundir_names import BENCH as BENCH
 from harness.rundir_names import BENCH_SCHEMA as BENCH_SCHEMA
 from harness.rundir_names import MANIFEST as MANIFEST
@@ -232,10 +231,7 @@ def load_bench(path: Path | str) -> BenchFile:
 
 
 def _parse_json(text: str, path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ReportError(f"{path}: not valid JSON ({error})") from None
+    data = load_json(text, str(path), ReportError)
     if not isinstance(data, dict):
         raise ReportError(f"{path}: not a JSON object")
     return data

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -13,6 +12,7 @@ import click
 
 from harness.commands.options import project_option, project_path
 from harness.errors import NcuhError
+from harness.input_file import load_json
 from harness.profile.ncu_command import (
     CLOCK_CONTROLS,
     DEFAULT_SET,
@@ -31,10 +31,7 @@ def _sizes(size: tuple[str, ...], sizes: tuple[str, ...]) -> tuple[str, ...]:
 def _params(text: str | None) -> dict[str, Any]:
     if not text:
         return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise NcuhError(f"--params is not valid JSON: {error}") from None
+    value = load_json(text, "--params", NcuhError)
     if not isinstance(value, dict):
         raise NcuhError("--params must be a JSON object, e.g. '{\"BM\": 64}'")
     return value
