@@ -12,10 +12,17 @@ import json
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from harness.errors import InputFileError, NcuhError, os_error_text
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 # No file ncuh reads nests deeper than a handful of levels; Python's parser (and whatever walks
 # the result) recurses once per level, so a deeper document is refused before it is parsed.
@@ -104,6 +111,32 @@ def json_depth(text: str) -> int:
         depth += 1 if match.group(0) in "[{" else -1
         deepest = max(deepest, depth)
     return deepest
+
+
+def nesting(value: object) -> int:
+    """How deeply the lists and dicts of a parsed document nest, counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1)
+                         for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def load_toml(text: str, what: str, error: type[NcuhError] = InputFileError) -> dict[str, Any]:
+    """TOML `text` parsed, or `error` (one line): a syntax error, or nested over
+    MAX_JSON_DEPTH (tomllib recurses per `[` or `{`; dotted keys nest without it)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as problem:
+        raise error(f"{what}: TOML syntax error: {problem}") from None
+    except RecursionError:
+        data = None
+    if data is None or nesting(data) > MAX_JSON_DEPTH:
+        raise error(f"{what}: TOML nested deeper than {MAX_JSON_DEPTH} levels")
+    return data
 
 
 def load_json(text: str, what: str, error: type[NcuhError] = InputFileError) -> object:

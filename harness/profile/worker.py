@@ -146,14 +146,17 @@ def _export_part(task: _Part) -> tuple[Path, int]:
     import csv
     import tempfile
 
+    from harness.report.export_format import spreadsheet_column, spreadsheet_text
     from harness.report.reportfile import export_columns
 
     columns = export_columns(task.report, kernel_regex=task.kernel_regex, part=task.part)
+    label = spreadsheet_text(task.label)
     with tempfile.NamedTemporaryFile(
         "w", encoding="utf-8", newline="", dir=task.folder, suffix=".csv", delete=False
     ) as handle:
         writer = csv.writer(handle, lineterminator="\n")
-        writer.writerows(zip([task.label] * len(columns), *columns.columns(), strict=True))
+        writer.writerows(zip([label] * len(columns),
+                             *(spreadsheet_column(c) for c in columns.columns()), strict=True))
     return Path(handle.name), len(columns)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import BadSizeError, ProjectError, one_line
-from harness.input_file import file_kind
+from harness.input_file import file_kind, load_toml
 from harness.project.expr import compile_expression, evaluate
 from harness.project.locate import OUTSIDE_ENV, PYPROJECT, find_project, inside_project
 from harness.project.model import (
@@ -39,11 +39,6 @@ from harness.project.model import (
 )
 from harness.project.schema import ProjectFile, VariantTable, describe_error
 from harness.project.size import Size, parse_size
-
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 # ---------------------------------------------------------------------------------- reading
 
@@ -67,10 +62,7 @@ def _read_table(path: Path) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ProjectError(f"{path}: not UTF-8 text, not a TOML project file") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ProjectError(f"{path}: TOML syntax error: {error}") from None
+    data = load_toml(text, str(path), ProjectError)
     if path.name == PYPROJECT:
         table = data.get("tool", {}).get("ncuh")
         if not isinstance(table, dict):

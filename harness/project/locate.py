@@ -53,7 +53,7 @@ def _has_tool_table(path: Path) -> bool:
         return False
     try:
         return "ncuh" in tomllib.loads(text).get("tool", {})
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return _TOOL_TABLE.search(text) is not None
 
 
