@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from harness.errors import printable
+
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("shards", nargs=-1, required=True,
@@ -23,4 +25,4 @@ def merge(shards: tuple[Path, ...], out: Path, allow_mismatch: bool) -> None:
     from harness.profile.merge import merge_runs
 
     merged = merge_runs(list(shards), out, allow_mismatch=allow_mismatch)
-    click.echo(str(merged))
+    click.echo(printable(merged))

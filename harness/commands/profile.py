@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from harness.commands.options import project_option, project_path
-from harness.errors import NcuhError
+from harness.errors import NcuhError, printable
 from harness.input_file import load_json
 from harness.profile.ncu_command import (
     CLOCK_CONTROLS,
@@ -162,15 +162,15 @@ def profile(
     for entry in outcome.entries:
         line = f"{entry.status:6} {entry.target.label}  {entry.seconds:.1f} s"
         line += f"  {entry.passes} passes" if entry.passes else ""
-        click.echo(line if entry.error is None else f"{line}  {entry.error}")
+        click.echo(printable(line if entry.error is None else f"{line}  {entry.error}"))
     for entry in outcome.failures:
-        click.echo(f"ncuh: failed: {entry.target.label}: {entry.error}", err=True)
+        click.echo(printable(f"ncuh: failed: {entry.target.label}: {entry.error}"), err=True)
     if outcome.metrics_error:
-        click.echo(f"ncuh: failed: metrics.csv: {outcome.metrics_error}", err=True)
+        click.echo(printable(f"ncuh: failed: metrics.csv: {outcome.metrics_error}"), err=True)
     if outcome.overlay_note and not outcome.overlay_note.endswith("=off"):
         click.echo(f"ncuh: note: pages ran on ncu's stock sections ({outcome.overlay_note})",
                    err=True)
-    click.echo(str(out / outcome.run_id))
+    click.echo(printable(out / outcome.run_id))
     if outcome.exit_code:
         sys.exit(outcome.exit_code)
 
@@ -190,8 +190,8 @@ def _submit(request: Any, slurm_args: tuple[str, ...]) -> None:
 
         failed = [entry for entry in load_run(submission.merged).entries if not entry.ok]
         for entry in failed:
-            click.echo(f"ncuh: failed: {entry.label}: {entry.error}", err=True)
-        click.echo(str(submission.merged))
+            click.echo(printable(f"ncuh: failed: {entry.label}: {entry.error}"), err=True)
+        click.echo(printable(submission.merged))
         if failed:
             sys.exit(1)
         return

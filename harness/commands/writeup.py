@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from harness.commands.options import project_option, project_path
+from harness.errors import printable
 
 
 @click.command("writeup")
@@ -26,7 +27,8 @@ def writeup(sources: tuple[Path, ...], out: Path, fmt: str, project: Path | None
 
     result = collect(sources, project_path(project))
     rendered = write(result, out, fmt)  # type: ignore[arg-type]
-    click.echo(f"wrote {len(result.pages)} page(s), {len(rendered.files)} file(s) under {out}")
+    click.echo(printable(f"wrote {len(result.pages)} page(s), {len(rendered.files)} file(s) "
+                         f"under {out}"))
     for path in rendered.files:
         if path.name.startswith("index."):
-            click.echo(f"  {path}")
+            click.echo(printable(f"  {path}"))
