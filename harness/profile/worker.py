@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import NcuhError
+from harness.errors import NcuhError, printable
 
 if TYPE_CHECKING:
     import argparse
@@ -242,7 +242,7 @@ def main(argv: Sequence[str]) -> int:
             jobs = jobs_now or jobs
         rows = metrics(args.out, pairs, jobs=jobs)
     except NcuhError as error:
-        print(f"ncuh-worker: {error}", file=sys.stderr, flush=True)
+        print(f"ncuh-worker: {printable(error)}", file=sys.stderr, flush=True)
         return 2
     print(RESULT_PREFIX + json.dumps({"rows": rows}), flush=True)
     return 0
