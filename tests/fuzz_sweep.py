@@ -601,7 +601,8 @@ def sweep(per_report: int, json_cases: int, toml_cases: int, seed: int = 14,
     tally = Tally()
     with tempfile.TemporaryDirectory(prefix="ncuh-fuzz-") as folder:
         work = Path(folder)
-        cases = [*cause_cases(work), *report_cases(per_report, seed, work),
+        # the reports first: a worker computes their pristine answers once, until replaced
+        cases = [*report_cases(per_report, seed, work), *cause_cases(work),
                  *run_file_cases(json_cases, seed + 1, work),
                  *threshold_cases(toml_cases, seed + 2, work)]
         # forkserver, not fork: a process that has read a report holds ncu_report's threads,
