@@ -2,7 +2,8 @@
 
 Opening a FIFO blocks until someone writes to it and reading a device can last forever, so
 anything but a regular file is refused before it is opened; a path the OS cannot even look
-up (too long, a component that is a file) is one line too.
+up (too long, a component that is a file) is one line too. JSON and TOML are parsed only up to
+`MAX_JSON_DEPTH` levels of nesting, so no document can exhaust the parser's recursion.
 """
 
 from __future__ import annotations
