@@ -8,8 +8,10 @@ Every problem is a `ProjectError` (exit 2) of one line that names the file, the 
 was expected: TOML syntax, empty or binary files, unknown keys and wrong types (the pydantic
 schema), user modules that are missing or fail to import (with their error), callables that
 do not exist, expressions that are not arithmetic on the dims, a `previous` that names no
-variant, cycles, duplicate names, and default parameters that the variant's own
-`constraints` refuse.
+variant, cycles, duplicate names, default parameters that the variant's own
+`constraints` refuse, a project "file" that is a FIFO or a device, more than `MAX_VARIANTS`
+variants, and `source`/`strategy` files outside the project folder (unless
+$NCUH_ALLOW_OUTSIDE_PATHS=1).
 """
 
 from __future__ import annotations
