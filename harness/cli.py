@@ -17,7 +17,7 @@ import click
 
 from harness import __version__
 from harness.commands.options import PROJECT_HELP
-from harness.errors import NcuhError
+from harness.errors import NcuhError, error_line
 from harness.util import terminate_as_interrupt
 
 # command name -> "module:attribute"; the order is the order of `ncuh --help`.
@@ -77,7 +77,7 @@ class LazyGroup(click.Group):
             _kill_children()
             raise
         except NcuhError as error:
-            click.echo(f"ncuh: error: {error}", err=True)
+            click.echo(error_line(error), err=True)
             ctx.exit(error.exit_code)
         except BrokenPipeError:
             # `ncuh export r.ncu-rep | head` closes stdout early: not an error.
@@ -87,7 +87,7 @@ class LazyGroup(click.Group):
             # The environment, not a bug (a path too long to look up, a vanished file):
             # one line like every other expected failure.
             where = f"{error.filename}: " if error.filename else ""
-            click.echo(f"ncuh: error: {where}{error.strerror or error}", err=True)
+            click.echo(error_line(f"{where}{error.strerror or error}"), err=True)
             ctx.exit(2)
 
 

@@ -6,7 +6,17 @@ Anything raised as an `NcuhError` reaches the user as one line on stderr and exi
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+
+# What must not reach a terminal or a page from data: C0 and C1 controls (ESC starts terminal
+# sequences, BEL rings, CR overwrites a line), DEL, the Unicode line and paragraph separators,
+# and the bidirectional controls that reorder what a reader sees (U+202E and the like).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029"
+                     "\u202a-\u202e\u2066-\u2069]")
+_UNSAFE_BUT_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f"
+                               "\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 class NcuhError(Exception):
@@ -65,6 +75,24 @@ class OutputError(NcuhError):
 
 class InputFileError(ReportError):
     """An input path that cannot be read as a file: too long, a FIFO/device/socket, no access."""
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group(0)
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def printable(text: object, *, keep_lines: bool = False) -> str:
+    """`text` with control, line-break and bidi characters written as escapes (`\\n`,
+    `\\x1b`, `\\u202e`), so a name or path from data can neither add a line nor take over a
+    terminal; `keep_lines` keeps newlines and tabs (a table, a page's own lines)."""
+    return (_UNSAFE_BUT_LINES if keep_lines else _UNSAFE).sub(_escape, str(text))
+
+
+def error_line(error: BaseException | str) -> str:
+    """The one stderr line for an expected failure, whatever its message holds."""
+    return f"ncuh: error: {printable(error)}"
 
 
 def os_error_text(error: OSError) -> str:

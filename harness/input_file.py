@@ -2,18 +2,34 @@
 
 Opening a FIFO blocks until someone writes to it and reading a device can last forever, so
 anything but a regular file is refused before it is opened; a path the OS cannot even look
-up (too long, a component that is a file) is one line too.
+up (too long, a component that is a file) is one line too. JSON and TOML are parsed only up to
+`MAX_JSON_DEPTH` levels of nesting, so no document can exhaust the parser's recursion.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import re
 import stat
+import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
-from harness.errors import InputFileError, os_error_text
+from harness.errors import InputFileError, NcuhError, os_error_text
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+# No file ncuh reads nests deeper than a handful of levels; Python's parser (and whatever walks
+# the result) recurses once per level, so a deeper document is refused before it is parsed.
+MAX_JSON_DEPTH = 64
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_JSON_BRACKET = re.compile(r"[\[\]{}]")
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -86,3 +102,49 @@ def holds_bad_text(value: object) -> bool:
         return any(holds_bad_text(getattr(value, f.name)) for f in dataclasses.fields(value)
                    if f.repr)
     return False
+
+
+def json_depth(text: str) -> int:
+    """How deeply the arrays and objects of JSON `text` nest (strings skipped), counted
+    without recursion; a malformed text gets some number and fails in the parser."""
+    depth = deepest = 0
+    for match in _JSON_BRACKET.finditer(_JSON_STRING.sub("", text)):
+        depth += 1 if match.group(0) in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def nesting(value: object) -> int:
+    """How deeply the lists and dicts of a parsed document nest, counted without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            deepest = max(deepest, depth)
+            stack.extend((child, depth + 1)
+                         for child in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def load_toml(text: str, what: str, error: type[NcuhError] = InputFileError) -> dict[str, Any]:
+    """TOML `text` parsed, or `error` (one line): a syntax error, or nested over
+    MAX_JSON_DEPTH (tomllib recurses per `[` or `{`; dotted keys nest without it)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as problem:
+        raise error(f"{what}: TOML syntax error: {problem}") from None
+    except RecursionError:
+        data = None
+    if data is None or nesting(data) > MAX_JSON_DEPTH:
+        raise error(f"{what}: TOML nested deeper than {MAX_JSON_DEPTH} levels")
+    return data
+
+
+def load_json(text: str, what: str, error: type[NcuhError] = InputFileError) -> object:
+    """JSON `text` parsed, or `error` (one line): not JSON, or nested over MAX_JSON_DEPTH."""
+    if json_depth(text) > MAX_JSON_DEPTH:
+        raise error(f"{what}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+    try:
+        return json.loads(text)
+    except ValueError as problem:  # JSONDecodeError, and a number too long to convert
+        raise error(f"{what}: not valid JSON ({problem})") from None

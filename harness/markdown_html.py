@@ -11,6 +11,8 @@ import re
 
 from markupsafe import Markup, escape
 
+from harness.errors import printable
+
 _LIST_ITEM = re.compile(r"^\s*(?:(\d+)[.)]|[-*])\s+(.*)$")
 _INLINE = (
     (re.compile(r"`([^`]+)`"), r"<code>\1</code>"),
@@ -39,7 +41,7 @@ def _inline(text: str) -> str:
 def markdown_to_html(text: str) -> Markup:
     """Paragraphs and lists of `text` as HTML; everything else stays escaped text."""
     blocks: list[str] = []
-    for block in re.split(r"\n\s*\n", text.strip()):
+    for block in re.split(r"\n\s*\n", printable(text, keep_lines=True).strip()):
         lines = [line for line in block.splitlines() if line.strip()]
         items = [_LIST_ITEM.match(line) for line in lines]
         if lines and all(items):

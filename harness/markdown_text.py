@@ -15,6 +15,8 @@ from __future__ import annotations
 import html
 import re
 
+from harness.errors import printable
+
 # Inline markup anywhere on a line: emphasis, code, links/images, raw HTML and entities,
 # table cells, strikethrough, autolinks; `#` after a space could close an ATX heading
 # (`!` needs a `[`, `>` a `<` or the start of a line). An underscore between
@@ -33,8 +35,9 @@ _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
 
 
 def one_line(value: object) -> str:
-    """`value` as one line: line breaks and other vertical space become a single space."""
-    return _LINE_BREAKS.sub(" ", str(value))
+    """`value` as one line: line breaks and other vertical space become a single space, other
+    control and bidi characters escapes (`\\x1b`, `\\u202e`)."""
+    return printable(_LINE_BREAKS.sub(" ", str(value)), keep_lines=True)
 
 
 def text(value: object) -> str:
@@ -52,7 +55,7 @@ def code_span(value: object) -> str:
 
 def fenced(value: object) -> str:
     """Multi-line `value` for inside a ``` fence: no line of it can close the fence."""
-    body = str(value).replace("\r\n", "\n").replace("\r", "\n")
+    body = printable(str(value).replace("\r\n", "\n").replace("\r", "\n"), keep_lines=True)
     return _BACKTICK_FENCE_LINE.sub(lambda m: m.group(1) + "'" * len(m.group(2)), body)
 
 
@@ -64,7 +67,7 @@ def html_text(value: object) -> str:
 def prose(value: object) -> str:
     """Authored Markdown (a variant's strategy) kept as Markdown, minus what could take over the
     page: raw HTML is shown as text and a fence cannot open."""
-    source = str(value)
+    source = printable(value, keep_lines=True)
     parts: list[str] = []
     position = 0
     for span in _CODE_SPAN.finditer(source):

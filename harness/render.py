@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Literal
 
 import jinja2
+from markupsafe import Markup
 
 from harness import markdown_text
 from harness.atomic import atomic_file_set
-from harness.errors import ReportError
+from harness.errors import ReportError, printable
 from harness.input_file import holds_bad_text
 from harness.markdown_html import markdown_to_html
 from harness.pages import KeyValue
@@ -108,6 +109,16 @@ def _template_dir() -> Path:
         return Path(__file__).resolve().parent.parent / "templates"
 
 
+def _printable(value: object) -> object:
+    """Every value a template prints, its control and bidi characters written as escapes:
+    a kernel name with ESC or U+202E shows as what it is on any page."""
+    if isinstance(value, Markup):  # already HTML: escapes add no markup to it
+        return Markup(printable(str(value), keep_lines=True))
+    if isinstance(value, str):
+        return printable(value, keep_lines=True)
+    return value
+
+
 def _environment(html: bool) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(_template_dir())),
@@ -116,6 +127,7 @@ def _environment(html: bool) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
+        finalize=_printable,
     )
     env.filters["md"] = md_escape  # data as Markdown text
     env.filters["fenced"] = markdown_text.fenced  # data inside a ``` block

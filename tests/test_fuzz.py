@@ -1,8 +1,9 @@
-"""The corruption sweep in CI: every command, every kind of input, no traceback, no silent
-success, every refusal one line (see tests/fuzz_sweep.py for what the outcomes mean).
+"""The corruption sweep in CI: every command, every kind of input, every hostile cause of
+issue 29, no traceback, no silent success, every refusal one line, clean output, no input
+changed (see tests/fuzz_sweep.py for what the outcomes mean).
 
-Sized to run in well under two minutes on two cores; `benchmarks/fuzz_counts.py` runs the
-same sweep larger and prints the table. The Hypothesis test beside it throws generated JSON
+Sized to run in about half a minute on two cores; `benchmarks/fuzz_counts.py` runs the same
+sweep larger and prints the table. The Hypothesis test beside it throws generated JSON
 documents at the manifest and bench readers.
 """
 
@@ -22,22 +23,40 @@ from harness.rundir import BenchFile, Manifest, load_bench, load_run
 
 @pytest.fixture(scope="module")
 def tally():
-    return sweep(per_report=24, json_cases=40, toml_cases=40, seed=14)
+    return sweep(per_report=8, json_cases=24, toml_cases=24, seed=14)
 
 
 def test_sweep_has_no_traceback_and_every_refusal_is_one_line(tally) -> None:
     print("\n" + table(tally))
-    assert tally.total() >= 300
+    print(f"values changed where nothing could tell: {tally.changed_values}")
+    assert tally.total() >= 180
     assert tally.total("traceback") == 0, tally.examples
     assert tally.total("bad error") == 0, tally.examples
 
 
 def test_no_silent_success_where_corruption_is_detectable(tally) -> None:
-    """Everything but a few flipped bytes inside a report (which can decode to another valid
-    value: the format has no checksum) is refused or gives the pristine answer."""
-    silent = {key: counts["silent"] for key, counts in tally.counts.items()
-              if counts["silent"] and key[0] != "report (flip bytes)"}
-    assert silent == {}, tally.examples
+    """Corrupted input is refused or gives the pristine answer; only a report whose export
+    keeps every row (a flipped byte that decoded to another valid value: the format has no
+    checksum) may show other values, and those are counted apart."""
+    assert tally.total("silent") == 0, tally.examples
+    changed = {key for key, counts in tally.counts.items() if counts["changed value"]}
+    assert all(target == "report (flip bytes)" for target, _ in changed), changed
+
+
+def test_no_input_is_ever_changed_and_output_stays_clean(tally) -> None:
+    assert tally.total("data lost") == 0, tally.examples
+    assert tally.total("unclean") == 0, tally.examples
+
+
+def test_every_cause_of_issue_29_is_refused_in_one_line_or_read_cleanly(tally) -> None:
+    causes = {key: counts for key, counts in tally.counts.items() if key[0].startswith("cause")}
+    assert len(causes) >= 35
+    for (target, command), counts in causes.items():
+        assert counts["refused"] + counts["valid"] == sum(counts.values()), (target, command)
+    valid = sorted(target for (target, _), counts in causes.items() if counts["valid"])
+    assert valid == ["cause: 1000 variants", "cause: a label =HYPERLINK(...)",
+                     "cause: a label with ESC, BEL, U+202E and a newline",
+                     "cause: a label with ESC, BEL, U+202E and a newline"]
 
 
 def test_the_issue_14_corruption_is_always_refused(tally) -> None:
@@ -60,7 +79,7 @@ documents = st.fixed_dictionaries(
     optional={"entries": json_values, "results": json_values, "environment": json_values})
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                                    HealthCheck.function_scoped_fixture])
 @given(document=documents)
 def test_generated_documents_are_read_or_refused_in_one_line(tmp_path: Path, document) -> None:

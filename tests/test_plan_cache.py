@@ -305,3 +305,19 @@ def test_profiles_command_module_loads_no_schema_before_ncu() -> None:
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                cwd=ROOT, check=True)
     assert completed.stdout.strip() == "[]"
+
+
+def test_a_plan_cache_path_taken_by_a_folder_is_no_error(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An unwritable cache is documented as no error: the run goes on, checked first."""
+    seen = Recorder(monkeypatch)
+    assert _profile(tmp_path / "a").exit_code == 0
+    (kept,) = _kept(tmp_path / "cache")
+    kept.unlink()
+    kept.mkdir()
+    seen.events.clear()
+    result = _profile(tmp_path / "b")
+    assert result.exit_code == 0, result.output
+    assert seen.events == ["checked", "ncu", "ncu"]
+    assert kept.is_dir() and not list(kept.iterdir())

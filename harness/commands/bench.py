@@ -22,7 +22,7 @@ from harness.commands.options import (
     size_options,
     variant_option,
 )
-from harness.errors import BadSizeError, NcuhError
+from harness.errors import BadSizeError, NcuhError, printable
 from harness.gpu import env as gpu_env
 from harness.gpu.bench import run_bench
 from harness.gpu.bench_table import format_table
@@ -104,12 +104,13 @@ def bench(
         )
 
     path = run.save((out or _default_out()) / "bench.json")
-    click.echo(format_table(run), nl=False)
-    click.echo(f"wrote {path}", err=True)
+    click.echo(printable(format_table(run), keep_lines=True), nl=False)
+    click.echo(printable(f"wrote {path}"), err=True)
     failed = [r for r in run.results if r.status == "failed"]
     if failed:
         names = ", ".join(f"{r.variant} {size_text(r.size)}" for r in failed)
-        click.echo(f"ncuh: {len(failed)} result(s) failed verification: {names}", err=True)
+        click.echo(printable(f"ncuh: {len(failed)} result(s) failed verification: {names}"),
+                   err=True)
         sys.exit(1)
 
 

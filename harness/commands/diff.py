@@ -9,7 +9,7 @@ import click
 
 from harness.atomic import atomic_write_text, refuse_inputs
 from harness.commands.options import out_option
-from harness.errors import ReportError
+from harness.errors import ReportError, printable
 from harness.input_file import holds_bad_text
 
 FORMATS = ("md", "json", "junit")
@@ -56,7 +56,7 @@ def diff(baseline: Path, current: Path, config: Path | None, fmt: str, out: Path
         sys.stdout.write(text)
     else:
         atomic_write_text(out, text)
-        click.echo(status_line(result))
+        click.echo(printable(status_line(result)))
     sys.exit(result.exit_code)
 
 

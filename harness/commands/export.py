@@ -17,7 +17,7 @@ import click
 
 from harness.atomic import atomic_path, refuse_inputs
 from harness.commands.options import kernel_option, out_alias_option, out_option
-from harness.errors import NcuhError
+from harness.errors import NcuhError, printable
 from harness.report.export_format import EXPORT_FORMATS, write_export
 from harness.report.reportfile import export_columns
 from harness.rundir import is_run_directory, load_run, run_inputs
@@ -65,7 +65,7 @@ def _export_run(run_dir: Path, output: Path | None, kernel_regex: str | None) ->
                if entry.ok and entry.report is not None]
     if output is not None:
         rows = metrics(output, reports, kernel_regex=kernel_regex)
-        click.echo(f"wrote {rows:,} rows to {output}", err=True)
+        click.echo(printable(f"wrote {rows:,} rows to {output}"), err=True)
         return
     with tempfile.TemporaryDirectory(prefix="ncuh-export-") as folder:
         table = Path(folder) / "metrics.csv"
@@ -80,4 +80,4 @@ def _write(output: Path | None, write: Callable[[TextIO], None], rows: int) -> N
         return
     with atomic_path(output) as tmp, tmp.open("w", encoding="utf-8", newline="") as stream:
         write(stream)
-    click.echo(f"wrote {rows:,} rows to {output}", err=True)
+    click.echo(printable(f"wrote {rows:,} rows to {output}"), err=True)

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from harness.commands.options import open_chosen_project, project_option
+from harness.errors import printable
 from harness.project import Project
 
 
@@ -68,4 +69,4 @@ def list_variants(fmt: str, project: Path | None) -> None:
     if fmt == "json":
         click.echo(json.dumps(project_record(loaded), indent=2))
     else:
-        click.echo(format_text(loaded), nl=False)
+        click.echo(printable(format_text(loaded), keep_lines=True), nl=False)

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from harness.commands.options import out_option
+from harness.errors import printable
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -24,4 +25,4 @@ def merge(shards: tuple[Path, ...], out: Path, allow_mismatch: bool) -> None:
     from harness.profile.merge import merge_runs
 
     merged = merge_runs(list(shards), out, allow_mismatch=allow_mismatch)
-    click.echo(str(merged))
+    click.echo(printable(merged))

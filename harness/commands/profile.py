@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import shlex
 import sys
 from pathlib import Path
@@ -21,7 +20,8 @@ from harness.commands.options import (
     size_words,
     variant_option,
 )
-from harness.errors import NcuhError
+from harness.errors import NcuhError, printable
+from harness.input_file import load_json
 from harness.profile.ncu_command import (
     CLOCK_CONTROLS,
     DEFAULT_SET,
@@ -34,10 +34,7 @@ from harness.profile.ncu_command import (
 def _params(text: str | None) -> dict[str, Any]:
     if not text:
         return {}
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise NcuhError(f"--params is not valid JSON: {error}") from None
+    value = load_json(text, "--params", NcuhError)
     if not isinstance(value, dict):
         raise NcuhError("--params must be a JSON object, e.g. '{\"BM\": 64}'")
     return value
@@ -165,15 +162,15 @@ def profile(
     for entry in outcome.entries:
         line = f"{entry.status:6} {entry.target.label}  {entry.seconds:.1f} s"
         line += f"  {entry.passes} passes" if entry.passes else ""
-        click.echo(line if entry.error is None else f"{line}  {entry.error}")
+        click.echo(printable(line if entry.error is None else f"{line}  {entry.error}"))
     for entry in outcome.failures:
-        click.echo(f"ncuh: failed: {entry.target.label}: {entry.error}", err=True)
+        click.echo(printable(f"ncuh: failed: {entry.target.label}: {entry.error}"), err=True)
     if outcome.metrics_error:
-        click.echo(f"ncuh: failed: metrics.csv: {outcome.metrics_error}", err=True)
+        click.echo(printable(f"ncuh: failed: metrics.csv: {outcome.metrics_error}"), err=True)
     if outcome.overlay_note and not outcome.overlay_note.endswith("=off"):
         click.echo(f"ncuh: note: pages ran on ncu's stock sections ({outcome.overlay_note})",
                    err=True)
-    click.echo(str(out / outcome.run_id))
+    click.echo(printable(out / outcome.run_id))
     if outcome.exit_code:
         sys.exit(outcome.exit_code)
 
@@ -193,8 +190,8 @@ def _submit(request: Any, slurm_args: tuple[str, ...]) -> None:
 
         failed = [entry for entry in load_run(submission.merged).entries if not entry.ok]
         for entry in failed:
-            click.echo(f"ncuh: failed: {entry.label}: {entry.error}", err=True)
-        click.echo(str(submission.merged))
+            click.echo(printable(f"ncuh: failed: {entry.label}: {entry.error}"), err=True)
+        click.echo(printable(submission.merged))
         if failed:
             sys.exit(1)
         return

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from harness.commands.options import kernel_option
-from harness.errors import ReportError
+from harness.errors import ReportError, printable
 from harness.input_file import holds_bad_text
 from harness.report.profile_builder import load_profiles
 from harness.report.report_view import DETAILS, VIEW_FORMATS, profile_views, render
@@ -28,4 +28,5 @@ def report(report: Path, kernel_regex: str | None, fmt: str, details: str) -> No
     text = render(views, fmt, details)  # type: ignore[arg-type]
     if holds_bad_text(text):
         raise ReportError(f"{report} is corrupt: it holds text that is not UTF-8")
-    click.echo(text, nl=False)
+    # names from the report (kernels, rule messages) reach a terminal: no ESC, no U+202E
+    click.echo(text if fmt == "json" else printable(text, keep_lines=True), nl=False)

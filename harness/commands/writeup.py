@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from harness.commands.options import out_option, project_path
+from harness.errors import printable
 
 
 def _default_out() -> Path:
@@ -48,7 +49,8 @@ def writeup(sources: tuple[Path, ...], out: Path | None, fmt: str,
     result = collect(sources, project_path(project))
     out = out or _default_out()
     rendered = write(result, out, fmt)  # type: ignore[arg-type]
-    click.echo(f"wrote {len(result.pages)} page(s), {len(rendered.files)} file(s) under {out}")
+    click.echo(printable(f"wrote {len(result.pages)} page(s), {len(rendered.files)} file(s) "
+                         f"under {out}"))
     for path in rendered.files:
         if path.name.startswith("index."):
-            click.echo(f"  {path}")
+            click.echo(printable(f"  {path}"))

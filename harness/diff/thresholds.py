@@ -14,10 +14,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt
+from pydantic import BaseModel, ConfigDict, Field
 
 from harness.errors import NcuhError
-from harness.input_file import read_text
+from harness.input_file import load_toml, read_text
 from harness.schema import validate
 
 if sys.version_info >= (3, 11):
@@ -95,10 +95,7 @@ def load_thresholds(config: Path | str | None = None) -> Thresholds:
 
 def _read_user(path: Path) -> dict[str, Any]:
     text = read_text(path, "thresholds")
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ThresholdsError(f"{path}: invalid TOML ({error})") from None
+    return load_toml(text, str(path), ThresholdsError)
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -113,6 +110,7 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 # --- the file's shape (pydantic): strict types, no unknown keys, finite non-negative numbers ---
 
+MAX_RESAMPLES = 100_000
 NonNegative = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 Fraction = Annotated[float, Field(gt=0, lt=1, allow_inf_nan=False)]
 
@@ -127,7 +125,8 @@ class TimingTable(_Table):
     noise_floor_pct: NonNegative = 5.0
     confidence: Fraction = 0.95
     alpha: Fraction = 0.01
-    bootstrap_resamples: PositiveInt = 2000
+    # each resample is a row of samples in memory: 1e9 of them would want hundreds of GiB
+    bootstrap_resamples: Annotated[int, Field(ge=1, le=MAX_RESAMPLES)] = 2000
     seed: Annotated[int, Field(ge=0)] = 0
 
 

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import NcuhError, first_error_line
+from harness.errors import NcuhError, ProjectError, first_error_line
 from harness.gpu.env import require_gpu
-from harness.project import Launch, Project, Size, Variant
+from harness.project import OUTSIDE_ENV, Launch, Project, Size, Variant, inside_project
 
 # Compiled functions by (source text, options, kernel): NVRTC runs once per configuration per
 # process; CuPy's own disk cache (~/.cupy/kernel_cache) keeps them across processes.
@@ -51,7 +51,11 @@ def source_text(folder: Path, source: str) -> str:
     main_text = (folder / source).read_text(encoding="utf-8")
 
     def inline(match: re.Match[str]) -> str:
-        header_path = folder / match.group(1)
+        header_path = inside_project(folder, match.group(1))
+        if header_path is None:
+            raise ProjectError(f"{folder / source}: #include {match.group(1)!r} leads outside "
+                               f"the project folder (set {OUTSIDE_ENV}=1 to allow files "
+                               "outside it)")
         if not header_path.is_file():
             return match.group(0)  # a system or toolkit header: NVRTC finds it
         # `#pragma once` makes no sense once inlined (NVRTC warns about it in a main file).

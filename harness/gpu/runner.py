@@ -31,6 +31,7 @@ from harness.gpu.gates import wait_to_launch, wait_to_start_cuda
 from harness.gpu.protocol import RESULT_PREFIX, RUNNER_NO_GPU_EXIT, RUNNER_PREFIX, runner_range
 from harness.gpu.tuning import resolve_params
 from harness.gpu.verify import verify
+from harness.input_file import load_json
 from harness.project import Project, Size, open_project
 
 SEED = 20261121
@@ -150,9 +151,9 @@ def _fail(message: str, status: int) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        params = json.loads(args.params)
-    except json.JSONDecodeError as error:
-        return _fail(f"--params is not JSON: {error}", 2)
+        params = load_json(args.params, "--params", NcuhError)
+    except NcuhError as error:
+        return _fail(str(error), 2)
     if not isinstance(params, dict):
         return _fail("--params must be a JSON object", 2)
     if args.warmup < 0:

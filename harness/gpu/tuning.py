@@ -15,12 +15,15 @@ import hashlib
 import inspect
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.atomic import atomic_write_text
+from harness.errors import NcuhError
 from harness.gpu.backend import source_text
+from harness.input_file import load_json
 from harness.project import Project, Size, Variant
 from harness.user_cache import CACHE_ENV as CACHE_ENV
 from harness.user_cache import cache_dir
@@ -64,15 +67,19 @@ class TuneCache:
 
     def _load(self) -> None:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            # Missing or unreadable: start empty; a cache is never worth failing a run for.
+            data = load_json(self.path.read_text(encoding="utf-8"), str(self.path))
+        except (OSError, ValueError, NcuhError):
+            # Missing, unreadable or nested too deeply: start empty; a cache is never worth
+            # failing a run for.
             return
         if isinstance(data, dict) and data.get("schema") == TUNING_SCHEMA:
             entries = data.get("entries")
             if isinstance(entries, list):
+                # An entry whose size is not whole positive numbers (`"0"`, `"²"`) could only
+                # be a wrong nearest winner for every size: it is left out.
                 self.entries = [e for e in entries if isinstance(e, dict)
-                                and isinstance(e.get("params"), dict)]
+                                and isinstance(e.get("params"), dict)
+                                and _size_key(e.get("size")) is not None]
 
     def get(self, gpu: str, variant: str, size: Size | str) -> dict[str, Any] | None:
         for entry in self.entries:
@@ -92,17 +99,24 @@ class TuneCache:
 
     def save(self, project: str | None = None) -> Path:
         ordered = sorted(self.entries, key=lambda e: (str(e.get("gpu")), str(e.get("variant")),
-                                                      _size_key(str(e.get("size")))))
+                                                      _size_key(e.get("size")) or []))
         data = {"schema": TUNING_SCHEMA, "project": project, "entries": ordered}
         return atomic_write_text(self.path, json.dumps(data, indent=2) + "\n")
 
 
-def _size_key(text: str) -> list[int]:
-    return [int(part) for part in text.split("x") if part.isdigit()]
+_SIZE = re.compile(r"[1-9][0-9]{0,17}(?:x[1-9][0-9]{0,17})*")
 
 
-def _log_distance(a: Size, b: list[int]) -> float:
-    if len(b) != len(a):
+def _size_key(text: object) -> list[int] | None:
+    """The dimensions of a recorded size like `4096x4096x4096`; None unless each is a whole
+    positive number in ASCII digits."""
+    if not isinstance(text, str) or not _SIZE.fullmatch(text):
+        return None
+    return [int(part) for part in text.split("x")]
+
+
+def _log_distance(a: Size, b: list[int] | None) -> float:
+    if b is None or len(b) != len(a):
         return math.inf
     return sum(abs(math.log(x) - math.log(y)) for x, y in zip(a, b, strict=True) if x > 0 and y > 0)
 

@@ -157,7 +157,9 @@ def store(key: str, targets: tuple[Target, ...]) -> None:
         kept = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
         for old in kept[KEEP:]:
             old.unlink(missing_ok=True)
-    except (OSError, RuntimeError):  # RuntimeError: Path.home() without a home
+    # RuntimeError: Path.home() without a home; NcuhError: atomic_write_text's one-line
+    # OutputError (the plan's name taken by a folder, say)
+    except (OSError, RuntimeError, NcuhError):
         pass
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.atomic import atomic_write_text
-from harness.errors import NcuhError
+from harness.errors import NcuhError, error_line
 from harness.profile.ncu_command import KernelFilter, NcuSettings
 from harness.profile.processes import package_environment
 from harness.project.size import size_text
@@ -214,7 +214,7 @@ def main(argv: Sequence[str]) -> int:
     try:
         return run_task(args.job_dir, args.index)
     except NcuhError as error:
-        print(f"ncuh: error: {error}", file=sys.stderr)
+        print(error_line(error), file=sys.stderr)
         return error.exit_code
 
 

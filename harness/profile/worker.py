@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import NcuhError
+from harness.errors import NcuhError, printable
 from harness.util import pause_at
 
 if TYPE_CHECKING:
@@ -166,14 +166,17 @@ def _export_part(task: _Part) -> tuple[Path, int]:
     import csv
     import tempfile
 
+    from harness.report.export_format import spreadsheet_column, spreadsheet_text
     from harness.report.reportfile import export_columns
 
     columns = export_columns(task.report, kernel_regex=task.kernel_regex, part=task.part)
+    label = spreadsheet_text(task.label)
     with tempfile.NamedTemporaryFile(
         "w", encoding="utf-8", newline="", dir=task.folder, suffix=".csv", delete=False
     ) as handle:
         writer = csv.writer(handle, lineterminator="\n")
-        writer.writerows(zip([task.label] * len(columns), *columns.columns(), strict=True))
+        writer.writerows(zip([label] * len(columns),
+                             *(spreadsheet_column(c) for c in columns.columns()), strict=True))
     return Path(handle.name), len(columns)
 
 
@@ -259,7 +262,7 @@ def main(argv: Sequence[str]) -> int:
             jobs = jobs_now or jobs
         rows = metrics(args.out, pairs, jobs=jobs)
     except NcuhError as error:
-        print(f"ncuh-worker: {error}", file=sys.stderr, flush=True)
+        print(f"ncuh-worker: {printable(error)}", file=sys.stderr, flush=True)
         return 2
     print(RESULT_PREFIX + json.dumps({"rows": rows}), flush=True)
     return 0

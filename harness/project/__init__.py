@@ -20,22 +20,26 @@ if TYPE_CHECKING:
     from harness.project.check import signature_problems
     from harness.project.loader import load_project, open_project
     from harness.project.locate import (
+        OUTSIDE_ENV,
         PROJECT_ENV,
         PROJECT_FILE,
         bundled_dir,
         default_project_path,
         find_project,
+        inside_project,
     )
     from harness.project.model import Launch, Limit, Project, Reference, Variant
     from harness.project.size import Size, parse_size, parse_sizes, parse_value
 
 # public name -> the module that defines it
 _HOMES: dict[str, str] = {
+    "OUTSIDE_ENV": "harness.project.locate",
     "PROJECT_ENV": "harness.project.locate",
     "PROJECT_FILE": "harness.project.locate",
     "bundled_dir": "harness.project.locate",
     "default_project_path": "harness.project.locate",
     "find_project": "harness.project.locate",
+    "inside_project": "harness.project.locate",
     "load_project": "harness.project.loader",
     "signature_problems": "harness.project.check",
     "open_project": "harness.project.loader",
@@ -51,6 +55,7 @@ _HOMES: dict[str, str] = {
 }
 
 __all__ = [
+    "OUTSIDE_ENV",
     "PROJECT_ENV",
     "PROJECT_FILE",
     "Launch",
@@ -62,6 +67,7 @@ __all__ = [
     "bundled_dir",
     "default_project_path",
     "find_project",
+    "inside_project",
     "load_project",
     "open_project",
     "parse_size",

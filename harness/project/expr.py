@@ -22,12 +22,35 @@ _BINARY: dict[type, Callable[[float, float], float]] = {
 }
 
 
+# A work model is a short formula; the parser and `evaluate` recurse once per level of the
+# tree (`n+n+...+n` is as deep as it is long), so longer or deeper text is refused first.
+MAX_EXPRESSION_CHARS = 1000
+MAX_EXPRESSION_DEPTH = 100
+
+
+def _depth(tree: ast.AST) -> int:
+    """How many values deep `tree` nests (`-n` is 2, `n+n+n` is 3), counted without recursion."""
+    deepest, stack = 0, [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        depth += isinstance(node, ast.expr)
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
 def compile_expression(text: str, names: Sequence[str]) -> ast.expr:
     """The checked tree of `text`; ValueError saying what is not allowed."""
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise ValueError(f"an expression of {len(text)} characters (at most "
+                         f"{MAX_EXPRESSION_CHARS})")
     try:
         tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError as error:
-        raise ValueError(f"{text!r} is not an expression ({error.msg})") from None
+    except (SyntaxError, RecursionError, MemoryError) as error:
+        reason = error.msg if isinstance(error, SyntaxError) else "nested too deeply"
+        raise ValueError(f"{text[:60]!r} is not an expression ({reason})") from None
+    if _depth(tree) > MAX_EXPRESSION_DEPTH:
+        raise ValueError(f"{text[:60]!r} nests deeper than {MAX_EXPRESSION_DEPTH} levels")
     for node in ast.walk(tree):
         if isinstance(node, (ast.Expression, ast.operator, ast.unaryop, ast.expr_context)):
             continue

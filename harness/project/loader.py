@@ -8,8 +8,10 @@ Every problem is a `ProjectError` (exit 2) of one line that names the file, the 
 was expected: TOML syntax, empty or binary files, unknown keys and wrong types (the pydantic
 schema), user modules that are missing or fail to import (with their error), callables that
 do not exist, expressions that are not arithmetic on the dims, a `previous` that names no
-variant, cycles, duplicate names, and default parameters that the variant's own
-`constraints` refuse.
+variant, cycles, duplicate names, default parameters that the variant's own
+`constraints` refuse, a project "file" that is a FIFO or a device, more than `MAX_VARIANTS`
+variants, and `source`/`strategy` files outside the project folder (unless
+$NCUH_ALLOW_OUTSIDE_PATHS=1).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import importlib
 import math
 import re
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,8 +28,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import BadSizeError, ProjectError, one_line
+from harness.input_file import file_kind, load_toml
 from harness.project.expr import compile_expression, evaluate
-from harness.project.locate import PYPROJECT, find_project
+from harness.project.locate import OUTSIDE_ENV, PYPROJECT, find_project, inside_project
 from harness.project.model import (
     Limit,
     Project,
@@ -38,19 +42,17 @@ from harness.project.model import (
 from harness.project.schema import ProjectFile, VariantTable, describe_error
 from harness.project.size import Size, parse_size
 
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
-
 # ---------------------------------------------------------------------------------- reading
 
 
 def _read_table(path: Path) -> dict[str, Any]:
     try:
+        mode = path.stat().st_mode
+        if stat.S_ISDIR(mode):
+            raise ProjectError(f"{path}: a folder, not a project file")
+        if not stat.S_ISREG(mode):  # a FIFO or a device would never finish reading
+            raise ProjectError(f"{path}: {file_kind(mode)}, not a project file")
         raw = path.read_bytes()
-    except IsADirectoryError:
-        raise ProjectError(f"{path}: a folder, not a project file") from None
     except OSError as error:
         raise ProjectError(f"{path}: cannot be read ({error.strerror or error})") from None
     if not raw.strip():
@@ -62,10 +64,7 @@ def _read_table(path: Path) -> dict[str, Any]:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ProjectError(f"{path}: not UTF-8 text, not a TOML project file") from None
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ProjectError(f"{path}: TOML syntax error: {error}") from None
+    data = load_toml(text, str(path), ProjectError)
     if path.name == PYPROJECT:
         table = data.get("tool", {}).get("ncuh")
         if not isinstance(table, dict):
@@ -181,10 +180,16 @@ def _size(path: Path, key: str, text: str, dims: Sequence[str]) -> Size:
         raise ProjectError(f"{path}: key {key!r}: {error}") from None
 
 
+_OUTSIDE = (f"leads outside the project folder (set {OUTSIDE_ENV}=1 to allow files "
+            "outside it)")
+
+
 def _strategy(path: Path, folder: Path, where: str, text: str) -> str:
     stripped = text.strip()
     if re.fullmatch(r"[\w./-]+\.md", stripped):
-        file = folder / stripped
+        file = inside_project(folder, stripped)
+        if file is None:
+            raise ProjectError(f"{path}: {where}: key 'strategy': {stripped!r} {_OUTSIDE}")
         if not file.is_file():
             raise ProjectError(f"{path}: {where}: key 'strategy': file {stripped!r} not found "
                                f"in {folder} (a relative .md path, or inline Markdown)")
@@ -225,17 +230,20 @@ def _previous_links(path: Path, tables: Sequence[VariantTable]) -> list[str | No
         else:
             links.append(table.previous)
     by_name = dict(zip(names, links, strict=True))
+    ends: set[str] = set()  # variants known to lead to a chain's start: each is walked once
     for start in names:
-        walked = [start]
-        current = by_name[start]
-        while current is not None:
+        walked: dict[str, None] = {}  # ordered, with a set's lookup
+        current: str | None = start
+        while current is not None and current not in ends:
             if current in walked:
-                cycle = " -> ".join([*walked[walked.index(current):], current])
+                trail = list(walked)
+                cycle = " -> ".join([*trail[trail.index(current):], current])
                 index = names.index(start)
                 raise ProjectError(f"{path}: [[variant]] #{index + 1} ({start!r}): key "
                                    f"'previous': a cycle ({cycle}); the chain must end")
-            walked.append(current)
+            walked[current] = None
             current = by_name[current]
+        ends.update(walked)
     return links
 
 
@@ -245,6 +253,8 @@ def _variants(path: Path, folder: Path, tables: Sequence[VariantTable], find: Ca
     variants = []
     for index, table in enumerate(tables):
         where = f"[[variant]] #{index + 1} ({table.name!r})"
+        if table.source is not None and inside_project(folder, table.source) is None:
+            raise ProjectError(f"{path}: {where}: key 'source': {table.source!r} {_OUTSIDE}")
         if table.source is not None and not (folder / table.source).is_file():
             raise ProjectError(f"{path}: {where}: key 'source': file {table.source!r} not found "
                                f"in {folder}")
@@ -294,9 +304,17 @@ def load_project(path: Path | str) -> Project:
         raise ProjectError(as_written(path, str(error))) from None
 
 
+# A chain is read by people, page by page; far beyond this a project file is a mistake (or
+# made to stall every command that loads it).
+MAX_VARIANTS = 1000
+
+
 def _load(path: Path) -> Project:
     folder = path.parent
     data = _read_table(path)
+    tables = data.get("variant")
+    if isinstance(tables, list) and len(tables) > MAX_VARIANTS:
+        raise ProjectError(f"{path}: {len(tables)} [[variant]] tables (at most {MAX_VARIANTS})")
     try:
         spec = ProjectFile.model_validate(data)
     except ValidationError as error:
@@ -319,7 +337,12 @@ def _load(path: Path) -> Project:
         tolerance_function = find(problem.tolerance, "key 'problem.tolerance'")
 
         def tolerance(size: Size) -> float:
-            return float(tolerance_function(size))
+            value = float(tolerance_function(size))
+            if not (math.isfinite(value) and value > 0):  # inf would pass every result
+                raise ProjectError(f"{path}: key 'problem.tolerance': {problem.tolerance} "
+                                   f"gave {value!r} at size {size}; expected a finite number "
+                                   "> 0")
+            return value
     else:
         fixed = float(problem.tolerance)
 

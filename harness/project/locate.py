@@ -14,7 +14,8 @@ import re
 from importlib import resources
 from pathlib import Path
 
-from harness.errors import ProjectError
+from harness.errors import ProjectError, os_error_text
+from harness.input_file import file_kind
 
 try:  # Python 3.11+
     import tomllib
@@ -24,6 +25,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 PROJECT_FILE = "ncuh.toml"
 PYPROJECT = "pyproject.toml"
 PROJECT_ENV = "NCUH_PROJECT"
+OUTSIDE_ENV = "NCUH_ALLOW_OUTSIDE_PATHS"  # "1": source/strategy/#include may leave the folder
 DEFAULT_PROJECT = "sgemm"  # the bundled project used when no other is found
 
 
@@ -51,7 +53,7 @@ def _has_tool_table(path: Path) -> bool:
         return False
     try:
         return "ncuh" in tomllib.loads(text).get("tool", {})
-    except tomllib.TOMLDecodeError:
+    except (tomllib.TOMLDecodeError, RecursionError):
         return _TOOL_TABLE.search(text) is not None
 
 
@@ -61,6 +63,32 @@ def _file_in(folder: Path) -> Path | None:
     if (folder / PYPROJECT).is_file() and _has_tool_table(folder / PYPROJECT):
         return folder / PYPROJECT
     return None
+
+
+def _kind(path: Path) -> str:
+    try:
+        return file_kind(path.stat().st_mode)
+    except OSError as error:
+        return f"cannot be read ({os_error_text(error)})"
+
+
+def allows_outside_paths() -> bool:
+    """Whether the user lets a project file name files outside its folder."""
+    return os.environ.get(OUTSIDE_ENV, "") not in ("", "0")
+
+
+def inside_project(folder: Path, relative: str) -> Path | None:
+    """`folder / relative`, or None when it leads outside `folder` (by `..`, an absolute path
+    or a symbolic link) and the user has not set $NCUH_ALLOW_OUTSIDE_PATHS=1: a project's
+    `source`, `strategy` and `#include` files are its own, and pages publish them."""
+    path = folder / relative
+    if allows_outside_paths():
+        return path
+    try:
+        inside = path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError):  # a link loop, a name too long
+        return None
+    return path if inside else None
 
 
 def find_project(explicit: Path | str | None = None, cwd: Path | None = None) -> Path:
@@ -79,6 +107,8 @@ def find_project(explicit: Path | str | None = None, cwd: Path | None = None) ->
             return found.resolve()
         if not path.exists():
             raise ProjectError(f"{path}: no such project file or folder ({origin})")
+        if not path.is_file():  # a FIFO or a device would never finish reading
+            raise ProjectError(f"{path}: {_kind(path)}, not a project file ({origin})")
         return path.resolve()
     here = (cwd or Path.cwd()).resolve()
     for folder in (here, *here.parents):

@@ -49,10 +49,12 @@ class ProblemTable(_Table):
     outputs: Annotated[list[Identifier], Field(min_length=1)]
     poison: list[Identifier] | None = None
     expected: CallableName
-    tolerance: Annotated[StrictFloat | StrictInt, Field(gt=0)] | CallableName = 1e-4
+    # finite: `inf` (or 1e309, which TOML reads as inf) would let every result pass
+    tolerance: Annotated[StrictFloat | StrictInt, Field(gt=0, allow_inf_nan=False)] \
+        | CallableName = 1e-4
     compare: Literal["relative_frobenius", "max_abs", "allclose"] = "relative_frobenius"
-    rtol: Annotated[StrictFloat | StrictInt, Field(ge=0)] = 1e-5
-    atol: Annotated[StrictFloat | StrictInt, Field(ge=0)] = 1e-8
+    rtol: Annotated[StrictFloat | StrictInt, Field(ge=0, allow_inf_nan=False)] = 1e-5
+    atol: Annotated[StrictFloat | StrictInt, Field(ge=0, allow_inf_nan=False)] = 1e-8
     flops: NonEmpty | None = None
     bytes: NonEmpty | None = None
     summary_min_size: Annotated[StrictInt, Field(ge=1)] | None = None
@@ -143,6 +145,8 @@ def _expected(error: dict) -> str:
     if kind in ("greater_than", "greater_than_equal"):
         sign = ">" if kind == "greater_than" else ">="
         return f"expected a number {sign} {context.get('gt', context.get('ge'))}"
+    if kind == "finite_number":
+        return "expected a finite number"
     if kind in ("too_short", "too_long"):
         return f"expected at least {context.get('min_length', 1)} item(s)"
     if kind in ("string_type", "int_type", "float_type", "list_type", "dict_type",

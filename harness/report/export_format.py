@@ -22,6 +22,36 @@ ExportFormat = Literal["csv", "json"]
 EXPORT_FORMATS: tuple[ExportFormat, ...] = ("csv", "json")
 
 
+# A spreadsheet reads a cell that starts with one of these as a formula (`=HYPERLINK(...)` in a
+# kernel name or a run's label); OWASP's advice is a leading apostrophe, which shows the text
+# as written. Numbers stay numbers: only text cells that are not a number are changed.
+_FORMULA_START = frozenset("=+-@\t\r")
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def spreadsheet_text(value: Any) -> Any:
+    """`value` as a CSV cell no spreadsheet takes for a formula."""
+    if isinstance(value, str) and value[:1] in _FORMULA_START and not _is_number(value):
+        return "'" + value
+    return value
+
+
+def spreadsheet_column(values: list[Any]) -> list[Any]:
+    """`spreadsheet_text` over a column; each distinct text is looked at once, and a column
+    with nothing to change (nearly all of them) is returned as it is."""
+    risky = {value for value in set(values) if spreadsheet_text(value) is not value}
+    if not risky:
+        return values
+    return [spreadsheet_text(value) if value in risky else value for value in values]
+
+
 def _json_value(value: Any) -> Any:
     # JSON has no NaN/Infinity; ncu may report them for undefined ratios.
     if isinstance(value, float) and not math.isfinite(value):
@@ -35,12 +65,15 @@ def write_export(
     """Write the export table (kernel_id,kernel,metric,instance,value,unit) to `stream`.
 
     CSV: a header row, then one row per value; floats keep every digit (repr), a missing
-    value is an empty cell. JSON: an array of objects with the same keys.
+    value is an empty cell, a text that a spreadsheet would run as a formula gets a leading
+    apostrophe. JSON: an array of objects with the same keys, as they are.
     """
     if isinstance(table, ExportColumns):
         columns = table.columns()
     else:
         columns = [table[name].tolist() for name in EXPORT_COLUMNS]
+    if fmt == "csv":
+        columns = [spreadsheet_column(column) for column in columns]
     rows = zip(*columns, strict=True)
     if fmt == "csv":
         writer = csv.writer(stream, lineterminator="\n")

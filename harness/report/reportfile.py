@@ -250,6 +250,9 @@ def open_report(path: Path | str) -> LoadedReport:
     return LoadedReport(path=path, context=context, kernels=kernels)
 
 
+MAX_REGEX_CHARS = 1000  # a kernel filter is a name or a few alternatives
+
+
 def select_kernels(report: LoadedReport, kernel_regex: str | None) -> list[KernelRef]:
     """Kernels whose function (or demangled) name matches `kernel_regex` (re.search).
 
@@ -257,9 +260,14 @@ def select_kernels(report: LoadedReport, kernel_regex: str | None) -> list[Kerne
     """
     if kernel_regex is None:
         return list(report.kernels)
+    if len(kernel_regex) > MAX_REGEX_CHARS:
+        raise ReportError(f"--kernel regex of {len(kernel_regex)} characters (at most "
+                          f"{MAX_REGEX_CHARS})")
     try:
         pattern = re.compile(kernel_regex)
-    except re.error as error:
+    # a repeat count over re's limit (`a{99999999999}`) is an OverflowError, deep nesting a
+    # RecursionError: the pattern is bad either way
+    except (re.error, OverflowError, RecursionError) as error:
         raise ReportError(f"bad --kernel regex {kernel_regex!r}: {error}") from None
     chosen = [
         kernel
