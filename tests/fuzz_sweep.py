@@ -547,8 +547,8 @@ def cause_cases(work: Path) -> Iterator[Case]:
     for name, regex in (("-k a{99999999999}", "a{99999999999}"),
                         ("-k 5000 parentheses", "(" * 5000 + ")" * 5000)):
         yield case(name, lambda f, regex=regex: [
-            ("report", ["report", "-k", regex, report], None),
-            ("export", ["export", "-k", regex, report], None)])
+            ("report", ["report", "-k", "regex:" + regex, report], None),
+            ("export", ["export", "-k", "regex:" + regex, report], None)])
     for name, text in (("bootstrap_resamples = 1e9", "[timing]\nbootstrap_resamples = 1e9\n"),
                        ("bootstrap_resamples = 100001",
                         "[timing]\nbootstrap_resamples = 100001\n"),

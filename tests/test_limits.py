@@ -173,11 +173,11 @@ def test_a_50k_sign_flops_expression_is_one_line(tmp_path: Path) -> None:
 ])
 def test_a_kernel_regex_past_re_limits_is_one_line(regex: str, words: str) -> None:
     for command in ("report", "export"):
-        _refused(_invoke(command, "-k", regex, REPORT), words)
+        _refused(_invoke(command, "-k", "regex:" + regex, REPORT), words)
 
 
 def test_a_kernel_regex_at_the_limits_is_used() -> None:
-    result = _invoke("report", "-k", "sgemm_naive|" + "a{4294967294}", REPORT)
+    result = _invoke("report", "-k", "regex:sgemm_naive|" + "a{4294967294}", REPORT)
     assert result.exit_code == 0, result.output
     assert "sgemm_naive" in result.stdout
 
