@@ -182,7 +182,7 @@ def _shared_server() -> str | None:
     return _server[0]
 
 
-@pytest.fixture(name="pg_server")
+@pytest.fixture(scope="module", name="pg_server")
 def pg_server_fixture() -> str | None:
     pytest.importorskip("psycopg", reason="psycopg (the postgresql extra) is not installed")
     return _shared_server()

@@ -23,7 +23,7 @@ GEMM_FMA_SHARE = 50.0  # percent of math instructions that are fused multiply-ad
 # A GEMM spends its instructions on math: below this share of executed instructions (scalar
 # math; one MMA does the work of hundreds) the multiply-adds are a side line of another kernel
 GEMM_MATH_SHARE = 20.0
-# A kernel of warp shuffles or atomics is a reduction or a histogram, whatever its math is
+# A kernel of warp shuffles or atomics is a sum or a histogram, whatever its math is
 OTHER_WORK_SHARE = 5.0
 SUMMARY_PIPES = 3
 
@@ -101,7 +101,7 @@ def math_opcode_share(profile: KernelProfile) -> tuple[str, float] | None:
 def gemm_evidence(profile: KernelProfile) -> tuple[Evidence, ...]:
     """What calling a kernel GEMM-like rests on: multiply-adds (or MMAs) are most of its
     math, math is a real share of its instructions (MMAs excepted), and shuffles and atomics
-    are not (those make a reduction or a histogram)."""
+    are not (those make a sum or a histogram)."""
     share = math_opcode_share(profile)
     found = [ev(profile, "fma_share_of_math_pct", ">=", GEMM_FMA_SHARE),
              ev(profile, "shuffle_share_pct", "<", OTHER_WORK_SHARE),

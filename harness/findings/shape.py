@@ -2,7 +2,7 @@
 block re-reads, or feed tensor cores), or does it stream (each byte used about once)?
 
 Tiling advice ("larger tiles", "load the next tile while computing this one") fits only the
-first; a reduction or an elementwise kernel gets advice about bytes in flight, widths and
+first; a sum, a scan or an elementwise kernel gets advice about bytes in flight, widths and
 fusion instead.
 """
 
