@@ -221,8 +221,8 @@ def chain_findings(run_dir: Path) -> dict[str, list[list[str]]]:
     """{label: each finding's [rule, kind, ncu rule], sorted} of the run's reports, as the
     pages state them (tests/test_pages_set.py compares the same on the recorded pairs)."""
     from harness.findings.registry import run_rules
-    from harness.report.profile_builder import load_profiles
-    from harness.rundir import load_run
+    from harness.report.builder import load_profiles
+    from harness.rundir.manifest import load_run
 
     found: dict[str, list[list[str]]] = {}
     for entry in load_run(run_dir).entries:
@@ -382,7 +382,7 @@ def record_pair(variant: str, size: int, pair_dir: Path, gpu: str, work: Path) -
 def environment() -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     from harness.gpu.env import collect_environment
-    from harness.ncu_locate import ncu_executable
+    from harness.util.ncu_locate import ncu_executable
 
     env = collect_environment()
     ncu = ncu_executable()

@@ -109,7 +109,7 @@ def profile(folder: Path, targets: list[str], size: str, out: Path) -> dict[str,
 
 def findings(run_dir: str) -> dict[str, set[tuple[str, str, str]]]:
     from harness.findings.registry import run_rules
-    from harness.report.profile_builder import load_profiles
+    from harness.report.builder import load_profiles
 
     return {report.stem: {(f.rule, f.kind, str(f.metrics.get("ncu_rule", "")))
                           for profile in load_profiles(report) for f in run_rules(profile)}

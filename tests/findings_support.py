@@ -6,8 +6,8 @@ import functools
 from pathlib import Path
 
 from harness.findings import Finding
-from harness.report.kernel_profile import KernelProfile
-from harness.report.profile_builder import load_profiles
+from harness.report.builder import load_profiles
+from harness.report.model import KernelProfile
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 

@@ -8,8 +8,8 @@ import pytest
 from findings_support import REPORT, naive, smem, synthetic
 
 from harness.findings import bank_conflicts, coalescing
-from harness.report.kernel_profile import AsyncCopies, Coalescing, GlobalAccesses
-from harness.report.profile_builder import load_profiles
+from harness.report.builder import load_profiles
+from harness.report.model import AsyncCopies, Coalescing, GlobalAccesses
 
 
 def test_naive_fixture_uncoalesced_as_ncus_rule_counts_it():

@@ -6,7 +6,7 @@ from findings_support import smem, synthetic
 
 from harness.findings import ncu_rules, run_rules
 from harness.findings.registry import RULES
-from harness.report.kernel_profile import RuleResult
+from harness.report.model import RuleResult
 
 
 def test_smem_fixture_rules_with_speedups():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from findings_support import naive, smem, synthetic
 
 from harness.findings import occupancy
-from harness.report.kernel_profile import LaunchConfig, Occupancy
+from harness.report.model import LaunchConfig, Occupancy
 
 
 def test_fixture_occupancy_is_high():

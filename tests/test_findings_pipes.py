@@ -7,7 +7,7 @@ import dataclasses
 from findings_support import naive, smem
 
 from harness.findings import pipes
-from harness.report.kernel_profile import PipeUse
+from harness.report.model import PipeUse
 
 
 def test_pipes_are_read_from_the_compute_workload_breakdown():

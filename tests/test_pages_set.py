@@ -14,8 +14,8 @@ from packed_fixtures import reports, unpacked
 
 from harness.findings.registry import run_rules
 from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
+from harness.report.builder import load_profiles
 from harness.report.details_layout import EXTRA_HEADER_ROWS, METRIC_OPTIONS
-from harness.report.profile_builder import load_profiles
 from harness.report.reportfile import open_report, select_kernels
 from harness.report.slim_sections import (
     RULES_LEFT_OUT,
@@ -135,7 +135,7 @@ def test_pages_slims_the_memory_widgets_and_keeps_what_they_fed(pair: tuple[Path
 
 
 # Source Counters' per-instruction metrics that `pages` keeps: those ncuh reads
-# (harness.report.profile_builder: inst_executed; sass_hotspots: the stall samples), and the
+# (harness.report.builder: inst_executed; sass_hotspots: the stall samples), and the
 # divergent branches (no measurable replay time of their own:
 # `reports/profile/h100_instrumented_groups_session6.json`).
 SOURCE_METRICS_READ = (
@@ -202,7 +202,7 @@ def test_without_the_memory_counters_ncus_coalescing_rule_stands() -> None:
     # findings read ncu's UncoalescedGlobalAccess after all
     import dataclasses
 
-    from harness.report.kernel_profile import Coalescing
+    from harness.report.model import Coalescing
 
     (full,) = load_profiles(FIXTURES / "h100_full_naive_1024.ncu-rep")
     assert "UncoalescedGlobalAccess" not in {r.name for r in full.rules_for_pages}

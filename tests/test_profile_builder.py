@@ -9,9 +9,9 @@ import pytest
 from conftest import NAIVE_SMEM_DETAILS, NAIVE_SMEM_REPORT
 from ncu_details import parse_details
 
-from harness.report.kernel_profile import AsyncCopies, KernelProfile
+from harness.report.builder import build_profile, load_profiles
 from harness.report.memory_widths import classify_opcode
-from harness.report.profile_builder import build_profile, load_profiles
+from harness.report.model import AsyncCopies, KernelProfile
 from harness.report.reportfile import KernelRef, export_metrics, open_report
 from harness.report.rule_text import format_speedup, plain_text, speedup_label
 
@@ -302,7 +302,7 @@ def test_kernel_filter_in_load_profiles() -> None:
 
 
 def test_lane_bytes_only_where_the_opcode_counts_match_the_instructions() -> None:
-    from harness.report.profile_builder import _lane_bytes
+    from harness.report.builder import _lane_bytes
 
     opcodes = {"LDG.E.128": 750.0, "LDG.E": 250.0, "LDGSTS.E.BYPASS.128": 4000.0,
                "STG.E.64": 10.0, "LDS": 5000.0, "LD.E": 300.0}
@@ -354,7 +354,7 @@ class _Action:
 
 
 def test_cp_async_sectors_are_both_caches_summed_and_widths_from_the_opcodes() -> None:
-    from harness.report.profile_builder import _async_copies, _Metrics
+    from harness.report.builder import _async_copies, _Metrics
 
     stem = "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_"
     opcodes = {"LDGSTS.E.BYPASS.128": 300.0, "LDGSTS.E": 100.0, "LDG.E.128": 50.0}

@@ -29,7 +29,7 @@ from harness.profile import run as lib
 from harness.profile import worker as profile_worker
 from harness.profile.ncu_command import NcuSettings
 from harness.report.reportfile import export_metrics
-from harness.rundir import load_run
+from harness.rundir.manifest import load_run
 
 NAIVE_SMEM_REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 NCU = Path("/opt/nvidia/nsight-compute/2025.3.1/ncu")
@@ -77,7 +77,7 @@ def fake_machine(monkeypatch: pytest.MonkeyPatch,
     """A chain, an ncu on PATH and CuPy installed, none of them real; a cache of its own."""
     monkeypatch.setenv("NCUH_PROJECT", str(STUB))
     monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
-    monkeypatch.setattr("harness.ncu_locate.ncu_executable", lambda: NCU)
+    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: NCU)
     monkeypatch.setattr(lib, "cupy_installed", lambda: True)
 
 
@@ -448,7 +448,7 @@ def assert_one_error_line(result: Any, *needles: str) -> str:
 def test_no_ncu_says_how_to_get_it(
     tmp_path: Path, fake_ncu: FakeNcu, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("harness.ncu_locate.ncu_executable", lambda: None)
+    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: None)
     result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path)])
     assert_one_error_line(result, "ncu (Nsight Compute) was not found",
                           "https://developer.nvidia.com/nsight-compute")
@@ -632,7 +632,7 @@ def test_program_filters_without_a_program(tmp_path: Path, fake_ncu: FakeNcu) ->
 def test_dry_run_prints_the_exact_command_lines_without_gpu_or_ncu(
     tmp_path: Path, fake_ncu: FakeNcu, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("harness.ncu_locate.ncu_executable", lambda: None)
+    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: None)
 
     def no_probe(*args: Any) -> None:
         raise AssertionError("a dry run must not look for CuPy or start a child")

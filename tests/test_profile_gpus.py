@@ -19,7 +19,7 @@ from standin_support import standins_fixture  # noqa: F401  (the `standins` fixt
 
 from harness.cli import main
 from harness.errors import NcuhError
-from harness.profile import history
+from harness.profile import past_runs as history
 from harness.profile import run as lib
 from harness.profile.gpus import (
     Gpu,
@@ -29,7 +29,7 @@ from harness.profile.gpus import (
     pinned_environment,
     select_gpus,
 )
-from harness.rundir import load_run
+from harness.rundir.manifest import load_run
 
 H100 = "NVIDIA H100 80GB HBM3"
 SMI_ROWS = (

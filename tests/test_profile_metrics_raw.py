@@ -11,7 +11,7 @@ import pytest
 from ncu_units import matches_printed
 from packed_fixtures import reports
 
-from harness.report.profile_builder import load_profiles
+from harness.report.builder import load_profiles
 
 # committed packed with xz (`packed_fixtures`)
 ZOO = Path(__file__).parent / "fixtures" / "zoo"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.ncu_locate import ncu_executable
 from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
 from harness.report.reportfile import open_report, select_kernels
-from harness.rundir import load_run
+from harness.rundir.manifest import load_run
+from harness.util.ncu_locate import ncu_executable
 
 pytestmark = pytest.mark.gpu
 
@@ -54,7 +54,7 @@ def test_pages_needs_fewer_passes_than_full(runs: dict[str, Path]) -> None:
 
 def test_pages_runs_on_the_overlay_and_finds_what_full_finds(runs: dict[str, Path]) -> None:
     from harness.findings.registry import run_rules
-    from harness.report.profile_builder import load_profiles
+    from harness.report.builder import load_profiles
     from harness.report.slim_sections import SLIMMED_SECTIONS, THINNED_METRICS, is_slim
 
     pages, full = load_run(runs["pages"]), load_run(runs["full"])

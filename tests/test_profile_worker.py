@@ -16,13 +16,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.atomic import atomic_write_text
 from harness.errors import NcuhError
 from harness.profile import post
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
 from harness.profile.worker import RESULT_PREFIX
 from harness.report.reportfile import export_metrics
+from harness.util.atomic import atomic_write_text
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 VERSION_OUTPUT = (

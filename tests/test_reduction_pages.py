@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from harness.findings import bound, pipes, vectorization
-from harness.render import build_plots
-from harness.writeup import KernelPage, Writeup, collect
+from harness.pages.render import build_plots
+from harness.pages.writeup import KernelPage, Writeup, collect
 
 ROOT = Path(__file__).parent.parent
 RUN = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
@@ -78,7 +78,7 @@ def test_previous_iteration_deltas_compare_main_kernels():
 
 
 def test_the_markdown_page_lists_the_other_launches(tmp_path: Path):
-    from harness.render import write
+    from harness.pages.render import write
 
     write(writeup(), tmp_path, "md")
     text = (tmp_path / "03_first_add_67108864.md").read_text(encoding="utf-8")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.report.profile_builder import load_profiles
+from harness.report.builder import load_profiles
 from harness.report.roofline import Roofline
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"

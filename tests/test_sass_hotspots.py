@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.report.kernel_profile import KernelProfile, SassInstruction
-from harness.report.profile_builder import load_profiles
+from harness.report.builder import load_profiles
+from harness.report.model import KernelProfile, SassInstruction
 from harness.report.sass_hotspots import hotspots, source_code
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
@@ -99,9 +99,9 @@ def test_hot_lines_prefer_the_sources_imported_into_the_report():
 def test_pages_show_the_hot_line_code_escaped_in_markdown_and_html():
     import dataclasses
 
-    from harness.render import render_page
+    from harness.pages.render import render_page
+    from harness.pages.writeup import collect
     from harness.report.sass_hotspots import Hotspot
-    from harness.writeup import collect
 
     writeup = collect([REPORT])
     page = writeup.pages[0]

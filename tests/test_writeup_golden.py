@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.render import write
-from harness.writeup import collect
+from harness.pages.render import write
+from harness.pages.writeup import collect
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 GOLDEN = Path(__file__).parent / "golden" / "writeup_fixture"

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.writeup import collect
+from harness.pages.writeup import collect
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 SIZE = [1024, 1024, 1024]
@@ -25,7 +25,7 @@ def _result(variant: str, median_ms: float, speedup: dict) -> dict:
 
 
 def make_run(root: Path) -> Path:
-    """A run directory per harness.rundir: naive (the fixture's sgemm_naive), coalesced (a
+    """A run directory per harness.rundir.manifest: naive (the fixture's sgemm_naive), coalesced (a
     report with two kernels, neither its own), a failed entry, and bench.json."""
     run = root / "runs" / "20260101-000000"
     run.mkdir(parents=True)
@@ -196,7 +196,7 @@ def test_a_run_of_another_project_gets_no_strategies_from_the_one_found_here(tmp
 
 
 def test_bench_rows_show_gb_per_second_when_the_project_has_a_bytes_model(tmp_path: Path):
-    from harness.render import render_page
+    from harness.pages.render import render_page
 
     run = make_run(tmp_path)
     bench = json.loads((run / "bench.json").read_text())

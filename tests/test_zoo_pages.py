@@ -11,9 +11,9 @@ import pytest
 from packed_fixtures import report
 
 from harness.findings import atomics, coalescing, divergence, local_arrays, pipes, run_rules
-from harness.report.kernel_profile import KernelProfile
-from harness.report.profile_builder import load_profiles
-from harness.writeup import KernelPage, collect
+from harness.pages.writeup import KernelPage, collect
+from harness.report.builder import load_profiles
+from harness.report.model import KernelProfile
 
 # The reports are committed packed with xz (`packed_fixtures`).
 ZOO = Path(__file__).parent / "fixtures" / "zoo"

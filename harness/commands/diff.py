@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from harness.atomic import atomic_write_text
 from harness.errors import ReportError
-from harness.input_file import holds_bad_text
+from harness.util.atomic import atomic_write_text
+from harness.util.input_file import holds_bad_text
 
 FORMATS = ("md", "json", "junit")
 

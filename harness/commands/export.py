@@ -15,11 +15,11 @@ from typing import TextIO
 
 import click
 
-from harness.atomic import atomic_path
 from harness.errors import NcuhError
 from harness.report.export_format import EXPORT_FORMATS, write_export
 from harness.report.reportfile import export_columns
-from harness.rundir import is_run_directory, load_run
+from harness.rundir.manifest import is_run_directory, load_run
+from harness.util.atomic import atomic_path
 
 
 @click.command()

@@ -189,7 +189,7 @@ def _submit(request: Any, slurm_args: tuple[str, ...]) -> None:
     click.echo(f"submitted job array {submission.job_id} ({submission.tasks} tasks): "
                f"{submission.job_dir}", err=True)
     if submission.merged is not None:
-        from harness.rundir import load_run
+        from harness.rundir.manifest import load_run
 
         failed = [entry for entry in load_run(submission.merged).entries if not entry.ok]
         for entry in failed:
@@ -204,8 +204,8 @@ def _submit(request: Any, slurm_args: tuple[str, ...]) -> None:
 
 def _dry_run(request: Any) -> None:
     """Print the exact command lines a real run would execute; needs neither GPU nor ncu."""
-    from harness.ncu_locate import ncu_executable
     from harness.profile import run as lib
+    from harness.util.ncu_locate import ncu_executable
 
     capture = "nvtx" if request.capture == "auto" else request.capture
     found = ncu_executable()

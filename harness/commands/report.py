@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from harness.errors import ReportError
-from harness.input_file import holds_bad_text
-from harness.report.profile_builder import load_profiles
+from harness.report.builder import load_profiles
 from harness.report.report_view import DETAILS, VIEW_FORMATS, profile_views, render
+from harness.util.input_file import holds_bad_text
 
 
 @click.command()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report.model import KernelProfile
 
 NAME = "bound"
 SECTION = "GPU Speed Of Light Throughput"

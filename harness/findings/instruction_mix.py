@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
 from harness.report.instruction_classes import MATH_CLASSES
-from harness.report.kernel_profile import KernelProfile
+from harness.report.model import KernelProfile
 
 NAME = "instruction_mix"
 SECTION = "Instruction Statistics"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from harness.findings import bound as bound_rule
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report.model import KernelProfile
 
 NAME = "memory_level"
 SECTION = "GPU Speed Of Light Throughput"

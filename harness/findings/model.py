@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.report.kernel_profile import KernelProfile
+from harness.report.model import KernelProfile
 
 Kind = Literal["good", "bad", "info"]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
 from harness.report.instruction_classes import MATH_CLASSES
-from harness.report.kernel_profile import KernelProfile, PipeUse
+from harness.report.model import KernelProfile, PipeUse
 
 NAME = "pipes"
 SECTION = "Compute Workload Analysis"

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.atomic import atomic_write_text
 from harness.gpu.backend import source_text
 from harness.project import Project, Size, Variant
-from harness.user_cache import CACHE_ENV as CACHE_ENV
-from harness.user_cache import cache_dir
+from harness.util.atomic import atomic_write_text
+from harness.util.user_cache import CACHE_ENV as CACHE_ENV
+from harness.util.user_cache import cache_dir
 
 TUNING_SCHEMA = "ncuh.tuning/1"
 TUNING_FILE = "tuning.json"

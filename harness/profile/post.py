@@ -35,10 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.atomic import atomic_path, atomic_write_text
 from harness.profile.gpus import Gpu, gpu_for_bus_id
 from harness.profile.processes import Job, Spawner, package_environment, result_line
-from harness.rundir_names import METRICS
+from harness.rundir.names import METRICS
+from harness.util.atomic import atomic_path, atomic_write_text
 
 PARTS_DIR = ".metrics-parts"
 

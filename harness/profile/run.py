@@ -14,7 +14,7 @@ Order of work, so that every cheap check fails before anything expensive starts:
    Capture `auto` means NVTX; a CuPy without NVTX makes the runner fail with one line saying
    to pass `--capture kernel`. Nothing slow runs before ncu: a machine without a GPU is found
    out by the first ncu run itself (the runner exits 3, or ncu says so), which is fatal;
-3. the run directory built under a temporary `.incomplete` name (`harness.atomic`): one ncu
+3. the run directory built under a temporary `.incomplete` name (`harness.util.atomic`): one ncu
    subprocess per entry, in its own process group so an interrupt kills ncu and the runner
    together, handed out by `schedule.run_queue` (one at a time, or with `--gpus` one ncu per
    GPU at once); a failure of the machine (no counter permission, no GPU) stops everything
@@ -48,8 +48,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from harness import __version__, ncu_locate
-from harness.atomic import atomic_directory, atomic_write_text
+from harness import __version__
 from harness.errors import NcuhError, NcuNotFoundError, NoGpuError
 from harness.gpu.protocol import RESULT_PREFIX
 from harness.profile import plan_cache, processes
@@ -62,7 +61,6 @@ from harness.profile.head_start import (
     NcuOutputWatch,
     head_start_wanted,
 )
-from harness.profile.history import previous_entries, typical_start, with_own_starts
 from harness.profile.ncu_command import (
     CaptureMode,
     KernelFilter,
@@ -71,6 +69,7 @@ from harness.profile.ncu_command import (
     runner_program,
     variant_filter,
 )
+from harness.profile.past_runs import previous_entries, typical_start, with_own_starts
 from harness.profile.phases import PhaseClock
 from harness.profile.post import PostProcessing
 from harness.profile.processes import (
@@ -93,7 +92,9 @@ from harness.profile.schedule import (
     plan_slots,
     run_queue,
 )
-from harness.rundir_names import BENCH, MANIFEST, RUN_SCHEMA
+from harness.rundir.names import BENCH, MANIFEST, RUN_SCHEMA
+from harness.util import ncu_locate
+from harness.util.atomic import atomic_directory, atomic_write_text
 
 if TYPE_CHECKING:
     from harness.project import Project, Size

@@ -54,7 +54,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import ncu_locate
 from harness.report.slim_sections import (
     OPTIONAL_RULE_INPUTS_LEFT_OUT,
     RULE_METRICS,
@@ -63,8 +62,9 @@ from harness.report.slim_sections import (
     THINNED_METRICS,
     WIDGET_METRICS_READ,
 )
-from harness.user_cache import CACHE_ENV as CACHE_ENV
-from harness.user_cache import cache_dir
+from harness.util import ncu_locate
+from harness.util.user_cache import CACHE_ENV as CACHE_ENV
+from harness.util.user_cache import cache_dir
 
 # 2: Source Counters thinned too; 3: of per-instruction thread counts; 4: of the sectors and
 # wavefronts per instruction, with the two rules that read them

@@ -33,11 +33,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.atomic import atomic_write_text
 from harness.errors import NcuhError
 from harness.profile.ncu_command import KernelFilter, NcuSettings
 from harness.profile.processes import package_environment
 from harness.project.size import size_text
+from harness.util.atomic import atomic_write_text
 
 if TYPE_CHECKING:
     from harness.profile.run import Plan, ProfileRequest

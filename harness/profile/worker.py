@@ -91,8 +91,8 @@ def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = Non
     import shutil
     import tempfile
 
-    from harness.atomic import atomic_path
     from harness.report.reportfile import EXPORT_COLUMNS
+    from harness.util.atomic import atomic_path
 
     jobs = jobs or min(8, os.cpu_count() or 1)
     with atomic_path(out) as tmp, tempfile.TemporaryDirectory(

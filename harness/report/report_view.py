@@ -17,7 +17,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from harness import markdown_text
+from harness.pages import markdown_text
+from harness.report.builder import read_rules
 from harness.report.details_layout import (
     DISPLAY_UNITS,
     EXTRA_HEADER_ROWS,
@@ -30,7 +31,7 @@ from harness.report.details_layout import (
     BodyLayout,
     body_layouts,
 )
-from harness.report.kernel_profile import (
+from harness.report.model import (
     BodyTable,
     KernelProfile,
     KernelView,
@@ -39,7 +40,6 @@ from harness.report.kernel_profile import (
     SectionView,
 )
 from harness.report.ncu_format import display, format_number, scale_unit
-from harness.report.profile_builder import read_rules
 from harness.report.reportfile import KernelRef, open_report, select_kernels
 from harness.report.rule_text import format_speedup, speedup_label
 from harness.report.slim_sections import added_metrics, is_slim

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.report.kernel_profile import KernelProfile
+from harness.report.model import KernelProfile
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ sections group it. Values are in ncu's base units (nanoseconds, cycles, bytes, c
 second, percent). Metrics differ across architectures and ncu versions, so every number is
 `float | None`: `None` means "not collected", never zero.
 
-Building a profile from a report lives in `harness.report.profile_builder`; this module only defines
+Building a profile from a report lives in `harness.report.builder`; this module only defines
 the records and the small derived quantities that follow from them.
 """
 

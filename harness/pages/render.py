@@ -14,12 +14,10 @@ from typing import Literal
 
 import jinja2
 
-from harness import markdown_text
-from harness.atomic import atomic_file_set
 from harness.errors import ReportError
-from harness.input_file import holds_bad_text
-from harness.markdown_html import markdown_to_html
-from harness.plots import (
+from harness.pages import markdown_text
+from harness.pages.markdown_html import markdown_to_html
+from harness.pages.plots import (
     Plot,
     bandwidth_chart,
     gflops_chart,
@@ -28,7 +26,9 @@ from harness.plots import (
     roofline_chart,
     stall_chart,
 )
-from harness.writeup import KernelPage, Writeup, index_pages
+from harness.pages.writeup import KernelPage, Writeup, index_pages
+from harness.util.atomic import atomic_file_set
+from harness.util.input_file import holds_bad_text
 
 Format = Literal["md", "html", "both"]
 PLOTS_DIR = "plots"

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.instruction_classes import classify
-from harness.report.kernel_profile import (
+from harness.report.memory_widths import access_widths, classify_opcode
+from harness.report.model import (
     OCCUPANCY_LIMITERS,
     AsyncCopies,
     Atomics,
@@ -37,7 +38,6 @@ from harness.report.kernel_profile import (
     StallReason,
     WarpState,
 )
-from harness.report.memory_widths import access_widths, classify_opcode
 from harness.report.ncu_import import import_ncu_report
 from harness.report.reportfile import KernelRef, collect_columns, open_report, select_kernels
 from harness.report.roofline import roofline_from

@@ -8,7 +8,7 @@ variants become "Iteration N: Title" pages with the variant's strategy, its benc
 and speedups; a variant that runs several launches (a main kernel, then passes over its
 partial results) gets one page about its longest launch, which lists the others. A plain
 report's kernels become one page each, without strategy and speedups.
-Everything here is data; `harness.render` turns it into Markdown and HTML.
+Everything here is data; `harness.pages.render` turns it into Markdown and HTML.
 """
 
 from __future__ import annotations
@@ -30,12 +30,20 @@ from harness.findings.registry import run_rules, tldr_finding
 from harness.findings.stalls import label as stall_label
 from harness.project import Project, Variant, load_project, open_project
 from harness.project.size import size_text
-from harness.report.kernel_profile import KernelProfile, PipeUse
-from harness.report.profile_builder import load_profiles
+from harness.report.builder import load_profiles
+from harness.report.model import KernelProfile, PipeUse
 from harness.report.report_view import render_text
 from harness.report.roofline import Roofline
 from harness.report.sass_hotspots import Hotspot, hotspots
-from harness.rundir import BENCH, MANIFEST, BenchRecord, Run, RunEntry, load_bench, load_run
+from harness.rundir.manifest import (
+    BENCH,
+    MANIFEST,
+    BenchRecord,
+    Run,
+    RunEntry,
+    load_bench,
+    load_run,
+)
 
 MAX_SUMMARY = 5  # items under What's Good? / What's Bad?
 HOTSPOTS = 5

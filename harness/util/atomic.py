@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from harness.errors import OutputError, os_error_text
-from harness.input_file import file_kind
+from harness.util.input_file import file_kind
 
 # tempfile's random part is 8 characters; a hidden temporary name is ".<name>.<random><suffix>"
 _RANDOM_CHARS = 8
