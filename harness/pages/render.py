@@ -51,7 +51,7 @@ def _template_dir() -> Path:
 
         return Path(str(files("harness.templates")))
     except (ImportError, ModuleNotFoundError):  # running from a plain checkout
-        return Path(__file__).resolve().parent.parent / "templates"
+        return Path(__file__).resolve().parents[2] / "templates"
 
 
 def _environment(html: bool) -> jinja2.Environment:
