@@ -20,13 +20,13 @@ from markdown_it import MarkdownIt
 from harness.diff.compare import diff_runs
 from harness.diff.inputs import Environment, KernelData, KernelKey, Side
 from harness.diff.markdown import render_markdown
-from harness.pages import markdown_text
 from harness.pages.render import render_index, render_page
 from harness.pages.writeup import collect
 from harness.report.model import KernelProfile
 from harness.report.report_view import render_markdown as render_report_markdown
 from harness.report.report_view import report_views
 from harness.report.roofline import Roofline
+from harness.util import markdown_text
 
 HOSTILE = [
     "<script>alert(1)</script>",

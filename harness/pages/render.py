@@ -15,7 +15,6 @@ from typing import Literal
 import jinja2
 
 from harness.errors import ReportError
-from harness.pages import markdown_text
 from harness.pages.markdown_html import markdown_to_html
 from harness.pages.plots import (
     Plot,
@@ -27,6 +26,7 @@ from harness.pages.plots import (
     stall_chart,
 )
 from harness.pages.writeup import KernelPage, Writeup, index_pages
+from harness.util import markdown_text
 from harness.util.atomic import atomic_file_set
 from harness.util.input_file import holds_bad_text
 
