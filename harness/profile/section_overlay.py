@@ -12,7 +12,7 @@ So `pages` runs ncu with `--section-folder` pointing at an *overlay*: a copy of 
 section folder of the ncu that runs (rules included, byte for byte), in which those two
 sections keep their identifiers, their `Metrics` lists and their rules, while their widgets
 give way to exactly the metrics ncuh reads and the metrics their rules request (both listed in
-`harness.report.slim_sections`, which the details page reads too; the rule files themselves
+`harness.profile.slim_sections`, which the details page reads too; the rule files themselves
 are read as well, so a newer ncu's rules get what they ask for).
 One more section is *thinned*: Source Counters keeps its view, but the per-instruction metrics
 that no finding, page or diff of ncuh's needs (`THINNED_METRICS`: memory access kinds, sizes,
@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.report.slim_sections import (
+from harness.profile.slim_sections import (
     OPTIONAL_RULE_INPUTS_LEFT_OUT,
     RULE_METRICS,
     RULES_LEFT_OUT,

@@ -30,7 +30,6 @@ from harness.report.model import (
     Occupancy,
     OpcodeCount,
     PipeUse,
-    RuleResult,
     SassInstruction,
     Scheduler,
     SharedBankConflicts,
@@ -41,7 +40,7 @@ from harness.report.model import (
 from harness.report.ncu_import import import_ncu_report
 from harness.report.reportfile import KernelRef, collect_columns, open_report, select_kernels
 from harness.report.roofline import roofline_from
-from harness.report.rule_text import RULE_TYPES, SPEEDUP_TYPES, plain_text
+from harness.report.rules import read_rules
 
 STALL_METRIC = re.compile(
     r"^smsp__average_warps_issue_stalled_(?P<reason>.+)_per_issue_active\.ratio$"
@@ -415,37 +414,6 @@ def _source_files(action: Any) -> dict[str, str]:
                 if text}
     except Exception:  # an ncu_report without source_files, or none imported
         return {}
-
-
-def read_rules(action: Any) -> tuple[RuleResult, ...]:
-    """ncu's rule results of one action, markup resolved; empty placeholders dropped."""
-    rules = []
-    for result in action.rule_results():
-        if not result.has_rule_message():
-            continue
-        message = result.rule_message()
-        text = plain_text(str(message.get("message", "")))
-        rule_type = RULE_TYPES.get(int(message.get("type", 0)), "NONE")
-        if not text.strip() and rule_type == "NONE":
-            continue  # an empty placeholder result: ncu prints nothing for it
-        speedup_pct: Number = None
-        speedup_type: str | None = None
-        if result.has_speedup_estimation():
-            estimate = result.speedup_estimation()
-            speedup_pct = float(estimate["speedup"])
-            speedup_type = SPEEDUP_TYPES.get(int(estimate["type"]))
-        rules.append(
-            RuleResult(
-                name=str(result.rule_identifier()),
-                title=str(message.get("title") or result.name()),
-                type=rule_type,  # type: ignore[arg-type]
-                message=text,
-                speedup_pct=speedup_pct,
-                speedup_type=speedup_type,
-                section=str(result.section_identifier()) or None,
-            )
-        )
-    return tuple(rules)
 
 
 def _nvtx_ranges(action: Any) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.report.builder import read_rules
+from harness.profile.slim_sections import added_metrics, is_slim
 from harness.report.details_layout import (
     DISPLAY_UNITS,
     EXTRA_HEADER_ROWS,
@@ -41,7 +41,7 @@ from harness.report.model import (
 from harness.report.ncu_format import display, format_number, scale_unit
 from harness.report.reportfile import KernelRef, open_report, select_kernels
 from harness.report.rule_text import format_speedup, speedup_label
-from harness.report.slim_sections import added_metrics, is_slim
+from harness.report.rules import read_rules
 from harness.util import markdown_text
 
 ViewFormat = Literal["text", "md", "json"]
