@@ -163,9 +163,10 @@ def measure_overhead(variant: str, size: int, section_set: str, repeats: int,
 def measure_post_steps(run_dir: Path, ncu: str, work: Path) -> dict[str, float]:
     """Each post-processing child alone on one run's report, best of two."""
     worker = [sys.executable, "-m", "harness.profile.worker"]
+    export = [sys.executable, "-m", "harness.report.metrics_export"]
     reports = [f"{path.stem}={path}" for path in sorted(run_dir.glob("*.ncu-rep"))]
     commands = {
-        f"metrics_jobs_{jobs}": [*worker, "metrics", str(work / f"m{jobs}.csv"), *reports,
+        f"metrics_jobs_{jobs}": [*export, str(work / f"m{jobs}.csv"), *reports,
                                  "--jobs", str(jobs)]
         for jobs in (1, 2, 4, 8)
     }

@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from harness import __version__
-from harness.commands.options import PROJECT_HELP
+from harness.commands import PROJECT_HELP
 from harness.errors import NcuhError
 
 # command name -> "module:attribute"; the order is the order of `ncuh --help`.

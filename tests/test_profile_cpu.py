@@ -28,6 +28,7 @@ from harness.cli import main
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
 from harness.profile.ncu_command import NcuSettings
+from harness.report import metrics_export
 from harness.report.reportfile import export_metrics
 from harness.rundir.manifest import load_run
 
@@ -113,6 +114,8 @@ class FakeNcu:
             return 0, VERSION_OUTPUT
         if argv[1:3] == ["-m", "harness.profile.worker"]:
             return self.worker(argv[3:])
+        if argv[1:3] == ["-m", "harness.report.metrics_export"]:
+            return self.worker(["metrics", *argv[3:]])
         report = Path(argv[argv.index("-o") + 1])
         label = report.name.removesuffix(".ncu-rep")
         action = self.behaviour.get(label, "ok")
@@ -150,7 +153,7 @@ class FakeNcu:
             env = {**ENVIRONMENT, "ncu_path": args[1], "ncu_version": "2025.3.1.0"}
             return 0, profile_worker.RESULT_PREFIX + json.dumps(env) + "\n"
         # The worker's own code, without redirecting stdout: exports run on several threads.
-        parsed = profile_worker._parser().parse_args(args)
+        parsed = metrics_export._parser().parse_args(args[1:])
         pairs = [(label, Path(report)) for label, _, report in
                  (item.partition("=") for item in parsed.pairs)]
         jobs = parsed.jobs
@@ -158,7 +161,7 @@ class FakeNcu:
             go, jobs = profile_worker.wait_for_go(parsed.after)
             if not go:
                 return 0, profile_worker.RESULT_PREFIX + '{"rows": 0, "skipped": true}\n'
-        rows = profile_worker.metrics(parsed.out, pairs, jobs=jobs)
+        rows = metrics_export.metrics(parsed.out, pairs, jobs=jobs)
         return 0, profile_worker.RESULT_PREFIX + json.dumps({"rows": rows}) + "\n"
 
     @property
@@ -172,6 +175,13 @@ def fake_ncu(monkeypatch: pytest.MonkeyPatch) -> FakeNcu:
     monkeypatch.setattr(lib, "run_command", fake)
     monkeypatch.setattr(lib, "start_command", lib.in_threads(fake))
     return fake
+
+
+def _child_name(argv: list[str]) -> str:
+    """What a command the fake saw started: `environment`, `metrics` (the two children), `ncu`."""
+    if "harness.profile.worker" in argv:
+        return argv[3]
+    return "metrics" if "harness.report.metrics_export" in argv else "ncu"
 
 
 def invoke(args: list[str]) -> Any:
@@ -498,7 +508,7 @@ def test_no_gpu_said_by_ncu_itself_is_one_line_and_leaves_no_run_directory(
                     "(check nvidia-smi and CUDA_VISIBLE_DEVICES)")
     assert len(fake_ncu.profiled) == 1  # fatal: the walk stops at the first entry
     # The environment probe and the first export start beside the first ncu; nothing more.
-    workers = [argv[3] for argv in fake_ncu.calls if "harness.profile.worker" in argv]
+    workers = [_child_name(argv) for argv in fake_ncu.calls if _child_name(argv) != "ncu"]
     assert workers == ["environment", "metrics"]
     assert list(tmp_path.iterdir()) == []
 
@@ -557,7 +567,7 @@ def test_environment_and_metrics_children_run_at_the_same_time(
     assert run.environment["ncu_version"] == "2025.3.1.0"
     # Nothing starts before ncu: the probe and the report's export start once it has started
     # (the export then waits for its go-ahead, written when ncu is done).
-    order = [argv[3] if "harness.profile.worker" in argv else "ncu" for argv in fake_ncu.calls]
+    order = [_child_name(argv) for argv in fake_ncu.calls]
     assert order == ["ncu", "environment", "metrics"]
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from harness.errors import NcuhError
-from harness.util.atomic import atomic_directory
+from harness.util import atomic_directory
 
 STARTER_FILES = ("ncuh.toml", "saxpy.cu", "saxpy_project.py", "test_saxpy.py",
                  "notes/naive.md", "notes/vectorized.md")

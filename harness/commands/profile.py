@@ -13,13 +13,7 @@ import click
 
 from harness.commands.options import project_option, project_path
 from harness.errors import NcuhError
-from harness.profile.ncu_command import (
-    CLOCK_CONTROLS,
-    DEFAULT_SET,
-    SETS,
-    KernelFilter,
-    NcuSettings,
-)
+from harness.profile import CLOCK_CONTROLS, DEFAULT_SET, SETS, KernelFilter, NcuSettings
 
 
 def _sizes(size: tuple[str, ...], sizes: tuple[str, ...]) -> tuple[str, ...]:
@@ -109,7 +103,7 @@ def profile(
     With --gpus, one ncu per GPU works through the targets at once; with --slurm, a job
     array does, and `ncuh merge` joins its shards.
     """
-    from harness.profile import run as lib
+    from harness.profile import ProfileRequest
 
     filters_given = kernel or launch_skip is not None or launch_count or nvtx_include
     if filters_given and not program:
@@ -119,7 +113,7 @@ def profile(
         raise NcuhError("--size/--sizes/--bench apply to variants, not to a program after --")
     if all_variants and variants:
         raise NcuhError("give --variant NAME or --all, not both")
-    request = lib.ProfileRequest(
+    request = ProfileRequest(
         variants=variants,
         sizes=() if program else _sizes(size, sizes),
         settings=NcuSettings(
@@ -155,11 +149,11 @@ def profile(
         _submit(request, slurm_args)
         return
 
-    from harness.profile.progress import ProgressDisplay
+    from harness.profile import ProgressDisplay, run_profile
 
     progress = ProgressDisplay(sys.stderr)
     try:
-        outcome = lib.run_profile(request, progress=progress)
+        outcome = run_profile(request, progress=progress)
     finally:
         progress.close()
     for entry in outcome.entries:
@@ -180,16 +174,16 @@ def profile(
 
 def _submit(request: Any, slurm_args: tuple[str, ...]) -> None:
     """Write and submit the job array; say where the shards go and how to merge them."""
-    from harness.profile import run as lib
-    from harness.profile.slurm import submit
+    from harness.profile import plan as make_plan
+    from harness.profile import run_id_for, submit
 
     capture = "nvtx" if request.capture == "auto" else request.capture
-    plan = lib.plan(request, capture=capture)  # bad names and sizes fail here, not on a node
-    submission = submit(plan, lib.run_id_for(request), slurm_args)
+    plan = make_plan(request, capture=capture)  # bad names and sizes fail here, not on a node
+    submission = submit(plan, run_id_for(request), slurm_args)
     click.echo(f"submitted job array {submission.job_id} ({submission.tasks} tasks): "
                f"{submission.job_dir}", err=True)
     if submission.merged is not None:
-        from harness.rundir.manifest import load_run
+        from harness.rundir import load_run
 
         failed = [entry for entry in load_run(submission.merged).entries if not entry.ok]
         for entry in failed:
@@ -204,16 +198,17 @@ def _submit(request: Any, slurm_args: tuple[str, ...]) -> None:
 
 def _dry_run(request: Any) -> None:
     """Print the exact command lines a real run would execute; needs neither GPU nor ncu."""
-    from harness.profile import run as lib
-    from harness.util.ncu_locate import ncu_executable
+    from harness.profile import plan as make_plan
+    from harness.profile import run_id_for, with_section_overlay
+    from harness.util import ncu_executable
 
     capture = "nvtx" if request.capture == "auto" else request.capture
     found = ncu_executable()
     ncu = found or Path("ncu")
     if found is not None:  # the section folder `pages` would use with this ncu
         request = dataclasses.replace(
-            request, settings=lib.with_section_overlay(request.settings, found))
-    plan = lib.plan(request, capture=capture)
-    run_dir = request.out.resolve() / lib.run_id_for(request)
+            request, settings=with_section_overlay(request.settings, found))
+    plan = make_plan(request, capture=capture)
+    run_dir = request.out.resolve() / run_id_for(request)
     for argv in plan.command_lines(ncu, run_dir):
         click.echo(shlex.join(argv))

@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from harness.errors import ReportError
-from harness.report.builder import load_profiles
-from harness.report.report_view import DETAILS, VIEW_FORMATS, profile_views, render
-from harness.util.input_file import holds_bad_text
+from harness.report import DETAILS, VIEW_FORMATS, load_profiles, profile_views
+from harness.report import render_view as render
+from harness.util import holds_bad_text
 
 
 @click.command()

@@ -21,8 +21,7 @@ from harness.commands.options import project_option, project_path
 def writeup(sources: tuple[Path, ...], out: Path, fmt: str, project: Path | None) -> None:
     """Write one page per kernel of each SOURCE (a run directory or an .ncu-rep file) and an
     index page with the chain table and plots."""
-    from harness.pages.render import write
-    from harness.pages.writeup import collect
+    from harness.pages import collect, write
 
     result = collect(sources, project_path(project))
     rendered = write(result, out, fmt)  # type: ignore[arg-type]

@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ReportError
-from harness.report.builder import load_profiles
-from harness.report.model import KernelProfile, RuleResult
-from harness.rundir.manifest import BenchFile, RunEntry, is_run_directory, load_run
+from harness.report import KernelProfile, RuleResult, load_profiles
+from harness.rundir import BenchFile, RunEntry, is_run_directory, load_run
 
 Size = tuple[int, ...]
 

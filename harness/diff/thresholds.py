@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt
 
 from harness.errors import NcuhError
-from harness.rundir.schema import validate
-from harness.util.input_file import read_text
+from harness.rundir import validate
+from harness.util import read_text
 
 if sys.version_info >= (3, 11):
     import tomllib

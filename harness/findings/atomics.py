@@ -10,7 +10,7 @@ unit then runs far busier than the average slice
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.model import KernelProfile
+from harness.report import KernelProfile
 
 NAME = "atomics"
 SECTION = "Memory Workload Analysis"

@@ -7,7 +7,7 @@ and the cost is the share of all shared wavefronts that are bank conflicts.
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.model import BankConflictStats, KernelProfile
+from harness.report import BankConflictStats, KernelProfile
 
 NAME = "bank_conflicts"
 SECTION = "Memory Workload Analysis"

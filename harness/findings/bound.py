@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from harness.findings.model import Finding, fmt
-from harness.report.model import KernelProfile
+from harness.report import KernelProfile
 
 NAME = "bound"
 SECTION = "GPU Speed Of Light Throughput"

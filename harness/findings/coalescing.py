@@ -23,7 +23,7 @@ excess).
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.model import ASYNC_LOADS, AsyncCopies, KernelProfile
+from harness.report import ASYNC_LOADS, AsyncCopies, KernelProfile
 
 NAME = "coalescing"
 SECTION = "Memory Workload Analysis"

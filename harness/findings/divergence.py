@@ -10,7 +10,7 @@ the paths of a warp, so the SM's throughput counters overstate useful work by 32
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.model import KernelProfile
+from harness.report import KernelProfile
 
 NAME = "divergence"
 SECTION = "Warp State Statistics"

@@ -10,8 +10,7 @@ loads and stores, control — is what the SM spends its issue slots on.
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.instruction_classes import MATH_CLASSES
-from harness.report.model import KernelProfile
+from harness.report import MATH_CLASSES, KernelProfile
 
 NAME = "instruction_mix"
 SECTION = "Instruction Statistics"

@@ -10,7 +10,7 @@ Local instructions that are not spills belong to the program's own arrays (or st
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.model import KernelProfile
+from harness.report import KernelProfile
 
 NAME = "local_arrays"
 SECTION = "Memory Workload Analysis"

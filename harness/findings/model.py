@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.report.model import KernelProfile
+from harness.report import KernelProfile
 
 Kind = Literal["good", "bad", "info"]
 

@@ -8,7 +8,7 @@ speedup first, with ncu's message verbatim.
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.model import KernelProfile, RuleResult
+from harness.report import KernelProfile, RuleResult
 
 NAME = "ncu_rules"
 MIN_SPEEDUP = 1.0  # percent; ncu attaches near-zero estimates to many rules

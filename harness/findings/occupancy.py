@@ -7,7 +7,7 @@ The limiter is the resource with the smallest block-per-SM limit (ncu's Occupanc
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.model import KernelProfile
+from harness.report import KernelProfile
 
 NAME = "occupancy"
 SECTION = "Occupancy"

@@ -11,8 +11,7 @@ special functions bind instead.
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.instruction_classes import MATH_CLASSES
-from harness.report.model import KernelProfile, PipeUse
+from harness.report import MATH_CLASSES, KernelProfile, PipeUse
 
 NAME = "pipes"
 SECTION = "Compute Workload Analysis"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
 from harness.findings.stalls import label
-from harness.report.model import KernelProfile
+from harness.report import KernelProfile
 
 NAME = "progress"
 SECTION = "GPU Speed Of Light Throughput"

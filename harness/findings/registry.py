@@ -25,7 +25,7 @@ from harness.findings import (
     waves,
 )
 from harness.findings.model import Finding, RuleCheck
-from harness.report.model import KernelProfile, RuleResult
+from harness.report import KernelProfile, RuleResult
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ values it meant to keep in registers.
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.model import KernelProfile
+from harness.report import KernelProfile
 
 NAME = "spills"
 SECTION = "Memory Workload Analysis"

@@ -8,7 +8,7 @@ instructions in it. ncu's CPIStall rule flags the largest; we report every reaso
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.model import KernelProfile, stall_label
+from harness.report import KernelProfile, stall_label
 
 NAME = "stalls"
 SECTION = "Warp State Statistics"

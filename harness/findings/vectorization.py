@@ -7,7 +7,7 @@ LDG.E.128; a kernel that moves floats one at a time issues up to four times the 
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.model import KernelProfile
+from harness.report import KernelProfile
 
 NAME = "vectorization"
 SECTION = "Instruction Statistics (SASS)"

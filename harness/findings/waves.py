@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from harness.findings.model import Finding, fmt
-from harness.report.model import KernelProfile
+from harness.report import KernelProfile
 
 NAME = "waves"
 SECTION = "Launch Statistics"

@@ -10,7 +10,7 @@ events) on fresh inputs. The project's reference is checked and timed the same w
 GB/s. Every result carries GFLOP/s and GB/s from the project's work model and the seed
 pages' speedup factors against the reference, the first variant and the previous iteration.
 
-A `BenchRun` is saved as JSON (schema "ncuh.bench/1", see `harness.rundir.manifest`), atomically.
+A `BenchRun` is saved as JSON (schema "ncuh.bench/1", see `harness.rundir`), atomically.
 """
 
 from __future__ import annotations
@@ -37,8 +37,8 @@ from harness.gpu.timing import L2Flusher, time_launches
 from harness.gpu.tuning import resolve_params
 from harness.gpu.verify import verify
 from harness.project import Limit, Project, Reference, Size, Variant
-from harness.rundir.manifest import BENCH_SCHEMA, BenchFile, BenchRecord, load_bench
-from harness.util.atomic import atomic_write_text
+from harness.rundir import BENCH_SCHEMA, BenchFile, BenchRecord, load_bench
+from harness.util import atomic_write_text
 
 Kind = Literal["variant", "reference", "limit"]
 Status = Literal["ok", "failed", "unsupported"]  # unsupported: the variant refuses the size

@@ -28,9 +28,8 @@ from typing import Any
 
 from harness.gpu.backend import source_text
 from harness.project import Project, Size, Variant
-from harness.util.atomic import atomic_write_text
-from harness.util.user_cache import CACHE_ENV as CACHE_ENV
-from harness.util.user_cache import cache_dir
+from harness.util import CACHE_ENV as CACHE_ENV
+from harness.util import atomic_write_text, cache_dir
 
 TUNING_SCHEMA = "ncuh.tuning/1"
 TUNING_FILE = "tuning.json"

@@ -26,16 +26,14 @@ from harness.pages.plots import (
     stall_chart,
 )
 from harness.pages.writeup import KernelPage, Writeup, index_pages
-from harness.util import markdown_text
-from harness.util.atomic import atomic_file_set
-from harness.util.input_file import holds_bad_text
+from harness.util import atomic_file_set, holds_bad_text, md_fenced, md_one_line, md_prose, md_text
 
 Format = Literal["md", "html", "both"]
 PLOTS_DIR = "plots"
 
 def md_escape(value: object) -> str:
     """Text safe inside Markdown prose and table cells: no markup, no raw HTML."""
-    return markdown_text.text(value)
+    return md_text(value)
 
 
 def num(value: float | None, digits: int = 2, unit: str = "") -> str:
@@ -64,9 +62,9 @@ def _environment(html: bool) -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["md"] = md_escape  # data as Markdown text
-    env.filters["fenced"] = markdown_text.fenced  # data inside a ``` block
-    env.filters["one_line"] = markdown_text.one_line
-    env.filters["prose"] = markdown_text.prose  # authored Markdown, no raw HTML, no fences
+    env.filters["fenced"] = md_fenced  # data inside a ``` block
+    env.filters["one_line"] = md_one_line
+    env.filters["prose"] = md_prose  # authored Markdown, no raw HTML, no fences
     env.filters["markdown"] = markdown_to_html
     env.filters["num"] = num
     return env

@@ -23,19 +23,26 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import NcuhError, ReportError
-from harness.findings import Finding
-from harness.findings import bound as bound_rule
-from harness.findings import pipes as pipes_rule
-from harness.findings.registry import run_rules, tldr_finding
-from harness.findings.stalls import label as stall_label
-from harness.project import Project, Variant, load_project, open_project
-from harness.project.size import size_text
-from harness.report.builder import load_profiles
-from harness.report.model import KernelProfile, PipeUse
-from harness.report.report_view import render_text
-from harness.report.roofline import Roofline
-from harness.report.sass_hotspots import Hotspot, hotspots
-from harness.rundir.manifest import (
+from harness.findings import (
+    Finding,
+    busiest_pipes,
+    describe_bound,
+    near_dram_peak,
+    run_rules,
+    tldr_finding,
+)
+from harness.project import Project, Variant, load_project, open_project, size_text
+from harness.report import (
+    Hotspot,
+    KernelProfile,
+    PipeUse,
+    Roofline,
+    hotspots,
+    load_profiles,
+    render_text,
+    stall_label,
+)
+from harness.rundir import (
     BENCH,
     MANIFEST,
     BenchRecord,
@@ -243,7 +250,7 @@ def _variant(project: Project | None, name: str | None) -> Variant | None:
 
 
 def _bound_only(profile: KernelProfile) -> str:
-    return bound_rule.describe(profile)
+    return describe_bound(profile)
 
 
 def _bound_text(profile: KernelProfile) -> str:
@@ -306,7 +313,7 @@ def _tldr(profile: KernelProfile, findings: list[Finding]) -> str:
     """The binding unit and the problem with the largest estimated gain."""
     bound = _bound_only(profile)
     top = tldr_finding(findings)
-    dram = bound_rule.near_dram_peak(profile)
+    dram = near_dram_peak(profile)
     if dram is not None:  # the memory's own speed binds: what is left is small
         bound += (f" and streams at {dram:.1f}% of the DRAM peak, near what the memory "
                   "can deliver")
@@ -401,7 +408,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         bonus=_bonus(item),
         profile=profile,
         roofline=roofline,
-        pipes=pipes_rule.busiest(profile)[:PIPES_SHOWN],
+        pipes=busiest_pipes(profile)[:PIPES_SHOWN],
         previous_slug=slugs.get(id(item.previous)) if item.previous else None,
         launches=_launch_rows(item),
         limiter=_bound_text(profile),

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import IncompatibleInputsError, NcuhError
-from harness.rundir.manifest import BENCH, MANIFEST, METRICS, Run, load_run
-from harness.util.atomic import atomic_directory, atomic_path, atomic_write_text
+from harness.rundir import BENCH, MANIFEST, METRICS, Run, load_run
+from harness.util import atomic_directory, atomic_path, atomic_write_text
 
 # What must agree between shards, and where the manifest says it.
 _MUST_MATCH: tuple[tuple[str, tuple[str, ...]], ...] = (

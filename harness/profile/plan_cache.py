@@ -37,8 +37,7 @@ from typing import TYPE_CHECKING, Any
 from harness import __version__
 from harness.errors import NcuhError
 from harness.profile.ncu_command import CaptureMode, runner_program, variant_filter
-from harness.util.atomic import atomic_write_text
-from harness.util.user_cache import cache_dir
+from harness.util import atomic_write_text, cache_dir
 
 if TYPE_CHECKING:
     from harness.profile.run import Plan, ProfileRequest, Target

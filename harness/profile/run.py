@@ -48,9 +48,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from harness import __version__
+from harness import __version__, util
 from harness.errors import NcuhError, NcuNotFoundError, NoGpuError
-from harness.gpu.protocol import RESULT_PREFIX
+from harness.gpu import RESULT_PREFIX
 from harness.profile import plan_cache, processes
 from harness.profile.gpus import Gpu, gpu_for_bus_id, list_gpus, pinned_environment, select_gpus
 from harness.profile.head_start import (
@@ -92,9 +92,8 @@ from harness.profile.schedule import (
     plan_slots,
     run_queue,
 )
-from harness.rundir.names import BENCH, MANIFEST, RUN_SCHEMA
-from harness.util import ncu_locate
-from harness.util.atomic import atomic_directory, atomic_write_text
+from harness.rundir import BENCH, MANIFEST, RUN_SCHEMA
+from harness.util import atomic_directory, atomic_write_text
 
 if TYPE_CHECKING:
     from harness.project import Project, Size
@@ -357,7 +356,7 @@ def with_section_overlay(settings: NcuSettings, ncu: Path | str) -> NcuSettings:
 
 
 def find_ncu() -> Path:
-    ncu = ncu_locate.ncu_executable()
+    ncu = util.ncu_executable()  # looked up per call: tests stand in an ncu
     if ncu is None:
         raise NcuNotFoundError(NCU_HELP)
     return ncu
@@ -574,7 +573,7 @@ def _kept_plan_source(request: ProfileRequest, capture: CaptureMode) -> _KeptPla
     if request.program or not plan_cache.wanted():
         return None
     from harness.errors import ProjectError
-    from harness.project.locate import find_project
+    from harness.project import find_project
 
     try:
         project_file = find_project(request.project)
@@ -822,12 +821,12 @@ def _name_gpus(entries: Sequence[EntryResult], gpus: Sequence[Gpu]) -> None:
 
 def _write_bench(run_dir: Path, plan_: Plan, bench_sizes: tuple[SizeWords, ...] = ()) -> None:
     # Imported here: only --bench needs the bench module (and the backends it loads).
-    from harness.gpu import bench as gpu_bench
+    from harness.gpu import run_bench
 
     project = plan_.project
     assert project is not None  # --bench is refused with a program
     variants = list(dict.fromkeys(t.variant for t in plan_.targets if t.variant))
     # The seed pages' "Benchmark Results" list several sizes while one size is profiled.
     sizes = list(bench_sizes) or list(dict.fromkeys(t.size for t in plan_.targets if t.size))
-    gpu_bench.run_bench(project, variants, [_size(project, s) for s in sizes],
+    run_bench(project, variants, [_size(project, s) for s in sizes],
               references=True).save(run_dir / BENCH)

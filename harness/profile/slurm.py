@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import NcuhError
 from harness.profile.ncu_command import KernelFilter, NcuSettings
 from harness.profile.processes import package_environment
-from harness.project.size import size_text
-from harness.util.atomic import atomic_write_text
+from harness.project import size_text
+from harness.util import atomic_write_text
 
 if TYPE_CHECKING:
     from harness.profile.run import Plan, ProfileRequest

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
         find_project,
     )
     from harness.project.model import Launch, Limit, Project, Reference, Variant
-    from harness.project.size import Size, parse_size, parse_sizes, parse_value
+    from harness.project.size import Size, parse_size, parse_sizes, parse_value, size_text
 
 # public name -> the module that defines it
 _HOMES: dict[str, str] = {
@@ -46,6 +46,7 @@ _HOMES: dict[str, str] = {
     "parse_size": "harness.project.size",
     "parse_sizes": "harness.project.size",
     "parse_value": "harness.project.size",
+    "size_text": "harness.project.size",
 }
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "parse_size",
     "parse_sizes",
     "parse_value",
+    "size_text",
 ]
 
 

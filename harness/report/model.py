@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.profile.slim_sections import RULES_LEFT_OUT
+from harness.profile import RULES_LEFT_OUT
 from harness.report.roofline import Roofline
 
 Number = float | None  # None: the metric was not collected in this report

@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 from harness.errors import NcuReportUnavailableError
-from harness.util.ncu_locate import ncu_install_dirs
+from harness.util import ncu_install_dirs
 
 MODULE_NAME = "ncu_report"
 

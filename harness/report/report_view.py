@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.profile.slim_sections import added_metrics, is_slim
+from harness.profile import added_metrics, is_slim
 from harness.report.details_layout import (
     DISPLAY_UNITS,
     EXTRA_HEADER_ROWS,
@@ -42,7 +42,7 @@ from harness.report.ncu_format import display, format_number, scale_unit
 from harness.report.reportfile import KernelRef, open_report, select_kernels
 from harness.report.rule_text import format_speedup, speedup_label
 from harness.report.rules import read_rules
-from harness.util import markdown_text
+from harness.util import md_text
 
 ViewFormat = Literal["text", "md", "json"]
 VIEW_FORMATS: tuple[ViewFormat, ...] = ("text", "md", "json")
@@ -424,7 +424,7 @@ def render_text(views: list[KernelView], details: Details = "header", pad: bool 
 
 
 def _md_cell(value: str) -> str:
-    return markdown_text.text(value)  # data: no markup, no raw HTML, one line
+    return md_text(value)  # data: no markup, no raw HTML, one line
 
 
 def _md_table(rows: tuple[MetricRow, ...]) -> list[str]:

@@ -62,7 +62,7 @@ from harness.rundir.names import MANIFEST as MANIFEST
 from harness.rundir.names import METRICS as METRICS
 from harness.rundir.names import RUN_SCHEMA as RUN_SCHEMA
 from harness.rundir.schema import validate
-from harness.util.input_file import read_text
+from harness.util import read_text
 
 Size = Annotated[tuple[PositiveInt, ...], Field(min_length=1)]
 Milliseconds = Annotated[FiniteFloat, Field(ge=0)]
