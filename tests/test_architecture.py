@@ -201,6 +201,14 @@ def test_every_package_states_its_face(package: str) -> None:
     assert any(package in layer for layer in LAYERS), f"{package} is in no layer"
 
 
+def test_no_face_name_is_hidden_by_a_submodule_of_the_same_name() -> None:
+    """Importing `harness.p.x` sets the attribute `x` of `harness.p` to the module, which would
+    then stand in for a face name `x`."""
+    clashes = [f"{package}.{name}" for package in PACKAGES for name in _face(package)
+               if (HARNESS / package / f"{name}.py").exists()]
+    assert clashes == []
+
+
 def test_only_the_entry_points_sit_at_the_top_of_harness() -> None:
     assert {path.name for path in HARNESS.glob("*.py")} == TOP_LEVEL
 

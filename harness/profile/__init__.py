@@ -35,16 +35,9 @@ if TYPE_CHECKING:
         KernelFilter,
         NcuSettings,
     )
+    from harness.profile.planning import Plan, ProfileRequest, Target, plan, run_id_for
     from harness.profile.progress import ProgressDisplay
-    from harness.profile.run import (
-        Plan,
-        ProfileRequest,
-        Target,
-        plan,
-        run_id_for,
-        run_profile,
-        with_section_overlay,
-    )
+    from harness.profile.run import run_profile, with_section_overlay
     from harness.profile.slim_sections import (
         OPTIONAL_RULE_INPUTS_LEFT_OUT,
         RULE_METRICS,
@@ -68,22 +61,22 @@ _HOMES: dict[str, tuple[str, str]] = {
     "NcuSettings": ("harness.profile.ncu_command", "NcuSettings"),
     "OPTIONAL_RULE_INPUTS_LEFT_OUT": (
         "harness.profile.slim_sections", "OPTIONAL_RULE_INPUTS_LEFT_OUT"),
-    "Plan": ("harness.profile.run", "Plan"),
-    "ProfileRequest": ("harness.profile.run", "ProfileRequest"),
+    "Plan": ("harness.profile.planning", "Plan"),
+    "ProfileRequest": ("harness.profile.planning", "ProfileRequest"),
     "ProgressDisplay": ("harness.profile.progress", "ProgressDisplay"),
     "RULES_LEFT_OUT": ("harness.profile.slim_sections", "RULES_LEFT_OUT"),
     "RULE_METRICS": ("harness.profile.slim_sections", "RULE_METRICS"),
     "SETS": ("harness.profile.ncu_command", "SETS"),
     "SLIMMED_SECTIONS": ("harness.profile.slim_sections", "SLIMMED_SECTIONS"),
     "THINNED_METRICS": ("harness.profile.slim_sections", "THINNED_METRICS"),
-    "Target": ("harness.profile.run", "Target"),
+    "Target": ("harness.profile.planning", "Target"),
     "WIDGET_METRICS_READ": ("harness.profile.slim_sections", "WIDGET_METRICS_READ"),
     "WORKER_RESULT_PREFIX": ("harness.profile.worker", "RESULT_PREFIX"),
     "added_metrics": ("harness.profile.slim_sections", "added_metrics"),
     "is_slim": ("harness.profile.slim_sections", "is_slim"),
     "merge_runs": ("harness.profile.merge", "merge_runs"),
-    "plan": ("harness.profile.run", "plan"),
-    "run_id_for": ("harness.profile.run", "run_id_for"),
+    "plan": ("harness.profile.planning", "plan"),
+    "run_id_for": ("harness.profile.planning", "run_id_for"),
     "run_profile": ("harness.profile.run", "run_profile"),
     "submit": ("harness.profile.slurm", "submit"),
     "wait_for_go": ("harness.profile.worker", "wait_for_go"),

@@ -40,7 +40,7 @@ from harness.profile.ncu_command import CaptureMode, runner_program, variant_fil
 from harness.util import atomic_write_text, cache_dir
 
 if TYPE_CHECKING:
-    from harness.profile.run import Plan, ProfileRequest, Target
+    from harness.profile.planning import Plan, ProfileRequest, Target
 
 PLAN_CACHE_VERSION = 2
 CACHE_FOLDER = "_plans"
@@ -119,7 +119,7 @@ class KeptTarget:
     def target(self, request: ProfileRequest, capture: CaptureMode,
                project_file: Path) -> Target:
         """The target, its command line built as `harness.profile.run.plan` builds it."""
-        from harness.profile.run import Target
+        from harness.profile.planning import Target
 
         program = runner_program(self.variant, self.size, label=self.label,
                                  params=request.params, warmup=request.warmup,

@@ -40,7 +40,7 @@ from harness.project import size_text
 from harness.util import atomic_write_text
 
 if TYPE_CHECKING:
-    from harness.profile.run import Plan, ProfileRequest
+    from harness.profile.planning import Plan, ProfileRequest
 
 SCHEMA = "ncuh.slurm/1"
 TASKS = "tasks.json"
@@ -74,7 +74,7 @@ def request_to_json(request: ProfileRequest) -> dict[str, Any]:
 
 
 def request_from_json(data: dict[str, Any]) -> ProfileRequest:
-    from harness.profile.run import ProfileRequest
+    from harness.profile.planning import ProfileRequest
 
     fields = dict(data)
     fields["settings"] = NcuSettings(**{key: tuple(value) if isinstance(value, list) else value
