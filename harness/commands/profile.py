@@ -149,6 +149,11 @@ def profile(
         _submit(request, slurm_args)
         return
 
+    _run(request, out)
+
+
+def _run(request: Any, out: Path) -> None:
+    """Profile for real: the live progress, one line per entry, the run directory last."""
     from harness.profile import ProgressDisplay, run_profile
 
     progress = ProgressDisplay(sys.stderr)
