@@ -259,7 +259,13 @@ def test_an_export_started_early_waits_for_its_go_ahead(tmp_path: Path) -> None:
     out, go = tmp_path / "m.csv", tmp_path / "m.go"
     job = lib.start_command(_export([str(out), f"a={REPORT}", "--after", str(go)]),
                             post._worker_environment())
-    time.sleep(1.5)  # imports done by now; the report "is not written yet"
+    # Its imports are done once ncu_report's native module is mapped in; then it waits.
+    maps = Path(f"/proc/{job.process.pid}/maps")  # type: ignore[attr-defined]
+    for _ in range(12_000):
+        if job.process.poll() is not None or "_ncu_report" in maps.read_text():  # type: ignore[attr-defined]
+            break
+        time.sleep(0.005)
+    assert job.process.poll() is None  # type: ignore[attr-defined]  # still waiting for its go
     assert not out.exists()
     # As `ncuh profile` does (atomically): a plain write can be read while still empty.
     atomic_write_text(go, "go 2")
