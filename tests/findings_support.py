@@ -5,8 +5,9 @@ from __future__ import annotations
 import functools
 from pathlib import Path
 
+from packed_fixtures import cached_profiles
+
 from harness.findings import Finding
-from harness.report.builder import load_profiles
 from harness.report.model import KernelProfile
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
@@ -14,7 +15,7 @@ REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 
 @functools.cache
 def _profiles() -> tuple[KernelProfile, ...]:
-    return tuple(load_profiles(REPORT))
+    return tuple(cached_profiles(REPORT))
 
 
 def naive() -> KernelProfile:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from packed_fixtures import cached_profiles
 
-from harness.report.builder import load_profiles
 from harness.report.model import KernelProfile, SassInstruction
 from harness.report.sass_hotspots import hotspots, source_code
 
@@ -15,7 +15,7 @@ REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 
 @pytest.fixture(scope="module")
 def profiles():
-    return load_profiles(REPORT)
+    return cached_profiles(REPORT)
 
 
 def test_smem_hottest_instruction_matches_ncu_cpistall_rule(profiles):

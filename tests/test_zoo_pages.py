@@ -8,11 +8,10 @@ import functools
 from pathlib import Path
 
 import pytest
-from packed_fixtures import report
+from packed_fixtures import cached_profiles, report
 
 from harness.findings import atomics, coalescing, divergence, local_arrays, pipes, run_rules
 from harness.pages.writeup import KernelPage, collect
-from harness.report.builder import load_profiles
 from harness.report.model import KernelProfile
 
 # The reports are committed packed with xz (`packed_fixtures`).
@@ -43,7 +42,7 @@ def page(name: str) -> KernelPage:
 
 @functools.cache
 def profile(name: str) -> KernelProfile:
-    [only] = load_profiles(report(ZOO / f"{name}.ncu-rep"))
+    [only] = cached_profiles(report(ZOO / f"{name}.ncu-rep"))
     return only
 
 
