@@ -33,6 +33,9 @@ from harness.report.reportfile import export_metrics
 from harness.rundir.manifest import load_run
 
 NAIVE_SMEM_REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+# What the stand-in ncu writes unless a test needs two kernels: one kernel of the `pages`
+# set, 13 times smaller, so the exports that follow it are quick.
+SMALL_REPORT = Path(__file__).parent / "fixtures" / "h100_pages_naive_1024.ncu-rep"
 NCU = Path("/opt/nvidia/nsight-compute/2025.3.1/ncu")
 VERSION_OUTPUT = (
     "NVIDIA (R) Nsight Compute Command Line Profiler\n"
@@ -92,6 +95,7 @@ class FakeNcu:
         # Set by a test: both post-processing workers must reach it together (or time out).
         self.barrier: threading.Barrier | None = None
         self.worker_times: dict[str, tuple[float, float]] = {}
+        self.report = SMALL_REPORT  # what each profiled entry's report is a copy of
 
     def __call__(self, argv: Sequence[str], env: dict[str, str] | None = None,
                  on_output: Any = None, *, on_start: Any = None,
@@ -122,7 +126,7 @@ class FakeNcu:
         if isinstance(action, BaseException):
             raise action
         if action == "ok":
-            shutil.copyfile(NAIVE_SMEM_REPORT, report)
+            shutil.copyfile(self.report, report)
             result = {"kernel_name": f"k_{label}", "rel_error": 1.5e-7,
                       "environment": RUNNER_CUDA_FIELDS}
             return 0, (
@@ -275,7 +279,7 @@ def test_profile_two_variants_writes_a_complete_run_directory(
     run = load_run(run_dir)
     assert [entry.report.name for entry in run.entries] == [
         "naive_256.ncu-rep", "register_tiled_256.ncu-rep"]
-    assert all(entry.report.read_bytes() == NAIVE_SMEM_REPORT.read_bytes()
+    assert all(entry.report.read_bytes() == SMALL_REPORT.read_bytes()
                for entry in run.entries)
     assert run.bench_path is None
     assert sorted(p.name for p in run_dir.iterdir()) == [
@@ -308,6 +312,7 @@ def test_the_ncu_that_runs_gets_the_section_folder_of_the_pages_set(
 def test_metrics_csv_is_the_tidy_export_of_every_report_with_its_label(
     tmp_path: Path, fake_ncu: FakeNcu
 ) -> None:
+    fake_ncu.report = NAIVE_SMEM_REPORT  # two kernels: each row keeps its own
     outcome = lib.run_profile(lib.ProfileRequest(
         variants=("naive", "register_tiled"), sizes=((256, 256, 256),), out=tmp_path,
         capture="nvtx", metrics_csv=True))
@@ -791,7 +796,7 @@ def test_metrics_csv_has_a_label_column_and_matches_ncuh_export(
                      str(tmp_path)])
     assert result.exit_code == 0, result.output
     lines = (only_run(tmp_path) / "metrics.csv").read_text(encoding="utf-8").splitlines()
-    exported = export_text(export_columns(NAIVE_SMEM_REPORT)).splitlines()
+    exported = export_text(export_columns(SMALL_REPORT)).splitlines()
     assert lines[0] == "label," + exported[0]
     assert len(lines) == len(exported)
     assert all(line == "naive_256," + row for line, row in zip(lines[1:], exported[1:],
@@ -860,6 +865,7 @@ def test_export_of_a_run_directory_is_csv_only_and_refuses_a_broken_run(
 def test_export_of_a_run_directory_takes_a_kernel_filter(
     tmp_path: Path, fake_ncu: FakeNcu
 ) -> None:
+    fake_ncu.report = NAIVE_SMEM_REPORT  # two kernels, one filtered out
     result = invoke(["--variant", "naive", "--variant", "register_tiled", "--size", "256",
                      "--out", str(tmp_path / "runs")])
     assert result.exit_code == 0, result.output
