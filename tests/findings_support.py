@@ -34,3 +34,17 @@ def synthetic(**sections: object) -> KernelProfile:
 
 def kinds(findings: list[Finding]) -> list[str]:
     return [f.kind for f in findings]
+
+
+def prose(findings: list[Finding]) -> str:
+    """The words of each finding, as a golden file keeps them: what a reader of the page sees."""
+    parts = []
+    for finding in findings:
+        lines = [f"[{finding.kind}] {finding.rule} ({finding.section}): {finding.title}",
+                 finding.text]
+        if finding.what_if:
+            lines.append(f"what if: {finding.what_if}")
+        if finding.fix_title or finding.fix_text:
+            lines.append(f"fix: {finding.fix_title or ''}: {finding.fix_text or ''}")
+        parts.append("\n".join(lines) + "\n")
+    return "\n".join(parts)
