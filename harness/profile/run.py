@@ -235,7 +235,7 @@ def _kept_plan_check(request: ProfileRequest, capture: CaptureMode,
     kept = plan_cache.load(source.key, request, capture, source.project_file)
     if kept is None:
         return None
-    return plan_cache.PlanCheck(lambda: plan(request, capture=capture), kept, source.key)
+    return plan_cache.PlanCheck(partial(plan, request, capture=capture), kept, source.key)
 
 # ---------------------------------------------------------------- before the first ncu
 
