@@ -26,6 +26,9 @@ from harness.report.reportfile import export_metrics
 from harness.util.atomic import atomic_write_text
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+# A one-kernel `pages` report (8,292 rows to REPORT's 96,622): for the tests of how the export
+# is split, joined and started, which any report shows.
+SMALL_REPORT = REPORT.with_name("h100_pages_naive_1024.ncu-rep")
 
 
 def _export(args: list[str]) -> list[str]:
@@ -45,10 +48,10 @@ VERSION_OUTPUT = (
 def test_metrics_worker_writes_the_labelled_export(tmp_path: Path) -> None:
     out = tmp_path / "metrics.csv"
     status, output = lib.run_command(
-        _export([str(out), f"a={REPORT}", f"b={REPORT}"]),
+        _export([str(out), f"a={SMALL_REPORT}", f"b={SMALL_REPORT}"]),
         post._worker_environment())
     assert status == 0, output
-    expected = export_metrics(REPORT)
+    expected = export_metrics(SMALL_REPORT)
     assert json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):]) == {
         "rows": 2 * len(expected)}
     table = pd.read_csv(out, keep_default_na=False)
@@ -246,8 +249,8 @@ def test_metrics_export_in_parallel_parts_equals_the_serial_export(
 
     out = tmp_path / "run" / "metrics.csv"
     out.parent.mkdir()
-    rows = metrics(out, [("a", REPORT), ("b", REPORT)], jobs=jobs)
-    serial = export_text(export_columns(REPORT)).splitlines()
+    rows = metrics(out, [("a", SMALL_REPORT), ("b", SMALL_REPORT)], jobs=jobs)
+    serial = export_text(export_columns(SMALL_REPORT)).splitlines()
     lines = out.read_text(encoding="utf-8").splitlines()
     assert rows == 2 * (len(serial) - 1) == len(lines) - 1
     assert lines[0] == "label," + serial[0]
@@ -257,7 +260,7 @@ def test_metrics_export_in_parallel_parts_equals_the_serial_export(
 
 def test_an_export_started_early_waits_for_its_go_ahead(tmp_path: Path) -> None:
     out, go = tmp_path / "m.csv", tmp_path / "m.go"
-    job = lib.start_command(_export([str(out), f"a={REPORT}", "--after", str(go)]),
+    job = lib.start_command(_export([str(out), f"a={SMALL_REPORT}", "--after", str(go)]),
                             post._worker_environment())
     # Its imports are done once ncu_report's native module is mapped in; then it waits.
     maps = Path(f"/proc/{job.process.pid}/maps")  # type: ignore[attr-defined]
