@@ -1,7 +1,8 @@
 """Reading Nsight Compute reports: the only package that imports `ncu_report`.
 
-Everything downstream (findings, writeup, diff, the report and export commands) reads reports
-through the typed `KernelProfile` built here.
+Everything downstream (findings, pages, diff, the report and export commands) reads reports
+through the typed `KernelProfile` (`model.py`) that `builder.py` makes; `metrics_export.py` is the
+child that writes a run's metrics.csv.
 """
 
 from __future__ import annotations
