@@ -222,7 +222,7 @@ def chain_findings(run_dir: Path) -> dict[str, list[list[str]]]:
     """{label: each finding's [rule, kind, ncu rule], sorted} of the run's reports, as the
     pages state them (tests/test_pages_set.py compares the same on the recorded pairs)."""
     from harness.findings.registry import run_rules
-    from harness.report.builder import load_profiles
+    from harness.report.builder import load_kernel_reports
     from harness.rundir.manifest import load_run
 
     found: dict[str, list[list[str]]] = {}
@@ -230,7 +230,7 @@ def chain_findings(run_dir: Path) -> dict[str, list[list[str]]]:
         if entry.report is not None:
             found[entry.label] = sorted(
                 [f.rule, f.kind, str(f.metrics.get("ncu_rule", ""))]
-                for profile in load_profiles(entry.report) for f in run_rules(profile))
+                for profile in load_kernel_reports(entry.report) for f in run_rules(profile))
     return found
 
 

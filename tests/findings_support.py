@@ -8,28 +8,28 @@ from pathlib import Path
 from packed_fixtures import cached_profiles
 
 from harness.findings import Finding
-from harness.report.model import KernelProfile
+from harness.report.model import KernelReport
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 
 
 @functools.cache
-def _profiles() -> tuple[KernelProfile, ...]:
+def _profiles() -> tuple[KernelReport, ...]:
     return tuple(cached_profiles(REPORT))
 
 
-def naive() -> KernelProfile:
+def naive() -> KernelReport:
     """sgemm_naive: uncoalesced rows, LG throttle bound, 5.51 ms."""
     return _profiles()[0]
 
 
-def smem() -> KernelProfile:
+def smem() -> KernelReport:
     """sgemm_smem: 32x32 shared tiles, MIO throttle, 300.93 us."""
     return _profiles()[1]
 
 
-def synthetic(**sections: object) -> KernelProfile:
-    return KernelProfile(kernel_id=0, name="k", demangled_name="k", **sections)  # type: ignore[arg-type]
+def synthetic(**sections: object) -> KernelReport:
+    return KernelReport(kernel_id=0, name="k", demangled_name="k", **sections)  # type: ignore[arg-type]
 
 
 def kinds(findings: list[Finding]) -> list[str]:

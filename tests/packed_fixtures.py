@@ -16,8 +16,8 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from harness.report.builder import load_profiles
-from harness.report.model import KernelProfile
+from harness.report.builder import load_kernel_reports
+from harness.report.model import KernelReport
 
 
 @functools.cache
@@ -68,11 +68,11 @@ def reports(folder: Path, pattern: str = "*.ncu-rep") -> list[Path]:
 
 
 @functools.cache
-def _profiles(report: Path, kernel_regex: str | None) -> tuple[KernelProfile, ...]:
-    return tuple(load_profiles(report, kernel_regex))
+def _profiles(report: Path, kernel_regex: str | None) -> tuple[KernelReport, ...]:
+    return tuple(load_kernel_reports(report, kernel_regex))
 
 
-def cached_profiles(report: Path, kernel_regex: str | None = None) -> list[KernelProfile]:
-    """`load_profiles(report)`, read once per test process: the records are frozen, and
+def cached_profiles(report: Path, kernel_regex: str | None = None) -> list[KernelReport]:
+    """`load_kernel_reports(report)`, read once per test process: the records are frozen, and
     ncu_report's per-process state already makes a second read say what the first said."""
     return list(_profiles(Path(report).resolve(), kernel_regex))

@@ -174,10 +174,10 @@ def test_the_graph_finds_a_circle_and_a_wrong_way_import_it_is_shown() -> None:
     backward = [Import("harness.report.x", "harness.pages", ("write",), 3)]
     assert _backward(backward) == ["harness.report.x:3 (report) imports harness.pages "
                                    "('write',) (pages)"]
-    assert _backward([Import("harness.pages.x", "harness.report", ("KernelProfile",), 3)]) == []
-    inside = [Import("harness.pages.x", "harness.report.model", ("KernelProfile",), 5),
+    assert _backward([Import("harness.pages.x", "harness.report", ("KernelReport",), 3)]) == []
+    inside = [Import("harness.pages.x", "harness.report.model", ("KernelReport",), 5),
               Import("harness.pages.x", "harness.report", ("not_a_face_name",), 6),
-              Import("harness.pages.x", "harness.report", ("KernelProfile",), 7)]
+              Import("harness.pages.x", "harness.report", ("KernelReport",), 7)]
     assert _face_breaches(inside) == [
         "harness.pages.x:5 reaches into harness.report.model",
         "harness.pages.x:6 takes not_a_face_name from harness.report, not in its __all__"]

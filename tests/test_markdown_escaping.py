@@ -22,7 +22,7 @@ from harness.diff.inputs import Environment, KernelData, KernelKey, Side
 from harness.diff.markdown import render_markdown
 from harness.pages.render import render_index, render_page
 from harness.pages.writeup import collect
-from harness.report.model import KernelProfile
+from harness.report.model import KernelReport
 from harness.report.report_view import render_markdown as render_report_markdown
 from harness.report.report_view import report_views
 from harness.report.roofline import Roofline
@@ -64,7 +64,7 @@ class Rewriter:
     def __call__(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
-        if isinstance(value, KernelProfile | Roofline):
+        if isinstance(value, KernelReport | Roofline):
             return value  # numbers only in the templates
         if isinstance(value, list | tuple):
             return type(value)(self(v) for v in value)

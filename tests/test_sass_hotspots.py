@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from packed_fixtures import cached_profiles
 
-from harness.report.model import KernelProfile, SassInstruction
+from harness.report.model import KernelReport, SassInstruction
 from harness.report.sass_hotspots import hotspots, source_code
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
@@ -39,7 +39,7 @@ def test_naive_hotspots_are_throttled_global_loads(profiles):
     assert all(h.sass.startswith("LDG.E") and h.reason == "lg_throttle" for h in top)
 
 
-def _line_info_profile(**changes) -> KernelProfile:
+def _line_info_profile(**changes) -> KernelReport:
     """A profile as a kernel built with -lineinfo gives it: samples and lines by PC."""
     sass = (
         SassInstruction(0x100, "LDS.128 R4, [R2]", 64.0, "sgemm.cu:42",
@@ -48,7 +48,7 @@ def _line_info_profile(**changes) -> KernelProfile:
         SassInstruction(0x120, "BAR.SYNC", 8.0, None, {"barrier": 9}),
     )
     fields = {"kernel_id": 0, "name": "k", "demangled_name": "k", "sass": sass, **changes}
-    return KernelProfile(**fields)
+    return KernelReport(**fields)
 
 
 def test_hotspots_map_to_source_lines_with_line_info():

@@ -12,7 +12,7 @@ from packed_fixtures import cached_profiles, report
 
 from harness.findings import atomics, coalescing, divergence, local_arrays, pipes, run_rules
 from harness.pages.writeup import KernelPage, collect
-from harness.report.model import KernelProfile
+from harness.report.model import KernelReport
 
 # The reports are committed packed with xz (`packed_fixtures`).
 ZOO = Path(__file__).parent / "fixtures" / "zoo"
@@ -41,7 +41,7 @@ def page(name: str) -> KernelPage:
 
 
 @functools.cache
-def profile(name: str) -> KernelProfile:
+def profile(name: str) -> KernelReport:
     [only] = cached_profiles(report(ZOO / f"{name}.ncu-rep"))
     return only
 

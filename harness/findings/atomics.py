@@ -10,7 +10,7 @@ unit then runs far busier than the average slice
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report import KernelProfile
+from harness.report import KernelReport
 
 NAME = "atomics"
 SECTION = "Memory Workload Analysis"
@@ -19,13 +19,13 @@ CONCENTRATION = 8.0  # ... and this many times busier than the average slice: on
 ATOMIC_OPCODES = ("ATOM", "ATOMG", "RED", "REDG", "ATOMS", "REDUX")
 
 
-def executed_atomics(profile: KernelProfile) -> dict[str, float]:
+def executed_atomics(profile: KernelReport) -> dict[str, float]:
     """Executed warp-level atomic instructions by opcode (ATOMS: shared memory)."""
     return {o.opcode: o.executed for o in profile.instruction_mix
             if o.opcode in ATOMIC_OPCODES and o.executed}
 
 
-def serializes(profile: KernelProfile) -> bool:
+def serializes(profile: KernelReport) -> bool:
     """Whether the atomics pile up in one L2 slice (same-address contention)."""
     at = profile.atomics
     hot, avg = at.l2_atomic_unit_max_pct, at.l2_atomic_unit_avg_pct
@@ -34,7 +34,7 @@ def serializes(profile: KernelProfile) -> bool:
     return avg == 0 or hot >= CONCENTRATION * avg
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     executed = executed_atomics(profile)
     at = profile.atomics
     if not executed and not at.global_requests and not at.shared_atom_instructions:

@@ -7,7 +7,7 @@ and the cost is the share of all shared wavefronts that are bank conflicts.
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report import BankConflictStats, KernelProfile
+from harness.report import BankConflictStats, KernelReport
 
 NAME = "bank_conflicts"
 SECTION = "Memory Workload Analysis"
@@ -63,6 +63,6 @@ def _one(direction: str, stats: BankConflictStats) -> list[Finding]:
                     section=SECTION, weight=share, metrics=metrics)]
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     conflicts = profile.bank_conflicts
     return _one("load", conflicts.loads) + _one("store", conflicts.stores)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Literal
 
 from harness.findings.model import Finding, fmt
-from harness.report import KernelProfile
+from harness.report import KernelReport
 
 NAME = "bound"
 SECTION = "GPU Speed Of Light Throughput"
@@ -24,7 +24,7 @@ NEAR_PEAK = 85.0
 Bound = Literal["memory", "compute", "latency"]
 
 
-def classify(profile: KernelProfile) -> Bound | None:
+def classify(profile: KernelReport) -> Bound | None:
     """The binding unit, or None when the speed-of-light throughputs were not collected."""
     sol = profile.speed_of_light
     compute, memory = sol.compute_throughput_pct, sol.memory_throughput_pct
@@ -35,7 +35,7 @@ def classify(profile: KernelProfile) -> Bound | None:
     return "memory" if memory >= compute else "compute"
 
 
-def busiest_memory_unit(profile: KernelProfile) -> tuple[str, float] | None:
+def busiest_memory_unit(profile: KernelReport) -> tuple[str, float] | None:
     """The memory unit nearest its peak (L1/TEX, L2 or DRAM) and its throughput in percent."""
     sol = profile.speed_of_light
     units = {
@@ -50,7 +50,7 @@ def busiest_memory_unit(profile: KernelProfile) -> tuple[str, float] | None:
     return name, known[name]
 
 
-def near_dram_peak(profile: KernelProfile) -> float | None:
+def near_dram_peak(profile: KernelReport) -> float | None:
     """DRAM throughput in percent of peak when a memory-bound kernel is near it, else None."""
     unit = busiest_memory_unit(profile)
     if classify(profile) != "memory" or unit is None or unit[0] != "DRAM":
@@ -58,7 +58,7 @@ def near_dram_peak(profile: KernelProfile) -> float | None:
     return unit[1] if unit[1] >= NEAR_PEAK else None
 
 
-def describe(profile: KernelProfile) -> str:
+def describe(profile: KernelReport) -> str:
     """The binding unit in a few words, e.g. "compute-bound (FP64 pipe at 86.7%)",
     "memory-bound (DRAM)", "latency-bound (busiest memory unit L2 at 47.2%)"."""
     from harness.findings.pipes import busiest, content  # pipes reads bound's thresholds too
@@ -111,7 +111,7 @@ _MEMORY_FIX = {
 }
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     bound = classify(profile)
     if bound is None:
         return []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from harness.findings.bound import classify
 from harness.findings.model import Finding, fmt
-from harness.report import KernelProfile
+from harness.report import KernelReport
 
 NAME = "memory_level"
 SECTION = "GPU Speed Of Light Throughput"
@@ -21,7 +21,7 @@ L2_OVER_DRAM = 4.0  # ... at this many times the DRAM's share of its peak: the d
 L2_HIT = "lts__t_sector_hit_rate.pct"
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     sol = profile.speed_of_light
     dram, l2 = sol.dram_throughput_pct, sol.l2_throughput_pct
     compute = sol.compute_throughput_pct

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.report import KernelProfile
+from harness.report import KernelReport
 
 Kind = Literal["good", "bad", "info"]
 
@@ -41,7 +41,7 @@ class Finding:
 
 
 # A rule: the profile of this iteration, the previous iteration's profile (or None).
-RuleCheck = Callable[[KernelProfile, "KernelProfile | None"], list[Finding]]
+RuleCheck = Callable[[KernelReport, "KernelReport | None"], list[Finding]]
 
 
 def fmt(value: float, digits: int = 1) -> str:

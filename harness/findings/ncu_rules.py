@@ -8,7 +8,7 @@ speedup first, with ncu's message verbatim.
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report import KernelProfile, RuleResult
+from harness.report import KernelReport, RuleResult
 
 NAME = "ncu_rules"
 MIN_SPEEDUP = 1.0  # percent; ncu attaches near-zero estimates to many rules
@@ -54,7 +54,7 @@ def _finding(rule: RuleResult) -> Finding:
     )
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     chosen = [
         r for r in profile.rules_for_pages
         if r.type in ("OPT", "WARN") and r.message

@@ -7,7 +7,7 @@ The limiter is the resource with the smallest block-per-SM limit (ncu's Occupanc
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report import KernelProfile
+from harness.report import KernelReport
 
 NAME = "occupancy"
 SECTION = "Occupancy"
@@ -39,7 +39,7 @@ _FIX = {
 }
 
 
-def limiter_text(profile: KernelProfile) -> str | None:
+def limiter_text(profile: KernelReport) -> str | None:
     """"shared memory per block (2 blocks per SM)" or None when the limits were not collected."""
     occ = profile.occupancy
     if not occ.limiters:
@@ -50,7 +50,7 @@ def limiter_text(profile: KernelProfile) -> str | None:
     return f"{names} ({fmt(blocks, 0)} block{'' if blocks == 1 else 's'} per SM)"
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     occ = profile.occupancy
     theoretical, achieved = occ.theoretical_pct, occ.achieved_pct
     if theoretical is None:

@@ -7,13 +7,13 @@ values it meant to keep in registers.
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report import KernelProfile
+from harness.report import KernelReport
 
 NAME = "spills"
 SECTION = "Memory Workload Analysis"
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     spills = profile.local_memory_spill_requests
     if not spills:
         spills = profile.local_memory.spill_instructions

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from harness.findings.model import Finding, fmt
-from harness.report import KernelProfile
+from harness.report import KernelReport
 
 NAME = "waves"
 SECTION = "Launch Statistics"
@@ -24,7 +24,7 @@ def idle_share_pct(waves: float) -> float:
     return 100.0 * (full - waves) / full
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     waves = profile.launch.waves_per_sm
     if waves is None or waves <= 0:
         return []

@@ -34,11 +34,11 @@ from harness.findings import (
 from harness.project import Project, Variant, load_project, open_project, size_text
 from harness.report import (
     Hotspot,
-    KernelProfile,
+    KernelReport,
     PipeUse,
     Roofline,
     hotspots,
-    load_profiles,
+    load_kernel_reports,
     render_text,
     stall_label,
 )
@@ -145,7 +145,7 @@ class KernelPage:
     fix_ideas: list[FixIdea] = field(default_factory=list)
     profiling_results: str = ""
     bonus: Bonus | None = None
-    profile: KernelProfile | None = None
+    profile: KernelReport | None = None
     roofline: Roofline = field(default_factory=Roofline)
     pipes: list[PipeUse] = field(default_factory=list)  # busiest first (Instruction Mix)
     previous_slug: str | None = None
@@ -188,7 +188,7 @@ class _Item:
     """A kernel waiting for its page: where it came from and what the run said about it."""
 
     report_path: Path
-    profile: KernelProfile
+    profile: KernelReport
     entry: RunEntry | None = None
     run: Run | None = None
     variant: Variant | None = None  # when the entry names a variant of its project
@@ -199,7 +199,7 @@ class _Item:
     shared_entry: bool = False
     # the other launches of the same iteration (a variant that runs several kernels, e.g. a
     # main kernel and passes over its partial results): listed on the main kernel's page
-    others: list[KernelProfile] = field(default_factory=list)
+    others: list[KernelReport] = field(default_factory=list)
     bench: list[BenchRecord] = field(default_factory=list)  # bench results for this page
 
 
@@ -217,7 +217,7 @@ def _slug(text: str) -> str:
     return slug
 
 
-def _profiling_results(profile: KernelProfile) -> str:
+def _profiling_results(profile: KernelReport) -> str:
     """ncu's details page for this kernel, as `ncu --print-details` prints it."""
     if profile.details is None:
         return ""
@@ -249,11 +249,11 @@ def _variant(project: Project | None, name: str | None) -> Variant | None:
         return None  # a variant this project does not have: page without strategy
 
 
-def _bound_only(profile: KernelProfile) -> str:
+def _bound_only(profile: KernelReport) -> str:
     return describe_bound(profile)
 
 
-def _bound_text(profile: KernelProfile) -> str:
+def _bound_text(profile: KernelReport) -> str:
     """The index's "main limiter": the binding unit and the largest stall reason."""
     text = _bound_only(profile)
     stalls = [s for s in profile.warp_state.stalls if s.reason != "selected"]
@@ -309,7 +309,7 @@ def _numbered(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.kind != "good"]
 
 
-def _tldr(profile: KernelProfile, findings: list[Finding]) -> str:
+def _tldr(profile: KernelReport, findings: list[Finding]) -> str:
     """The binding unit and the problem with the largest estimated gain."""
     bound = _bound_only(profile)
     top = tldr_finding(findings)
@@ -349,7 +349,7 @@ def _bonus(item: _Item) -> Bonus:
     )
 
 
-def _label(item: _Item, profile: KernelProfile) -> str:
+def _label(item: _Item, profile: KernelReport) -> str:
     if item.variant is not None:
         text = f"{item.variant.iteration}. {item.variant.name}"
     elif item.entry is not None and item.entry.variant:
@@ -444,7 +444,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
 
 
 def _report_items(path: Path) -> list[_Item]:
-    return [_Item(report_path=path, profile=profile) for profile in load_profiles(path)]
+    return [_Item(report_path=path, profile=profile) for profile in load_kernel_reports(path)]
 
 
 def _kernel_regex(variant: Variant | None) -> str | None:
@@ -474,7 +474,7 @@ def _baseline_name(project: Project | None, key: str | None) -> str:
     return key or "first"
 
 
-def _duration(profile: KernelProfile) -> float:
+def _duration(profile: KernelReport) -> float:
     return profile.speed_of_light.duration_ns or 0.0
 
 
@@ -503,7 +503,7 @@ def _run_items(run: Run, fallback: Path | None = None) -> list[_Item]:
     for entry in run.entries:
         if not entry.ok or entry.report is None:
             continue
-        profiles = load_profiles(entry.report)
+        profiles = load_kernel_reports(entry.report)
         variant = _variant(project, entry.variant)
         regex = _kernel_regex(variant)
         own = [p for p in profiles if regex and re.search(regex, p.name)]

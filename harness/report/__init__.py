@@ -1,8 +1,7 @@
 """Reading Nsight Compute reports: the only package that imports `ncu_report`.
 
-Everything downstream (findings, pages, diff, the report and export commands) reads reports
-through the typed `KernelProfile` (`model.py`) that `builder.py` makes; `metrics_export.py` is the
-child that writes a run's metrics.csv.
+Everything downstream (findings, writeup, diff, the report and export commands) reads reports
+through the typed `KernelReport` built here.
 """
 
 from __future__ import annotations
@@ -11,7 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harness.report.builder import build_profile, load_profiles
+    from harness.report.builder import build_kernel_report, load_kernel_reports
     from harness.report.export_format import EXPORT_FORMATS, write_export
     from harness.report.instruction_classes import MATH_CLASSES
     from harness.report.metrics_export import metrics as export_metrics_csv
@@ -20,7 +19,7 @@ if TYPE_CHECKING:
         OCCUPANCY_LIMITERS,
         AsyncCopies,
         BankConflictStats,
-        KernelProfile,
+        KernelReport,
         Number,
         PipeUse,
         RuleResult,
@@ -51,7 +50,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "EXPORT_COLUMNS": ("harness.report.reportfile", "EXPORT_COLUMNS"),
     "EXPORT_FORMATS": ("harness.report.export_format", "EXPORT_FORMATS"),
     "Hotspot": ("harness.report.sass_hotspots", "Hotspot"),
-    "KernelProfile": ("harness.report.model", "KernelProfile"),
+    "KernelReport": ("harness.report.model", "KernelReport"),
     "MATH_CLASSES": ("harness.report.instruction_classes", "MATH_CLASSES"),
     "Number": ("harness.report.model", "Number"),
     "OCCUPANCY_LIMITERS": ("harness.report.model", "OCCUPANCY_LIMITERS"),
@@ -59,13 +58,13 @@ _HOMES: dict[str, tuple[str, str]] = {
     "Roofline": ("harness.report.roofline", "Roofline"),
     "RuleResult": ("harness.report.model", "RuleResult"),
     "VIEW_FORMATS": ("harness.report.report_view", "VIEW_FORMATS"),
-    "build_profile": ("harness.report.builder", "build_profile"),
+    "build_kernel_report": ("harness.report.builder", "build_kernel_report"),
     "export_columns": ("harness.report.reportfile", "export_columns"),
     "export_metrics_csv": ("harness.report.metrics_export", "metrics"),
     "hotspots": ("harness.report.sass_hotspots", "hotspots"),
     "import_ncu_report": ("harness.report.ncu_import", "import_ncu_report"),
     "limiters_of": ("harness.report.model", "limiters_of"),
-    "load_profiles": ("harness.report.builder", "load_profiles"),
+    "load_kernel_reports": ("harness.report.builder", "load_kernel_reports"),
     "profile_views": ("harness.report.report_view", "profile_views"),
     "render_text": ("harness.report.report_view", "render_text"),
     "render_view": ("harness.report.report_view", "render"),
@@ -84,18 +83,18 @@ __all__ = [
     "AsyncCopies",
     "BankConflictStats",
     "Hotspot",
-    "KernelProfile",
+    "KernelReport",
     "Number",
     "PipeUse",
     "Roofline",
     "RuleResult",
-    "build_profile",
+    "build_kernel_report",
     "export_columns",
     "export_metrics_csv",
     "hotspots",
     "import_ncu_report",
     "limiters_of",
-    "load_profiles",
+    "load_kernel_reports",
     "profile_views",
     "render_text",
     "render_view",

@@ -1,4 +1,4 @@
-"""Build the typed `KernelProfile` of each kernel of a report.
+"""Build the typed `KernelReport` of each kernel of a report.
 
 Each field reads one named metric (see the comments in `kernel_profile`). A metric the
 report does not hold is None ("not collected"), never zero and never an error: metric names
@@ -21,7 +21,7 @@ from harness.report.model import (
     Coalescing,
     Divergence,
     GlobalAccesses,
-    KernelProfile,
+    KernelReport,
     LaunchConfig,
     LocalMemory,
     MemoryWidths,
@@ -439,7 +439,7 @@ def _compute_capability(m: _Metrics) -> str | None:
     return f"{major}.{minor}"
 
 
-def build_profile(kernel: KernelRef) -> KernelProfile:
+def build_kernel_report(kernel: KernelRef) -> KernelReport:
     """The typed profile of one kernel of a loaded report."""
     from harness.report.report_view import build_view
 
@@ -452,7 +452,7 @@ def build_profile(kernel: KernelRef) -> KernelProfile:
     metrics = _all_metrics(kernel)
     opcodes = m.instances("sass__inst_executed_per_opcode_with_modifier_all") or {}
     mix = _instruction_mix(m)
-    return KernelProfile(
+    return KernelReport(
         kernel_id=kernel.kernel_id,
         name=kernel.name,
         demangled_name=kernel.demangled_name,
@@ -484,8 +484,8 @@ def build_profile(kernel: KernelRef) -> KernelProfile:
     )
 
 
-def load_profiles(path: Path | str, kernel_regex: str | None = None) -> list[KernelProfile]:
+def load_kernel_reports(path: Path | str, kernel_regex: str | None = None) -> list[KernelReport]:
     """Open a report and build the profile of every (matching) kernel, in report order."""
     import_ncu_report()
     report = open_report(path)
-    return [build_profile(kernel) for kernel in select_kernels(report, kernel_regex)]
+    return [build_kernel_report(kernel) for kernel in select_kernels(report, kernel_regex)]

@@ -1,6 +1,6 @@
 """The typed per-kernel profile: the vocabulary every later stage speaks.
 
-A `KernelProfile` holds what ncu measured for one kernel launch, grouped the way ncu's own
+A `KernelReport` holds what ncu measured for one kernel launch, grouped the way ncu's own
 sections group it. Values are in ncu's base units (nanoseconds, cycles, bytes, cycles per
 second, percent). Metrics differ across architectures and ncu versions, so every number is
 `float | None`: `None` means "not collected", never zero.
@@ -609,7 +609,7 @@ class KernelView:
 
 
 @dataclass(frozen=True)
-class KernelProfile:
+class KernelReport:
     """Everything ncuh knows about one profiled kernel launch."""
 
     kernel_id: int  # 0-based, report order (ranges, then actions)

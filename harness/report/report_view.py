@@ -32,7 +32,7 @@ from harness.report.details_layout import (
 )
 from harness.report.model import (
     BodyTable,
-    KernelProfile,
+    KernelReport,
     KernelView,
     MetricRow,
     RuleResult,
@@ -301,7 +301,7 @@ def report_views(path: Path | str, kernel_regex: str | None = None) -> list[Kern
     return [build_view(kernel) for kernel in select_kernels(report, kernel_regex)]
 
 
-def profile_views(profiles: list[KernelProfile]) -> list[KernelView]:
+def profile_views(profiles: list[KernelReport]) -> list[KernelView]:
     """The details views the profiles carry (every profile built from a report has one)."""
     return [p.details for p in profiles if p.details is not None]
 
