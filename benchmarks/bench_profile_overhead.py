@@ -163,9 +163,10 @@ def measure_overhead(variant: str, size: int, section_set: str, repeats: int,
 def measure_post_steps(run_dir: Path, ncu: str, work: Path) -> dict[str, float]:
     """Each post-processing child alone on one run's report, best of two."""
     worker = [sys.executable, "-m", "harness.profile.worker"]
+    export = [sys.executable, "-m", "harness.report.metrics_export"]
     reports = [f"{path.stem}={path}" for path in sorted(run_dir.glob("*.ncu-rep"))]
     commands = {
-        f"metrics_jobs_{jobs}": [*worker, "metrics", str(work / f"m{jobs}.csv"), *reports,
+        f"metrics_jobs_{jobs}": [*export, str(work / f"m{jobs}.csv"), *reports,
                                  "--jobs", str(jobs)]
         for jobs in (1, 2, 4, 8)
     }
@@ -221,15 +222,15 @@ def chain_findings(run_dir: Path) -> dict[str, list[list[str]]]:
     """{label: each finding's [rule, kind, ncu rule], sorted} of the run's reports, as the
     pages state them (tests/test_pages_set.py compares the same on the recorded pairs)."""
     from harness.findings.registry import run_rules
-    from harness.report.profile_builder import load_profiles
-    from harness.rundir import load_run
+    from harness.report.builder import load_kernel_reports
+    from harness.rundir.manifest import load_run
 
     found: dict[str, list[list[str]]] = {}
     for entry in load_run(run_dir).entries:
         if entry.report is not None:
             found[entry.label] = sorted(
                 [f.rule, f.kind, str(f.metrics.get("ncu_rule", ""))]
-                for profile in load_profiles(entry.report) for f in run_rules(profile))
+                for profile in load_kernel_reports(entry.report) for f in run_rules(profile))
     return found
 
 
@@ -382,7 +383,7 @@ def record_pair(variant: str, size: int, pair_dir: Path, gpu: str, work: Path) -
 def environment() -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     from harness.gpu.env import collect_environment
-    from harness.ncu_locate import ncu_executable
+    from harness.util.ncu_locate import ncu_executable
 
     env = collect_environment()
     ncu = ncu_executable()

@@ -110,10 +110,10 @@ def profile(folder: Path, targets: list[str], size: str, out: Path) -> dict[str,
 
 def findings(run_dir: str) -> dict[str, set[tuple[str, str, str]]]:
     from harness.findings.registry import run_rules
-    from harness.report.profile_builder import load_profiles
+    from harness.report.builder import load_kernel_reports
 
     return {report.stem: {(f.rule, f.kind, str(f.metrics.get("ncu_rule", "")))
-                          for profile in load_profiles(report) for f in run_rules(profile)}
+                          for profile in load_kernel_reports(report) for f in run_rules(profile)}
             for report in sorted(Path(run_dir).glob("*.ncu-rep"))}
 
 

@@ -27,7 +27,7 @@ SIZE = [1024, 1024, 1024]
 
 
 def build_run(run: Path) -> None:
-    """A run directory per harness.rundir's schema: ten entries, 20 kernels."""
+    """A run directory per harness.rundir.manifest's schema: ten entries, 20 kernels."""
     run.mkdir(parents=True)
     entries = []
     for name in VARIANTS:

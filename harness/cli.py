@@ -16,7 +16,7 @@ from pathlib import Path
 import click
 
 from harness import __version__
-from harness.commands.options import PROJECT_HELP
+from harness.commands import PROJECT_HELP
 from harness.errors import NcuhError, error_line
 from harness.util import terminate_as_interrupt
 

@@ -1,8 +1,14 @@
-"""Shared test setup: fixture paths, and clean skips for tests marked `gpu`."""
+"""Shared test setup: fixture paths, clean skips for tests marked `gpu`, and golden files.
+
+Prose (findings, pages, verdicts) is pinned in tests/golden/<module>/<name>.txt through the
+`golden` fixture. After an intended change of wording, rewrite them with
+`pytest --update-golden` (or NCUH_UPDATE_GOLDEN=1) and review the diff.
+"""
 
 from __future__ import annotations
 
 import functools
+import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +19,36 @@ FIXTURES = Path(__file__).parent / "fixtures"
 NAIVE_SMEM_REPORT = FIXTURES / "h100_sgemm_naive_smem.ncu-rep"
 NAIVE_SMEM_RAW_CSV = FIXTURES / "h100_sgemm_naive_smem.raw.csv"
 NAIVE_SMEM_DETAILS = FIXTURES / "h100_sgemm_naive_smem.details.txt.gz"
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite tests/golden/ from what the tests produce")
+
+
+class Golden:
+    """Compares text with its golden file; with the update switch on, writes it instead."""
+
+    def __init__(self, folder: Path, update: bool) -> None:
+        self.folder, self.update = folder, update
+
+    def __call__(self, name: str, text: str) -> None:
+        path = self.folder / f"{name}.txt"
+        if self.update:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        assert path.is_file(), f"no golden file {path}: run pytest --update-golden"
+        assert text == path.read_text(encoding="utf-8"), f"differs from {path}"
+
+
+@pytest.fixture
+def golden(request: pytest.FixtureRequest) -> Golden:
+    """`golden(name, text)`: `text` must equal tests/golden/<test module>/<name>.txt."""
+    update = request.config.getoption("--update-golden") or bool(
+        os.environ.get("NCUH_UPDATE_GOLDEN"))
+    module = request.module.__name__.rpartition(".")[2].removeprefix("test_")
+    return Golden(GOLDEN / module, update)
 
 
 @functools.cache

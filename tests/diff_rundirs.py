@@ -27,15 +27,15 @@ def samples(median_ms: float, noise: float, seed: int, n: int = 30) -> list[floa
 
 def make_run(root: Path, name: str, variants: dict[str, list[float] | None],
              environment: dict[str, Any] | None = None,
-             failed: dict[str, str] | None = None) -> Path:
-    """A run directory with one entry per variant (each the fixture report), bench samples
+             failed: dict[str, str] | None = None, report: Path = NAIVE_SMEM_REPORT) -> Path:
+    """A run directory with one entry per variant (each a copy of `report`), bench samples
     for the variants that have them, and failed entries (variant -> error) without report."""
     run = root / name
     run.mkdir(parents=True)
     entries, results = [], []
     for variant, variant_samples in variants.items():
         label = f"{variant}_1024"
-        shutil.copyfile(NAIVE_SMEM_REPORT, run / f"{label}.ncu-rep")
+        shutil.copyfile(report, run / f"{label}.ncu-rep")
         entries.append({"label": label, "variant": variant, "size": SIZE, "params": {},
                         "report": f"{label}.ncu-rep", "status": "ok", "error": None})
         if variant_samples:

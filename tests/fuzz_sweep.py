@@ -609,7 +609,8 @@ def sweep(per_report: int, json_cases: int, toml_cases: int, seed: int = 14,
         # and a child forked from it can deadlock; the server imports ncuh once, reads nothing
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["harness.cli", "harness.report.reportfile",
-                                        "harness.writeup", "harness.render", "fuzz_sweep"])
+                                        "harness.pages.writeup", "harness.pages.render",
+                                        "fuzz_sweep"])
         with context.Pool(processes=workers, maxtasksperchild=30) as pool:
             for rows, changed in pool.imap(execute, cases, chunksize=1):
                 tally.changed_values += changed

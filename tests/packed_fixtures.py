@@ -16,6 +16,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from harness.report.builder import load_kernel_reports
+from harness.report.model import KernelReport
+
 
 @functools.cache
 def _folder() -> Path:
@@ -62,3 +65,14 @@ def reports(folder: Path, pattern: str = "*.ncu-rep") -> list[Path]:
             found.setdefault(packed.name.removesuffix(".xz"), packed)
     return [unpacked(path) if path.suffix == ".xz" else path
             for _, path in sorted(found.items())]
+
+
+@functools.cache
+def _profiles(report: Path, kernel_regex: str | None) -> tuple[KernelReport, ...]:
+    return tuple(load_kernel_reports(report, kernel_regex))
+
+
+def cached_profiles(report: Path, kernel_regex: str | None = None) -> list[KernelReport]:
+    """`load_kernel_reports(report)`, read once per test process: the records are frozen, and
+    ncu_report's per-process state already makes a second read say what the first said."""
+    return list(_profiles(Path(report).resolve(), kernel_regex))

@@ -29,10 +29,10 @@ def use_standins(monkeypatch: pytest.MonkeyPatch, folder: Path) -> Path:
     monkeypatch.setenv("PATH", f"{STANDINS}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("NCUH_FAKE_NCU_REPORT", str(REPORT))
     monkeypatch.setenv("NCUH_FAKE_NCU_LOG", str(log))
-    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "1.5")
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.4")
     # kept plans of this test's own, beside its folder (tests look at what is in that folder)
     monkeypatch.setenv("NCUH_CACHE_DIR", str(folder.parent / f"{folder.name}.user-cache"))
     monkeypatch.delenv("NCU_HOME", raising=False)
     monkeypatch.setattr(lib, "cupy_installed", lambda: True)
-    monkeypatch.setattr("harness.ncu_locate.ncu_executable", lambda: STANDINS / "ncu")
+    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: STANDINS / "ncu")
     return log

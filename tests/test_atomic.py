@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from harness.atomic import atomic_directory, atomic_write_text
+from harness.util.atomic import atomic_directory, atomic_write_text
 
 
 def test_atomic_file_gets_umask_permissions(tmp_path):
@@ -21,7 +21,7 @@ def test_atomic_file_gets_umask_permissions(tmp_path):
 
 
 def test_interrupted_file_write_leaves_nothing(tmp_path):
-    from harness.atomic import atomic_path
+    from harness.util.atomic import atomic_path
 
     with pytest.raises(KeyboardInterrupt), atomic_path(tmp_path / "out.csv") as tmp:
         tmp.write_text("half")

@@ -303,7 +303,7 @@ def test_bench_json_has_the_shared_schema_and_round_trips(tmp_path: Path) -> Non
 
 
 def test_bench_json_is_read_by_the_run_directory_reader(tmp_path: Path) -> None:
-    from harness.rundir import BENCH_SCHEMA as RUNDIR_SCHEMA
+    from harness.rundir.manifest import BENCH_SCHEMA as RUNDIR_SCHEMA
 
     assert RUNDIR_SCHEMA == BENCH_SCHEMA
 

@@ -19,10 +19,10 @@ from conftest import NAIVE_SMEM_REPORT
 from harness.cli import main
 from harness.errors import ProjectError, error_line, printable
 from harness.gpu.backend import source_text
+from harness.pages.render import render_index, render_page
+from harness.pages.writeup import collect
 from harness.project import OUTSIDE_ENV, load_project
-from harness.render import render_index, render_page
 from harness.report.export_format import spreadsheet_column, spreadsheet_text
-from harness.writeup import collect
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPORT = FIXTURES / "h200_naive_256.ncu-rep"

@@ -16,8 +16,8 @@ from conftest import FIXTURES
 from harness.cli import main
 from harness.diff.compare import diff_runs
 from harness.errors import NcuhError, ReportError
-from harness.input_file import column_holds_bad_text, holds_bad_text
 from harness.report.reportfile import check_report_file, open_report
+from harness.util.input_file import column_holds_bad_text, holds_bad_text
 
 GOOD = FIXTURES / "h200_naive_256.ncu-rep"
 OTHER = FIXTURES / "h200_register_tiled_256.ncu-rep"

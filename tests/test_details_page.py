@@ -14,9 +14,11 @@ from __future__ import annotations
 import difflib
 import functools
 import gzip
+import os
 import re
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -85,7 +87,17 @@ def _before_rules(lines: list[str]) -> list[str]:
 
 
 @functools.cache
+def _all_texts() -> dict[Path, tuple[str, str]]:
+    """Every report's pages, the `ncuh report` processes run side by side (one per core)."""
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        return dict(zip(REPORTS, pool.map(_read_texts, REPORTS), strict=True))
+
+
 def _texts(report: Path) -> tuple[str, str]:
+    return _all_texts()[report]
+
+
+def _read_texts(report: Path) -> tuple[str, str]:
     """(ncuh's page, ncu's page) of a report."""
     details = report.with_name(report.name.replace(".ncu-rep", ".details.txt.gz"))
     with gzip.open(details, "rt") as handle:

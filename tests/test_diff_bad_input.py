@@ -11,6 +11,10 @@ import pytest
 from conftest import NAIVE_SMEM_REPORT
 from diff_rundirs import H100_ENV, make_run, samples
 
+# One kernel of the `pages` set, 13 times smaller than the SGEMM pair: these runs are refused
+# or compared for their manifests, not their counters.
+SMALL_REPORT = NAIVE_SMEM_REPORT.with_name("h100_pages_naive_1024.ncu-rep")
+
 
 def ncuh_diff(*args: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "harness", "diff", *map(str, args)],
@@ -56,7 +60,7 @@ def test_directory_that_is_not_a_run(tmp_path: Path) -> None:
 
 
 def test_interrupted_run_directory(tmp_path: Path) -> None:
-    run = make_run(tmp_path, "r", {"smem": None})
+    run = make_run(tmp_path, "r", {"smem": None}, report=SMALL_REPORT)
     interrupted = tmp_path / ".r.abc.incomplete"
     shutil.move(run, interrupted)
     assert_one_line_error(ncuh_diff(interrupted, NAIVE_SMEM_REPORT), "interrupted")
@@ -69,9 +73,10 @@ def test_interrupted_run_directory(tmp_path: Path) -> None:
 ])
 def test_mismatched_environment_is_refused_and_allow_mismatch_passes(
         tmp_path: Path, field: str, value: str, words: tuple[str, ...]) -> None:
-    base = make_run(tmp_path, "base", {"smem": samples(0.30, 0.01, seed=1)})
+    base = make_run(tmp_path, "base", {"smem": samples(0.30, 0.01, seed=1)},
+                    report=SMALL_REPORT)
     cur = make_run(tmp_path, "cur", {"smem": samples(0.30, 0.01, seed=2)},
-                   environment={**H100_ENV, field: value})
+                   environment={**H100_ENV, field: value}, report=SMALL_REPORT)
     line = assert_one_line_error(ncuh_diff(base, cur), *words, "--allow-mismatch")
     assert line.count(" vs ") == 1  # names only the field that differs
     allowed = ncuh_diff(base, cur, "--allow-mismatch")
@@ -80,7 +85,8 @@ def test_mismatched_environment_is_refused_and_allow_mismatch_passes(
 
 
 def test_report_against_a_run_on_another_gpu_is_refused(tmp_path: Path) -> None:
-    cur = make_run(tmp_path, "cur", {"smem": None}, environment={**H100_ENV, "gpu": "NVIDIA A100"})
+    cur = make_run(tmp_path, "cur", {"smem": None},
+                   environment={**H100_ENV, "gpu": "NVIDIA A100"}, report=SMALL_REPORT)
     assert_one_line_error(ncuh_diff(NAIVE_SMEM_REPORT, cur), "GPU (NVIDIA H100 80GB HBM3 vs "
                           "NVIDIA A100)")
 

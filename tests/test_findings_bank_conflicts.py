@@ -5,7 +5,7 @@ from __future__ import annotations
 from findings_support import naive, smem, synthetic
 
 from harness.findings import bank_conflicts
-from harness.report.kernel_profile import BankConflictStats, SharedBankConflicts
+from harness.report.model import BankConflictStats, SharedBankConflicts
 
 
 def test_smem_fixture_store_conflicts_match_ncu_rule():

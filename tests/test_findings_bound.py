@@ -5,7 +5,7 @@ from __future__ import annotations
 from findings_support import naive, smem, synthetic
 
 from harness.findings import bound
-from harness.report.kernel_profile import SpeedOfLight
+from harness.report.model import SpeedOfLight
 
 
 def test_naive_fixture_is_memory_bound_on_l1():

@@ -18,8 +18,8 @@ from packed_fixtures import reports
 
 from harness.findings import evidence, pipes, run_rules, vectorization
 from harness.findings.model import Finding
-from harness.report.kernel_profile import InstructionClass, KernelProfile, OpcodeCount, PipeUse
-from harness.report.profile_builder import load_profiles
+from harness.report.builder import load_kernel_reports
+from harness.report.model import InstructionClass, KernelReport, OpcodeCount, PipeUse
 
 ROOT = Path(__file__).parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -37,12 +37,12 @@ def _all_reports() -> list[Path]:
 
 
 @functools.cache
-def _profiles(path: Path) -> tuple[KernelProfile, ...]:
-    return tuple(load_profiles(path))
+def _profiles(path: Path) -> tuple[KernelReport, ...]:
+    return tuple(load_kernel_reports(path))
 
 
 @functools.cache
-def _findings(path: Path) -> tuple[tuple[KernelProfile, tuple[Finding, ...]], ...]:
+def _findings(path: Path) -> tuple[tuple[KernelReport, tuple[Finding, ...]], ...]:
     return tuple((p, tuple(run_rules(p))) for p in _profiles(path))
 
 
@@ -82,7 +82,7 @@ def test_no_share_exceeds_the_whole(path: Path):
                 assert float(value.replace(",", "")) <= 100.0, (profile.name, f.title)
 
 
-def _claims_hold(profile: KernelProfile, f: Finding) -> None:
+def _claims_hold(profile: KernelReport, f: Finding) -> None:
     title = f.title.lower()
     if f.rule in UNMEASURED or title.startswith("not judged"):
         return
@@ -107,7 +107,7 @@ def test_classifications_have_their_opcodes(path: Path):
 # the false claims once made, rebuilt from real reports
 
 
-def _one(folder: Path, name: str) -> KernelProfile:
+def _one(folder: Path, name: str) -> KernelReport:
     [path] = [p for p in reports(folder) if p.name == name]
     return _profiles(path)[0]
 
@@ -156,7 +156,7 @@ def test_gemm_like_boundaries():
     # a shuffle share at the threshold makes it a reduction, one just below does not
     total = sum(o.executed for o in tiled.instruction_mix)
 
-    def with_shuffles(share_pct: float) -> KernelProfile:
+    def with_shuffles(share_pct: float) -> KernelReport:
         n = share_pct / 100.0 * total / (1 - share_pct / 100.0)
         return dataclasses.replace(
             tiled, instruction_mix=(*tiled.instruction_mix, OpcodeCount("SHFL", n, 0.0)))

@@ -5,14 +5,14 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from findings_support import REPORT, naive, smem, synthetic
+from findings_support import REPORT, naive, prose, smem, synthetic
+from packed_fixtures import cached_profiles
 
 from harness.findings import bank_conflicts, coalescing
-from harness.report.kernel_profile import AsyncCopies, Coalescing, GlobalAccesses
-from harness.report.profile_builder import load_profiles
+from harness.report.model import AsyncCopies, Coalescing, GlobalAccesses
 
 
-def test_naive_fixture_uncoalesced_as_ncus_rule_counts_it():
+def test_naive_fixture_uncoalesced_as_ncus_rule_counts_it(golden):
     # ncu's UncoalescedGlobalAccess (Source Counters, instruction by instruction): "a total of
     # 941359104 excessive sectors (85% of the total 1109393408 sectors)". The counters (ncu's
     # raw page beside the report): 1108344832 load sectors and 1049835 store sectors, 4.0 bytes
@@ -26,18 +26,13 @@ def test_naive_fixture_uncoalesced_as_ncus_rule_counts_it():
     # however the lanes were spread, at least 81.6% of the sectors were excess
     assert finding.metrics["least_excess_pct"] == pytest.approx(81.64, abs=0.01)
     assert finding.metrics["direction"] == "loads and stores"
-    assert finding.title == ("Global loads and stores are uncoalesced: 84.9% of the sectors "
-                             "moved are excess.")
-    assert "941,360,206" in finding.text and "Memory Workload Analysis" in finding.text
-    assert "loads: 84.9% of 1,108,344,832 sectors excess" in finding.text
-    assert "stores: 87.5% of 1,049,835 sectors excess" in finding.text
-    assert "read and write" in finding.fix_text and finding.what_if
+    golden("naive", prose([finding]))  # 941,360,206 excess; loads 84.9%, stores 87.5%
 
 
-def test_smem_fixture_is_coalesced():
+def test_smem_fixture_is_coalesced(golden):
     [finding] = coalescing.check(smem())
     assert finding.kind == "good" and finding.metrics["excess_pct"] == 0.0
-    assert finding.title == "Global loads and stores are coalesced (0.00% excessive sectors)."
+    golden("smem", prose([finding]))
 
 
 def _lanes(sectors: float, bytes_per_sector: float, instructions: float,
@@ -118,7 +113,7 @@ def test_clean_threshold_both_sides():
     assert _kinds(loads(100)) == []
 
 
-def test_cp_async_loads_without_their_sectors_are_not_judged_and_the_page_says_so():
+def test_cp_async_loads_without_their_sectors_are_not_judged_and_the_page_says_so(golden):
     # an async-copy kernel recorded before `pages` collected cp.async's sectors: only its
     # stores are judged; the LDG loads' sectors would hold the cp.async loads' too
     profile = synthetic(coalescing=Coalescing(
@@ -126,11 +121,7 @@ def test_cp_async_loads_without_their_sectors_are_not_judged_and_the_page_says_s
         async_copies=AsyncCopies(sectors=None, instructions=65536.0, lane_bytes=16.0)))
     [finding] = coalescing.check(profile)
     assert finding.kind == "good"
-    assert finding.title == ("Global stores are coalesced (0.00% excessive sectors; loads and "
-                             "cp.async loads not judged).")
-    assert finding.text.endswith(
-        " The loads were not judged: L1TEX counts cp.async loads' sectors among theirs."
-        " The cp.async loads were not judged: their sectors were not collected.")
+    golden("cp_async_not_collected", prose([finding]))  # both named as not judged
 
 
 def _async(sectors: float, instructions: float = 1000.0, width: float = 16.0) -> Coalescing:
@@ -138,7 +129,7 @@ def _async(sectors: float, instructions: float = 1000.0, width: float = 16.0) ->
                       async_copies=AsyncCopies(sectors, instructions, lane_bytes=width))
 
 
-def test_cp_async_loads_are_bounded_from_below_and_never_called_coalesced():
+def test_cp_async_loads_are_bounded_from_below_and_never_called_coalesced(golden):
     # 1000 cp.async of 16-byte lanes: full warps need 16 sectors each, 16000 in all
     record = _async(16000.0)
     assert record.async_copies.most_ideal_sectors == 16000.0
@@ -152,43 +143,33 @@ def test_cp_async_loads_are_bounded_from_below_and_never_called_coalesced():
     assert finding.kind == "bad"
     assert finding.metrics["direction"] == "cp.async loads"
     assert finding.metrics["excess_pct"] == pytest.approx(100 * 1849 / 18489)
-    assert finding.title == ("Global cp.async loads are uncoalesced (stores are not): at least "
-                             "10.0% of the sectors moved are excess.")
-    assert finding.text.startswith("Global cp.async loads and stores move at least 1,849 "
-                                   "excessive sectors")
-    assert ("cp.async loads: at least 10.4% of 17,849 sectors excess (full warps would need "
-            "16,000)") in finding.text
-    assert "The loads were not judged: L1TEX counts cp.async loads' sectors" in finding.text
-    assert "cp.async" in finding.fix_text and finding.what_if
+    golden("cp_async_at_the_threshold", prose([finding]))  # at least 10.0% of sectors excess
 
 
-def test_stores_worse_than_cp_async_loads_never_make_those_coalesced():
+def test_stores_worse_than_cp_async_loads_never_make_those_coalesced(golden):
     # stores at 4 of 32 bytes per sector (112 of 128 sectors excess) beside cp.async loads at
     # their bound: the stores are named, the cp.async loads are not called coalesced
     record = Coalescing(loads=_lanes(100.0, 32.0, 25.0), stores=_lanes(128.0, 4.0, 4.0),
                         async_copies=AsyncCopies(16.0, 1.0, lane_bytes=16.0))
     [finding] = coalescing.check(synthetic(coalescing=record))
-    assert finding.title == ("Global stores are uncoalesced: at least 77.8% of the sectors "
-                             "moved are excess.")
+    assert finding.metrics["direction"] == "stores"
+    golden("stores_worse_than_cp_async", prose([finding]))
     # both uncoalesced: the advice speaks of copies and writes
     record = dataclasses.replace(record, async_copies=AsyncCopies(32.0, 1.0, lane_bytes=16.0))
     [finding] = coalescing.check(synthetic(coalescing=record))
     assert finding.metrics["direction"] == "cp.async loads and stores"
-    assert finding.title.startswith("Global cp.async loads and stores are uncoalesced: at least")
-    assert "copy (cp.async) and write" in finding.fix_text
+    golden("cp_async_and_stores", prose([finding]))  # the advice: copies and writes
 
 
-def test_a_direction_whose_widths_do_not_match_is_named_as_not_judged():
+def test_a_direction_whose_widths_do_not_match_is_named_as_not_judged(golden):
     # the reduction chain's last kernel: a handful of loads whose opcode count (16) is not the
     # hardware's (8), and one store of one lane
     profile = synthetic(coalescing=_global(
         GlobalAccesses(sectors=8.0, bytes_per_sector=16.0, instructions=8.0),
         _lanes(1.0, 4.0, 1.0)))
     [finding] = coalescing.check(profile)
-    assert finding.title == ("Global stores are coalesced (0.00% excessive sectors; loads not "
-                             "judged).")
-    assert finding.text.endswith("The loads were not judged: their opcodes' count does not "
-                                 "match the instructions counted, or was not collected.")
+    assert finding.kind == "good"
+    golden("widths_do_not_match", prose([finding]))
 
 
 def test_shared_memory_is_left_to_the_bank_conflicts_finding():
@@ -196,7 +177,7 @@ def test_shared_memory_is_left_to_the_bank_conflicts_finding():
     # excess; the bank conflicts finding speaks of them, the coalescing finding of global
     # accesses only (Source Counters: 1,835,008 of 4,194,304 sectors excess per instruction,
     # 43.75%; here 43.80% of the 4,198,764 sectors L1TEX counted)
-    (profile,) = load_profiles(REPORT.with_name("h100_full_register_tiled_1024.ncu-rep"))
+    (profile,) = cached_profiles(REPORT.with_name("h100_full_register_tiled_1024.ncu-rep"))
     [finding] = coalescing.check(profile)
     assert finding.title.startswith("Global loads and stores are uncoalesced: 43.8%")
     # (L1TEX counts a few thousand sectors more than Source Counters from run to run)

@@ -9,7 +9,7 @@ from findings_support import naive, smem
 
 from harness.findings import divergence, run_rules
 from harness.findings.registry import tldr_finding
-from harness.report.kernel_profile import Divergence, RuleResult
+from harness.report.model import Divergence, RuleResult
 
 
 def _titles(findings, kind):

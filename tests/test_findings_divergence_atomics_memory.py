@@ -8,7 +8,7 @@ import dataclasses
 from findings_support import naive, smem
 
 from harness.findings import atomics, divergence, local_arrays, memory_level, spills
-from harness.report.kernel_profile import Atomics, Divergence, LocalMemory, SpeedOfLight
+from harness.report.model import Atomics, Divergence, LocalMemory, SpeedOfLight
 
 
 def test_fixture_warps_use_all_lanes():

@@ -8,7 +8,7 @@ from findings_support import smem, synthetic
 
 from harness.findings import ncu_rules, run_rules
 from harness.findings.registry import RULES
-from harness.report.kernel_profile import RuleResult
+from harness.report.model import RuleResult
 
 
 def test_smem_fixture_rules_with_speedups():
@@ -68,11 +68,11 @@ def test_every_rule_is_registered_once():
 def _reduction(variant: str):
     from packed_fixtures import reports
 
-    from harness.report.profile_builder import load_profiles
+    from harness.report.builder import load_kernel_reports
 
     folder = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
     [path] = [p for p in reports(folder) if p.name == f"{variant}_67108864.ncu-rep"]
-    return load_profiles(path)[0]
+    return load_kernel_reports(path)[0]
 
 
 def test_warp_shuffle_store_rules_are_set_aside():
@@ -91,7 +91,7 @@ def test_warp_shuffle_store_rules_are_set_aside():
 def test_store_share_boundary_decides_the_set_aside():
     import dataclasses
 
-    from harness.report.kernel_profile import MemoryAccessWidth, MemoryWidths
+    from harness.report.model import MemoryAccessWidth, MemoryWidths
 
     profile = _reduction("warp_shuffle")
     loads = profile.memory_widths.executed("global", "load")
@@ -114,9 +114,9 @@ def test_a_streaming_kernel_keeps_its_store_rules():
     # the zoo's DRAM stream writes as much as it reads: the compression rule stays a finding
     from packed_fixtures import report
 
-    from harness.report.profile_builder import load_profiles
+    from harness.report.builder import load_kernel_reports
 
-    [stream] = load_profiles(report(Path(__file__).parent / "fixtures" / "zoo"
+    [stream] = load_kernel_reports(report(Path(__file__).parent / "fixtures" / "zoo"
                                     / "zoo_stream_dram.ncu-rep"))
     assert any("Low Compression Rate" in f.title for f in ncu_rules.check(stream))
     assert not any("Compression" in a.title for a in ncu_rules.set_aside(stream))

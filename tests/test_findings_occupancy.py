@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from findings_support import naive, smem, synthetic
+from findings_support import naive, prose, smem, synthetic
 
 from harness.findings import occupancy
-from harness.report.kernel_profile import LaunchConfig, Occupancy
+from harness.report.model import LaunchConfig, Occupancy
 
 
 def test_fixture_occupancy_is_high():
@@ -19,7 +19,7 @@ def test_fixture_occupancy_is_high():
     assert "limited by" not in finding.title
 
 
-def test_shared_memory_limiter_like_the_seed_page():
+def test_shared_memory_limiter_like_the_seed_page(golden):
     # the seed's register_tiled: Block Limit Shared Mem 2, Registers 4, Warps 4 -> 50%
     profile = synthetic(
         occupancy=Occupancy(theoretical_pct=50.0, achieved_pct=49.21,
@@ -31,9 +31,8 @@ def test_shared_memory_limiter_like_the_seed_page():
     [finding] = occupancy.check(profile)
     assert finding.kind == "bad"
     assert finding.metrics["limiter"] == "shared_mem"
-    assert "50.0%" in finding.title and "shared memory per block (2 blocks per SM)" in finding.title
-    assert "32.0 KiB shared memory per block" in finding.text
     assert finding.section == "Occupancy"
+    golden("limited_by_shared_memory", prose([finding]))  # 50.0%, 32.0 KiB, 2 blocks per SM
 
 
 def test_achieved_far_below_theoretical():
@@ -48,7 +47,7 @@ def test_not_collected():
     assert occupancy.check(synthetic()) == []
 
 
-def test_one_block_per_sm_is_singular():
+def test_one_block_per_sm_is_singular(golden):
     # the H100 register_tiled at 4096: 162 registers, one block of 256 threads per SM
     profile = synthetic(
         occupancy=Occupancy(theoretical_pct=12.5, achieved_pct=12.5,
@@ -58,5 +57,4 @@ def test_one_block_per_sm_is_singular():
                             shared_mem_dynamic_bytes=0.0),
     )
     [finding] = occupancy.check(profile)
-    assert finding.title.endswith(
-        "limited by registers per thread and shared memory per block (1 block per SM).")
+    golden("one_block_per_sm", prose([finding]))  # "(1 block per SM)", both limiters named

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from findings_support import naive, smem
+from findings_support import naive, prose, smem
 
 from harness.findings import pipes
-from harness.report.kernel_profile import PipeUse
+from harness.report.model import PipeUse
 
 
 def test_pipes_are_read_from_the_compute_workload_breakdown():
@@ -18,11 +18,11 @@ def test_pipes_are_read_from_the_compute_workload_breakdown():
     assert f"{smem().pipe('fma', 'cycles'):.1f}" == "14.7"
 
 
-def test_gemm_like_kernel_on_the_lsu_pipe_is_flagged():
+def test_gemm_like_kernel_on_the_lsu_pipe_is_flagged(golden):
     [finding] = pipes.check(smem())
     assert finding.kind == "bad"
     assert finding.metrics["expected_pipe"] == "fma"
-    assert "busiest pipe is LSU (75.9%), not FMA (14.7%)" in finding.title
+    golden("smem_off_pipe", prose([finding]))  # LSU (75.9%), not FMA (14.7%)
 
 
 def test_off_pipe_needs_the_wrong_pipe_busy_edge():
@@ -34,14 +34,14 @@ def test_off_pipe_needs_the_wrong_pipe_busy_edge():
     assert pipes.check(with_lsu(pipes.OFF_PIPE_MIN - 0.01))[0].kind == "info"
 
 
-def test_idle_pipes_are_only_information():
+def test_idle_pipes_are_only_information(golden):
     # sgemm_naive waits on memory: LSU 6.0% is the busiest pipe
     [finding] = pipes.check(naive())
     assert finding.kind == "info"
-    assert finding.title == "No pipe is near its peak: the busiest is LSU at 6.0%."
+    golden("naive_idle_pipes", prose([finding]))
 
 
-def test_a_busy_pipe_binds_at_the_edge():
+def test_a_busy_pipe_binds_at_the_edge(golden):
     def busy(pipe: str, pct: float):
         return dataclasses.replace(naive(), pipes=(PipeUse(pipe, pipe.upper(), "cycles", pct),),
                                    instruction_mix=(), instruction_classes=())
@@ -49,7 +49,7 @@ def test_a_busy_pipe_binds_at_the_edge():
     assert pipes.check(busy("xu", pipes.BUSY))[0].kind == "bad"
     assert "XU" in pipes.check(busy("xu", pipes.BUSY))[0].title
     assert pipes.check(busy("xu", pipes.BUSY - 0.01))[0].kind == "info"
-    assert pipes.check(busy("fp64", 90.0))[0].fix_title == "Use a faster pipe for the FP64 math."
+    golden("fp64_bound", prose(pipes.check(busy("fp64", 90.0))))  # use a faster pipe
     assert pipes.check(busy("fma", 90.0))[0].kind == "good"
 
 

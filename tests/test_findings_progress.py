@@ -5,7 +5,7 @@ from __future__ import annotations
 from findings_support import naive, smem, synthetic
 
 from harness.findings import progress
-from harness.report.kernel_profile import SpeedOfLight, StallReason, WarpState
+from harness.report.model import SpeedOfLight, StallReason, WarpState
 
 
 def test_smem_against_naive_fixture():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from findings_support import naive, smem, synthetic
 
 from harness.findings import spills
-from harness.report.kernel_profile import LaunchConfig
+from harness.report.model import LaunchConfig
 
 
 def test_fixture_kernels_do_not_spill():

@@ -5,7 +5,7 @@ from __future__ import annotations
 from findings_support import naive, smem, synthetic
 
 from harness.findings import stalls
-from harness.report.kernel_profile import StallReason, WarpState
+from harness.report.model import StallReason, WarpState
 
 
 def _warp(total: float, **reasons: float) -> WarpState:

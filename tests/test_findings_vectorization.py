@@ -5,7 +5,7 @@ from __future__ import annotations
 from findings_support import naive, smem, synthetic
 
 from harness.findings import vectorization
-from harness.report.kernel_profile import MemoryAccessWidth, MemoryWidths
+from harness.report.model import MemoryAccessWidth, MemoryWidths
 
 
 def test_naive_fixture_nothing_vectorized():

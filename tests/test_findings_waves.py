@@ -6,7 +6,7 @@ import pytest
 from findings_support import smem, synthetic
 
 from harness.findings import waves
-from harness.report.kernel_profile import LaunchConfig
+from harness.report.model import LaunchConfig
 
 
 def test_fixture_tail_is_small():

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.errors import NcuhError
-from harness.rundir import BenchFile, Manifest, load_bench, load_run
+from harness.rundir.manifest import BenchFile, Manifest, load_bench, load_run
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ from harness.errors import NcuhError
 from harness.gpu import gates
 from harness.gpu.protocol import GATES_OWNER_ENV, LAUNCH_AFTER_ENV, START_CUDA_AFTER_ENV
 from harness.profile.head_start import HEAD_START_ENV, NcuOutputWatch, head_start_wanted
-from harness.rundir import load_run
+from harness.rundir.manifest import load_run
 
 VARIANTS = ("naive", "coalesced", "smem_tiled")
 

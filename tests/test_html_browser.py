@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.render import render_page, write
-from harness.writeup import collect
+from harness.pages.render import render_page, write
+from harness.pages.writeup import collect
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)

@@ -40,7 +40,7 @@ def test_math_share_finding_on_real_kernels():
 def test_math_share_edge():
     import dataclasses
 
-    from harness.report.kernel_profile import InstructionClass
+    from harness.report.model import InstructionClass
 
     def with_fp32(share: float):
         classes = (InstructionClass("FP32", share, share, ("FFMA",)),

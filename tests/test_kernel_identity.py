@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.writeup import collect
+from harness.pages.writeup import collect
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -17,7 +17,6 @@ from harness.cli import main
 from harness.diff.thresholds import MAX_RESAMPLES, load_thresholds
 from harness.errors import NcuhError
 from harness.gpu.tuning import TuneCache, resolve_params, source_fingerprint
-from harness.input_file import MAX_JSON_DEPTH, json_depth, load_json, load_toml
 from harness.project import load_project
 from harness.project.expr import (
     MAX_EXPRESSION_CHARS,
@@ -27,6 +26,7 @@ from harness.project.expr import (
 )
 from harness.project.loader import MAX_VARIANTS
 from harness.report.reportfile import MAX_REGEX_CHARS
+from harness.util.input_file import MAX_JSON_DEPTH, json_depth, load_json, load_toml
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPORT = FIXTURES / "h200_naive_256.ncu-rep"

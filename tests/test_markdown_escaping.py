@@ -17,16 +17,16 @@ import pytest
 from conftest import NAIVE_SMEM_REPORT
 from markdown_it import MarkdownIt
 
-from harness import markdown_text
 from harness.diff.compare import diff_runs
 from harness.diff.inputs import Environment, KernelData, KernelKey, Side
 from harness.diff.markdown import render_markdown
-from harness.render import render_index, render_page
-from harness.report.kernel_profile import KernelProfile
+from harness.pages.render import render_index, render_page
+from harness.pages.writeup import collect
+from harness.report.model import KernelReport
 from harness.report.report_view import render_markdown as render_report_markdown
 from harness.report.report_view import report_views
 from harness.report.roofline import Roofline
-from harness.writeup import collect
+from harness.util import markdown_text
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -65,7 +65,7 @@ class Rewriter:
     def __call__(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.text(value)
-        if isinstance(value, KernelProfile | Roofline):
+        if isinstance(value, KernelReport | Roofline):
             return value  # numbers only in the templates
         if isinstance(value, list | tuple):
             return type(value)(self(v) for v in value)

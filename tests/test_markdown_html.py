@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.markdown_html import markdown_to_html
+from harness.pages.markdown_html import markdown_to_html
 from harness.project import default_project_path, load_project
 
 

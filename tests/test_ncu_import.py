@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import ncu_locate
 from harness.errors import NcuReportUnavailableError
 from harness.report import ncu_import
+from harness.util import ncu_locate
 
 
 @pytest.fixture

@@ -21,10 +21,10 @@ import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES, NAIVE_SMEM_REPORT
 
-from harness import atomic
-from harness.atomic import atomic_file_set, atomic_path, atomic_write_text
 from harness.cli import main
 from harness.errors import OutputError
+from harness.util import atomic
+from harness.util.atomic import atomic_file_set, atomic_path, atomic_write_text
 
 REPORT = FIXTURES / "h200_naive_256.ncu-rep"
 REPO = Path(__file__).resolve().parents[1]

@@ -10,20 +10,19 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from packed_fixtures import reports, unpacked
+from packed_fixtures import cached_profiles, reports, unpacked
 
 from harness.findings.registry import run_rules
 from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
-from harness.report.details_layout import EXTRA_HEADER_ROWS, METRIC_OPTIONS
-from harness.report.profile_builder import load_profiles
-from harness.report.reportfile import open_report, select_kernels
-from harness.report.slim_sections import (
+from harness.profile.slim_sections import (
     RULES_LEFT_OUT,
     SLIMMED_SECTIONS,
     THINNED_METRICS,
     added_metrics,
     is_slim,
 )
+from harness.report.details_layout import EXTRA_HEADER_ROWS, METRIC_OPTIONS
+from harness.report.reportfile import open_report, select_kernels
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Every `--set full` report: the chain's, and the zoo's (one per problem class: atomics, FP64,
@@ -55,7 +54,7 @@ def test_pages_is_full_less_what_nobody_reads(report: Path) -> None:
 
 @pytest.mark.parametrize("report", FULL_REPORTS, ids=lambda p: p.name)
 def test_every_rule_ncu_fired_comes_from_a_section_pages_keeps(report: Path) -> None:
-    for profile in load_profiles(report):
+    for profile in cached_profiles(report):
         sections = {rule.section for rule in profile.rules}
         assert sections <= set(PAGES_SECTIONS), profile.name
 
@@ -88,7 +87,7 @@ def _collected(value: object, path: str = "") -> dict[str, bool]:
 def _findings(report: Path) -> list[list[tuple[str, str, str]]]:
     """Per kernel: each finding's rule, kind and ncu rule (order aside: weights are measured)."""
     return [sorted((f.rule, f.kind, str(f.metrics.get("ncu_rule", ""))) for f in run_rules(p))
-            for p in load_profiles(report)]
+            for p in cached_profiles(report)]
 
 
 @pytest.mark.skipif(not PAIRS, reason="no pages/full report pair recorded yet "
@@ -98,7 +97,8 @@ def test_pages_and_full_give_the_same_findings_and_fields(pair: tuple[Path, Path
     pages, full = pair
     assert full.is_file(), f"{full.name} is missing beside {pages.name}"
     assert _findings(pages) == _findings(full)
-    for page_profile, full_profile in zip(load_profiles(pages), load_profiles(full), strict=True):
+    pairs = zip(cached_profiles(pages), cached_profiles(full), strict=True)
+    for page_profile, full_profile in pairs:
         assert _collected(page_profile) == _collected(full_profile)
     # ncu files the `--metrics` extras under a section of its own, named
     # 'Command line profiler metrics' with the identifier 'section0'
@@ -135,7 +135,7 @@ def test_pages_slims_the_memory_widgets_and_keeps_what_they_fed(pair: tuple[Path
 
 
 # Source Counters' per-instruction metrics that `pages` keeps: those ncuh reads
-# (harness.report.profile_builder: inst_executed; sass_hotspots: the stall samples), and the
+# (harness.report.builder: inst_executed; sass_hotspots: the stall samples), and the
 # divergent branches (no measurable replay time of their own, measured on an H100 with
 # `benchmarks/bench_section_passes.py`).
 SOURCE_METRICS_READ = (
@@ -157,7 +157,7 @@ def test_pages_thins_source_counters_of_what_nobody_reads(pair: tuple[Path, Path
 
 
 def _rule_names(report: Path) -> set[str]:
-    return {rule.name for profile in load_profiles(report) for rule in profile.rules}
+    return {rule.name for profile in cached_profiles(report) for rule in profile.rules}
 
 
 @pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair[0].name)
@@ -172,7 +172,7 @@ def test_pages_runs_no_rule_of_the_per_instruction_sectors(pair: tuple[Path, Pat
              "register_tiled": both, "async_copy": both}
     variant = pages.name.removeprefix("h100_pages_").removesuffix("_1024.ncu-rep")
     assert _rule_names(full) & set(RULES_LEFT_OUT) == fired[variant]
-    for profile in load_profiles(full):
+    for profile in cached_profiles(full):
         assert not {r.name for r in profile.rules_for_pages} & set(RULES_LEFT_OUT)
 
 
@@ -185,14 +185,14 @@ def test_cp_async_loads_are_judged_the_same_both_ways_as_source_counters_counts_
     for report, sectors in zip(ASYNC_PAIR, (2096480, 2096528), strict=True):
         assert float(_raw_value(report, "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_"
                                         "ldgsts_cache_bypass.sum")) == sectors
-        (profile,) = load_profiles(report)
+        (profile,) = cached_profiles(report)
         (finding,) = [f for f in run_rules(profile) if f.rule == "coalescing"]
         assert finding.metrics["excessive_sectors"] == sectors - 98304 * 16
         assert finding.metrics["excessive_sectors"] == pytest.approx(524288, rel=2e-3)
         found.append((finding.kind, finding.title))
     assert found == [("bad", "Global cp.async loads are uncoalesced (stores are not): at least "
                              "23.5% of the sectors moved are excess.")] * 2
-    (rule,) = [r for r in load_profiles(ASYNC_PAIR[1])[0].rules
+    (rule,) = [r for r in cached_profiles(ASYNC_PAIR[1])[0].rules
                if r.name == "UncoalescedGlobalAccess"]
     assert "524288 excessive sectors (22% of the total 2356912" in rule.message
 
@@ -202,9 +202,9 @@ def test_without_the_memory_counters_ncus_coalescing_rule_stands() -> None:
     # findings read ncu's UncoalescedGlobalAccess after all
     import dataclasses
 
-    from harness.report.kernel_profile import Coalescing
+    from harness.report.model import Coalescing
 
-    (full,) = load_profiles(FIXTURES / "h100_full_naive_1024.ncu-rep")
+    (full,) = cached_profiles(FIXTURES / "h100_full_naive_1024.ncu-rep")
     assert "UncoalescedGlobalAccess" not in {r.name for r in full.rules_for_pages}
     bare = dataclasses.replace(full, coalescing=Coalescing())
     assert "UncoalescedGlobalAccess" in {r.name for r in bare.rules_for_pages}
@@ -218,7 +218,7 @@ def test_the_coalescing_finding_reads_the_same_counters_both_ways() -> None:
     pages, full = (FIXTURES / f"h100_{which}_naive_1024.ncu-rep" for which in ("pages", "full"))
     found = []
     for report in (pages, full):
-        (profile,) = load_profiles(report)
+        (profile,) = cached_profiles(report)
         (finding,) = [f for f in run_rules(profile) if f.rule == "coalescing"]
         found.append(finding)
     assert [(f.kind, f.title) for f in found] == [("bad", "Global loads and stores are "
@@ -230,7 +230,7 @@ def test_the_coalescing_finding_reads_the_same_counters_both_ways() -> None:
     assert found[0].metrics["sectors"] == pytest.approx(found[1].metrics["sectors"], rel=1e-5)
     # the estimate is ncu's MemoryCacheAccessPattern's, which weighs in measured throughputs
     assert found[0].speedup_pct == pytest.approx(found[1].speedup_pct, rel=0.01)
-    (rule,) = [r for r in load_profiles(full)[0].rules if r.name == "UncoalescedGlobalAccess"]
+    (rule,) = [r for r in cached_profiles(full)[0].rules if r.name == "UncoalescedGlobalAccess"]
     assert "(85% of the total" in rule.message
 
 
@@ -251,7 +251,7 @@ def test_a_divergent_kernel_gets_the_same_findings_without_the_thread_counts() -
     assert not THREAD_COUNTS & _metric_names(pages)
     assert _metric_names(full) >= THREAD_COUNTS
     # the program launches its kernel three times; ncu profiled each
-    profiles = list(zip(load_profiles(pages), load_profiles(full), strict=True))
+    profiles = list(zip(cached_profiles(pages), cached_profiles(full), strict=True))
     assert len(profiles) == 3
     for pair in profiles:
         rules = [next(rule for rule in profile.rules if rule.name == "ThreadDivergence")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -69,24 +68,44 @@ def test_a_disconnection_before_any_pass_ends_nothing() -> None:
     assert clock.phases(end=3.0) is None
 
 
-def test_the_reader_keeps_the_time_each_piece_came(tmp_path: Path) -> None:
-    """Output that came while the caller was busy elsewhere is timed as it came."""
+def test_the_reader_keeps_the_time_each_piece_came(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Output that came while the caller was busy elsewhere is timed as it came (a fake clock:
+    1.0 while the caller is busy, 2.0 after), and handed over once the caller is free."""
+    import threading
+    import types
+
+    from harness.profile import processes
+
+    now = [1.0]
+    read = threading.Event()  # the output reader has timed a piece
+
+    def monotonic() -> float:
+        reading = now[0]  # before the event: the caller may move the clock on at once
+        if threading.current_thread().name.startswith("ncuh-output-"):
+            read.set()
+        return reading
+
+    monkeypatch.setattr(processes, "time", types.SimpleNamespace(monotonic=monotonic))
+    go = tmp_path / "go"
     script = tmp_path / "speak.py"
-    # One write per line, whatever PYTHONUNBUFFERED says (unbuffered, print writes the text and
-    # its newline apart, and the reader may get them as two pieces).
-    script.write_text("import os, time\nos.write(1, b'one\\n')\ntime.sleep(0.4)\n"
+    # "one", then "two" once the go file is there: one write per line, whatever
+    # PYTHONUNBUFFERED says (unbuffered, print writes the text and its newline apart).
+    script.write_text("import os, pathlib, time\nos.write(1, b'one\\n')\n"
+                      f"while not pathlib.Path({str(go)!r}).exists():\n    time.sleep(0.005)\n"
                       "os.write(1, b'two\\n')\n")
     came: list[tuple[str, float]] = []
-    started = time.monotonic()
+    handed_while_busy: list[int] = []
 
-    def busy() -> None:  # ncuh's own work once ncu has started, here a second long
-        time.sleep(1.0)
+    def busy() -> None:  # ncuh's own work once ncu has started: until "one" has been read
+        assert read.wait(60)
+        handed_while_busy.append(len(came))
+        now[0] = 2.0
+        go.touch()
 
     status, output = run_command([sys.executable, str(script)], on_start=busy,
                                  on_output_at=lambda text, at: came.append((text, at)))
-    handed_over = time.monotonic()
     assert status == 0 and output == "one\ntwo\n"
-    times = {text.strip(): at - started for text, at in came}
-    assert set(times) == {"one", "two"}  # two pieces: the child paused between them
-    assert times["one"] < 0.9 < handed_over - started  # came during the busy second
-    assert 0.3 < times["two"] - times["one"] < 0.9
+    assert handed_while_busy == [0]  # nothing was handed over while the caller was busy
+    assert came == [("one\n", 1.0), ("two\n", 2.0)]  # but each is timed as it came

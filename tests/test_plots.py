@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from harness.plots import gflops_chart, occupancy_chart, roofline_chart, stall_chart, to_data_uri
+from harness.pages.plots import (
+    gflops_chart,
+    occupancy_chart,
+    roofline_chart,
+    stall_chart,
+    to_data_uri,
+)
 from harness.report.roofline import Roofline
 
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -1,4 +1,4 @@
-"""The typed KernelProfile equals the report's raw metrics and ncu's own rule text."""
+"""The typed KernelReport equals the report's raw metrics and ncu's own rule text."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pytest
 from conftest import NAIVE_SMEM_DETAILS, NAIVE_SMEM_REPORT
 from ncu_details import parse_details
 
-from harness.report.kernel_profile import AsyncCopies, KernelProfile
+from harness.report.builder import build_kernel_report, load_kernel_reports
 from harness.report.memory_widths import classify_opcode
-from harness.report.profile_builder import build_profile, load_profiles
+from harness.report.model import AsyncCopies, KernelReport
 from harness.report.reportfile import KernelRef, export_metrics, open_report
 from harness.report.rule_text import format_speedup, plain_text, speedup_label
 
-# typed field (dotted path on KernelProfile) -> the metric it must equal
+# typed field (dotted path on KernelReport) -> the metric it must equal
 FIELD_METRICS = {
     "speed_of_light.duration_ns": "gpu__time_duration.sum",
     "speed_of_light.elapsed_cycles": "gpc__cycles_elapsed.max",
@@ -69,8 +69,8 @@ FIELD_METRICS = {
 
 
 @pytest.fixture(scope="module")
-def profiles() -> list[KernelProfile]:
-    return load_profiles(NAIVE_SMEM_REPORT)
+def profiles() -> list[KernelReport]:
+    return load_kernel_reports(NAIVE_SMEM_REPORT)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def raw() -> dict[int, dict[str, Any]]:
     return {k: dict(zip(g.metric, g.value, strict=True)) for k, g in aggregate.groupby("kernel_id")}
 
 
-def _field(profile: KernelProfile, path: str) -> Any:
+def _field(profile: KernelReport, path: str) -> Any:
     value: Any = profile
     for part in path.split("."):
         value = getattr(value, part)
@@ -260,7 +260,7 @@ def test_missing_metrics_are_none_not_zero() -> None:
     })
     kernel = KernelRef(kernel_id=0, name="old_kernel", range_index=0, action_index=0,
                        action=action)
-    profile = build_profile(kernel)
+    profile = build_kernel_report(kernel)
     assert profile.speed_of_light.duration_ns == 5511008.0
     assert profile.speed_of_light.elapsed_cycles is None
     assert profile.launch.grid is None and profile.launch.registers_per_thread is None
@@ -297,12 +297,12 @@ def test_rule_types_follow_ncu_report_msgtype_enum() -> None:
     assert enum == RULE_TYPES
 
 
-def test_kernel_filter_in_load_profiles() -> None:
-    assert [p.name for p in load_profiles(NAIVE_SMEM_REPORT, "smem")] == ["sgemm_smem"]
+def test_kernel_filter_in_load_kernel_reports() -> None:
+    assert [p.name for p in load_kernel_reports(NAIVE_SMEM_REPORT, "smem")] == ["sgemm_smem"]
 
 
 def test_lane_bytes_only_where_the_opcode_counts_match_the_instructions() -> None:
-    from harness.report.profile_builder import _lane_bytes
+    from harness.report.builder import _lane_bytes
 
     opcodes = {"LDG.E.128": 750.0, "LDG.E": 250.0, "LDGSTS.E.BYPASS.128": 4000.0,
                "STG.E.64": 10.0, "LDS": 5000.0, "LD.E": 300.0}
@@ -354,7 +354,7 @@ class _Action:
 
 
 def test_cp_async_sectors_are_both_caches_summed_and_widths_from_the_opcodes() -> None:
-    from harness.report.profile_builder import _async_copies, _Metrics
+    from harness.report.builder import _async_copies, _Metrics
 
     stem = "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_"
     opcodes = {"LDGSTS.E.BYPASS.128": 300.0, "LDGSTS.E": 100.0, "LDG.E.128": 50.0}

@@ -28,10 +28,14 @@ from harness.cli import main
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
 from harness.profile.ncu_command import NcuSettings
+from harness.report import metrics_export
 from harness.report.reportfile import export_metrics
-from harness.rundir import load_run
+from harness.rundir.manifest import load_run
 
 NAIVE_SMEM_REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+# What the stand-in ncu writes unless a test needs two kernels: one kernel of the `pages`
+# set, 13 times smaller, so the exports that follow it are quick.
+SMALL_REPORT = Path(__file__).parent / "fixtures" / "h100_pages_naive_1024.ncu-rep"
 NCU = Path("/opt/nvidia/nsight-compute/2025.3.1/ncu")
 VERSION_OUTPUT = (
     "NVIDIA (R) Nsight Compute Command Line Profiler\n"
@@ -77,7 +81,7 @@ def fake_machine(monkeypatch: pytest.MonkeyPatch,
     """A chain, an ncu on PATH and CuPy installed, none of them real; a cache of its own."""
     monkeypatch.setenv("NCUH_PROJECT", str(STUB))
     monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
-    monkeypatch.setattr("harness.ncu_locate.ncu_executable", lambda: NCU)
+    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: NCU)
     monkeypatch.setattr(lib, "cupy_installed", lambda: True)
 
 
@@ -91,6 +95,7 @@ class FakeNcu:
         # Set by a test: both post-processing workers must reach it together (or time out).
         self.barrier: threading.Barrier | None = None
         self.worker_times: dict[str, tuple[float, float]] = {}
+        self.report = SMALL_REPORT  # what each profiled entry's report is a copy of
 
     def __call__(self, argv: Sequence[str], env: dict[str, str] | None = None,
                  on_output: Any = None, *, on_start: Any = None,
@@ -113,13 +118,15 @@ class FakeNcu:
             return 0, VERSION_OUTPUT
         if argv[1:3] == ["-m", "harness.profile.worker"]:
             return self.worker(argv[3:])
+        if argv[1:3] == ["-m", "harness.report.metrics_export"]:
+            return self.worker(["metrics", *argv[3:]])
         report = Path(argv[argv.index("-o") + 1])
         label = report.name.removesuffix(".ncu-rep")
         action = self.behaviour.get(label, "ok")
         if isinstance(action, BaseException):
             raise action
         if action == "ok":
-            shutil.copyfile(NAIVE_SMEM_REPORT, report)
+            shutil.copyfile(self.report, report)
             result = {"kernel_name": f"k_{label}", "rel_error": 1.5e-7,
                       "environment": RUNNER_CUDA_FIELDS}
             return 0, (
@@ -150,7 +157,7 @@ class FakeNcu:
             env = {**ENVIRONMENT, "ncu_path": args[1], "ncu_version": "2025.3.1.0"}
             return 0, profile_worker.RESULT_PREFIX + json.dumps(env) + "\n"
         # The worker's own code, without redirecting stdout: exports run on several threads.
-        parsed = profile_worker._parser().parse_args(args)
+        parsed = metrics_export._parser().parse_args(args[1:])
         pairs = [(label, Path(report)) for label, _, report in
                  (item.partition("=") for item in parsed.pairs)]
         jobs = parsed.jobs
@@ -158,7 +165,7 @@ class FakeNcu:
             go, jobs = profile_worker.wait_for_go(parsed.after)
             if not go:
                 return 0, profile_worker.RESULT_PREFIX + '{"rows": 0, "skipped": true}\n'
-        rows = profile_worker.metrics(parsed.out, pairs, jobs=jobs)
+        rows = metrics_export.metrics(parsed.out, pairs, jobs=jobs)
         return 0, profile_worker.RESULT_PREFIX + json.dumps({"rows": rows}) + "\n"
 
     @property
@@ -172,6 +179,13 @@ def fake_ncu(monkeypatch: pytest.MonkeyPatch) -> FakeNcu:
     monkeypatch.setattr(lib, "run_command", fake)
     monkeypatch.setattr(lib, "start_command", lib.in_threads(fake))
     return fake
+
+
+def _child_name(argv: list[str]) -> str:
+    """What a command the fake saw started: `environment`, `metrics` (the two children), `ncu`."""
+    if "harness.profile.worker" in argv:
+        return argv[3]
+    return "metrics" if "harness.report.metrics_export" in argv else "ncu"
 
 
 def invoke(args: list[str]) -> Any:
@@ -272,7 +286,7 @@ def test_profile_two_variants_writes_a_complete_run_directory(
     run = load_run(run_dir)
     assert [entry.report.name for entry in run.entries] == [
         "naive_256.ncu-rep", "register_tiled_256.ncu-rep"]
-    assert all(entry.report.read_bytes() == NAIVE_SMEM_REPORT.read_bytes()
+    assert all(entry.report.read_bytes() == SMALL_REPORT.read_bytes()
                for entry in run.entries)
     assert run.bench_path is None
     assert sorted(p.name for p in run_dir.iterdir()) == [
@@ -305,6 +319,7 @@ def test_the_ncu_that_runs_gets_the_section_folder_of_the_pages_set(
 def test_metrics_csv_is_the_tidy_export_of_every_report_with_its_label(
     tmp_path: Path, fake_ncu: FakeNcu
 ) -> None:
+    fake_ncu.report = NAIVE_SMEM_REPORT  # two kernels: each row keeps its own
     outcome = lib.run_profile(lib.ProfileRequest(
         variants=("naive", "register_tiled"), sizes=((256, 256, 256),), out=tmp_path,
         capture="nvtx", metrics_csv=True))
@@ -455,7 +470,7 @@ def assert_one_error_line(result: Any, *needles: str) -> str:
 def test_no_ncu_says_how_to_get_it(
     tmp_path: Path, fake_ncu: FakeNcu, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("harness.ncu_locate.ncu_executable", lambda: None)
+    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: None)
     result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path)])
     assert_one_error_line(result, "ncu (Nsight Compute) was not found",
                           "https://developer.nvidia.com/nsight-compute")
@@ -506,7 +521,7 @@ def test_no_gpu_said_by_ncu_itself_is_one_line_and_leaves_no_run_directory(
                     "(check nvidia-smi and CUDA_VISIBLE_DEVICES)")
     assert len(fake_ncu.profiled) == 1  # fatal: the walk stops at the first entry
     # The environment probe and the first export start beside the first ncu; nothing more.
-    workers = [argv[3] for argv in fake_ncu.calls if "harness.profile.worker" in argv]
+    workers = [_child_name(argv) for argv in fake_ncu.calls if _child_name(argv) != "ncu"]
     assert workers == ["environment", "metrics"]
     assert list(tmp_path.iterdir()) == []
 
@@ -565,7 +580,7 @@ def test_environment_and_metrics_children_run_at_the_same_time(
     assert run.environment["ncu_version"] == "2025.3.1.0"
     # Nothing starts before ncu: the probe and the report's export start once it has started
     # (the export then waits for its go-ahead, written when ncu is done).
-    order = [argv[3] if "harness.profile.worker" in argv else "ncu" for argv in fake_ncu.calls]
+    order = [_child_name(argv) for argv in fake_ncu.calls]
     assert order == ["ncu", "environment", "metrics"]
 
 
@@ -640,7 +655,7 @@ def test_program_filters_without_a_program(tmp_path: Path, fake_ncu: FakeNcu) ->
 def test_dry_run_prints_the_exact_command_lines_without_gpu_or_ncu(
     tmp_path: Path, fake_ncu: FakeNcu, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("harness.ncu_locate.ncu_executable", lambda: None)
+    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: None)
 
     def no_probe(*args: Any) -> None:
         raise AssertionError("a dry run must not look for CuPy or start a child")
@@ -789,7 +804,7 @@ def test_metrics_csv_has_a_label_column_and_matches_ncuh_export(
                      str(tmp_path)])
     assert result.exit_code == 0, result.output
     lines = (only_run(tmp_path) / "metrics.csv").read_text(encoding="utf-8").splitlines()
-    exported = export_text(export_columns(NAIVE_SMEM_REPORT)).splitlines()
+    exported = export_text(export_columns(SMALL_REPORT)).splitlines()
     assert lines[0] == "label," + exported[0]
     assert len(lines) == len(exported)
     assert all(line == "naive_256," + row for line, row in zip(lines[1:], exported[1:],
@@ -858,6 +873,7 @@ def test_export_of_a_run_directory_is_csv_only_and_refuses_a_broken_run(
 def test_export_of_a_run_directory_takes_a_kernel_filter(
     tmp_path: Path, fake_ncu: FakeNcu
 ) -> None:
+    fake_ncu.report = NAIVE_SMEM_REPORT  # two kernels, one filtered out
     result = invoke(["--variant", "naive", "--variant", "register_tiled", "--size", "256",
                      "--out", str(tmp_path / "runs")])
     assert result.exit_code == 0, result.output

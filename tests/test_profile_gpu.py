@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.ncu_locate import ncu_executable
-from harness.rundir import load_run
+from harness.rundir.manifest import load_run
+from harness.util.ncu_locate import ncu_executable
 
 pytestmark = pytest.mark.gpu
 

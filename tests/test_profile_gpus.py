@@ -19,7 +19,7 @@ from standin_support import standins_fixture  # noqa: F401  (the `standins` fixt
 
 from harness.cli import main
 from harness.errors import NcuhError
-from harness.profile import history
+from harness.profile import past_runs as history
 from harness.profile import run as lib
 from harness.profile.gpus import (
     Gpu,
@@ -29,7 +29,7 @@ from harness.profile.gpus import (
     pinned_environment,
     select_gpus,
 )
-from harness.rundir import load_run
+from harness.rundir.manifest import load_run
 
 H100 = "NVIDIA H100 80GB HBM3"
 SMI_ROWS = (
@@ -251,6 +251,9 @@ def test_a_slot_with_nothing_left_takes_what_a_busy_slot_reserved() -> None:
     ran: dict[int, list[int]] = {}
     lock = threading.Lock()
     first_taken = threading.Event()
+    finished: list[int] = []
+    others_done = threading.Event()
+    slow_saw_them_done: list[bool] = []
 
     def work(index: int, item: str, slot: Slot, upcoming) -> str:  # type: ignore[no-untyped-def]
         number = slot.gpu.index if slot.gpu else 0
@@ -259,21 +262,24 @@ def test_a_slot_with_nothing_left_takes_what_a_busy_slot_reserved() -> None:
         if index == 0:
             first_taken.set()
             upcoming()  # sets item 2 aside while item 0 runs long
-            time.sleep(0.6)
-        else:
-            first_taken.wait(5)
-            time.sleep(0.05)
+            # item 0 runs until both others are done: had its slot kept item 2 for after it,
+            # they never would be, and the wait would give up
+            slow_saw_them_done.append(others_done.wait(30))
+            return item
+        first_taken.wait(30)
+        with lock:
+            finished.append(index)
+            if sorted(finished) == [1, 2]:
+                others_done.set()
         return item
 
     slots = tuple(Slot(Gpu(n, f"GPU-{n}", f"{n}", H100, "9.0")) for n in range(2))
-    started = time.monotonic()
     assert run_queue(["slow", "a", "b"], slots, work) == ["slow", "a", "b"]
-    elapsed = time.monotonic() - started
+    assert slow_saw_them_done == [True]  # item 2 ran beside the slow item, not after it
     (slow_gpu,) = [number for number, indices in ran.items() if 0 in indices]
     (other_gpu,) = [number for number in ran if number != slow_gpu]
     assert ran[slow_gpu] == [0]  # its reservation went to the idle GPU
     assert sorted(ran[other_gpu]) == [1, 2]
-    assert elapsed < 0.6 + 0.3  # not 0.6 + 0.05 for item 2 after the slow one
 
 
 def _earlier_run(out: Path, name: str, section_set: str, entries: list[dict]) -> None:

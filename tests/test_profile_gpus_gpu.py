@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.ncu_locate import ncu_executable
 from harness.profile.gpus import list_gpus
-from harness.rundir import load_run
+from harness.rundir.manifest import load_run
+from harness.util.ncu_locate import ncu_executable
 
 pytestmark = pytest.mark.gpu
 

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from standin_support import use_standins
 
 from harness.cli import main
-from harness.rundir import load_run
+from harness.rundir.manifest import load_run
 
 
 def profile(out: Path, *args: str) -> Path:

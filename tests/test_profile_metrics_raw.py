@@ -9,9 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from ncu_units import matches_printed
-from packed_fixtures import reports
-
-from harness.report.profile_builder import load_profiles
+from packed_fixtures import cached_profiles, reports
 
 # committed packed with xz (`packed_fixtures`)
 ZOO = Path(__file__).parent / "fixtures" / "zoo"
@@ -24,7 +22,7 @@ def test_profile_metrics_equal_ncu_raw_page(report: Path) -> None:
     raw_page = pd.read_csv(report.with_name(report.name.replace(".ncu-rep", ".raw.csv.gz")),
                            dtype=str, keep_default_na=False)
     units, raw = raw_page.iloc[0], raw_page.iloc[1]
-    [profile] = load_profiles(report)
+    [profile] = cached_profiles(report)
     assert profile.name == raw["Kernel Name"].split("(")[0].strip() or profile.name in raw[
         "Kernel Name"]
     compared, mismatches = 0, []

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.ncu_locate import ncu_executable
 from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
 from harness.report.reportfile import open_report, select_kernels
-from harness.rundir import load_run
+from harness.rundir.manifest import load_run
+from harness.util.ncu_locate import ncu_executable
 
 pytestmark = pytest.mark.gpu
 
@@ -54,8 +54,8 @@ def test_pages_needs_fewer_passes_than_full(runs: dict[str, Path]) -> None:
 
 def test_pages_runs_on_the_overlay_and_finds_what_full_finds(runs: dict[str, Path]) -> None:
     from harness.findings.registry import run_rules
-    from harness.report.profile_builder import load_profiles
-    from harness.report.slim_sections import SLIMMED_SECTIONS, THINNED_METRICS, is_slim
+    from harness.profile.slim_sections import SLIMMED_SECTIONS, THINNED_METRICS, is_slim
+    from harness.report.builder import load_kernel_reports
 
     pages, full = load_run(runs["pages"]), load_run(runs["full"])
     ncu = pages.manifest["ncu"]
@@ -74,7 +74,7 @@ def test_pages_runs_on_the_overlay_and_finds_what_full_finds(runs: dict[str, Pat
     assert thinned <= set(full_kernel.action.metric_names())
 
     def findings(report: Path) -> list[tuple[str, str, str]]:
-        (profile,) = load_profiles(report)
+        (profile,) = load_kernel_reports(report)
         return sorted((f.rule, f.kind, str(f.metrics.get("ncu_rule", "")))
                       for f in run_rules(profile))
 

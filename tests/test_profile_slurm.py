@@ -23,7 +23,7 @@ from click.testing import CliRunner
 from standin_support import standins_fixture  # noqa: F401  (the `standins` fixture)
 
 from harness.cli import main
-from harness.rundir import load_run
+from harness.rundir.manifest import load_run
 
 BINARIES = ("munged", "slurmctld", "slurmd", "sbatch", "sinfo", "scontrol")
 

@@ -16,15 +16,29 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from harness.atomic import atomic_write_text
 from harness.errors import NcuhError
 from harness.profile import post
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
 from harness.profile.worker import RESULT_PREFIX
+from harness.report import metrics_export
 from harness.report.reportfile import export_metrics
+from harness.util.atomic import atomic_write_text
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+# A one-kernel `pages` report (8,292 rows to REPORT's 96,622): for the tests of how the export
+# is split, joined and started, which any report shows.
+SMALL_REPORT = REPORT.with_name("h100_pages_naive_1024.ncu-rep")
+
+
+def _export(args: list[str]) -> list[str]:
+    return post._child(post.EXPORT_MODULE, args)
+
+
+def _probe(args: list[str]) -> list[str]:
+    return post._child(post.PROBE_MODULE, args)
+
+
 VERSION_OUTPUT = (
     "NVIDIA (R) Nsight Compute Command Line Profiler\n"
     "Version 2025.3.1.0 (build 36398880) (public-release)\n"
@@ -34,10 +48,10 @@ VERSION_OUTPUT = (
 def test_metrics_worker_writes_the_labelled_export(tmp_path: Path) -> None:
     out = tmp_path / "metrics.csv"
     status, output = lib.run_command(
-        post._worker(["metrics", str(out), f"a={REPORT}", f"b={REPORT}"]),
+        _export([str(out), f"a={SMALL_REPORT}", f"b={SMALL_REPORT}"]),
         post._worker_environment())
     assert status == 0, output
-    expected = export_metrics(REPORT)
+    expected = export_metrics(SMALL_REPORT)
     assert json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):]) == {
         "rows": 2 * len(expected)}
     table = pd.read_csv(out, keep_default_na=False)
@@ -49,7 +63,7 @@ def test_metrics_worker_reports_a_bad_report_in_one_line(tmp_path: Path) -> None
     bad = tmp_path / "bad.ncu-rep"
     bad.write_bytes(b"not a report")
     status, output = lib.run_command(
-        post._worker(["metrics", str(tmp_path / "m.csv"), f"x={bad}"]), post._worker_environment())
+        _export([str(tmp_path / "m.csv"), f"x={bad}"]), post._worker_environment())
     assert status == 2
     assert output.strip().startswith("ncuh-worker: ") and len(output.strip().splitlines()) == 1
     assert not (tmp_path / "m.csv").exists()
@@ -61,7 +75,7 @@ def test_environment_worker_answers_in_one_json_line(tmp_path: Path) -> None:
     ncu.write_text("#!/bin/sh\necho 'Version 2025.3.1.0 (build 36398880) (public-release)'\n")
     ncu.chmod(0o755)
     status, output = lib.start_command(
-        post._worker(["environment", str(ncu)]), post._worker_environment()).wait()
+        _probe(["environment", str(ncu)]), post._worker_environment()).wait()
     assert status == 0, output
     (line,) = output.strip().splitlines()
     environment = json.loads(line[len(RESULT_PREFIX):])
@@ -93,7 +107,7 @@ def test_environment_worker_without_cuda_asks_nvidia_smi_about_the_runners_devic
     worker_env = post._worker_environment()
     env = {**worker_env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
            "PYTHONPATH": f"{tmp_path}{os.pathsep}{worker_env['PYTHONPATH']}"}
-    status, output = lib.start_command(post._worker(
+    status, output = lib.start_command(_probe(
         ["environment", str(bin_dir / "ncu"), "--no-cuda", "--pci-bus-id", "0000:1B:00.0"]),
         env).wait()
     assert status == 0, output
@@ -126,11 +140,20 @@ def test_environment_asks_the_given_ncu_for_its_version_exactly_once() -> None:
     assert not [argv for argv in asked if "--version" in argv]
 
 
-def _stand_in(seconds: float) -> list[str]:
-    """A child that sleeps, then answers like a worker with when it ran."""
+def _meeting(folder: Path, me: str, other: str) -> list[str]:
+    """A child that says it is here, then waits for `other` to be here too before it answers
+    like a worker: both finish only if both ran at once (one after the other, the first would
+    wait in vain, give up and fail)."""
     code = (
-        f"import json, time; start = time.time(); time.sleep({seconds!r}); "
-        f"print({RESULT_PREFIX!r} + json.dumps({{'rows': 0, 'start': start, 'end': time.time()}}))"
+        "import json, pathlib, sys, time\n"
+        f"folder = pathlib.Path({str(folder)!r})\n"
+        f"(folder / {me + '.here'!r}).touch()\n"
+        "for _ in range(6000):\n"
+        f"    if (folder / {other + '.here'!r}).exists():\n"
+        f"        print({RESULT_PREFIX!r} + json.dumps({{'rows': 0, 'met': {other!r}}}))\n"
+        "        sys.exit(0)\n"
+        "    time.sleep(0.01)\n"
+        "sys.exit(1)\n"
     )
     return [sys.executable, "-c", code]
 
@@ -139,23 +162,27 @@ def test_post_processing_runs_both_children_as_processes_at_the_same_time(
     tmp_path: Path,
 ) -> None:
     started: list[list[str]] = []
+    meeting = tmp_path / "meeting"
+    meeting.mkdir()
 
     def spawner(argv: Sequence[str], env: dict[str, str] | None) -> lib.Job:
         started.append(list(argv))
-        if argv[3] == "metrics":  # the stand-in exports nothing: an empty table in its place
-            Path(argv[4]).write_text("label,kernel_id\n")
-        return lib.start_command(_stand_in(1.0), env)
+        if post.EXPORT_MODULE in argv:  # the stand-in exports nothing: an empty table instead
+            Path(argv[3]).write_text("label,kernel_id\n")
+            return lib.start_command(_meeting(meeting, "metrics", "environment"), env)
+        return lib.start_command(_meeting(meeting, "environment", "metrics"), env)
 
-    result = post.post_process(tmp_path, [], Path("/usr/bin/ncu"), spawner)
-    assert [argv[3] for argv in started] == ["environment", "metrics"]
-    assert started[0][4:] == ["/usr/bin/ncu", "--no-cuda", "--list-gpus"]
-    metrics = json.loads((tmp_path / "logs" / "metrics.log").read_text()[len(RESULT_PREFIX):])
-    environment = result.environment
-    assert max(environment["start"], metrics["start"]) < min(environment["end"], metrics["end"])
-    assert result.seconds < 1.9  # one after the other would take 2 s at least
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    result = post.post_process(run_dir, [], Path("/usr/bin/ncu"), spawner)
+    assert [argv[2] for argv in started] == [post.PROBE_MODULE, post.EXPORT_MODULE]
+    assert started[0][3:] == ["environment", "/usr/bin/ncu", "--no-cuda", "--list-gpus"]
+    metrics = json.loads((run_dir / "logs" / "metrics.log").read_text()[len(RESULT_PREFIX):])
+    # each child saw the other running: they ran at the same time
+    assert metrics["met"] == "environment" and result.environment["met"] == "metrics"
     assert result.metrics == {"status": "ok", "error": None, "rows": 0}
-    assert (tmp_path / "metrics.csv").read_text() == "label,kernel_id\n"
-    assert environment["ncu_path"] == "/usr/bin/ncu"
+    assert (run_dir / "metrics.csv").read_text() == "label,kernel_id\n"
+    assert result.environment["ncu_path"] == "/usr/bin/ncu"
 
 
 def _alive(pid: int) -> bool:
@@ -216,14 +243,14 @@ def test_the_runner_without_nvtx_fails_in_one_line_before_compiling(
 def test_metrics_export_in_parallel_parts_equals_the_serial_export(
     tmp_path: Path, jobs: int
 ) -> None:
-    from harness.profile.worker import metrics
     from harness.report.export_format import export_text
+    from harness.report.metrics_export import metrics
     from harness.report.reportfile import export_columns
 
     out = tmp_path / "run" / "metrics.csv"
     out.parent.mkdir()
-    rows = metrics(out, [("a", REPORT), ("b", REPORT)], jobs=jobs)
-    serial = export_text(export_columns(REPORT)).splitlines()
+    rows = metrics(out, [("a", SMALL_REPORT), ("b", SMALL_REPORT)], jobs=jobs)
+    serial = export_text(export_columns(SMALL_REPORT)).splitlines()
     lines = out.read_text(encoding="utf-8").splitlines()
     assert rows == 2 * (len(serial) - 1) == len(lines) - 1
     assert lines[0] == "label," + serial[0]
@@ -233,9 +260,15 @@ def test_metrics_export_in_parallel_parts_equals_the_serial_export(
 
 def test_an_export_started_early_waits_for_its_go_ahead(tmp_path: Path) -> None:
     out, go = tmp_path / "m.csv", tmp_path / "m.go"
-    job = lib.start_command(post._worker(["metrics", str(out), f"a={REPORT}", "--after", str(go)]),
+    job = lib.start_command(_export([str(out), f"a={SMALL_REPORT}", "--after", str(go)]),
                             post._worker_environment())
-    time.sleep(1.5)  # imports done by now; the report "is not written yet"
+    # Its imports are done once ncu_report's native module is mapped in; then it waits.
+    maps = Path(f"/proc/{job.process.pid}/maps")  # type: ignore[attr-defined]
+    for _ in range(12_000):
+        if job.process.poll() is not None or "_ncu_report" in maps.read_text():  # type: ignore[attr-defined]
+            break
+        time.sleep(0.005)
+    assert job.process.poll() is None  # type: ignore[attr-defined]  # still waiting for its go
     assert not out.exists()
     # As `ncuh profile` does (atomically): a plain write can be read while still empty.
     atomic_write_text(go, "go 2")
@@ -249,7 +282,7 @@ def test_an_export_told_to_skip_writes_nothing(tmp_path: Path) -> None:
     out, go = tmp_path / "m.csv", tmp_path / "m.go"
     go.write_text("skip")
     status, output = lib.run_command(
-        post._worker(["metrics", str(out), f"a={tmp_path / 'missing.ncu-rep'}", "--after",
+        _export([str(out), f"a={tmp_path / 'missing.ncu-rep'}", "--after",
                       str(go)]), post._worker_environment())
     assert status == 0, output
     assert json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):]) == {
@@ -269,7 +302,7 @@ def test_an_export_in_parts_says_what_the_whole_export_and_ncu_say(
     for count in (1, jobs):
         out = tmp_path / f"metrics_{count}.csv"
         status, output = lib.run_command(
-            post._worker(["metrics", str(out), f"a={REPORT}", "--jobs", str(count)]),
+            _export([str(out), f"a={REPORT}", "--jobs", str(count)]),
             post._worker_environment())
         assert status == 0, output
         tables[count] = out.read_bytes()
@@ -298,7 +331,7 @@ def test_each_report_of_an_export_keeps_the_unit_ncu_gives_it(tmp_path: Path, jo
     # In a worker process of its own, as `ncuh profile` and `ncuh export` run it: this test
     # process has read other reports, and forked children would inherit what it resolved.
     status, output = lib.run_command(
-        post._worker(["metrics", str(out), f"p={PAGES_REPORT}", f"f={FULL_REPORT}",
+        _export([str(out), f"p={PAGES_REPORT}", f"f={FULL_REPORT}",
                       f"p2={PAGES_REPORT}", "--jobs", str(jobs)]), post._worker_environment())
     assert status == 0, output
     table = pd.read_csv(out, keep_default_na=False)
@@ -319,8 +352,8 @@ def _crash(task: object) -> None:
 def test_an_export_child_that_crashes_is_one_error_and_no_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(profile_worker, "_export_part", _crash)  # the forked children see it
+    monkeypatch.setattr(metrics_export, "_export_part", _crash)  # the forked children see it
     out = tmp_path / "metrics.csv"
     with pytest.raises(NcuhError, match="exporting it crashed"):
-        profile_worker.metrics(out, [("p", PAGES_REPORT), ("f", FULL_REPORT)], jobs=2)
+        metrics_export.metrics(out, [("p", PAGES_REPORT), ("f", FULL_REPORT)], jobs=2)
     assert list(tmp_path.iterdir()) == []

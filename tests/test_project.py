@@ -480,7 +480,7 @@ def test_the_run_side_imports_one_way() -> None:
                     if isinstance(node, ast.ImportFrom) and node.module}
         later = {f"harness.gpu.{other}" for other in RUN_SIDE[index:]}
         assert not imported & later, f"{name} imports {imported & later}"
-        assert not any(m.startswith(("harness.profile", "harness.writeup", "harness.commands"))
+        assert not any(m.startswith(("harness.profile", "harness.pages", "harness.commands"))
                        for m in imported), name
 
 
@@ -637,7 +637,7 @@ def test_writeup_of_a_run_whose_project_is_broken_warns_once(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from test_writeup_run import _with_project, make_run
 
-    from harness.writeup import collect
+    from harness.pages.writeup import collect
 
     path = _project_with(tmp_path, _edit('compare = "max_abs"', 'compare = "l2"'))
     run = make_run(tmp_path)

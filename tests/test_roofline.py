@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from packed_fixtures import cached_profiles
 
-from harness.report.profile_builder import load_profiles
 from harness.report.roofline import Roofline
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
@@ -14,7 +14,7 @@ REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 
 @pytest.fixture(scope="module")
 def rooflines():
-    return [profile.roofline for profile in load_profiles(REPORT)]
+    return [profile.roofline for profile in cached_profiles(REPORT)]
 
 
 def test_achieved_flops_match_the_problem_and_duration(rooflines):

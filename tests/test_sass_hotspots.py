@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from packed_fixtures import cached_profiles
 
-from harness.report.kernel_profile import KernelProfile, SassInstruction
-from harness.report.profile_builder import load_profiles
+from harness.report import load_kernel_reports
+from harness.report.model import KernelReport, SassInstruction
 from harness.report.sass_hotspots import hotspots, source_code
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
@@ -15,7 +16,7 @@ REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 
 @pytest.fixture(scope="module")
 def profiles():
-    return load_profiles(REPORT)
+    return cached_profiles(REPORT)
 
 
 def test_smem_hottest_instruction_matches_ncu_cpistall_rule(profiles):
@@ -39,7 +40,7 @@ def test_naive_hotspots_are_throttled_global_loads(profiles):
     assert all(h.sass.startswith("LDG.E") and h.reason == "lg_throttle" for h in top)
 
 
-def _line_info_profile(**changes) -> KernelProfile:
+def _line_info_profile(**changes) -> KernelReport:
     """A profile as a kernel built with -lineinfo gives it: samples and lines by PC."""
     sass = (
         SassInstruction(0x100, "LDS.128 R4, [R2]", 64.0, "sgemm.cu:42",
@@ -48,7 +49,7 @@ def _line_info_profile(**changes) -> KernelProfile:
         SassInstruction(0x120, "BAR.SYNC", 8.0, None, {"barrier": 9}),
     )
     fields = {"kernel_id": 0, "name": "k", "demangled_name": "k", "sass": sass, **changes}
-    return KernelProfile(**fields)
+    return KernelReport(**fields)
 
 
 def test_hotspots_map_to_source_lines_with_line_info():
@@ -99,9 +100,9 @@ def test_hot_lines_prefer_the_sources_imported_into_the_report():
 def test_pages_show_the_hot_line_code_escaped_in_markdown_and_html():
     import dataclasses
 
-    from harness.render import render_page
+    from harness.pages.render import render_page
+    from harness.pages.writeup import collect
     from harness.report.sass_hotspots import Hotspot
-    from harness.writeup import collect
 
     writeup = collect([REPORT])
     page = writeup.pages[0]
@@ -124,7 +125,7 @@ def test_listing_around_a_hot_spot_counts_every_line():
 
     run = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
     folders = [Path(__file__).parent.parent / "kernels" / "reduction"]
-    [profile, *_] = load_profiles(run / "warp_shuffle_67108864.ncu-rep")
+    [profile, *_] = load_kernel_reports(run / "warp_shuffle_67108864.ncu-rep")
     [top, *_] = hotspots(profile, 5, folders)
     assert top.source == "warp_shuffle.cu:25" and top.listing is not None
     lines = {line.number: line for line in top.listing.lines}
@@ -147,8 +148,8 @@ def test_listing_around_a_hot_spot_counts_every_line():
 def test_zoo_reports_list_their_imported_python_source():
     from packed_fixtures import report
 
-    from harness.render import render_page
-    from harness.writeup import collect
+    from harness.pages.render import render_page
+    from harness.pages.writeup import collect
 
     writeup = collect([report(Path(__file__).parent / "fixtures" / "zoo"
                               / "zoo_atomic_same.ncu-rep")])

@@ -18,7 +18,7 @@ from harness.cli import main
 from harness.diff.thresholds import ThresholdsError, load_thresholds
 from harness.errors import NcuhError, ReportError
 from harness.profile.run import check_program
-from harness.rundir import BenchFile, Manifest, load_bench, load_run
+from harness.rundir.manifest import BenchFile, Manifest, load_bench, load_run
 
 REPO = Path(__file__).resolve().parents[1]
 REPORT = FIXTURES / "h200_naive_256.ncu-rep"

@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from standin_support import use_standins
 from test_writeup_run import make_run
 
-import harness.atomic
+import harness.util.atomic
 from harness.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -176,7 +176,7 @@ def signal_at(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, int]]:
         if point in wanted:
             os.kill(os.getpid(), wanted[point])
 
-    monkeypatch.setattr(harness.atomic, "pause_at", pause_at)
+    monkeypatch.setattr(harness.util.atomic, "pause_at", pause_at)
     yield wanted
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handlers are put back
 
@@ -209,7 +209,7 @@ def test_profile_leaves_no_run_directory(tmp_path: Path, monkeypatch: pytest.Mon
     out = tmp_path / "runs"
     out.mkdir()
     before = _children(os.getpid())
-    monkeypatch.setattr(harness.atomic, "pause_at", lambda point: os.kill(
+    monkeypatch.setattr(harness.util.atomic, "pause_at", lambda point: os.kill(
         os.getpid(), sig) if point.startswith("publish ") and point != "publish manifest.json"
         else None)
     result = CliRunner().invoke(main, ["profile", "--variant", "naive", "--size", "256",

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness.gpu.bench import BenchRun
-from harness.ncu_locate import ncu_executable
+from harness.util.ncu_locate import ncu_executable
 
 pytestmark = pytest.mark.gpu
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.pages.render import write
+from harness.pages.writeup import collect
 from harness.project import default_project_path
-from harness.render import write
-from harness.writeup import collect
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 GOLDEN = Path(__file__).parent / "golden" / "writeup_fixture"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from packed_fixtures import report
 
-from harness.render import write
-from harness.writeup import Writeup, collect
+from harness.pages.render import write
+from harness.pages.writeup import Writeup, collect
 
 ROOT = Path(__file__).parent.parent
 H100 = [ROOT / "tests" / "fixtures" / f"h100_pages_{v}_1024.ncu-rep"

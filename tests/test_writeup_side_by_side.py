@@ -10,9 +10,9 @@ import pytest
 
 from harness.diff.compare import diff_runs
 from harness.pages import since_previous
-from harness.render import build_plots, render_index, render_page
-from harness.report.profile_builder import load_profiles
-from harness.writeup import Writeup, collect
+from harness.pages.render import build_plots, render_index, render_page
+from harness.pages.writeup import Writeup, collect
+from harness.report.builder import load_kernel_reports
 
 ROOT = Path(__file__).parent.parent
 RUN = ROOT / "tests" / "fixtures" / "reduction_h100_2p26"
@@ -93,8 +93,8 @@ def test_the_bound_unit_plot_names_each_iterations_unit():
 
 
 def test_side_by_side_of_two_sgemm_reports():
-    [smem] = load_profiles(ROOT / "tests" / "fixtures" / "h100_pages_smem_tiled_1024.ncu-rep")
-    [tiled] = load_profiles(
+    [smem] = load_kernel_reports(ROOT / "tests" / "fixtures" / "h100_pages_smem_tiled_1024.ncu-rep")
+    [tiled] = load_kernel_reports(
         ROOT / "tests" / "fixtures" / "h100_pages_register_tiled_1024.ncu-rep")
     rows = {c.key: c for c in since_previous(smem, tiled)}
     metrics = _diff_metrics(ROOT / "tests" / "fixtures" / "h100_pages_smem_tiled_1024.ncu-rep",

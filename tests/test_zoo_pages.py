@@ -11,7 +11,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from packed_fixtures import report
+from packed_fixtures import cached_profiles, report
 
 from harness.findings import (
     atomics,
@@ -30,9 +30,9 @@ from harness.findings import (
     tensor_core,
     warp_primitives,
 )
-from harness.report.kernel_profile import KernelProfile
-from harness.report.profile_builder import load_profiles
-from harness.writeup import KernelPage, collect
+from harness.pages.writeup import KernelPage, collect
+from harness.report.builder import load_kernel_reports
+from harness.report.model import KernelReport
 
 # The reports are committed packed with xz (`packed_fixtures`).
 ZOO = Path(__file__).parent / "fixtures" / "zoo"
@@ -97,8 +97,8 @@ def page(name: str) -> KernelPage:
 
 
 @functools.cache
-def profile(name: str) -> KernelProfile:
-    [only] = load_profiles(report(ZOO / f"{name}.ncu-rep"))
+def profile(name: str) -> KernelReport:
+    [only] = cached_profiles(report(ZOO / f"{name}.ncu-rep"))
     return only
 
 
@@ -269,7 +269,7 @@ def test_warp_primitives_dominate_or_not():
     # the cuBLAS GEMM's uniform votes (VOTEU) are not warp votes
     assert warp_primitives.check(profile("zoo_bf16_gemm")) == []
     # the reduction's last-warp shuffles: 8.1% of instructions, below the 15% that dominates
-    passes = load_profiles(report(REDUCTION / "warp_shuffle_67108864.ncu-rep"))
+    passes = load_kernel_reports(report(REDUCTION / "warp_shuffle_67108864.ncu-rep"))
     assert {f"{s:.1f}" for p in passes for _, s in warp_primitives.shares(p).values()} == {
         "8.1", "0.3"}
     assert all(warp_primitives.check(p) == [] for p in passes)

@@ -44,7 +44,7 @@ class NcuhBench:
         self.warmup = warmup
 
     def __call__(self, variant: str, size: str, *, repeats: int | None = None) -> Timing:
-        from harness.gpu.bench import run_bench
+        from harness.gpu import run_bench
         from harness.project import load_project
 
         project = load_project(self.project)
@@ -68,7 +68,7 @@ class NcuhBench:
 @pytest.fixture
 def ncuh_bench(request: pytest.FixtureRequest) -> NcuhBench:
     """Time a variant against the project's reference; skips without a GPU or CuPy."""
-    from harness.gpu.env import gpu_unavailable_reason
+    from harness.gpu import gpu_unavailable_reason
     from harness.project import find_project
 
     reason = gpu_unavailable_reason()

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from harness.findings import Finding
-    from harness.report.kernel_profile import KernelProfile
-    from harness.writeup import Writeup
+    from harness.pages import Writeup
+    from harness.report import KernelReport
 
 Kind = Literal["report", "run", "bench"]
 BENCH_FILE = "bench.json"
@@ -64,7 +64,7 @@ class Result:
     @cached_property
     def writeup(self) -> Writeup:
         """The page model of this source (what `ncuh writeup` renders)."""
-        from harness.writeup import collect
+        from harness.pages import collect
 
         if self.kind == "bench":
             raise ReportError(f"{self.path}: bench results alone have no profiled kernel; "
@@ -72,7 +72,7 @@ class Result:
         return collect([self.path], self.project)
 
     @property
-    def kernels(self) -> list[KernelProfile]:
+    def kernels(self) -> list[KernelReport]:
         """Every profiled kernel, in page order (empty for bench results)."""
         if self.kind == "bench":
             return []
@@ -88,7 +88,7 @@ class Result:
         """
         import pandas as pd
 
-        from harness.report.reportfile import export_metrics, open_report
+        from harness.report import export_metrics, open_report
 
         if self.kind == "bench":
             return self._bench_frame()
@@ -161,7 +161,7 @@ class Result:
         """The pages: with `out`, every page and the plots written there as `ncuh writeup`
         writes them, and the index's path returned; without, the index page's text (no
         plots) in `fmt` ("md" or "html")."""
-        from harness.render import render_index, write
+        from harness.pages import render_index, write
 
         if out is None:
             if fmt == "both":
@@ -182,7 +182,7 @@ class Result:
 
 
 def _matches(report: Any, kernel: str) -> bool:
-    from harness.report.reportfile import select_kernels
+    from harness.report import select_kernels
 
     try:
         return bool(select_kernels(report, kernel))

@@ -29,7 +29,7 @@ def bench(variants: Sequence[str] | None = None, sizes: Sequence[str] | None = N
     """Verify, then time `variants` (default: all) at `sizes` (size words like "4096" or
     "4096x1024"; default: the project's default_sizes) as `ncuh bench` does; bench.json is
     written under `out` (default: runs/bench-<UTC time>) and returned as a `Result`."""
-    from harness.gpu.bench import run_bench
+    from harness.gpu import run_bench
 
     loaded = _project(project)
     chosen = [loaded.variant(name) for name in variants] if variants else list(loaded.variants)
@@ -47,14 +47,13 @@ def profile(variants: Sequence[str] | None = None, sizes: Sequence[str] | None =
     """Profile `variants` (default: all) at `sizes` (default: the project's profile_size)
     under Nsight Compute as `ncuh profile` does; the run directory is returned as a
     `Result`. A variant that failed is an `NcuhError` naming it."""
-    from harness.profile import run as lib
-    from harness.profile.ncu_command import NcuSettings
+    from harness.profile import NcuSettings, ProfileRequest, run_profile
 
-    request = lib.ProfileRequest(
+    request = ProfileRequest(
         variants=tuple(variants or ()), all_variants=not variants,
         sizes=tuple(sizes or ()), settings=NcuSettings(set=section_set), out=Path(out),
         bench=bench, project=Path(project) if project is not None else None)
-    outcome = lib.run_profile(request)
+    outcome = run_profile(request)
     if outcome.failures:
         failed = "; ".join(f"{e.target.label}: {e.error}" for e in outcome.failures)
         raise NcuhError(f"profile failed: {failed}")

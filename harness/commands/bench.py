@@ -15,6 +15,7 @@ from pathlib import Path
 
 import click
 
+from harness import gpu
 from harness.commands.options import (
     open_chosen_project,
     out_option,
@@ -23,12 +24,15 @@ from harness.commands.options import (
     variant_option,
 )
 from harness.errors import BadSizeError, NcuhError, printable
-from harness.gpu import env as gpu_env
-from harness.gpu.bench import run_bench
-from harness.gpu.bench_table import format_table
-from harness.gpu.sweep import autotune, enumerate_configs, filter_configs, sample_configs
-from harness.project import Project, Size, Variant
-from harness.project.size import size_text
+from harness.gpu import (
+    autotune,
+    enumerate_configs,
+    filter_configs,
+    format_table,
+    run_bench,
+    sample_configs,
+)
+from harness.project import Project, Size, Variant, size_text
 
 
 def _default_out() -> Path:
@@ -87,7 +91,7 @@ def bench(
                 raise BadSizeError(f"bad {option} {text!r}: {error}") from None
     shapes = list(dict.fromkeys(shapes)) or list(loaded.default_sizes)
 
-    gpu_env.require_gpu()  # (a module attribute: the tests stand a CPU in for the GPU)
+    gpu.require_gpu()  # (looked up per call: the tests stand a CPU in for the GPU)
     if tune:
         tunable = [v for v in chosen if v.tunable]
         if not tunable:

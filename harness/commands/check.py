@@ -13,8 +13,14 @@ from pathlib import Path
 import click
 
 from harness.commands.options import open_chosen_project, project_option
-from harness.gpu.nvrtc import DEFAULT_ARCH, NVRTC_HINT, compile_problems, find_nvrtc
-from harness.gpu.source_check import kernel_problems, parameter_problems
+from harness.gpu import (
+    DEFAULT_ARCH,
+    NVRTC_HINT,
+    compile_problems,
+    find_nvrtc,
+    kernel_problems,
+    parameter_problems,
+)
 from harness.project import Project, signature_problems
 
 

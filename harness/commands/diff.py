@@ -7,10 +7,9 @@ from pathlib import Path
 
 import click
 
-from harness.atomic import atomic_write_text, refuse_inputs
 from harness.commands.options import out_option
 from harness.errors import ReportError, printable
-from harness.input_file import holds_bad_text
+from harness.util import atomic_write_text, holds_bad_text, refuse_inputs
 
 FORMATS = ("md", "json", "junit")
 
@@ -37,8 +36,7 @@ def diff(baseline: Path, current: Path, config: Path | None, fmt: str, out: Path
 
     Exit status: 0 nothing regressed, 1 a kernel regressed, 2 bad or incompatible input.
     """
-    from harness.diff.compare import diff_runs
-    from harness.diff.markdown import status_line
+    from harness.diff import diff_runs, status_line
 
     if out is not None:
         from harness.rundir import is_run_directory, run_inputs
@@ -62,10 +60,10 @@ def diff(baseline: Path, current: Path, config: Path | None, fmt: str, out: Path
 
 def _render(result, fmt: str) -> str:  # type: ignore[no-untyped-def]
     if fmt == "json":
-        from harness.diff.json_output import render_json
+        from harness.diff import render_json
         return render_json(result)
     if fmt == "junit":
-        from harness.diff.junit import render_junit
+        from harness.diff import render_junit
         return render_junit(result)
-    from harness.diff.markdown import render_markdown
+    from harness.diff import render_markdown
     return render_markdown(result)

@@ -15,12 +15,11 @@ from typing import TextIO
 
 import click
 
-from harness.atomic import atomic_path, refuse_inputs
 from harness.commands.options import kernel_option, out_alias_option, out_option
 from harness.errors import NcuhError, printable
-from harness.report.export_format import EXPORT_FORMATS, write_export
-from harness.report.reportfile import export_columns
+from harness.report import EXPORT_FORMATS, export_columns, write_export
 from harness.rundir import is_run_directory, load_run, run_inputs
+from harness.util import atomic_path, refuse_inputs
 
 
 @click.command()
@@ -57,9 +56,9 @@ def export(report: Path, out: Path | None, output_alias: Path | None, fmt: str,
 
 def _export_run(run_dir: Path, output: Path | None, kernel_regex: str | None) -> None:
     """Every report of a run in one CSV, a `label` column first: its metrics.csv, made as
-    `ncuh profile --metrics-csv` makes it (`harness.profile.worker.metrics`: each report read
+    `ncuh profile --metrics-csv` makes it (`harness.report.export_metrics_csv`: each report read
     in processes of its own, in parts at once)."""
-    from harness.profile.worker import metrics
+    from harness.report import export_metrics_csv as metrics
 
     reports = [(entry.label, entry.report) for entry in load_run(run_dir).entries
                if entry.ok and entry.report is not None]

@@ -79,7 +79,7 @@ def add(runs: tuple[Path, ...], commit: str | None, branch: str | None, tag: str
 def show(out: Path, kernel: str | None, metric: str | None, branch: str | None,
          config: Path | None, step_pct: float, store: str | None, project: Path | None) -> None:
     """Write the trend pages (Markdown and self-contained HTML)."""
-    from harness.diff.thresholds import load_thresholds
+    from harness.diff import load_thresholds
     from harness.history import HistoryError, build_trends, open_store, write_trends
 
     opened = open_store(store, project_dir(project))
@@ -119,12 +119,15 @@ def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
 
     Exit status: 0 no regression, 1 a regression, 2 bad input or an unusable store.
     """
-    from harness.atomic import atomic_write_text
-    from harness.diff.json_output import render_json
-    from harness.diff.junit import render_junit
-    from harness.diff.markdown import render_markdown, status_line
-    from harness.diff.thresholds import load_thresholds
+    from harness.diff import (
+        load_thresholds,
+        render_json,
+        render_junit,
+        render_markdown,
+        status_line,
+    )
     from harness.history import check_runs, open_store
+    from harness.util import atomic_write_text
 
     opened = open_store(store, project_dir(project))
     try:

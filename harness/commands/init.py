@@ -14,8 +14,8 @@ from pathlib import Path
 
 import click
 
-from harness.atomic import atomic_directory
 from harness.errors import NcuhError
+from harness.util import atomic_directory
 
 STARTER_FILES = ("ncuh.toml", "saxpy.cu", "saxpy_project.py", "test_saxpy.py", "conftest.py",
                  "notes/naive.md", "notes/vectorized.md")

@@ -22,7 +22,7 @@ def merge(shards: tuple[Path, ...], out: Path, allow_mismatch: bool) -> None:
     Refuses shards profiled on different GPU models or with different ncu versions or
     settings unless --allow-mismatch; the result appears only when complete.
     """
-    from harness.profile.merge import merge_runs
+    from harness.profile import merge_runs
 
     merged = merge_runs(list(shards), out, allow_mismatch=allow_mismatch)
     click.echo(printable(merged))

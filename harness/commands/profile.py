@@ -21,14 +21,8 @@ from harness.commands.options import (
     variant_option,
 )
 from harness.errors import NcuhError, printable
-from harness.input_file import load_json
-from harness.profile.ncu_command import (
-    CLOCK_CONTROLS,
-    DEFAULT_SET,
-    SETS,
-    KernelFilter,
-    NcuSettings,
-)
+from harness.profile import CLOCK_CONTROLS, DEFAULT_SET, SETS, KernelFilter, NcuSettings
+from harness.util import load_json
 
 
 def _params(text: str | None) -> dict[str, Any]:
@@ -105,7 +99,7 @@ def profile(
     With --gpus, one ncu per GPU works through the targets at once; with --slurm, a job
     array does, and `ncuh merge` joins its shards.
     """
-    from harness.profile import run as lib
+    from harness.profile import ProfileRequest
 
     variants = variant_names
     filters_given = kernel or launch_skip is not None or launch_count or nvtx_include
@@ -116,7 +110,7 @@ def profile(
         raise NcuhError("--size/--sizes/--bench apply to variants, not to a program after --")
     if all_variants and variants:
         raise NcuhError("give --variant NAME or --all, not both")
-    request = lib.ProfileRequest(
+    request = ProfileRequest(
         variants=variants,
         sizes=() if program else size_words(size, sizes),
         settings=NcuSettings(
@@ -152,11 +146,16 @@ def profile(
         _submit(request, slurm_args)
         return
 
-    from harness.profile.progress import ProgressDisplay
+    _run(request, out)
+
+
+def _run(request: Any, out: Path) -> None:
+    """Profile for real: the live progress, one line per entry, the run directory last."""
+    from harness.profile import ProgressDisplay, run_profile
 
     progress = ProgressDisplay(sys.stderr)
     try:
-        outcome = lib.run_profile(request, progress=progress)
+        outcome = run_profile(request, progress=progress)
     finally:
         progress.close()
     for entry in outcome.entries:
@@ -177,12 +176,12 @@ def profile(
 
 def _submit(request: Any, slurm_args: tuple[str, ...]) -> None:
     """Write and submit the job array; say where the shards go and how to merge them."""
-    from harness.profile import run as lib
-    from harness.profile.slurm import submit
+    from harness.profile import plan as make_plan
+    from harness.profile import run_id_for, submit
 
     capture = "nvtx" if request.capture == "auto" else request.capture
-    plan = lib.plan(request, capture=capture)  # bad names and sizes fail here, not on a node
-    submission = submit(plan, lib.run_id_for(request), slurm_args)
+    plan = make_plan(request, capture=capture)  # bad names and sizes fail here, not on a node
+    submission = submit(plan, run_id_for(request), slurm_args)
     click.echo(f"submitted job array {submission.job_id} ({submission.tasks} tasks): "
                f"{submission.job_dir}", err=True)
     if submission.merged is not None:
@@ -201,16 +200,17 @@ def _submit(request: Any, slurm_args: tuple[str, ...]) -> None:
 
 def _dry_run(request: Any) -> None:
     """Print the exact command lines a real run would execute; needs neither GPU nor ncu."""
-    from harness.ncu_locate import ncu_executable
-    from harness.profile import run as lib
+    from harness.profile import plan as make_plan
+    from harness.profile import run_id_for, with_section_overlay
+    from harness.util import ncu_executable
 
     capture = "nvtx" if request.capture == "auto" else request.capture
     found = ncu_executable()
     ncu = found or Path("ncu")
     if found is not None:  # the section folder `pages` would use with this ncu
         request = dataclasses.replace(
-            request, settings=lib.with_section_overlay(request.settings, found))
-    plan = lib.plan(request, capture=capture)
-    run_dir = request.out.resolve() / lib.run_id_for(request)
+            request, settings=with_section_overlay(request.settings, found))
+    plan = make_plan(request, capture=capture)
+    run_dir = request.out.resolve() / run_id_for(request)
     for argv in plan.command_lines(ncu, run_dir):
         click.echo(shlex.join(argv))

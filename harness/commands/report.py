@@ -8,9 +8,9 @@ import click
 
 from harness.commands.options import kernel_option
 from harness.errors import ReportError, printable
-from harness.input_file import holds_bad_text
-from harness.report.profile_builder import load_profiles
-from harness.report.report_view import DETAILS, VIEW_FORMATS, profile_views, render
+from harness.report import DETAILS, VIEW_FORMATS, load_kernel_reports, profile_views
+from harness.report import render_view as render
+from harness.util import holds_bad_text
 
 
 @click.command()
@@ -24,7 +24,7 @@ from harness.report.report_view import DETAILS, VIEW_FORMATS, profile_views, ren
                    "(throughput breakdowns, pipe utilization).")
 def report(report: Path, kernel_regex: str | None, fmt: str, details: str) -> None:
     """Print each kernel's sections (metric, unit, value) and ncu's rule messages."""
-    views = profile_views(load_profiles(report, kernel_regex))  # read through the one model
+    views = profile_views(load_kernel_reports(report, kernel_regex))  # read through the one model
     text = render(views, fmt, details)  # type: ignore[arg-type]
     if holds_bad_text(text):
         raise ReportError(f"{report} is corrupt: it holds text that is not UTF-8")

@@ -43,8 +43,7 @@ def writeup(sources: tuple[Path, ...], out: Path | None, fmt: str,
     Run directories and reports are data: writeup never imports a module they name or
     carry, and only --project (here or as `ncuh --project`) runs a project's code.
     """
-    from harness.render import write
-    from harness.writeup import collect
+    from harness.pages import collect, write
 
     result = collect(sources, project_path(project))
     out = out or _default_out()

@@ -21,7 +21,7 @@ from harness.diff.formatting import count, percent, quantity
 from harness.diff.inputs import KernelData
 from harness.diff.thresholds import NCU_DURATION
 from harness.diff.verdicts import MetricVerdict
-from harness.report.kernel_profile import OCCUPANCY_LIMITERS, RuleResult, limiters_of, stall_label
+from harness.report import OCCUPANCY_LIMITERS, RuleResult, limiters_of, stall_label
 
 # Counters that point at a cause, with the words used for them.
 EXPLANATORY_COUNTERS: dict[str, str] = {

@@ -4,7 +4,7 @@ Each kernel gets a `KernelKey`: its name (the variant for the bundled chain, oth
 function name), the problem size when a run recorded one, and its launch order among kernels
 with the same name and size. Keys are what `matching` pairs across the two sides.
 
-Each kernel is read through the typed `KernelProfile` (the one reader of reports): its
+Each kernel is read through the typed `KernelReport` (the one reader of reports): its
 metrics as a flat `{metric name: value}` in ncu's base units, so any metric a user names in a
 thresholds file can be compared (a metric absent from the report is simply absent, never
 zero), and ncu's own rule results, so that `explain` can say which rules appeared or changed
@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ReportError
-from harness.report.kernel_profile import KernelProfile, RuleResult
-from harness.report.profile_builder import load_profiles
+from harness.report import KernelReport, RuleResult, load_kernel_reports
 from harness.rundir import BenchFile, RunEntry, is_run_directory, load_run
 
 Size = tuple[int, ...]
@@ -72,7 +71,7 @@ class KernelData:
     samples_ms: tuple[float, ...] = ()  # bench event timings, one per repeat
     device: str | None = None
     compute_capability: str | None = None
-    profile: KernelProfile | None = field(default=None, repr=False, compare=False)
+    profile: KernelReport | None = field(default=None, repr=False, compare=False)
 
     def metric(self, name: str) -> float | None:
         return self.metrics.get(name)
@@ -214,12 +213,12 @@ def _environment_from_kernels(kernels: tuple[KernelData, ...]) -> Environment:
 
 
 def _report_kernels(path: Path, name: str | None, size: Size | None) -> list[KernelData]:
-    # load_profiles validates the file (missing, empty, not a report, truncated, no kernels)
+    # load_kernel_reports validates the file (missing, empty, not a report, truncated, no kernels)
     # and raises a one-line ReportError
-    return [_profile_kernel(profile, path, name, size) for profile in load_profiles(path)]
+    return [_profile_kernel(profile, path, name, size) for profile in load_kernel_reports(path)]
 
 
-def _profile_kernel(profile: KernelProfile, path: Path, name: str | None,
+def _profile_kernel(profile: KernelReport, path: Path, name: str | None,
                     size: Size | None) -> KernelData:
     numbers = profile.numbers()
     return KernelData(

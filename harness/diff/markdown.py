@@ -12,8 +12,7 @@ from harness.diff.compare import DiffResult, KernelDiff
 from harness.diff.formatting import percent, quantity
 from harness.diff.inputs import KernelData
 from harness.diff.verdicts import SEVERITY
-from harness.markdown_text import code_span, html_text
-from harness.markdown_text import text as md_text
+from harness.util import code_span, html_text, md_text
 
 MAX_BYTES = 1024 * 1024 - 1  # GitHub: "summaries are limited to 1 MiB"
 _RESERVE = 1024  # room kept for the truncation note

@@ -17,8 +17,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.errors import NcuhError
-from harness.input_file import load_toml, read_text
-from harness.schema import validate
+from harness.rundir import validate
+from harness.util import load_toml, read_text
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -6,14 +6,60 @@ has `NAME` and `check(profile, previous) -> list[Finding]`.
 
 from __future__ import annotations
 
-from harness.findings.model import Finding, Kind
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["RULES", "Finding", "Kind", "run_rules"]
+if TYPE_CHECKING:
+    from harness.findings.bound import describe as describe_bound
+    from harness.findings.bound import near_dram_peak
+    from harness.findings.model import Finding, Kind
+    from harness.findings.pipes import busiest as busiest_pipes
+    from harness.findings.registry import RULES, get_rule, rule_names, run_rules, tldr_finding
+
+# public name -> (module, attribute), imported on first use so that importing the package does
+# no work; not cached here, so a test that replaces the attribute in its module is seen.
+_HOMES: dict[str, tuple[str, str]] = {
+    "ncu_set_aside": ("harness.findings.ncu_rules", "set_aside"),
+    "SetAside": ("harness.findings.ncu_rules", "SetAside"),
+    "busiest_memory_unit": ("harness.findings.bound", "busiest_memory_unit"),
+    "classify_bound": ("harness.findings.bound", "classify"),
+    "Finding": ("harness.findings.model", "Finding"),
+    "Kind": ("harness.findings.model", "Kind"),
+    "RULES": ("harness.findings.registry", "RULES"),
+    "busiest_pipes": ("harness.findings.pipes", "busiest"),
+    "describe_bound": ("harness.findings.bound", "describe"),
+    "get_rule": ("harness.findings.registry", "get_rule"),
+    "near_dram_peak": ("harness.findings.bound", "near_dram_peak"),
+    "rule_names": ("harness.findings.registry", "rule_names"),
+    "run_rules": ("harness.findings.registry", "run_rules"),
+    "tldr_finding": ("harness.findings.registry", "tldr_finding"),
+}
+
+__all__ = [
+    "RULES",
+    "Finding",
+    "Kind",
+    "SetAside",
+    "busiest_memory_unit",
+    "busiest_pipes",
+    "classify_bound",
+    "describe_bound",
+    "get_rule",
+    "ncu_set_aside",
+    "near_dram_peak",
+    "rule_names",
+    "run_rules",
+    "tldr_finding",
+]
 
 
-def __getattr__(name: str):  # lazy: the registry imports every rule module
-    if name in ("RULES", "run_rules", "rule_names", "get_rule"):
-        from harness.findings import registry
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = home
+    return getattr(importlib.import_module(module), attribute)
 
-        return getattr(registry, name)
-    raise AttributeError(name)
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "atomics"
 SECTION = "Memory Workload Analysis"
@@ -23,13 +23,13 @@ DOMINANT = 10.0  # percent of executed instructions: the atomics are the kernel'
 SCATTERED = 4.0  # sectors per warp-level global atomic: lanes aim at different addresses
 
 
-def executed_atomics(profile: KernelProfile) -> dict[str, float]:
+def executed_atomics(profile: KernelReport) -> dict[str, float]:
     """Executed warp-level atomic instructions by opcode (ATOMS: shared memory)."""
     return {o.opcode: o.executed for o in profile.instruction_mix
             if o.opcode in ATOMIC_OPCODES and o.executed}
 
 
-def serializes(profile: KernelProfile) -> bool:
+def serializes(profile: KernelReport) -> bool:
     """Whether the atomics pile up in one L2 slice (same-address contention)."""
     at = profile.atomics
     hot, avg = at.l2_atomic_unit_max_pct, at.l2_atomic_unit_avg_pct
@@ -38,7 +38,7 @@ def serializes(profile: KernelProfile) -> bool:
     return avg == 0 or hot >= CONCENTRATION * avg
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     executed = executed_atomics(profile)
     at = profile.atomics
     if not executed and not at.global_requests and not at.shared_atom_instructions:
@@ -85,7 +85,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
                     evidence=(ev(profile, "atomic_executed", ">", 0.0),))]
 
 
-def _dominant(profile: KernelProfile, executed: dict[str, float], text: str,
+def _dominant(profile: KernelReport, executed: dict[str, float], text: str,
               metrics: dict[str, float | str]) -> Finding | None:
     """Atomics that make up much of the kernel, named by space and spread: shared-memory
     atomics, or global atomics whose lanes hit different sectors (scattered)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 from harness.findings import shape
 from harness.findings.evidence import Evidence, Op
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import BankConflictStats, KernelProfile
+from harness.report import BankConflictStats, KernelReport
 
 NAME = "bank_conflicts"
 SECTION = "Memory Workload Analysis"
@@ -71,7 +71,7 @@ def _one(direction: str, stats: BankConflictStats, staged: str = "tile") -> list
                     evidence=(measure(">=", CLEAN_SHARE), measure("<", BAD_SHARE)))]
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     conflicts = profile.bank_conflicts
     # a kernel that does not tile stages data in shared arrays, not tiles (`shape.tiles`)
     staged = "tile" if shape.tiles(profile) else "array"

@@ -12,7 +12,7 @@ from typing import Literal
 from harness.findings import shape
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "bound"
 SECTION = "GPU Speed Of Light Throughput"
@@ -26,7 +26,7 @@ NEAR_PEAK = 85.0
 Bound = Literal["memory", "compute", "latency"]
 
 
-def classify(profile: KernelProfile) -> Bound | None:
+def classify(profile: KernelReport) -> Bound | None:
     """The binding unit, or None when the speed-of-light throughputs were not collected.
     A tensor-core kernel's compute side is its tensor pipe where that is busier than the SM
     throughput figure (which averages over sub-units a WGMMA kernel leaves idle)."""
@@ -44,7 +44,7 @@ def classify(profile: KernelProfile) -> Bound | None:
     return "memory" if memory >= compute else "compute"
 
 
-def busiest_memory_unit(profile: KernelProfile) -> tuple[str, float] | None:
+def busiest_memory_unit(profile: KernelReport) -> tuple[str, float] | None:
     """The memory unit nearest its peak (L1/TEX, L2 or DRAM) and its throughput in percent."""
     sol = profile.speed_of_light
     units = {
@@ -59,7 +59,7 @@ def busiest_memory_unit(profile: KernelProfile) -> tuple[str, float] | None:
     return name, known[name]
 
 
-def near_dram_peak(profile: KernelProfile) -> float | None:
+def near_dram_peak(profile: KernelReport) -> float | None:
     """DRAM throughput in percent of peak when a memory-bound kernel is near it, else None."""
     unit = busiest_memory_unit(profile)
     if classify(profile) != "memory" or unit is None or unit[0] != "DRAM":
@@ -67,7 +67,7 @@ def near_dram_peak(profile: KernelProfile) -> float | None:
     return unit[1] if unit[1] >= NEAR_PEAK else None
 
 
-def describe(profile: KernelProfile) -> str:
+def describe(profile: KernelReport) -> str:
     """The binding unit in a few words, e.g. "compute-bound (FP64 pipe at 86.7%)",
     "memory-bound (DRAM)", "latency-bound (busiest memory unit L2 at 47.2%)"."""
     from harness.findings.feeds import ASYNC_PATHS, async_share, main_paths
@@ -154,7 +154,7 @@ _STREAMING_FIX = {
 }
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     bound = classify(profile)
     if bound is None:
         return []

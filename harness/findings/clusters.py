@@ -6,7 +6,7 @@ network (`l1tex__t_{requests,sectors}_pipe_lsu_mem_dshared_op_*`) (Memory Worklo
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "clusters"
 SECTION = "Memory Workload Analysis"
@@ -16,7 +16,7 @@ OPS = {"ld": "loads", "st": "stores", "atom": "atomics", "redas": "remote adds"}
 SECTOR_BYTES = 32
 
 
-def dsmem(profile: KernelProfile) -> dict[str, tuple[float, float]]:
+def dsmem(profile: KernelReport) -> dict[str, tuple[float, float]]:
     """DSMEM operation -> (warp-level requests, sectors), where any were made."""
     found = {}
     for op in OPS:
@@ -27,7 +27,7 @@ def dsmem(profile: KernelProfile) -> dict[str, tuple[float, float]]:
     return found
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     size = profile.metric(CLUSTER_SIZE)
     if not size or size <= 1:
         return []

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import ASYNC_LOADS, AsyncCopies, KernelProfile
+from harness.report import ASYNC_LOADS, AsyncCopies, KernelReport
 
 NAME = "coalescing"
 SECTION = "Memory Workload Analysis"
@@ -49,12 +49,12 @@ _ADVICE = {
 }
 
 
-def _bad_directions(profile: KernelProfile) -> list[str]:
+def _bad_directions(profile: KernelReport) -> list[str]:
     return [name for name, accesses in sorted(profile.coalescing.directions().items())
             if (accesses.least_excess_pct or 0.0) >= BAD_EXCESS]
 
 
-def _detail(profile: KernelProfile) -> str:
+def _detail(profile: KernelReport) -> str:
     """" By direction: loads: ...; stores: ...." """
     parts = []
     for name, a in sorted(profile.coalescing.directions().items()):
@@ -68,7 +68,7 @@ def _detail(profile: KernelProfile) -> str:
     return f" By direction: {'; '.join(parts)}." if parts else ""
 
 
-def _unjudged(profile: KernelProfile) -> tuple[str, str]:
+def _unjudged(profile: KernelReport) -> tuple[str, str]:
     """(" (...; cp.async loads not judged)" for a title, sentences for the text): what moved
     sectors the counters could not judge, and why."""
     missed = profile.coalescing.unjudged()
@@ -76,7 +76,7 @@ def _unjudged(profile: KernelProfile) -> tuple[str, str]:
     return title, "".join(f" The {name} were not judged: {why}." for name, why in missed.items())
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     co = profile.coalescing
     excess, sectors = co.global_excess_pct, co.global_sectors
     if excess is None or not sectors:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "divergence"
 SECTION = "Warp State Statistics"
@@ -20,17 +20,17 @@ BAD_LANES = 24.0  # fewer working lanes than this (a quarter idle) is a problem
 MOST_IDLE_LANES = 16.0  # fewer than this: most lanes idle; "good" throughput is qualified
 
 
-def working_lanes(profile: KernelProfile) -> float | None:
+def working_lanes(profile: KernelReport) -> float | None:
     return profile.divergence.working_lanes
 
 
-def most_lanes_idle(profile: KernelProfile) -> bool:
+def most_lanes_idle(profile: KernelReport) -> bool:
     """Whether fewer than half of a warp's lanes do work, on average."""
     lanes = working_lanes(profile)
     return lanes is not None and lanes < MOST_IDLE_LANES
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     div = profile.divergence
     lanes = div.working_lanes
     if lanes is None:

@@ -13,8 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.report.instruction_classes import MATH_CLASSES
-from harness.report.kernel_profile import KernelProfile
+from harness.report import MATH_CLASSES, KernelReport
 
 Op = Literal[">=", "<=", ">", "<"]
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -28,18 +27,18 @@ FMA_OPCODES = ("FFMA", "DFMA", "HFMA2", "HMMA", "HGMMA", "DMMA", "IMMA", "IGMMA"
 FP16_OPCODES = ("HFMA2", "HADD2", "HMUL2", "HMMA", "HGMMA")
 
 
-def _sum_mix(profile: KernelProfile) -> float:
+def _sum_mix(profile: KernelReport) -> float:
     return sum(o.executed for o in profile.instruction_mix)
 
 
-def executed(profile: KernelProfile, opcodes: tuple[str, ...]) -> float | None:
+def executed(profile: KernelReport, opcodes: tuple[str, ...]) -> float | None:
     """Executed warp instructions of these opcodes; None without an instruction mix."""
     if not profile.instruction_mix:
         return None
     return sum(o.executed for o in profile.instruction_mix if o.opcode in opcodes)
 
 
-def share_of_mix(profile: KernelProfile, opcodes: tuple[str, ...]) -> float | None:
+def share_of_mix(profile: KernelReport, opcodes: tuple[str, ...]) -> float | None:
     """These opcodes' share of all executed instructions, in percent (one counter family)."""
     total = _sum_mix(profile)
     part = executed(profile, opcodes)
@@ -54,24 +53,24 @@ def share_of_whole(part: float, whole: float | None) -> float | None:
     return 100.0 * part / whole
 
 
-def _math_executed(profile: KernelProfile) -> float:
+def _math_executed(profile: KernelReport) -> float:
     return sum(c.executed for c in profile.instruction_classes if c.name in MATH_CLASSES)
 
 
-def fma_share_of_math(profile: KernelProfile) -> float | None:
+def fma_share_of_math(profile: KernelReport) -> float | None:
     """Multiply-adds (and MMAs) among all math instructions, in percent."""
     math = _math_executed(profile)
     fma = executed(profile, FMA_OPCODES)
     return 100.0 * fma / math if math and fma is not None else None
 
 
-def math_share(profile: KernelProfile) -> float | None:
+def math_share(profile: KernelReport) -> float | None:
     """Math instructions (FP32, FP64, FP16, tensor, XU) among all executed, in percent."""
     total = _sum_mix(profile)
     return 100.0 * _math_executed(profile) / total if total else None
 
 
-def _sol(attr: str) -> Callable[[KernelProfile], float | None]:
+def _sol(attr: str) -> Callable[[KernelReport], float | None]:
     return lambda p: getattr(p.speed_of_light, attr)
 
 
@@ -82,7 +81,7 @@ def _ratio(hot: float | None, avg: float | None) -> float | None:
 
 
 # measure -> (words for the page, reader); parametrized measures are in `read`
-MEASURES: dict[str, tuple[str, Callable[[KernelProfile], float | None]]] = {
+MEASURES: dict[str, tuple[str, Callable[[KernelReport], float | None]]] = {
     "compute_pct": ("SM throughput (% of peak)", _sol("compute_throughput_pct")),
     "memory_pct": ("memory throughput (% of peak)", _sol("memory_throughput_pct")),
     "dram_pct": ("DRAM throughput (% of peak)", _sol("dram_throughput_pct")),
@@ -153,7 +152,7 @@ def words(measure: str) -> str:
     return MEASURES[measure][0] if measure in MEASURES else measure
 
 
-def read(profile: KernelProfile, measure: str) -> float | None:
+def read(profile: KernelReport, measure: str) -> float | None:
     """The value of a named measure in this profile; None when not collected."""
     kind, _, arg = measure.partition(":")
     if kind == "pipe":
@@ -201,7 +200,7 @@ def _num(value: float) -> str:
         else f"{value:.0f}"
 
 
-def ev(profile: KernelProfile, measure: str, op: Op, threshold: float) -> Evidence:
+def ev(profile: KernelReport, measure: str, op: Op, threshold: float) -> Evidence:
     """Evidence read from the profile now (rules call this beside their claim)."""
     return Evidence(measure, op, threshold, read(profile, measure))
 
@@ -211,7 +210,7 @@ def because(evidence: tuple[Evidence, ...]) -> str:
     return "; ".join(e.text() for e in evidence)
 
 
-def failing(profile: KernelProfile, evidence: tuple[Evidence, ...]) -> list[Evidence]:
+def failing(profile: KernelReport, evidence: tuple[Evidence, ...]) -> list[Evidence]:
     """The declared evidence that the profile, read again, does not bear out."""
     out = []
     for e in evidence:

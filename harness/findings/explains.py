@@ -22,7 +22,7 @@ from harness.findings import (
     warp_primitives,
 )
 from harness.findings.model import Finding
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 DOMINANCE = (warp_primitives.NAME, synchronization.NAME, atomics.NAME, clusters.NAME)
 # findings that never step aside for the tensor peak: the peak itself, the bound, the trend
@@ -65,7 +65,7 @@ def imbalance_explains_occupancy(findings: list[Finding]) -> list[Finding]:
     return out
 
 
-def tensor_peak_outweighs(findings: list[Finding], profile: KernelProfile) -> list[Finding]:
+def tensor_peak_outweighs(findings: list[Finding], profile: KernelReport) -> list[Finding]:
     """Near the tensor pipe's peak, every other problem can win back at most what the pipe has
     left. Low theoretical occupancy is the design of a WGMMA kernel (a few warpgroups per SM,
     fed asynchronously), and of any tensor-core kernel at the peak."""

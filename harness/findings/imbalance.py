@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "imbalance"
 SECTION = "Launch Statistics"
@@ -43,7 +43,7 @@ class SmBalance:
         return max(0.0, 100.0 * (self.busiest - self.others) / self.elapsed)
 
 
-def balance(profile: KernelProfile) -> SmBalance | None:
+def balance(profile: KernelReport) -> SmBalance | None:
     """The SMs' balance, or None when a counter is missing, or when some SM got no block at
     all (a grid smaller than the GPU: the waves rule names that)."""
     values = [profile.metric(name) for name in (ACTIVE_MAX, ACTIVE_AVG, ACTIVE_MIN, ACTIVE_SUM,
@@ -58,7 +58,7 @@ def balance(profile: KernelProfile) -> SmBalance | None:
                      elapsed=elapsed, sms=int(sms))
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     b = balance(profile)
     if b is None or b.ratio < RATIO:
         return []

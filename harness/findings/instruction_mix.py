@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
-from harness.report.instruction_classes import MATH_CLASSES
-from harness.report.kernel_profile import KernelProfile
+from harness.report import MATH_CLASSES, KernelReport
 
 NAME = "instruction_mix"
 SECTION = "Instruction Statistics"
@@ -20,7 +19,7 @@ MATH_SHARE = 50.0  # percent of executed instructions: below this, overhead domi
 OTHERS_NAMED = 2
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     classes = profile.instruction_classes
     math = [c for c in classes if c.name in MATH_CLASSES]
     if not math:

@@ -11,20 +11,20 @@ from __future__ import annotations
 
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "local_arrays"
 SECTION = "Memory Workload Analysis"
 ARRAY_SHARE = 50.0  # percent of local instructions that are not spills: the arrays dominate
 
 
-def array_instructions(profile: KernelProfile) -> float:
+def array_instructions(profile: KernelReport) -> float:
     """Local loads and stores that are not register spills."""
     local = profile.local_memory
     return max(local.instructions - (local.spill_instructions or 0.0), 0.0)
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     local = profile.local_memory
     total = local.instructions
     if not total:

@@ -9,10 +9,10 @@ even closer (shared memory, registers) or from fewer accesses.
 
 from __future__ import annotations
 
-from harness.findings import bound as bound_rule
+from harness.findings.bound import classify
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "memory_level"
 SECTION = "GPU Speed Of Light Throughput"
@@ -22,11 +22,11 @@ L2_OVER_DRAM = 4.0  # ... at this many times the DRAM's share of its peak: the d
 L2_HIT = "lts__t_sector_hit_rate.pct"
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     sol = profile.speed_of_light
     dram, l2 = sol.dram_throughput_pct, sol.l2_throughput_pct
     compute = sol.compute_throughput_pct
-    if dram is None or l2 is None or bound_rule.classify(profile) is None:
+    if dram is None or l2 is None or classify(profile) is None:
         return []
     if compute is not None and (sol.memory_throughput_pct or 0.0) < compute:
         return []  # compute is the busier side: where the bytes come from matters less

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from harness.findings.evidence import Evidence, because
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 Kind = Literal["good", "bad", "info"]
 
@@ -50,7 +50,7 @@ class Finding:
 
 
 # A rule: the profile of this iteration, the previous iteration's profile (or None).
-RuleCheck = Callable[[KernelProfile, "KernelProfile | None"], list[Finding]]
+RuleCheck = Callable[[KernelReport, "KernelReport | None"], list[Finding]]
 
 
 def fmt(value: float, digits: int = 1) -> str:

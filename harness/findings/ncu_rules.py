@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from harness.findings import bound as bound_rule
 from harness.findings import waves as waves_rule
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile, RuleResult
+from harness.report import KernelReport, RuleResult
 
 NAME = "ncu_rules"
 MIN_SPEEDUP = 1.0  # percent; ncu attaches near-zero estimates to many rules
@@ -36,7 +36,7 @@ class SetAside:
     reason: str
 
 
-def _global_share(profile: KernelProfile, kind: str) -> tuple[float, float] | None:
+def _global_share(profile: KernelReport, kind: str) -> tuple[float, float] | None:
     """(share in percent of the kernel's global memory instructions, count) of one direction."""
     widths = profile.memory_widths
     loads, stores = widths.executed("global", "load"), widths.executed("global", "store")
@@ -51,7 +51,7 @@ def _compute_rule(rule: RuleResult) -> bool:
                                           and rule.title in COMPUTE_TITLES)
 
 
-def why_not(rule: RuleResult, profile: KernelProfile) -> str | None:
+def why_not(rule: RuleResult, profile: KernelReport) -> str | None:
     """Why an ncu result does not matter for this kernel; None when it does."""
     title = (rule.title or "").lower()
     direction = ("store" if "store" in title or rule.name == "MemoryL2Compression"
@@ -124,7 +124,7 @@ def _finding(rule: RuleResult) -> Finding:
     )
 
 
-def _candidates(profile: KernelProfile) -> list[RuleResult]:
+def _candidates(profile: KernelReport) -> list[RuleResult]:
     chosen = [
         r for r in profile.rules_for_pages
         if r.type in ("OPT", "WARN") and r.message
@@ -133,11 +133,11 @@ def _candidates(profile: KernelProfile) -> list[RuleResult]:
     return sorted(chosen, key=lambda r: -(r.speedup_pct or 0.0))
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     return [_finding(r) for r in _candidates(profile) if why_not(r, profile) is None]
 
 
-def set_aside(profile: KernelProfile) -> list[SetAside]:
+def set_aside(profile: KernelReport) -> list[SetAside]:
     """ncu's results that do not matter for this kernel, each with the reason."""
     out = []
     for rule in _candidates(profile):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.findings.occupancy_limits import binding, causes
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "occupancy"
 SECTION = "Occupancy"
@@ -41,7 +41,7 @@ _FIX = {
 }
 
 
-def limiter_text(profile: KernelProfile) -> str | None:
+def limiter_text(profile: KernelReport) -> str | None:
     """"shared memory per block (2 blocks per SM)" or None when the limits were not collected.
     Only real causes are named: not the limit of a resource the kernel does not use."""
     occ = profile.occupancy
@@ -54,7 +54,7 @@ def limiter_text(profile: KernelProfile) -> str | None:
     return f"{names} ({fmt(blocks, 0)} block{'' if blocks == 1 else 's'} per SM)"
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     occ = profile.occupancy
     theoretical, achieved = occ.theoretical_pct, occ.achieved_pct
     if theoretical is None:

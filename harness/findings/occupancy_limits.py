@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 
 from harness.findings.model import fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 MAX_WARPS = "device__attribute_max_warps_per_multiprocessor"
 MAX_BLOCKS = "device__attribute_max_blocks_per_multiprocessor"
@@ -37,7 +37,7 @@ class Limit:
     lift: str  # e.g. "at most 128 registers per thread would fit 2 blocks (16 warps)"
 
 
-def causes(profile: KernelProfile) -> tuple[str, ...]:
+def causes(profile: KernelReport) -> tuple[str, ...]:
     """The binding limits that are real causes for this kernel, most changeable first."""
     occ = profile.occupancy
     limiters = set(occ.limiters)
@@ -51,7 +51,7 @@ def causes(profile: KernelProfile) -> tuple[str, ...]:
         sorted(limiters - set(PREFERENCE)))
 
 
-def binding(profile: KernelProfile) -> Limit | None:
+def binding(profile: KernelReport) -> Limit | None:
     """The limit to name, or None when the counters needed are missing. Where several
     resources bind at once, its `lift` says what each must become: lifting one alone gains
     nothing."""
@@ -66,7 +66,7 @@ def binding(profile: KernelProfile) -> Limit | None:
     return Limit(first.resource, first.blocks, first.cause, f"only together: {lifts}")
 
 
-def _limit(profile: KernelProfile, resource: str) -> Limit | None:
+def _limit(profile: KernelReport, resource: str) -> Limit | None:
     threads = profile.launch.block_size
     if not threads:
         return None

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from harness.findings.evidence import Evidence, ev
 from harness.findings.model import Finding, fmt
-from harness.report.instruction_classes import MATH_CLASSES
-from harness.report.kernel_profile import KernelProfile, PipeUse
+from harness.report import MATH_CLASSES, KernelReport, PipeUse
 
 NAME = "pipes"
 SECTION = "Compute Workload Analysis"
@@ -65,7 +64,7 @@ def content(pipe: str) -> str:
     return _CONTENT[pipe][0] if pipe in _CONTENT else ""
 
 
-def _opcode_counts(profile: KernelProfile, pipe: str) -> str:
+def _opcode_counts(profile: KernelReport, pipe: str) -> str:
     """The executed counts of the opcodes that keep `pipe` busy, e.g. "BRA 18,874,368"."""
     wanted = _CONTENT[pipe][1] if pipe in _CONTENT else ()
     found = {o.opcode: o for o in profile.instruction_mix if o.opcode in wanted}
@@ -73,7 +72,7 @@ def _opcode_counts(profile: KernelProfile, pipe: str) -> str:
                      for op in wanted if op in found)
 
 
-def busiest(profile: KernelProfile) -> list[PipeUse]:
+def busiest(profile: KernelReport) -> list[PipeUse]:
     """One entry per pipe (its higher measure), busiest first. Sums of other pipes are left
     out: "Shared (FP16+Tensor)", which on Hopper also carries FP64 (an FP64 kernel shows it
     as busy as the FP64 pipe), and "Tensor (All)" where a specific tensor pipe is listed."""
@@ -87,7 +86,7 @@ def busiest(profile: KernelProfile) -> list[PipeUse]:
     return sorted(best.values(), key=lambda u: (-u.pct, u.pipe))
 
 
-def math_opcode_share(profile: KernelProfile) -> tuple[str, float] | None:
+def math_opcode_share(profile: KernelReport) -> tuple[str, float] | None:
     """The math class with most instructions, and the share of fused multiply-adds (and MMAs)
     among all math instructions; None without math."""
     math = [c for c in profile.instruction_classes if c.name in MATH_CLASSES]
@@ -98,7 +97,7 @@ def math_opcode_share(profile: KernelProfile) -> tuple[str, float] | None:
     return math[0].name, 100.0 * fma / total
 
 
-def gemm_evidence(profile: KernelProfile) -> tuple[Evidence, ...]:
+def gemm_evidence(profile: KernelReport) -> tuple[Evidence, ...]:
     """What calling a kernel GEMM-like rests on: multiply-adds (or MMAs) are most of its
     math, math is a real share of its instructions (MMAs excepted), and shuffles and atomics
     are not (those make a sum or a histogram)."""
@@ -114,7 +113,7 @@ def gemm_evidence(profile: KernelProfile) -> tuple[Evidence, ...]:
     return tuple(found)
 
 
-def expected_pipe(profile: KernelProfile) -> str | None:
+def expected_pipe(profile: KernelReport) -> str | None:
     """The pipe a GEMM-like kernel's math should keep busy, None when it is not GEMM-like."""
     share = math_opcode_share(profile)
     if share is None or not all(e.holds() for e in gemm_evidence(profile)):
@@ -126,7 +125,7 @@ def _summary(uses: list[PipeUse]) -> str:
     return ", ".join(f"{u.label} {fmt(u.pct)}%" for u in uses[:SUMMARY_PIPES])
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     uses = busiest(profile)
     if not uses:
         return []
@@ -189,7 +188,7 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
     return findings
 
 
-def _busy_finding(profile: KernelProfile, top: PipeUse, summary: str,
+def _busy_finding(profile: KernelReport, top: PipeUse, summary: str,
                   metrics: dict[str, float | str]) -> Finding:
     name = words(top.pipe)
     if top.pipe in _TENSOR or top.pipe in ("fma", "fmaheavy"):

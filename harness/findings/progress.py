@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
 from harness.findings.stalls import label
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "progress"
 SECTION = "GPU Speed Of Light Throughput"
@@ -17,7 +17,7 @@ STALL_MIN_CYCLES = 1.0
 STALL_CHANGE = 0.25  # a stall moved when it changed by 25% and by at least one cycle
 
 
-def _stall_deltas(profile: KernelProfile, previous: KernelProfile) -> list[Finding]:
+def _stall_deltas(profile: KernelReport, previous: KernelReport) -> list[Finding]:
     before = {s.reason: s.cycles_per_issue for s in previous.warp_state.stalls}
     after = {s.reason: s.cycles_per_issue for s in profile.warp_state.stalls}
     findings = []
@@ -65,7 +65,7 @@ def _delta(name: str, old: float | None, new: float | None, section: str,
     ]
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     if previous is None:
         return []
     findings: list[Finding] = []

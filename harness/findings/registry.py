@@ -32,7 +32,7 @@ from harness.findings import (
 )
 from harness.findings.evidence import OP_WORDS, failing, words
 from harness.findings.model import Finding, RuleCheck
-from harness.report.kernel_profile import KernelProfile, RuleResult
+from harness.report import KernelReport, RuleResult
 
 
 @dataclass(frozen=True)
@@ -122,8 +122,8 @@ def get_rule(name: str) -> Rule:
 
 
 def run_rules(
-    profile: KernelProfile,
-    previous: KernelProfile | None = None,
+    profile: KernelReport,
+    previous: KernelReport | None = None,
     names: tuple[str, ...] | None = None,
 ) -> list[Finding]:
     """Every finding of the selected rules (all by default), most important first."""
@@ -150,7 +150,7 @@ def run_rules(
     return [top, *(f for f in findings if f is not top)] if top is not None else findings
 
 
-def _judged(finding: Finding, profile: KernelProfile) -> Finding:
+def _judged(finding: Finding, profile: KernelReport) -> Finding:
     """A finding whose declared evidence the profile does not bear out (a measure missing, or
     on the wrong side of its threshold) is no verdict: it becomes an aside that says what was
     not judged and why, without a fix idea."""
@@ -176,14 +176,14 @@ def covering_rules(result: RuleResult) -> tuple[str, ...]:
     return (covered,) if covered else ()
 
 
-def _problems_for(rule: str, profile: KernelProfile) -> list[RuleResult]:
+def _problems_for(rule: str, profile: KernelReport) -> list[RuleResult]:
     """ncu's OPT/WARN results on the topic our rule `rule` covers, where they bear on this
     kernel (a result set aside neither lends its estimate nor contradicts our praise)."""
     return [r for r in profile.rules_for_pages
             if r.is_problem and rule in covering_rules(r) and ncu_rules.why_not(r, profile) is None]
 
 
-def _idle_lanes_explain_pipe(findings: list[Finding], profile: KernelProfile) -> list[Finding]:
+def _idle_lanes_explain_pipe(findings: list[Finding], profile: KernelReport) -> list[Finding]:
     """A pipe that binds only because idle lanes ride along is a symptom: were the working
     lanes packed into full warps, the same work would keep the pipe below `pipes.BUSY`. The
     idle lanes (the divergence finding) are then the problem to name; the pipe becomes an
@@ -225,7 +225,7 @@ def _with_causes(findings: list[Finding]) -> list[Finding]:
             if f.kind == "bad" and f.rule in inherited else f for f in findings]
 
 
-def _with_speedup(finding: Finding, profile: KernelProfile) -> Finding:
+def _with_speedup(finding: Finding, profile: KernelReport) -> Finding:
     """ncu's estimated speedup for the problem a finding names, where ncu has one."""
     if finding.kind != "bad":
         if finding.rule == ncu_rules.NAME:
@@ -237,7 +237,7 @@ def _with_speedup(finding: Finding, profile: KernelProfile) -> Finding:
     return dataclasses.replace(finding, speedup_pct=max(estimates)) if estimates else finding
 
 
-def _consistent(finding: Finding, profile: KernelProfile) -> Finding:
+def _consistent(finding: Finding, profile: KernelReport) -> Finding:
     """A page never praises what ncu flags: a "good" statement on a topic one of ncu's rules
     flags as a problem becomes an aside that names ncu's rule."""
     if finding.kind != "good":
@@ -264,7 +264,7 @@ def _same_unit(finding: Finding, rule: RuleResult) -> bool:
     return not ours or not theirs or bool(ours & theirs)
 
 
-def _qualified(finding: Finding, profile: KernelProfile) -> Finding:
+def _qualified(finding: Finding, profile: KernelReport) -> Finding:
     """High throughput or occupancy is no praise when most lanes of each warp idle."""
     if finding.kind != "good" or finding.rule not in LANE_QUALIFIED:
         return finding

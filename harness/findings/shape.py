@@ -9,7 +9,7 @@ fusion instead.
 from __future__ import annotations
 
 from harness.findings.evidence import Evidence
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 # shared loads per shared store from which the block re-reads what it staged (a tile)
 SHARED_REUSE = 3.0
@@ -21,11 +21,11 @@ TILE_OPCODES = ("LDGSTS", "UTMALDG", "UBLKCP", "LDSM", "HMMA", "HGMMA", "IMMA", 
                 "QGMMA", "DMMA")
 
 
-def _executed(profile: KernelProfile, opcodes: tuple[str, ...]) -> float:
+def _executed(profile: KernelReport, opcodes: tuple[str, ...]) -> float:
     return sum(o.executed for o in profile.instruction_mix if o.opcode in opcodes)
 
 
-def tile_evidence(profile: KernelProfile) -> tuple[Evidence, ...]:
+def tile_evidence(profile: KernelReport) -> tuple[Evidence, ...]:
     """What calling the kernel tiled rests on (all must hold, or the opcodes of tiling)."""
     if _executed(profile, TILE_OPCODES):
         return (Evidence("tile_opcodes_executed", ">", 0.0,
@@ -39,7 +39,7 @@ def tile_evidence(profile: KernelProfile) -> tuple[Evidence, ...]:
             Evidence("shared_load_share_pct", ">=", SHARED_LOAD_SHARE, share))
 
 
-def tiles(profile: KernelProfile) -> bool:
+def tiles(profile: KernelReport) -> bool:
     """Whether the kernel tiles (see the module's description). Without an instruction mix
     the shape is not judged and the rules keep their general (tiling) advice."""
     if not profile.instruction_mix:

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "spills"
 SECTION = "Memory Workload Analysis"
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     spills = profile.local_memory_spill_requests
     if not spills:
         spills = profile.local_memory.spill_instructions

@@ -10,7 +10,7 @@ from __future__ import annotations
 from harness.findings import shape
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile, stall_label
+from harness.report import KernelReport, stall_label
 
 NAME = "stalls"
 SECTION = "Warp State Statistics"
@@ -111,7 +111,7 @@ def label(reason: str) -> str:
     return stall_label(reason)
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     warp = profile.warp_state
     total = warp.cycles_per_issued_instruction
     if not total or not warp.stalls:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "synchronization"
 SECTION = "Warp State Statistics"
@@ -40,18 +40,18 @@ KINDS = (
 )
 
 
-def _opcodes(profile: KernelProfile) -> dict[str, tuple[float, float]]:
+def _opcodes(profile: KernelReport) -> dict[str, tuple[float, float]]:
     return {o.opcode: (o.executed, o.share_pct) for o in profile.instruction_mix if o.executed}
 
 
-def _stall_share(profile: KernelProfile, reasons: tuple[str, ...]) -> tuple[float, float]:
+def _stall_share(profile: KernelReport, reasons: tuple[str, ...]) -> tuple[float, float]:
     """Cycles per issued instruction at the given stall reasons, and their percent."""
     total = profile.warp_state.cycles_per_issued_instruction
     cycles = sum(profile.warp_state.stall(r) or 0.0 for r in reasons)
     return cycles, (100.0 * cycles / total if total else 0.0)
 
 
-def strong_loads(profile: KernelProfile) -> float:
+def strong_loads(profile: KernelReport) -> float:
     """Executed volatile (strong) loads, from the opcodes with their modifiers."""
     metric = profile.metrics.get(WITH_MODIFIERS)
     if metric is None:
@@ -59,7 +59,7 @@ def strong_loads(profile: KernelProfile) -> float:
     return sum(n for op, n in metric.instances if op.startswith(STRONG_LOADS))
 
 
-def _barrier_findings(profile: KernelProfile, ops: dict[str, tuple[float, float]]) -> list[Finding]:
+def _barrier_findings(profile: KernelReport, ops: dict[str, tuple[float, float]]) -> list[Finding]:
     found = []
     for kind in KINDS:
         present = {op: ops[op] for op in kind.opcodes if op in ops}
@@ -88,7 +88,7 @@ def _barrier_findings(profile: KernelProfile, ops: dict[str, tuple[float, float]
     return found
 
 
-def _polling_finding(profile: KernelProfile, ops: dict[str, tuple[float, float]]) -> list[Finding]:
+def _polling_finding(profile: KernelReport, ops: dict[str, tuple[float, float]]) -> list[Finding]:
     total = profile.executed_instructions
     loads = strong_loads(profile)
     if not total or not loads or "YIELD" not in ops:
@@ -116,6 +116,6 @@ def _polling_finding(profile: KernelProfile, ops: dict[str, tuple[float, float]]
     )]
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     ops = _opcodes(profile)
     return _barrier_findings(profile, ops) + _polling_finding(profile, ops)

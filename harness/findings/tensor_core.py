@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from harness.findings import feeds
 from harness.findings.model import Finding, fmt
 from harness.findings.pipes import busiest
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "tensor_core"
 SECTION = "Compute Workload Analysis"
@@ -55,12 +55,12 @@ class TensorUse:
         return " and ".join(self.main_feed)
 
 
-def _executed(profile: KernelProfile, opcodes: tuple[str, ...]) -> dict[str, float]:
+def _executed(profile: KernelReport, opcodes: tuple[str, ...]) -> dict[str, float]:
     return {o.opcode: o.executed for o in profile.instruction_mix
             if o.opcode in opcodes and o.executed}
 
 
-def tensor_use(profile: KernelProfile) -> TensorUse | None:
+def tensor_use(profile: KernelReport) -> TensorUse | None:
     """The tensor pipe's use, or None when the kernel executed no MMA instruction or the
     tensor pipe was not collected."""
     mma = _executed(profile, WGMMA_OPCODES + MMA_OPCODES)
@@ -78,20 +78,20 @@ def tensor_use(profile: KernelProfile) -> TensorUse | None:
     )
 
 
-def uses_wgmma(profile: KernelProfile) -> bool:
+def uses_wgmma(profile: KernelReport) -> bool:
     """Whether the kernel's MMAs are warpgroup-wide (WGMMA): such kernels run a few
     warpgroups per SM by design."""
     use = tensor_use(profile)
     return use is not None and use.wgmma
 
 
-def near_peak(profile: KernelProfile) -> float | None:
+def near_peak(profile: KernelReport) -> float | None:
     """The tensor pipe's percent of peak when a tensor-core kernel runs near it, else None."""
     use = tensor_use(profile)
     return use.pipe_pct if use is not None and use.near_peak else None
 
 
-def summary(profile: KernelProfile) -> str:
+def summary(profile: KernelReport) -> str:
     """A few words for the bound line, e.g. "WGMMA (HGMMA) fed by TMA (UTMALDG)"; "" for a
     kernel without MMA instructions."""
     use = tensor_use(profile)
@@ -101,7 +101,7 @@ def summary(profile: KernelProfile) -> str:
     return use.mma_words() + (f" fed by {feed}" if feed else "")
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     use = tensor_use(profile)
     if use is None:
         return []

@@ -9,7 +9,7 @@ from __future__ import annotations
 from harness.findings import shape
 from harness.findings.evidence import ev, share_of_whole
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "vectorization"
 SECTION = "Instruction Statistics (SASS)"
@@ -30,7 +30,7 @@ _OPCODE = {("global", "load"): "LDG", ("global", "store"): "STG",
            ("shared", "load"): "LDS", ("shared", "store"): "STS"}
 
 
-def shares(profile: KernelProfile) -> dict[tuple[str, str], tuple[float, float]]:
+def shares(profile: KernelReport) -> dict[tuple[str, str], tuple[float, float]]:
     """(space, kind) -> (vectorized share in percent, executed instructions), where executed."""
     widths = profile.memory_widths
     out: dict[tuple[str, str], tuple[float, float]] = {}
@@ -41,7 +41,7 @@ def shares(profile: KernelProfile) -> dict[tuple[str, str], tuple[float, float]]
     return out
 
 
-def worth_widening(profile: KernelProfile, space: str, kind: str, executed: float) -> bool:
+def worth_widening(profile: KernelReport, space: str, kind: str, executed: float) -> bool:
     """Whether scalar accesses of this space and direction carry enough of the kernel's
     instructions for wider ones to matter (see MIN_INSTRUCTION_SHARE and SHARED_REUSE)."""
     total = profile.executed_instructions
@@ -62,7 +62,7 @@ def scalar_global_loads(finding: Finding) -> bool:
         finding.metrics.get("scalar_global_loads"))
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     found = shares(profile)
     if not found:
         return []

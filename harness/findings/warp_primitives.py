@@ -8,7 +8,7 @@ a kernel made mostly of them is busy exchanging data within warps, not computing
 from __future__ import annotations
 
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "warp_primitives"
 SECTION = "Instruction Statistics"
@@ -29,7 +29,7 @@ KINDS = {
 }
 
 
-def shares(profile: KernelProfile) -> dict[str, tuple[float, float]]:
+def shares(profile: KernelReport) -> dict[str, tuple[float, float]]:
     """Opcode family -> (executed warp instructions, percent of all executed)."""
     found: dict[str, tuple[float, float]] = {}
     for o in profile.instruction_mix:
@@ -38,7 +38,7 @@ def shares(profile: KernelProfile) -> dict[str, tuple[float, float]]:
     return found
 
 
-def dominant(profile: KernelProfile) -> tuple[str, float, float] | None:
+def dominant(profile: KernelReport) -> tuple[str, float, float] | None:
     """The primitive with the largest share when it is at least `DOMINANT` percent."""
     found = shares(profile)
     if not found:
@@ -52,7 +52,7 @@ def pipe_of(opcode: str) -> str:
     return KINDS[opcode][1]
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     found = shares(profile)
     if not found:
         return []

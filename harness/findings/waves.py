@@ -11,7 +11,7 @@ import math
 from harness.findings import shape
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 NAME = "waves"
 SECTION = "Launch Statistics"
@@ -26,7 +26,7 @@ def idle_share_pct(waves: float) -> float:
     return 100.0 * (full - waves) / full
 
 
-def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list[Finding]:
+def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     waves = profile.launch.waves_per_sm
     if waves is None or waves <= 0:
         return []

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness import __version__
-from harness.atomic import atomic_write_text
 from harness.errors import NcuhError, NoGpuError, UnsupportedShapeError, one_line
 from harness.gpu.backend import Runnable, prepare, prepare_call
 from harness.gpu.env import (
@@ -39,6 +38,7 @@ from harness.gpu.tuning import resolve_params
 from harness.gpu.verify import verify
 from harness.project import Limit, Project, Reference, Size, Variant
 from harness.rundir import BENCH_SCHEMA, BenchFile, BenchRecord, load_bench
+from harness.util import atomic_write_text
 
 Kind = Literal["variant", "reference", "limit"]
 Status = Literal["ok", "failed", "unsupported"]  # unsupported: the variant refuses the size

@@ -12,7 +12,7 @@ Numbers carry significant figures, not fifteen digits.
 from __future__ import annotations
 
 from harness.gpu.bench import PREVIOUS, BenchResult, BenchRun, aggregate_speedups
-from harness.project.size import size_text
+from harness.project import size_text
 
 _NOT_TIMED = ("FAILED", "UNSUPPORTED")
 

@@ -31,8 +31,8 @@ from harness.gpu.gates import wait_to_launch, wait_to_start_cuda
 from harness.gpu.protocol import RESULT_PREFIX, RUNNER_NO_GPU_EXIT, RUNNER_PREFIX, runner_range
 from harness.gpu.tuning import resolve_params
 from harness.gpu.verify import verify
-from harness.input_file import load_json
 from harness.project import Project, Size, open_project
+from harness.util import load_json
 
 SEED = 20261121
 NO_NVTX_HELP = (

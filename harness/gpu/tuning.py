@@ -20,13 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.atomic import atomic_write_text
 from harness.errors import NcuhError
 from harness.gpu.backend import source_text
-from harness.input_file import load_json
 from harness.project import Project, Size, Variant
-from harness.user_cache import CACHE_ENV as CACHE_ENV
-from harness.user_cache import cache_dir
+from harness.util import CACHE_ENV as CACHE_ENV
+from harness.util import atomic_write_text, cache_dir, load_json
 
 TUNING_SCHEMA = "ncuh.tuning/1"
 TUNING_FILE = "tuning.json"

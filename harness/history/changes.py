@@ -4,10 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from harness.diff.compare import KernelDiff
-from harness.diff.explain import explain
-from harness.diff.thresholds import MetricRule, Thresholds
-from harness.diff.verdicts import judge_kernel, kernel_verdict
+from harness.diff import (
+    KernelDiff,
+    MetricRule,
+    Thresholds,
+    explain_counters,
+    judge_kernel,
+    kernel_verdict,
+)
 from harness.history.record import KernelRecord
 from harness.history.series import Series
 from harness.history.steps import CONTEXT_RUNS, Point, StepFound, find_steps, pooled
@@ -74,7 +78,7 @@ def kernel_diff(base: KernelRecord, base_points: list[Point], cur: KernelRecord,
     cur_data = cur.kernel_data(pooled(cur_points) if with_samples else (), sources[1])
     metrics = judge_kernel(base_data, cur_data, thresholds)
     verdict = kernel_verdict(metrics)
-    explanation = explain(base_data, cur_data, metrics)
+    explanation = explain_counters(base_data, cur_data, metrics)
     return KernelDiff(cur_data.key, base_data, cur_data, verdict, tuple(metrics), explanation)
 
 

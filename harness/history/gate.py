@@ -11,9 +11,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.diff.compare import DiffResult, KernelDiff
-from harness.diff.inputs import Environment, KernelData, Side
-from harness.diff.thresholds import Direction, Thresholds
+from harness.diff import (
+    DiffResult,
+    Direction,
+    Environment,
+    KernelData,
+    KernelDiff,
+    Side,
+    Thresholds,
+)
 from harness.history.changes import STEP_PCT, kernel_diff, step_thresholds, time_rule
 from harness.history.series import Series, build_series, series_key
 from harness.history.steps import CONTEXT_RUNS, Point, find_steps

@@ -14,7 +14,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from harness.diff.explain import STALL_PREFIX, STALL_SUFFIX
+from harness.diff import STALL_PREFIX, STALL_SUFFIX
 from harness.history.series import Series
 
 DPI = 80

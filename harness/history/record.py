@@ -15,11 +15,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.diff.explain import EXPLANATORY_COUNTERS, STALL_PREFIX, STALL_SUFFIX
-from harness.diff.inputs import FailedEntry, KernelData, KernelKey, load_side
-from harness.diff.thresholds import NCU_DURATION, load_thresholds
+from harness.diff import (
+    EXPLANATORY_COUNTERS,
+    NCU_DURATION,
+    STALL_PREFIX,
+    STALL_SUFFIX,
+    FailedEntry,
+    KernelData,
+    KernelKey,
+    load_side,
+    load_thresholds,
+)
 from harness.errors import ReportError
-from harness.report.kernel_profile import RuleResult
+from harness.report import RuleResult
 from harness.rundir import is_run_directory
 
 Size = tuple[int, ...]

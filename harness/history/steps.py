@@ -21,8 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.diff.stats import TimingComparison, compare_samples
-from harness.diff.thresholds import Direction, TimingSettings
+from harness.diff import Direction, TimingComparison, TimingSettings, compare_samples
 
 PENALTY_FACTOR = 3.0
 MIN_SEGMENT = 2  # runs on each side of a step

@@ -23,7 +23,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
 
-from harness.diff.inputs import FailedEntry
+from harness.diff import FailedEntry
 from harness.errors import NcuhError
 from harness.history import tables
 from harness.history.record import KernelRecord, RunRecord, parse_failed, size_text

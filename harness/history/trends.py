@@ -15,13 +15,12 @@ from pathlib import Path
 import jinja2
 from markupsafe import Markup
 
-from harness import markdown_text
-from harness.atomic import atomic_file_set
-from harness.diff.thresholds import Thresholds, load_thresholds
+from harness.diff import Thresholds, load_thresholds
 from harness.history import plots
 from harness.history.changes import STEP_PCT, Step, series_steps, step_thresholds
 from harness.history.series import Series, build_series
 from harness.history.store import HistoryError, StoredRun
+from harness.util import atomic_file_set, md_text
 
 IMAGES = "img"
 
@@ -108,7 +107,7 @@ def write_trends(trends: Trends, out: Path) -> list[Path]:
 
 
 def _md(value: object) -> str:
-    return markdown_text.text(value)
+    return md_text(value)
 
 
 def _pct(value: float) -> str:

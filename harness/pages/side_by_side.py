@@ -13,11 +13,10 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.findings import bound as bound_rule
-from harness.findings import pipes as pipes_rule
-from harness.report.kernel_profile import KernelProfile, stall_label
+from harness.findings import busiest_memory_unit, busiest_pipes, classify_bound
+from harness.report import KernelReport, stall_label
 
-Reader = Callable[[KernelProfile], "float | None"]
+Reader = Callable[[KernelReport], "float | None"]
 STALLS = 3
 L2_SECTOR_BYTES = 32  # lts__t_sectors counts 32-byte sectors (as `ncuh diff` scales them)
 
@@ -53,13 +52,13 @@ class Change:
 
 
 def _metric(name: str, scale: float = 1.0) -> Reader:
-    def read(profile: KernelProfile) -> float | None:
+    def read(profile: KernelReport) -> float | None:
         value = profile.metric(name)
         return value * scale if value is not None else None
     return read
 
 
-def _shared_per_block(profile: KernelProfile) -> float | None:
+def _shared_per_block(profile: KernelReport) -> float | None:
     static = profile.metric("launch__shared_mem_per_block_static")
     dynamic = profile.metric("launch__shared_mem_per_block_dynamic")
     if static is None and dynamic is None:
@@ -67,15 +66,15 @@ def _shared_per_block(profile: KernelProfile) -> float | None:
     return (static or 0.0) + (dynamic or 0.0)
 
 
-def bound_unit(profile: KernelProfile) -> tuple[str, str, Reader] | None:
+def bound_unit(profile: KernelReport) -> tuple[str, str, Reader] | None:
     """The unit that binds the kernel, as (key, label, reader of its % of peak): the busiest
     memory unit of a memory-bound kernel, the busiest pipe of a compute-bound one, and the
     busier side of a latency-bound one."""
-    kind = bound_rule.classify(profile)
+    kind = classify_bound(profile)
     if kind is None:
         return None
     sol = profile.speed_of_light
-    unit = bound_rule.busiest_memory_unit(profile)
+    unit = busiest_memory_unit(profile)
     memory_side = (sol.memory_throughput_pct or 0.0) >= (sol.compute_throughput_pct or 0.0)
     if kind == "memory" or (kind == "latency" and memory_side):
         if unit is None:
@@ -84,14 +83,14 @@ def bound_unit(profile: KernelProfile) -> tuple[str, str, Reader] | None:
                 "DRAM": "dram_throughput_pct"}[unit[0]]
         return (f"unit:{unit[0]}", f"{unit[0]} throughput",
                 lambda p: getattr(p.speed_of_light, attr))
-    busiest = pipes_rule.busiest(profile)
+    busiest = busiest_pipes(profile)
     if not busiest:
         return "compute", "SM throughput", lambda p: p.speed_of_light.compute_throughput_pct
     top = busiest[0]
     return f"pipe:{top.pipe}", f"{top.label} pipe", lambda p: p.pipe(top.pipe)
 
 
-def _columns(profile: KernelProfile) -> list[tuple[str, str, str, Reader]]:
+def _columns(profile: KernelReport) -> list[tuple[str, str, str, Reader]]:
     """The key counters of `profile`'s table: (key, label, unit, reader). The bound unit and
     the stalls are chosen by this profile, and read the same way from the one it is set
     beside."""
@@ -118,13 +117,13 @@ def _columns(profile: KernelProfile) -> list[tuple[str, str, str, Reader]]:
     return columns
 
 
-def key_values(profile: KernelProfile) -> list[KeyValue]:
+def key_values(profile: KernelReport) -> list[KeyValue]:
     """The key counters of one kernel (its own bound unit and top stalls)."""
     return [KeyValue(key, label, unit, read(profile))
             for key, label, unit, read in _columns(profile)]
 
 
-def since_previous(previous: KernelProfile, current: KernelProfile) -> list[Change]:
+def since_previous(previous: KernelReport, current: KernelReport) -> list[Change]:
     """The key counters of `current` beside the same counters of `previous`."""
     return [Change(key, label, unit, read(previous), read(current))
             for key, label, unit, read in _columns(current)]

@@ -63,7 +63,7 @@ def parse_gpu_list(text: str | None) -> list[Gpu]:
 def list_gpus(runner: CommandRunner | None = None) -> list[Gpu]:
     """Every GPU of this host ([] when nvidia-smi is missing or fails)."""
     if runner is None:
-        from harness.gpu.env import run_command as runner
+        from harness.gpu import run_command as runner
     return parse_gpu_list(runner(smi_argv()))
 
 

@@ -19,9 +19,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.atomic import atomic_directory, atomic_path, atomic_write_text
 from harness.errors import IncompatibleInputsError, NcuhError, ReportError
 from harness.rundir import BENCH, MANIFEST, METRICS, Run, load_run
+from harness.util import atomic_directory, atomic_path, atomic_write_text
 
 # What must agree between shards, and where the manifest says it.
 _MUST_MATCH: tuple[tuple[str, tuple[str, ...]], ...] = (

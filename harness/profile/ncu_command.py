@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 # The NVTX range around the runner's one captured launch is the run side's (re-exported).
-from harness.gpu.protocol import RANGE_PREFIX as RANGE_PREFIX
-from harness.gpu.protocol import runner_range as runner_range
-from harness.project.size import size_text
+from harness.gpu import RANGE_PREFIX as RANGE_PREFIX
+from harness.gpu import runner_range as runner_range
+from harness.project import size_text
 
 # `pages` is ncuh's own set: exactly the sections the pages, findings, diff and report read
 # (ncu's `--set full` less what nobody reads), given to ncu as `--section` and `--metrics`.

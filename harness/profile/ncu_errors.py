@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from harness.errors import CounterPermissionError, NcuhError, NoGpuError, ProfilerError
 
 # The runner's failure-line prefix and no-GPU exit status are the run side's (re-exported).
-from harness.gpu.protocol import RUNNER_NO_GPU_EXIT as RUNNER_NO_GPU_EXIT
-from harness.gpu.protocol import RUNNER_PREFIX as RUNNER_PREFIX
+from harness.gpu import RUNNER_NO_GPU_EXIT as RUNNER_NO_GPU_EXIT
+from harness.gpu import RUNNER_PREFIX as RUNNER_PREFIX
 
 PERMISSION_HELP = (
     "GPU performance counters are not permitted for this user (ERR_NVGPUCTRPERM): run ncuh as "

@@ -23,13 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness import __version__
-from harness.atomic import atomic_write_text
 from harness.errors import NcuhError
 from harness.profile.ncu_command import CaptureMode, runner_program, variant_filter
-from harness.user_cache import cache_dir
+from harness.util import atomic_write_text, cache_dir
 
 if TYPE_CHECKING:
-    from harness.profile.run import Plan, ProfileRequest, Target
+    from harness.profile.planning import Plan, ProfileRequest, Target
 
 PLAN_CACHE_VERSION = 2
 CACHE_FOLDER = "_plans"
@@ -108,7 +107,7 @@ class KeptTarget:
     def target(self, request: ProfileRequest, capture: CaptureMode,
                project_file: Path) -> Target:
         """The target, its command line built as `harness.profile.run.plan` builds it."""
-        from harness.profile.run import Target
+        from harness.profile.planning import Target
 
         program = runner_program(self.variant, self.size, label=self.label,
                                  params=request.params, warmup=request.warmup,

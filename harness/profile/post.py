@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.atomic import atomic_path, atomic_write_text
 from harness.profile.gpus import Gpu, gpu_for_bus_id
 from harness.profile.processes import Job, Spawner, package_environment, result_line
-from harness.rundir_names import METRICS
+from harness.rundir import METRICS
+from harness.util import atomic_path, atomic_write_text
 
 PARTS_DIR = ".metrics-parts"
 
@@ -76,8 +76,14 @@ class _GitCommit:
         return self._commit
 
 
-def _worker(args: Sequence[str]) -> list[str]:
-    return [sys.executable, "-m", "harness.profile.worker", *args]
+# The two children: the environment probe, and the metrics export (it reads reports, so it
+# lives in `harness.report`; started by name, never imported here).
+PROBE_MODULE = "harness.profile.worker"
+EXPORT_MODULE = "harness.report.metrics_export"
+
+
+def _child(module: str, args: Sequence[str]) -> list[str]:
+    return [sys.executable, "-m", module, *args]
 
 
 def _worker_environment() -> dict[str, str]:
@@ -214,12 +220,13 @@ class PostProcessing:
             if self._environment is not None:
                 return
             self._environment = self._start(
-                ["environment", str(self.ncu), "--no-cuda", "--list-gpus"], "environment")
+                PROBE_MODULE, ["environment", str(self.ncu), "--no-cuda", "--list-gpus"],
+                "environment")
             self._git = _GitCommit()
 
-    def _start(self, args: Sequence[str], what: str) -> _Timed:
+    def _start(self, module: str, args: Sequence[str], what: str) -> _Timed:
         started = time.monotonic()
-        return _Timed(self.spawner(_worker(args), _worker_environment()), started, what)
+        return _Timed(self.spawner(_child(module, args), _worker_environment()), started, what)
 
     def _part_path(self, index: int, label: str) -> Path:
         self.parts_dir.mkdir(exist_ok=True)
@@ -233,7 +240,7 @@ class PostProcessing:
         go = path.with_suffix(".go")
         report = self.run_dir / report_name
         self._parts[label] = _Part(index, label, path, self._start(
-            ["metrics", str(path), f"{label}={report}", "--after", str(go)],
+            EXPORT_MODULE, [str(path), f"{label}={report}", "--after", str(go)],
             f"metrics {label}"), go)
 
     def entry_done(self, entry: _Entry, *, last: bool = False, index: int | None = None) -> None:
@@ -257,7 +264,7 @@ class PostProcessing:
         report = self.run_dir / entry.report_name
         extra = ["--jobs", *jobs] if jobs else []
         self._parts[entry.label] = _Part(index, entry.label, path, self._start(
-            ["metrics", str(path), f"{entry.label}={report}", *extra],
+            EXPORT_MODULE, [str(path), f"{entry.label}={report}", *extra],
             f"metrics {entry.label}"))
 
     def finish(self, entries: Sequence[_Entry]) -> PostResult:
@@ -272,7 +279,7 @@ class PostProcessing:
             # No report: metrics.csv still says which columns it would have.
             path = self._part_path(len(entries), "empty")
             self._parts[""] = _Part(len(entries), "", path, self._start(
-                ["metrics", str(path)], "metrics"))
+                EXPORT_MODULE, [str(path)], "metrics"))
         parts = sorted(self._parts.values(), key=lambda part: part.index)
         try:
             waited = _wait_all([self._environment, *(part.timed for part in parts)])

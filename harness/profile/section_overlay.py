@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import ncu_locate
-from harness.report.slim_sections import (
+from harness import util
+from harness.profile.slim_sections import (
     OPTIONAL_RULE_INPUTS_LEFT_OUT,
     RULE_METRICS,
     RULES_LEFT_OUT,
@@ -32,8 +32,8 @@ from harness.report.slim_sections import (
     THINNED_METRICS,
     WIDGET_METRICS_READ,
 )
-from harness.user_cache import CACHE_ENV as CACHE_ENV
-from harness.user_cache import cache_dir
+from harness.util import CACHE_ENV as CACHE_ENV
+from harness.util import cache_dir
 
 # 2: Source Counters thinned too; 3: of per-instruction thread counts; 4: of the sectors and
 # wavefronts per instruction, with the two rules that read them
@@ -332,9 +332,9 @@ def stock_sections(ncu: Path | str) -> Path | None:
     if not _is_script(executable):
         return None
     roots = [*executable.parent.parent.glob("nsight-compute*"),
-             *ncu_locate.versioned_roots()]
+             *util.versioned_roots()]
     found = [root / "sections" for root in roots if _has_sections(root / "sections")]
-    return max(found, key=lambda folder: ncu_locate.version_key(folder.parent), default=None)
+    return max(found, key=lambda folder: util.version_key(folder.parent), default=None)
 
 
 def _has_sections(folder: Path) -> bool:

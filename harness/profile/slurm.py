@@ -21,14 +21,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.atomic import atomic_write_text
 from harness.errors import NcuhError, error_line
 from harness.profile.ncu_command import KernelFilter, NcuSettings
 from harness.profile.processes import package_environment
-from harness.project.size import size_text
+from harness.project import size_text
+from harness.util import atomic_write_text
 
 if TYPE_CHECKING:
-    from harness.profile.run import Plan, ProfileRequest
+    from harness.profile.planning import Plan, ProfileRequest
 
 SCHEMA = "ncuh.slurm/1"
 TASKS = "tasks.json"
@@ -62,7 +62,7 @@ def request_to_json(request: ProfileRequest) -> dict[str, Any]:
 
 
 def request_from_json(data: dict[str, Any]) -> ProfileRequest:
-    from harness.profile.run import ProfileRequest
+    from harness.profile.planning import ProfileRequest
 
     fields = dict(data)
     fields["settings"] = NcuSettings(**{key: tuple(value) if isinstance(value, list) else value

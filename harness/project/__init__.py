@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         inside_project,
     )
     from harness.project.model import Launch, Limit, Project, Reference, Variant
-    from harness.project.size import Size, parse_size, parse_sizes, parse_value
+    from harness.project.size import Size, parse_size, parse_sizes, parse_value, size_text
 
 # public name -> the module that defines it
 _HOMES: dict[str, str] = {
@@ -52,6 +52,7 @@ _HOMES: dict[str, str] = {
     "parse_size": "harness.project.size",
     "parse_sizes": "harness.project.size",
     "parse_value": "harness.project.size",
+    "size_text": "harness.project.size",
 }
 
 __all__ = [
@@ -74,6 +75,7 @@ __all__ = [
     "parse_sizes",
     "parse_value",
     "signature_problems",
+    "size_text",
 ]
 
 

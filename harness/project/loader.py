@@ -28,7 +28,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.errors import BadSizeError, ProjectError, one_line
-from harness.input_file import file_kind, load_toml
 from harness.project.expr import compile_expression, evaluate
 from harness.project.locate import OUTSIDE_ENV, PYPROJECT, find_project, inside_project
 from harness.project.model import (
@@ -41,6 +40,7 @@ from harness.project.model import (
 )
 from harness.project.schema import ProjectFile, VariantTable, describe_error
 from harness.project.size import Size, parse_size
+from harness.util import file_kind, load_toml
 
 # ---------------------------------------------------------------------------------- reading
 
@@ -309,16 +309,38 @@ def load_project(path: Path | str) -> Project:
 MAX_VARIANTS = 1000
 
 
-def _load(path: Path) -> Project:
-    folder = path.parent
+def _spec(path: Path) -> tuple[ProjectFile, dict[str, Any]]:
+    """The project file read and validated against the schema (one line per mistake)."""
     data = _read_table(path)
     tables = data.get("variant")
     if isinstance(tables, list) and len(tables) > MAX_VARIANTS:
         raise ProjectError(f"{path}: {len(tables)} [[variant]] tables (at most {MAX_VARIANTS})")
     try:
-        spec = ProjectFile.model_validate(data)
+        return ProjectFile.model_validate(data), data
     except ValidationError as error:
         raise ProjectError(f"{path}: {describe_error(error, data)}") from None
+
+
+def _tolerance(path: Path, value: float | str, find: Any) -> Callable[[Size], float]:
+    """The problem's tolerance at a size: a number, or the user's function checked finite."""
+    if not isinstance(value, str):
+        fixed = float(value)
+        return lambda size: fixed
+    function = find(value, "key 'problem.tolerance'")
+
+    def tolerance(size: Size) -> float:
+        result = float(function(size))
+        if not (math.isfinite(result) and result > 0):  # inf would pass every result
+            raise ProjectError(f"{path}: key 'problem.tolerance': {value} gave {result!r} at "
+                               f"size {size}; expected a finite number > 0")
+        return result
+
+    return tolerance
+
+
+def _load(path: Path) -> Project:
+    folder = path.parent
+    spec, _ = _spec(path)
     problem = spec.problem
     dims = tuple(problem.dims)
     if len(set(dims)) != len(dims):
@@ -333,22 +355,7 @@ def _load(path: Path) -> Project:
         raise ProjectError(f"{path}: key 'problem.poison': {extra[0]!r} is not in "
                            f"problem.outputs ({', '.join(problem.outputs)})")
     find = _callable_finder(path, folder, spec.project.module)
-    if isinstance(problem.tolerance, str):
-        tolerance_function = find(problem.tolerance, "key 'problem.tolerance'")
-
-        def tolerance(size: Size) -> float:
-            value = float(tolerance_function(size))
-            if not (math.isfinite(value) and value > 0):  # inf would pass every result
-                raise ProjectError(f"{path}: key 'problem.tolerance': {problem.tolerance} "
-                                   f"gave {value!r} at size {size}; expected a finite number "
-                                   "> 0")
-            return value
-    else:
-        fixed = float(problem.tolerance)
-
-        def tolerance(size: Size) -> float:
-            return fixed
-
+    tolerance = _tolerance(path, problem.tolerance, find)
     reference = None
     if spec.reference is not None:
         reference = Reference(

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from harness.errors import ProjectError, os_error_text
-from harness.input_file import file_kind
+from harness.util import file_kind
 
 try:  # Python 3.11+
     import tomllib

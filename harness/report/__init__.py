@@ -1,5 +1,123 @@
 """Reading Nsight Compute reports: the only package that imports `ncu_report`.
 
 Everything downstream (findings, writeup, diff, the report and export commands) reads reports
-through the typed `KernelProfile` built here.
+through the typed `KernelReport` built here.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.report.builder import build_kernel_report, load_kernel_reports
+    from harness.report.export_format import EXPORT_FORMATS, write_export
+    from harness.report.instruction_classes import MATH_CLASSES
+    from harness.report.metrics_export import metrics as export_metrics_csv
+    from harness.report.model import (
+        ASYNC_LOADS,
+        OCCUPANCY_LIMITERS,
+        AsyncCopies,
+        BankConflictStats,
+        KernelReport,
+        Number,
+        PipeUse,
+        RuleResult,
+        limiters_of,
+        stall_label,
+    )
+    from harness.report.ncu_import import import_ncu_report
+    from harness.report.report_view import (
+        DETAILS,
+        VIEW_FORMATS,
+        profile_views,
+        render_text,
+    )
+    from harness.report.report_view import (
+        render as render_view,
+    )
+    from harness.report.reportfile import EXPORT_COLUMNS, export_columns
+    from harness.report.roofline import Roofline
+    from harness.report.sass_hotspots import Hotspot, hotspots
+
+# public name -> (module, attribute), imported on first use so that importing the package does
+# no work; not cached here, so a test that replaces the attribute in its module is seen.
+_HOMES: dict[str, tuple[str, str]] = {
+    "Listing": ("harness.report.sass_hotspots", "Listing"),
+    "open_report": ("harness.report.reportfile", "open_report"),
+    "export_metrics": ("harness.report.reportfile", "export_metrics"),
+    "select_kernels": ("harness.report.reportfile", "select_kernels"),
+    "ASYNC_LOADS": ("harness.report.model", "ASYNC_LOADS"),
+    "AsyncCopies": ("harness.report.model", "AsyncCopies"),
+    "BankConflictStats": ("harness.report.model", "BankConflictStats"),
+    "DETAILS": ("harness.report.report_view", "DETAILS"),
+    "EXPORT_COLUMNS": ("harness.report.reportfile", "EXPORT_COLUMNS"),
+    "EXPORT_FORMATS": ("harness.report.export_format", "EXPORT_FORMATS"),
+    "Hotspot": ("harness.report.sass_hotspots", "Hotspot"),
+    "KernelReport": ("harness.report.model", "KernelReport"),
+    "MATH_CLASSES": ("harness.report.instruction_classes", "MATH_CLASSES"),
+    "Number": ("harness.report.model", "Number"),
+    "OCCUPANCY_LIMITERS": ("harness.report.model", "OCCUPANCY_LIMITERS"),
+    "PipeUse": ("harness.report.model", "PipeUse"),
+    "Roofline": ("harness.report.roofline", "Roofline"),
+    "RuleResult": ("harness.report.model", "RuleResult"),
+    "VIEW_FORMATS": ("harness.report.report_view", "VIEW_FORMATS"),
+    "build_kernel_report": ("harness.report.builder", "build_kernel_report"),
+    "export_columns": ("harness.report.reportfile", "export_columns"),
+    "export_metrics_csv": ("harness.report.metrics_export", "metrics"),
+    "hotspots": ("harness.report.sass_hotspots", "hotspots"),
+    "import_ncu_report": ("harness.report.ncu_import", "import_ncu_report"),
+    "limiters_of": ("harness.report.model", "limiters_of"),
+    "load_kernel_reports": ("harness.report.builder", "load_kernel_reports"),
+    "profile_views": ("harness.report.report_view", "profile_views"),
+    "render_text": ("harness.report.report_view", "render_text"),
+    "render_view": ("harness.report.report_view", "render"),
+    "stall_label": ("harness.report.model", "stall_label"),
+    "write_export": ("harness.report.export_format", "write_export"),
+}
+
+__all__ = [
+    "ASYNC_LOADS",
+    "DETAILS",
+    "EXPORT_COLUMNS",
+    "EXPORT_FORMATS",
+    "MATH_CLASSES",
+    "OCCUPANCY_LIMITERS",
+    "VIEW_FORMATS",
+    "AsyncCopies",
+    "BankConflictStats",
+    "Hotspot",
+    "KernelReport",
+    "Listing",
+    "Number",
+    "PipeUse",
+    "Roofline",
+    "RuleResult",
+    "build_kernel_report",
+    "export_columns",
+    "export_metrics",
+    "export_metrics_csv",
+    "hotspots",
+    "import_ncu_report",
+    "limiters_of",
+    "load_kernel_reports",
+    "open_report",
+    "profile_views",
+    "render_text",
+    "render_view",
+    "select_kernels",
+    "stall_label",
+    "write_export",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = home
+    return getattr(importlib.import_module(module), attribute)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

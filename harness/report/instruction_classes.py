@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from harness.report.kernel_profile import InstructionClass, OpcodeCount
+from harness.report.model import InstructionClass, OpcodeCount
 
 # class name -> opcodes; an opcode belongs to one class only
 CLASSES: dict[str, tuple[str, ...]] = {

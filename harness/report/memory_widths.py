@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from harness.report.kernel_profile import AccessKind, MemoryAccessWidth, MemorySpace
+from harness.report.model import AccessKind, MemoryAccessWidth, MemorySpace
 
 # base opcode -> (space, kind). LD/ST use generic addresses (global or shared at run time).
 OPCODE_SPACES: dict[str, tuple[MemorySpace, AccessKind]] = {

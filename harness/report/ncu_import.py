@@ -1,7 +1,7 @@
 """Import NVIDIA's `ncu_report` module, wherever it is.
 
 Preferred: the installed PyPI package `ncu-report`. Otherwise the copy that ships with Nsight
-Compute in `<install root>/extras/python` (install roots from `harness.ncu_locate`). When
+Compute in `<install root>/extras/python` (install roots from `harness.util.ncu_locate`). When
 neither exists the user gets one line naming both ways to get it.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from types import ModuleType
 
 from harness.errors import NcuReportUnavailableError
-from harness.ncu_locate import ncu_install_dirs
+from harness.util import ncu_install_dirs
 
 MODULE_NAME = "ncu_report"
 

@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from harness import markdown_text
+from harness.profile import added_metrics, is_slim
 from harness.report.details_layout import (
     DISPLAY_UNITS,
     EXTRA_HEADER_ROWS,
@@ -30,19 +30,19 @@ from harness.report.details_layout import (
     BodyLayout,
     body_layouts,
 )
-from harness.report.kernel_profile import (
+from harness.report.model import (
     BodyTable,
-    KernelProfile,
+    KernelReport,
     KernelView,
     MetricRow,
     RuleResult,
     SectionView,
 )
 from harness.report.ncu_format import display, format_number, scale_unit
-from harness.report.profile_builder import read_rules
 from harness.report.reportfile import KernelRef, open_report, select_kernels
 from harness.report.rule_text import format_speedup, speedup_label
-from harness.report.slim_sections import added_metrics, is_slim
+from harness.report.rules import read_rules
+from harness.util import md_text
 
 ViewFormat = Literal["text", "md", "json"]
 VIEW_FORMATS: tuple[ViewFormat, ...] = ("text", "md", "json")
@@ -314,7 +314,7 @@ def report_views(path: Path | str, kernel_regex: str | None = None) -> list[Kern
     return [build_view(kernel) for kernel in select_kernels(report, kernel_regex)]
 
 
-def profile_views(profiles: list[KernelProfile]) -> list[KernelView]:
+def profile_views(profiles: list[KernelReport]) -> list[KernelView]:
     """The details views the profiles carry (every profile built from a report has one)."""
     return [p.details for p in profiles if p.details is not None]
 
@@ -437,7 +437,7 @@ def render_text(views: list[KernelView], details: Details = "header", pad: bool 
 
 
 def _md_cell(value: str) -> str:
-    return markdown_text.text(value)  # data: no markup, no raw HTML, one line
+    return md_text(value)  # data: no markup, no raw HTML, one line
 
 
 def _md_table(rows: tuple[MetricRow, ...]) -> list[str]:

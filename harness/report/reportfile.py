@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import ReportError
-from harness.input_file import column_holds_bad_text, holds_bad_text, regular_file
 from harness.report.ncu_import import import_ncu_report
+from harness.util import column_holds_bad_text, holds_bad_text, regular_file
 
 if TYPE_CHECKING:
     import pandas as pd

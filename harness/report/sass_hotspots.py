@@ -1,7 +1,7 @@
 """The hottest SASS instructions by PC-sampling stall samples, with their main stall reason.
 
 ncu's Source Counters section samples warp program counters (`smsp__pcsamp_*`, instanced by
-PC); the profile holds them per instruction (`KernelProfile.sass`). Summing the per-reason
+PC); the profile holds them per instruction (`KernelReport.sass`). Summing the per-reason
 sample counts at each PC gives the instructions where warps spend their time, with the CUDA
 file and line when the kernel was compiled with line info (`-lineinfo`). The line's code comes
 from the sources imported into the report (`ncu --import-source yes`) or, for the bundled
@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.report.kernel_profile import KernelProfile
+from harness.report.model import KernelReport
 
 CONTEXT = 10  # source lines shown on either side of a hot spot's line
 
@@ -90,7 +90,7 @@ def source_code(source_files: Mapping[str, str], source: str | None,
     return lines[line - 1].strip() or None
 
 
-def listing(profile: KernelProfile, source: str | None, folders: Sequence[Path] = (),
+def listing(profile: KernelReport, source: str | None, folders: Sequence[Path] = (),
             context: int = CONTEXT) -> Listing | None:
     """The source `context` lines either side of `source` ("file.cu:42"), each line with the
     stall samples and executed instructions of the SASS mapped to it; None without the file."""
@@ -115,7 +115,7 @@ def listing(profile: KernelProfile, source: str | None, folders: Sequence[Path] 
         for n in range(first, last + 1)))
 
 
-def hotspots(profile: KernelProfile, top: int = 5, folders: Sequence[Path] = ()) -> list[Hotspot]:
+def hotspots(profile: KernelReport, top: int = 5, folders: Sequence[Path] = ()) -> list[Hotspot]:
     """The `top` instructions with the most stall samples, most first; [] without sampling.
     `folders` are searched for source files the report did not import (see `source_code`)."""
     sampled = [i for i in profile.sass if i.stall_samples]

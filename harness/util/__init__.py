@@ -1,7 +1,121 @@
-"""Small helpers every stage uses."""
+"""Small helpers every stage uses: atomic output, input-file checks, the user's cache
+folder, where ncu is installed, and Markdown escaping of data.
+"""
 
 from __future__ import annotations
 
-from harness.util.signals import PAUSE_ENV, deferred_signals, pause_at, terminate_as_interrupt
+import importlib
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["PAUSE_ENV", "deferred_signals", "pause_at", "terminate_as_interrupt"]
+if TYPE_CHECKING:
+    from harness.util.atomic import (
+        atomic_directory,
+        atomic_file_set,
+        atomic_path,
+        atomic_write_text,
+    )
+    from harness.util.input_file import (
+        column_holds_bad_text,
+        holds_bad_text,
+        read_text,
+        regular_file,
+    )
+    from harness.util.markdown_text import (
+        code_span,
+        html_text,
+    )
+    from harness.util.markdown_text import (
+        fenced as md_fenced,
+    )
+    from harness.util.markdown_text import (
+        one_line as md_one_line,
+    )
+    from harness.util.markdown_text import (
+        prose as md_prose,
+    )
+    from harness.util.markdown_text import (
+        text as md_text,
+    )
+    from harness.util.ncu_locate import (
+        ncu_executable,
+        ncu_install_dirs,
+        version_key,
+        versioned_roots,
+    )
+    from harness.util.user_cache import CACHE_ENV, cache_dir
+
+# public name -> (module, attribute), imported on first use so that importing the package does
+# no work; not cached here, so a test that replaces the attribute in its module is seen.
+_HOMES: dict[str, tuple[str, str]] = {
+    "file_kind": ("harness.util.input_file", "file_kind"),
+    "load_toml": ("harness.util.input_file", "load_toml"),
+    "load_json": ("harness.util.input_file", "load_json"),
+    "refuse_inputs": ("harness.util.atomic", "refuse_inputs"),
+    "terminate_as_interrupt": ("harness.util.signals", "terminate_as_interrupt"),
+    "pause_at": ("harness.util.signals", "pause_at"),
+    "deferred_signals": ("harness.util.signals", "deferred_signals"),
+    "PAUSE_ENV": ("harness.util.signals", "PAUSE_ENV"),
+    "CACHE_ENV": ("harness.util.user_cache", "CACHE_ENV"),
+    "atomic_directory": ("harness.util.atomic", "atomic_directory"),
+    "atomic_file_set": ("harness.util.atomic", "atomic_file_set"),
+    "atomic_path": ("harness.util.atomic", "atomic_path"),
+    "atomic_write_text": ("harness.util.atomic", "atomic_write_text"),
+    "cache_dir": ("harness.util.user_cache", "cache_dir"),
+    "code_span": ("harness.util.markdown_text", "code_span"),
+    "column_holds_bad_text": ("harness.util.input_file", "column_holds_bad_text"),
+    "holds_bad_text": ("harness.util.input_file", "holds_bad_text"),
+    "html_text": ("harness.util.markdown_text", "html_text"),
+    "md_fenced": ("harness.util.markdown_text", "fenced"),
+    "md_one_line": ("harness.util.markdown_text", "one_line"),
+    "md_prose": ("harness.util.markdown_text", "prose"),
+    "md_text": ("harness.util.markdown_text", "text"),
+    "ncu_executable": ("harness.util.ncu_locate", "ncu_executable"),
+    "ncu_install_dirs": ("harness.util.ncu_locate", "ncu_install_dirs"),
+    "read_text": ("harness.util.input_file", "read_text"),
+    "regular_file": ("harness.util.input_file", "regular_file"),
+    "version_key": ("harness.util.ncu_locate", "version_key"),
+    "versioned_roots": ("harness.util.ncu_locate", "versioned_roots"),
+}
+
+__all__ = [
+    "CACHE_ENV",
+    "PAUSE_ENV",
+    "atomic_directory",
+    "atomic_file_set",
+    "atomic_path",
+    "atomic_write_text",
+    "cache_dir",
+    "code_span",
+    "column_holds_bad_text",
+    "deferred_signals",
+    "file_kind",
+    "holds_bad_text",
+    "html_text",
+    "load_json",
+    "load_toml",
+    "md_fenced",
+    "md_one_line",
+    "md_prose",
+    "md_text",
+    "ncu_executable",
+    "ncu_install_dirs",
+    "pause_at",
+    "read_text",
+    "refuse_inputs",
+    "regular_file",
+    "terminate_as_interrupt",
+    "version_key",
+    "versioned_roots",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = home
+    return getattr(importlib.import_module(module), attribute)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.gpu.verify import verify_variant
+from harness.gpu import verify_variant
 from harness.project import load_project
 
 PROJECT = load_project(Path(__file__).with_name("ncuh.toml"))

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from harness.errors import OutputError, os_error_text
-from harness.input_file import file_kind
-from harness.util import deferred_signals, pause_at
+from harness.util.input_file import file_kind
+from harness.util.signals import deferred_signals, pause_at
 
 # tempfile's random part is 8 characters; a hidden temporary name is ".<name>.<random><suffix>"
 _RANDOM_CHARS = 8

@@ -16,13 +16,9 @@ from typing import Literal
 import jinja2
 from markupsafe import Markup
 
-from harness import markdown_text
-from harness.atomic import atomic_file_set
 from harness.errors import ReportError, printable
-from harness.input_file import holds_bad_text
-from harness.markdown_html import markdown_to_html
-from harness.pages import KeyValue
-from harness.plots import (
+from harness.pages.markdown_html import markdown_to_html
+from harness.pages.plots import (
     Plot,
     bandwidth_chart,
     bound_unit_chart,
@@ -32,8 +28,10 @@ from harness.plots import (
     roofline_chart,
     stall_chart,
 )
-from harness.report.sass_hotspots import Hotspot, Listing
-from harness.writeup import KernelPage, Writeup, index_pages
+from harness.pages.side_by_side import KeyValue
+from harness.pages.writeup import KernelPage, Writeup, index_pages
+from harness.report import Hotspot, Listing
+from harness.util import atomic_file_set, holds_bad_text, md_fenced, md_one_line, md_prose, md_text
 
 Format = Literal["md", "html", "both"]
 PLOTS_DIR = "plots"
@@ -41,7 +39,7 @@ GPUS_PAGE = "gpus"  # the same kernels on several GPU models
 
 def md_escape(value: object) -> str:
     """Text safe inside Markdown prose and table cells: no markup, no raw HTML."""
-    return markdown_text.text(value)
+    return md_text(value)
 
 
 def num(value: float | None, digits: int = 2, unit: str = "") -> str:
@@ -106,7 +104,7 @@ def _template_dir() -> Path:
 
         return Path(str(files("harness.templates")))
     except (ImportError, ModuleNotFoundError):  # running from a plain checkout
-        return Path(__file__).resolve().parent.parent / "templates"
+        return Path(__file__).resolve().parents[2] / "templates"
 
 
 def _printable(value: object) -> object:
@@ -130,9 +128,9 @@ def _environment(html: bool) -> jinja2.Environment:
         finalize=_printable,
     )
     env.filters["md"] = md_escape  # data as Markdown text
-    env.filters["fenced"] = markdown_text.fenced  # data inside a ``` block
-    env.filters["one_line"] = markdown_text.one_line
-    env.filters["prose"] = markdown_text.prose  # authored Markdown, no raw HTML, no fences
+    env.filters["fenced"] = md_fenced  # data inside a ``` block
+    env.filters["one_line"] = md_one_line
+    env.filters["prose"] = md_prose  # authored Markdown, no raw HTML, no fences
     env.filters["markdown"] = markdown_to_html
     env.filters["num"] = num
     env.filters["qty"] = qty

@@ -14,14 +14,14 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from harness.pages.side_by_side import bound_unit
-from harness.report.kernel_profile import KernelProfile
+from harness.report import KernelReport
 
 
 class _Page(Protocol):
     kernel_name: str
     size: str | None
     device: str | None
-    profile: KernelProfile | None
+    profile: KernelReport | None
     label: str
 
 
@@ -50,14 +50,14 @@ class GpuComparison:
     kernels: tuple[GpuKernel, ...]
 
 
-def _fp32_pct(profile: KernelProfile) -> float | None:
+def _fp32_pct(profile: KernelReport) -> float | None:
     roof = profile.roofline
     if roof.achieved_flops is None or not roof.peak_flops:
         return None
     return 100.0 * roof.achieved_flops / roof.peak_flops
 
 
-_FIGURES: tuple[tuple[str, str, Callable[[KernelProfile], float | None]], ...] = (
+_FIGURES: tuple[tuple[str, str, Callable[[KernelReport], float | None]], ...] = (
     ("Duration (ncu)", "us", lambda p: p.speed_of_light.duration_ns / 1e3
      if p.speed_of_light.duration_ns is not None else None),
     ("SM throughput", "% of peak", lambda p: p.speed_of_light.compute_throughput_pct),
@@ -69,7 +69,7 @@ _FIGURES: tuple[tuple[str, str, Callable[[KernelProfile], float | None]], ...] =
 )
 
 
-def _bound_text(profile: KernelProfile) -> str:
+def _bound_text(profile: KernelReport) -> str:
     unit = bound_unit(profile)
     if unit is None:
         return "n/a"
@@ -84,7 +84,7 @@ def compare_gpus(pages: Sequence[_Page]) -> GpuComparison | None:
     devices = tuple(dict.fromkeys(p.device for p in pages if p.device and p.profile))
     if len(devices) < 2:
         return None
-    by_key: dict[tuple[str, str | None], dict[str, KernelProfile]] = {}
+    by_key: dict[tuple[str, str | None], dict[str, KernelReport]] = {}
     for page in pages:
         if page.device and page.profile is not None:
             by_key.setdefault((page.kernel_name, page.size), {}).setdefault(page.device,

@@ -11,7 +11,7 @@ report's kernels become one page each, without strategy and speedups.
 Titles, strategies and the reference's name come from what the run's manifest records of its
 project (`Chain`); a project's code runs only when the user names it (--project). A report
 that does not hold the kernel its manifest names gets pages under its own kernel's name.
-Everything here is data; `harness.render` turns it into Markdown and HTML.
+Everything here is data; `harness.pages.render` turns it into Markdown and HTML.
 """
 
 from __future__ import annotations
@@ -26,18 +26,29 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import NcuhError, ReportError
-from harness.findings import Finding, ncu_rules
-from harness.findings import bound as bound_rule
-from harness.findings import pipes as pipes_rule
-from harness.findings.registry import run_rules, tldr_finding
-from harness.findings.stalls import label as stall_label
-from harness.pages import Change, GpuComparison, KeyValue, compare_gpus, key_values, since_previous
-from harness.project.size import Size, size_text
-from harness.report.kernel_profile import KernelProfile, PipeUse
-from harness.report.profile_builder import load_profiles
-from harness.report.report_view import render_text
-from harness.report.roofline import Roofline
-from harness.report.sass_hotspots import Hotspot, hotspots
+from harness.findings import (
+    Finding,
+    SetAside,
+    busiest_pipes,
+    describe_bound,
+    ncu_set_aside,
+    near_dram_peak,
+    run_rules,
+    tldr_finding,
+)
+from harness.pages.gpu_comparison import GpuComparison, compare_gpus
+from harness.pages.side_by_side import Change, KeyValue, key_values, since_previous
+from harness.project import Project, Size, open_project, size_text
+from harness.report import (
+    Hotspot,
+    KernelReport,
+    PipeUse,
+    Roofline,
+    hotspots,
+    load_kernel_reports,
+    render_text,
+    stall_label,
+)
 from harness.rundir import (
     BENCH,
     MANIFEST,
@@ -143,11 +154,11 @@ class KernelPage:
     tldr: str = ""
     findings: list[Finding] = field(default_factory=list)
     # ncu's results that do not matter for this kernel, with the reason ("ncu also says")
-    ncu_also: list[ncu_rules.SetAside] = field(default_factory=list)
+    ncu_also: list[SetAside] = field(default_factory=list)
     fix_ideas: list[FixIdea] = field(default_factory=list)
     profiling_results: str = ""
     bonus: Bonus | None = None
-    profile: KernelProfile | None = None
+    profile: KernelReport | None = None
     roofline: Roofline = field(default_factory=Roofline)
     pipes: list[PipeUse] = field(default_factory=list)  # busiest first (Instruction Mix)
     previous_slug: str | None = None
@@ -198,7 +209,7 @@ class _Item:
     """A kernel waiting for its page: where it came from and what the run said about it."""
 
     report_path: Path
-    profile: KernelProfile
+    profile: KernelReport
     entry: RunEntry | None = None
     run: Run | None = None
     variant: ChainVariant | None = None  # when the entry names a variant of its project
@@ -209,7 +220,7 @@ class _Item:
     shared_entry: bool = False
     # the other launches of the same iteration (a variant that runs several kernels, e.g. a
     # main kernel and passes over its partial results): listed on the main kernel's page
-    others: list[KernelProfile] = field(default_factory=list)
+    others: list[KernelReport] = field(default_factory=list)
     bench: list[BenchRecord] = field(default_factory=list)  # bench results for this page
     # the kernel the manifest names for the entry, when the report does not hold it
     foreign: str | None = None
@@ -229,7 +240,7 @@ def _slug(text: str) -> str:
     return slug
 
 
-def _profiling_results(profile: KernelProfile) -> str:
+def _profiling_results(profile: KernelReport) -> str:
     """ncu's details page for this kernel, as `ncu --print-details` prints it."""
     if profile.details is None:
         return ""
@@ -309,7 +320,6 @@ class Chain:
 
 def _loaded_chain(project: Path) -> Chain | None:
     """The project the user named (--project): loaded, so its module runs."""
-    from harness.project import open_project
 
     try:
         return Chain.from_project(open_project(project))
@@ -342,11 +352,11 @@ def _variant(chain: Chain | None, name: str | None) -> ChainVariant | None:
     return chain.variant(name) if chain is not None else None
 
 
-def _bound_only(profile: KernelProfile) -> str:
-    return bound_rule.describe(profile)
+def _bound_only(profile: KernelReport) -> str:
+    return describe_bound(profile)
 
 
-def _bound_text(profile: KernelProfile) -> str:
+def _bound_text(profile: KernelReport) -> str:
     """The index's "main limiter": the binding unit and the largest stall reason."""
     text = _bound_only(profile)
     stalls = [s for s in profile.warp_state.stalls if s.reason != "selected"]
@@ -402,11 +412,11 @@ def _numbered(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.kind != "good"]
 
 
-def _tldr(profile: KernelProfile, findings: list[Finding]) -> str:
+def _tldr(profile: KernelReport, findings: list[Finding]) -> str:
     """The binding unit and the problem with the largest estimated gain."""
     bound = _bound_only(profile)
     top = tldr_finding(findings)
-    dram = bound_rule.near_dram_peak(profile)
+    dram = near_dram_peak(profile)
     if dram is not None:  # the memory's own speed binds: what is left is small
         bound += (f" and streams at {dram:.1f}% of the DRAM peak, near what the memory "
                   "can deliver")
@@ -443,7 +453,7 @@ def _bonus(item: _Item) -> Bonus:
     )
 
 
-def _label(item: _Item, profile: KernelProfile) -> str:
+def _label(item: _Item, profile: KernelReport) -> str:
     if item.variant is not None:
         text = f"{item.variant.iteration}. {item.variant.name}"
     elif item.entry is not None and item.entry.variant:
@@ -499,13 +509,13 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         bad=[f for f in findings if f.kind == "bad"][:MAX_SUMMARY],
         tldr=_tldr(profile, findings),
         findings=numbered,
-        ncu_also=ncu_rules.set_aside(profile),
+        ncu_also=ncu_set_aside(profile),
         fix_ideas=fixes,
         profiling_results=_profiling_results(profile),
         bonus=_bonus(item),
         profile=profile,
         roofline=roofline,
-        pipes=pipes_rule.busiest(profile)[:PIPES_SHOWN],
+        pipes=busiest_pipes(profile)[:PIPES_SHOWN],
         previous_slug=slugs.get(id(item.previous)) if item.previous else None,
         key_values=key_values(profile),
         since_previous=since_previous(previous, profile) if previous is not None else [],
@@ -513,6 +523,13 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         limiter=_bound_text(profile),
         label=_label(item, profile),
     )
+    _add_throughput(page, item, size)
+    return page
+
+
+def _add_throughput(page: KernelPage, item: _Item, size: str | None) -> None:
+    """Time and throughput: ncu's duration and the work model, or bench's where it has them."""
+    profile, roofline = item.profile, page.roofline
     if profile.speed_of_light.duration_ns is not None:
         page.time_ms = profile.speed_of_light.duration_ns / 1e6
     if roofline.achieved_flops is not None:
@@ -523,25 +540,24 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         if flops is not None:
             page.gflops, page.work_source = flops, "model"
     results = item.bench
-    if item.entry is not None and item.entry.variant and results and item.foreign is None:
-        page.bench_rows = _bench_rows(results, item.entry.variant)
-        at = _bench_at(results, item.entry.variant, size)
-        if at is not None:
-            page.time_ms, page.time_source = at.median_ms, "bench"
-            page.gflops = at.gflops
-            page.gbps = at.gbps
-            page.work_source = "bench"
-            speedup = dict(at.speedup)
-            reference, baseline = _speedup_keys(item.project, speedup)
-            page.speedups = Speedups(
-                speedup.get(reference) if reference else None,
-                speedup.get(baseline) if baseline else None,
-                speedup.get("previous"), size or "?",
-                reference_name=_reference_name(item.project, reference),
-                baseline_name=_baseline_name(item.project, baseline))
-            if page.speedups.reference is not None:
-                page.pct_of_reference = 100.0 * page.speedups.reference
-    return page
+    if item.entry is None or not item.entry.variant or not results or item.foreign is not None:
+        return
+    page.bench_rows = _bench_rows(results, item.entry.variant)
+    at = _bench_at(results, item.entry.variant, size)
+    if at is None:
+        return
+    page.time_ms, page.time_source = at.median_ms, "bench"
+    page.gflops, page.gbps, page.work_source = at.gflops, at.gbps, "bench"
+    speedup = dict(at.speedup)
+    reference, baseline = _speedup_keys(item.project, speedup)
+    page.speedups = Speedups(
+        speedup.get(reference) if reference else None,
+        speedup.get(baseline) if baseline else None,
+        speedup.get("previous"), size or "?",
+        reference_name=_reference_name(item.project, reference),
+        baseline_name=_baseline_name(item.project, baseline))
+    if page.speedups.reference is not None:
+        page.pct_of_reference = 100.0 * page.speedups.reference
 
 
 def _modelled(chain: Chain | None, entry: RunEntry | None,
@@ -588,7 +604,7 @@ def _project_work(project: Project, size: tuple[int, ...]) -> tuple[float | None
 
 
 def _report_items(path: Path) -> list[_Item]:
-    return [_Item(report_path=path, profile=profile) for profile in load_profiles(path)]
+    return [_Item(report_path=path, profile=profile) for profile in load_kernel_reports(path)]
 
 
 def _kernel_regex(variant: ChainVariant | None) -> str | None:
@@ -618,7 +634,7 @@ def _baseline_name(project: Chain | None, key: str | None) -> str:
     return key or "first"
 
 
-def _duration(profile: KernelProfile) -> float:
+def _duration(profile: KernelReport) -> float:
     return profile.speed_of_light.duration_ns or 0.0
 
 
@@ -647,7 +663,7 @@ def _run_items(run: Run, fallback: Path | None = None) -> list[_Item]:
     for entry in run.entries:
         if not entry.ok or entry.report is None:
             continue
-        profiles = load_profiles(entry.report)
+        profiles = load_kernel_reports(entry.report)
         foreign = entry.foreign([p.name for p in profiles])
         if foreign is not None:
             # not the variant's kernel: no iteration, strategy or timings of the variant on it

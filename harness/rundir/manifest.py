@@ -19,13 +19,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, PositiveInt, field_validator
 
 from harness.errors import ReportError
-from harness.input_file import load_json, read_text
-from harness.rundir_names import BENCH as BENCH
-from harness.rundir_names import BENCH_SCHEMA as BENCH_SCHEMA
-from harness.rundir_names import MANIFEST as MANIFEST
-from harness.rundir_names import METRICS as METRICS
-from harness.rundir_names import RUN_SCHEMA as RUN_SCHEMA
-from harness.schema import validate
+from harness.rundir.names import BENCH as BENCH
+from harness.rundir.names import BENCH_SCHEMA as BENCH_SCHEMA
+from harness.rundir.names import MANIFEST as MANIFEST
+from harness.rundir.names import METRICS as METRICS
+from harness.rundir.names import RUN_SCHEMA as RUN_SCHEMA
+from harness.rundir.schema import validate
+from harness.util import load_json, read_text
 
 Size = Annotated[tuple[PositiveInt, ...], Field(min_length=1)]
 Milliseconds = Annotated[FiniteFloat, Field(ge=0)]

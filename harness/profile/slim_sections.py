@@ -107,7 +107,7 @@ THINNED_METRICS: dict[str, tuple[str, ...]] = {
 # Analysis metrics `pages` and `full` both collect (`harness.findings.coalescing`); what the
 # second says, excess wavefronts of shared accesses, is the bank conflicts finding's. Their
 # results in a `full` report are left to ncu's own pages and the details page, so that a page
-# says the same whichever set recorded it (`KernelProfile.rules_for_pages`).
+# says the same whichever set recorded it (`KernelReport.rules_for_pages`).
 RULES_LEFT_OUT: tuple[str, ...] = ("UncoalescedGlobalAccess", "UncoalescedSharedAccess")
 # Inputs a rule asks for as optional (`Importance.OPTIONAL`) and uses for nothing it says:
 # rule -> those its request may go without where THINNED_METRICS names them. ncu 2025.3.1's

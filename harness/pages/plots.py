@@ -15,7 +15,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from harness.report.roofline import Roofline
+from harness.report import Roofline
 
 DPI = 100
 SIZE = (8.0, 3.6)

@@ -1,4 +1,4 @@
-"""Build the typed `KernelProfile` of each kernel of a report.
+"""Build the typed `KernelReport` of each kernel of a report.
 
 Each field reads one named metric (see the comments in `kernel_profile`). A metric the
 report does not hold is None ("not collected"), never zero and never an error: metric names
@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.report.instruction_classes import classify
-from harness.report.kernel_profile import (
+from harness.report.memory_widths import access_widths, classify_opcode
+from harness.report.model import (
     OCCUPANCY_LIMITERS,
     AsyncCopies,
     Atomics,
@@ -20,7 +21,7 @@ from harness.report.kernel_profile import (
     Coalescing,
     Divergence,
     GlobalAccesses,
-    KernelProfile,
+    KernelReport,
     LaunchConfig,
     LocalMemory,
     MemoryWidths,
@@ -29,7 +30,6 @@ from harness.report.kernel_profile import (
     Occupancy,
     OpcodeCount,
     PipeUse,
-    RuleResult,
     SassInstruction,
     Scheduler,
     SharedBankConflicts,
@@ -37,11 +37,10 @@ from harness.report.kernel_profile import (
     StallReason,
     WarpState,
 )
-from harness.report.memory_widths import access_widths, classify_opcode
 from harness.report.ncu_import import import_ncu_report
 from harness.report.reportfile import KernelRef, collect_columns, open_report, select_kernels
 from harness.report.roofline import roofline_from
-from harness.report.rule_text import RULE_TYPES, SPEEDUP_TYPES, plain_text
+from harness.report.rules import read_rules
 
 STALL_METRIC = re.compile(
     r"^smsp__average_warps_issue_stalled_(?P<reason>.+)_per_issue_active\.ratio$"
@@ -417,37 +416,6 @@ def _source_files(action: Any) -> dict[str, str]:
         return {}
 
 
-def read_rules(action: Any) -> tuple[RuleResult, ...]:
-    """ncu's rule results of one action, markup resolved; empty placeholders dropped."""
-    rules = []
-    for result in action.rule_results():
-        if not result.has_rule_message():
-            continue
-        message = result.rule_message()
-        text = plain_text(str(message.get("message", "")))
-        rule_type = RULE_TYPES.get(int(message.get("type", 0)), "NONE")
-        if not text.strip() and rule_type == "NONE":
-            continue  # an empty placeholder result: ncu prints nothing for it
-        speedup_pct: Number = None
-        speedup_type: str | None = None
-        if result.has_speedup_estimation():
-            estimate = result.speedup_estimation()
-            speedup_pct = float(estimate["speedup"])
-            speedup_type = SPEEDUP_TYPES.get(int(estimate["type"]))
-        rules.append(
-            RuleResult(
-                name=str(result.rule_identifier()),
-                title=str(message.get("title") or result.name()),
-                type=rule_type,  # type: ignore[arg-type]
-                message=text,
-                speedup_pct=speedup_pct,
-                speedup_type=speedup_type,
-                section=str(result.section_identifier()) or None,
-            )
-        )
-    return tuple(rules)
-
-
 def _nvtx_ranges(action: Any) -> tuple[str, ...]:
     """Names of the NVTX push/pop ranges the launch ran inside (outermost first)."""
     state = action.nvtx_state()
@@ -471,7 +439,7 @@ def _compute_capability(m: _Metrics) -> str | None:
     return f"{major}.{minor}"
 
 
-def build_profile(kernel: KernelRef) -> KernelProfile:
+def build_kernel_report(kernel: KernelRef) -> KernelReport:
     """The typed profile of one kernel of a loaded report."""
     from harness.report.report_view import build_view
 
@@ -484,7 +452,7 @@ def build_profile(kernel: KernelRef) -> KernelProfile:
     metrics = _all_metrics(kernel)
     opcodes = m.instances("sass__inst_executed_per_opcode_with_modifier_all") or {}
     mix = _instruction_mix(m)
-    return KernelProfile(
+    return KernelReport(
         kernel_id=kernel.kernel_id,
         name=kernel.name,
         demangled_name=kernel.demangled_name,
@@ -516,8 +484,8 @@ def build_profile(kernel: KernelRef) -> KernelProfile:
     )
 
 
-def load_profiles(path: Path | str, kernel_regex: str | None = None) -> list[KernelProfile]:
+def load_kernel_reports(path: Path | str, kernel_regex: str | None = None) -> list[KernelReport]:
     """Open a report and build the profile of every (matching) kernel, in report order."""
     import_ncu_report()
     report = open_report(path)
-    return [build_profile(kernel) for kernel in select_kernels(report, kernel_regex)]
+    return [build_kernel_report(kernel) for kernel in select_kernels(report, kernel_regex)]

@@ -18,7 +18,7 @@ import pytest
 
 from harness.project import load_project
 
-FOLDER = Path(__file__).resolve().parent.parent / "kernels" / "reduction"
+FOLDER = Path(__file__).resolve().parents[2] / "kernels" / "reduction"
 
 CHAIN = [
     "interleaved_divergent",

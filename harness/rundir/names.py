@@ -1,6 +1,6 @@
 """The names of a run directory's files and schemas (`harness.rundir` describes the layout).
 
-Apart from `harness.rundir` so that the writers (`ncuh profile`) name the files without
+Apart from `harness.rundir.manifest` so that the writers (`ncuh profile`) name the files without
 importing the readers, whose pydantic models cost a start-up that `ncuh profile` pays before
 ncu runs.
 """

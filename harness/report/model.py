@@ -1,11 +1,11 @@
 """The typed per-kernel profile: the vocabulary every later stage speaks.
 
-A `KernelProfile` holds what ncu measured for one kernel launch, grouped the way ncu's own
+A `KernelReport` holds what ncu measured for one kernel launch, grouped the way ncu's own
 sections group it. Values are in ncu's base units (nanoseconds, cycles, bytes, cycles per
 second, percent). Metrics differ across architectures and ncu versions, so every number is
 `float | None`: `None` means "not collected", never zero.
 
-Building a profile from a report lives in `harness.report.profile_builder`; this module only defines
+Building a profile from a report lives in `harness.report.builder`; this module only defines
 the records and the small derived quantities that follow from them.
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
+from harness.profile import RULES_LEFT_OUT
 from harness.report.roofline import Roofline
-from harness.report.slim_sections import RULES_LEFT_OUT
 
 Number = float | None  # None: the metric was not collected in this report
 
@@ -609,7 +609,7 @@ class KernelView:
 
 
 @dataclass(frozen=True)
-class KernelProfile:
+class KernelReport:
     """Everything ncuh knows about one profiled kernel launch."""
 
     kernel_id: int  # 0-based, report order (ranges, then actions)

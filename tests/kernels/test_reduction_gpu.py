@@ -21,7 +21,7 @@ from harness.project import load_project
 
 pytestmark = pytest.mark.gpu
 
-FOLDER = Path(__file__).resolve().parent.parent / "kernels" / "reduction"
+FOLDER = Path(__file__).resolve().parents[2] / "kernels" / "reduction"
 LENGTHS = [1, 31, 32, 33, 1000, 2**20 + 7, 2**26]
 
 

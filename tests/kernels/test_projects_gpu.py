@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 
 from harness.gpu.bench import BenchRun
-from harness.ncu_locate import ncu_executable
+from harness.util.ncu_locate import ncu_executable
 
 pytestmark = pytest.mark.gpu
 
-ROOT = Path(__file__).resolve().parent.parent
-SCALE = Path(__file__).parent / "projects" / "scale"
+ROOT = Path(__file__).resolve().parents[2]
+SCALE = Path(__file__).resolve().parents[1] / "projects" / "scale"
 
 
 def checkout_environment() -> dict[str, str]:

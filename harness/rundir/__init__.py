@@ -1,0 +1,79 @@
+"""The run directory contract: its file names and schemas, the pydantic reader of
+manifest.json and bench.json, and the validation helper behind their one-line errors.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.rundir.manifest import (
+        BenchFile,
+        BenchRecord,
+        Manifest,
+        ManifestEntry,
+        Run,
+        RunEntry,
+        is_run_directory,
+        load_bench,
+        load_run,
+    )
+    from harness.rundir.names import BENCH, BENCH_SCHEMA, MANIFEST, METRICS, RUN_SCHEMA
+    from harness.rundir.schema import describe, validate
+
+# public name -> (module, attribute), imported on first use so that importing the package does
+# no work; not cached here, so a test that replaces the attribute in its module is seen.
+_HOMES: dict[str, tuple[str, str]] = {
+    "ProjectRecord": ("harness.rundir.manifest", "ProjectRecord"),
+    "run_inputs": ("harness.rundir.manifest", "run_inputs"),
+    "BENCH": ("harness.rundir.names", "BENCH"),
+    "BENCH_SCHEMA": ("harness.rundir.names", "BENCH_SCHEMA"),
+    "BenchFile": ("harness.rundir.manifest", "BenchFile"),
+    "BenchRecord": ("harness.rundir.manifest", "BenchRecord"),
+    "MANIFEST": ("harness.rundir.names", "MANIFEST"),
+    "METRICS": ("harness.rundir.names", "METRICS"),
+    "Manifest": ("harness.rundir.manifest", "Manifest"),
+    "ManifestEntry": ("harness.rundir.manifest", "ManifestEntry"),
+    "RUN_SCHEMA": ("harness.rundir.names", "RUN_SCHEMA"),
+    "Run": ("harness.rundir.manifest", "Run"),
+    "RunEntry": ("harness.rundir.manifest", "RunEntry"),
+    "describe": ("harness.rundir.schema", "describe"),
+    "is_run_directory": ("harness.rundir.manifest", "is_run_directory"),
+    "load_bench": ("harness.rundir.manifest", "load_bench"),
+    "load_run": ("harness.rundir.manifest", "load_run"),
+    "validate": ("harness.rundir.schema", "validate"),
+}
+
+__all__ = [
+    "BENCH",
+    "BENCH_SCHEMA",
+    "MANIFEST",
+    "METRICS",
+    "RUN_SCHEMA",
+    "BenchFile",
+    "BenchRecord",
+    "Manifest",
+    "ManifestEntry",
+    "ProjectRecord",
+    "Run",
+    "RunEntry",
+    "describe",
+    "is_run_directory",
+    "load_bench",
+    "load_run",
+    "run_inputs",
+    "validate",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = home
+    return getattr(importlib.import_module(module), attribute)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

@@ -1,0 +1,230 @@
+"""The shape of harness/: one package per stage with a face, imports one way, short functions.
+
+Read with `ast` only: nothing under harness/ is imported here.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HARNESS = ROOT / "harness"
+
+# The stages in import order: a module may import its own package, anything in an earlier
+# layer, and nothing later (sibling packages of one layer do not import each other).
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("__init__", "errors"),
+    ("util",),
+    ("rundir",),  # the run-directory contract, shared by the writers and the readers
+    ("project",),
+    ("gpu",),
+    ("profile",),
+    ("report",),
+    ("findings",),
+    ("pages", "diff"),
+    ("history",),  # a series' steps are explained by diff
+    ("api", "commands"),
+    ("cli",),
+    ("entry",),
+    ("__main__",),
+)
+TOP_LEVEL = {"__init__.py", "__main__.py", "entry.py", "cli.py", "errors.py"}
+MAX_FUNCTION_LINES = 80
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str  # dotted module name
+    module: str  # what it imports from (dotted)
+    names: tuple[str, ...]  # the names taken from it; () for `import x`
+    line: int
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _sources() -> dict[str, Path]:
+    # a project's starter files are the user's code, copied by `ncuh init`, not ncuh's modules
+    return {_module_name(path): path for path in sorted(HARNESS.rglob("*.py"))
+            if "starter" not in path.parts}
+
+
+def _imports(name: str, path: Path) -> list[Import]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                and node.module.split(".")[0] == "harness":
+            found.append(Import(name, node.module, tuple(a.name for a in node.names),
+                                node.lineno))
+        elif isinstance(node, ast.Import):
+            found += [Import(name, alias.name, (), node.lineno) for alias in node.names
+                      if alias.name.split(".")[0] == "harness"]
+    return found
+
+
+def _stage(module: str) -> str:
+    """The package (or top-level module) a dotted harness name belongs to."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def _face(package: str) -> set[str]:
+    """A package's `__all__`, read from its `__init__` without importing it."""
+    tree = ast.parse((HARNESS / package / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return set()
+
+
+SOURCES = _sources()
+IMPORTS = [found for name, path in SOURCES.items() for found in _imports(name, path)]
+# `import harness; harness.load(...)`: the package's own face hands out the Python API lazily
+# (inside `__getattr__`), the one import that runs from the top to a later stage.
+IMPORTS = [found for found in IMPORTS
+           if not (found.importer == "harness"
+                   and (found.module == "harness.api" or found.names == ("api",)))]
+PACKAGES = sorted(path.parent.name for path in HARNESS.glob("*/__init__.py"))
+
+
+def _edges(imports: list[Import]) -> dict[str, set[str]]:
+    """Module -> the harness modules it imports. `from package import submodule` is an edge to
+    the submodule; to the package's `__init__` only when some name is not a submodule."""
+    edges: dict[str, set[str]] = {name: set() for name in SOURCES}
+    for found in imports:
+        submodules = {f"{found.module}.{n}" for n in found.names} & SOURCES.keys()
+        whole = len(submodules) < len(found.names) or not found.names
+        edges[found.importer] |= submodules | ({found.module} & SOURCES.keys() if whole else set())
+    return edges
+
+
+def _circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan), and self-imports."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    groups: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(edges.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            group = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.append(member)
+                if member == node:
+                    break
+            if len(group) > 1 or node in edges.get(node, ()):
+                groups.append(sorted(group))
+
+    for node in sorted(edges):
+        if node not in index:
+            visit(node)
+    return groups
+
+
+def _layer(stage: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if stage in layer)
+
+
+def _face_breaches(imports: list[Import]) -> list[str]:
+    breaches = []
+    for found in imports:
+        mine, theirs = _stage(found.importer), _stage(found.module)
+        if mine == theirs or theirs not in PACKAGES:
+            continue
+        where = f"{found.importer}:{found.line}"
+        if found.module != f"harness.{theirs}" or not found.names:
+            breaches.append(f"{where} reaches into {found.module}")
+        else:
+            breaches += [f"{where} takes {name} from harness.{theirs}, not in its __all__"
+                         for name in found.names if name not in _face(theirs)]
+    # `from harness import <package>` hands out the package itself: its face, nothing more
+    return breaches
+
+
+def _backward(imports: list[Import]) -> list[str]:
+    wrong = []
+    for found in imports:
+        mine, theirs = _stage(found.importer), _stage(found.module)
+        if found.module == "harness":  # `from harness import __version__` or a package
+            theirs = next((n for n in found.names if n != "__version__"), "__init__")
+        if mine != theirs and _layer(theirs) >= _layer(mine):
+            wrong.append(f"{found.importer}:{found.line} ({mine}) imports {found.module} "
+                         f"{found.names} ({theirs})")
+    return wrong
+
+
+def test_the_graph_finds_a_circle_and_a_wrong_way_import_it_is_shown() -> None:
+    """The checks themselves, on a made-up graph: a circle, a backward edge, a reach inside."""
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _circles(edges) == [["a", "b", "c"]]
+    assert _circles({"a": {"b"}, "b": set()}) == []
+    backward = [Import("harness.report.x", "harness.pages", ("write",), 3)]
+    assert _backward(backward) == ["harness.report.x:3 (report) imports harness.pages "
+                                   "('write',) (pages)"]
+    assert _backward([Import("harness.pages.x", "harness.report", ("KernelReport",), 3)]) == []
+    inside = [Import("harness.pages.x", "harness.report.model", ("KernelReport",), 5),
+              Import("harness.pages.x", "harness.report", ("not_a_face_name",), 6),
+              Import("harness.pages.x", "harness.report", ("KernelReport",), 7)]
+    assert _face_breaches(inside) == [
+        "harness.pages.x:5 reaches into harness.report.model",
+        "harness.pages.x:6 takes not_a_face_name from harness.report, not in its __all__"]
+
+
+def test_no_import_circle_in_harness() -> None:
+    assert _circles(_edges(IMPORTS)) == []
+
+
+def test_packages_are_entered_only_through_their_face() -> None:
+    assert _face_breaches(IMPORTS) == []
+
+
+def test_imports_run_one_way_along_the_stages() -> None:
+    assert _backward(IMPORTS) == []
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda name: f"harness.{name}")
+def test_every_package_states_its_face(package: str) -> None:
+    assert _face(package), f"harness/{package}/__init__.py has no __all__"
+    assert any(package in layer for layer in LAYERS), f"{package} is in no layer"
+
+
+def test_no_face_name_is_hidden_by_a_submodule_of_the_same_name() -> None:
+    """Importing `harness.p.x` sets the attribute `x` of `harness.p` to the module, which would
+    then stand in for a face name `x`."""
+    clashes = [f"{package}.{name}" for package in PACKAGES for name in _face(package)
+               if (HARNESS / package / f"{name}.py").exists()]
+    assert clashes == []
+
+
+def test_only_the_entry_points_sit_at_the_top_of_harness() -> None:
+    assert {path.name for path in HARNESS.glob("*.py")} == TOP_LEVEL
+
+
+def test_no_function_in_harness_is_over_80_lines() -> None:
+    long = []
+    for name, path in SOURCES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{name}.{node.name}: {lines} lines")
+    assert long == []
