@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import pickle
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -11,7 +14,7 @@ from ncu_details import DetailsSection, parse_details
 
 from harness.cli import main
 from harness.report.ncu_format import display, scale_unit
-from harness.report.report_view import KernelView, render_text, report_views
+from harness.report.report_view import KernelView, render_text
 
 # ncu prints this row with unit "%", but the metric (a ratio) has no unit in the report and
 # the section's header list does not carry a display unit: the one known difference.
@@ -20,7 +23,13 @@ KNOWN_UNIT_DIFFERENCES = {("Memory Workload Analysis", "L2 Compression Ratio")}
 
 @pytest.fixture(scope="module")
 def views() -> list[KernelView]:
-    return report_views(NAIVE_SMEM_REPORT)
+    # Read in a fresh process, as `ncuh report` is: ncu_report keeps a derived metric's unit
+    # from the first report a process opens, and other tests here open `pages` reports first.
+    script = ("import pickle, sys; from harness.report.report_view import report_views; "
+              "sys.stdout.buffer.write(pickle.dumps(report_views(sys.argv[1])))")
+    done = subprocess.run([sys.executable, "-c", script, str(NAIVE_SMEM_REPORT)],
+                          capture_output=True, check=True, timeout=120)
+    return pickle.loads(done.stdout)
 
 
 @pytest.fixture(scope="module")
