@@ -44,7 +44,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ _CHILDREN_LOCK = threading.Lock()
 
 def _start(argv: list[str], **kwargs: Any) -> subprocess.Popen[bytes]:
     """A child in a process group of its own, killed with its group on the way out."""
-    process = subprocess.Popen(argv, start_new_session=True, cwd=ROOT, **kwargs)
+    process = subprocess.Popen(argv, process_group=0, cwd=ROOT, **kwargs)
     with _CHILDREN_LOCK:
         _CHILDREN.add(process)
     return process
@@ -316,7 +316,7 @@ def main() -> int:
     if len(gpus) < 2:
         raise SystemExit(f"needs two GPUs; nvidia-smi lists {len(gpus)}")
     result: dict[str, Any] = {
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "gpus": [gpu.manifest() for gpu in gpus], "variant": args.variant, "size": args.size}
     args.out.parent.mkdir(parents=True, exist_ok=True)
 

@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -220,7 +220,7 @@ def main() -> int:
     if len(gpus) < 2:
         raise SystemExit(f"needs two GPUs; nvidia-smi lists {len(gpus)}")
     result: dict[str, Any] = {
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "gpus": gpus}
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"), "gpus": gpus}
     args.out.parent.mkdir(parents=True, exist_ok=True)
 
     def save() -> None:

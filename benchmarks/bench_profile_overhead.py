@@ -50,7 +50,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -600,7 +600,7 @@ def main() -> int:
     args = parser.parse_args()
 
     result: dict[str, Any] = {
-        "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "environment": environment(),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -44,6 +44,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import tomllib
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -53,11 +54,6 @@ from typing import Any
 from click.testing import CliRunner
 
 from harness.cli import main
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPORTS = (FIXTURES / "h200_naive_256.ncu-rep", FIXTURES / "h200_register_tiled_256.ncu-rep")

@@ -501,11 +501,7 @@ def test_the_wheel_carries_every_file_of_the_bundled_project_and_the_starter() -
     (checked by pattern; `pip wheel . --no-deps` and a listing show the same)."""
     import fnmatch
     import subprocess
-
-    try:
-        import tomllib
-    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
+    import tomllib
 
     data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
     patterns = data["package-data"]

@@ -4,7 +4,7 @@ GPU, handed back as the `Result` that `load` gives for what they wrote."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ def _project(project: Path | str | None) -> Any:
 
 
 def _stamped(prefix: str) -> Path:
-    return Path("runs") / f"{prefix}-{datetime.now(timezone.utc).strftime('%Y%m%d-%H%M%S')}"
+    return Path("runs") / f"{prefix}-{datetime.now(UTC).strftime('%Y%m%d-%H%M%S')}"
 
 
 def bench(variants: Sequence[str] | None = None, sizes: Sequence[str] | None = None, *,

@@ -10,7 +10,7 @@ exit 2. A result that fails verification is recorded, never timed, and makes the
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -36,7 +36,7 @@ from harness.project import Project, Size, Variant, size_text
 
 
 def _default_out() -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return Path("runs") / f"bench-{stamp}"
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
@@ -14,7 +14,7 @@ from harness.errors import printable
 def _default_out() -> Path:
     # Under runs/ (ignored in a checkout, like bench's and profile's output), never inside a
     # tracked folder.
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return Path("runs") / f"writeup-{stamp}"
 
 

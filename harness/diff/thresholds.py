@@ -8,7 +8,7 @@ threshold or a non-positive resample count is one line naming the file and the f
 
 from __future__ import annotations
 
-import sys
+import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -19,11 +19,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.errors import NcuhError
 from harness.rundir import validate
 from harness.util import load_toml, read_text
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 Kind = Literal["timing", "counter"]
 Direction = Literal["lower", "higher"]

@@ -13,7 +13,7 @@ import itertools
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Literal
 
 from harness.gpu.bench import BenchSettings, bench_one
@@ -144,7 +144,7 @@ def autotune(project: Project, variant: Variant, size: Size, *, repeats: int = 1
             "median_ms": best.median_ms,
             "gflops": best.gflops,
             "rel_error": best.rel_error,
-            "tuned_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "tuned_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "repeats": repeats,
             "configs": {"enumerated": len(configs), "rejected": result.rejected,
                         "failed": result.failed, "timed": result.timed},

@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -147,7 +147,7 @@ class Store:
                     project=record.project, gpu=record.gpu,
                     compute_capability=record.compute_capability,
                     ncu_version=record.ncu_version, started_at=record.started_at,
-                    added_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                    added_at=datetime.now(UTC).isoformat(timespec="seconds"),
                     source=str(record.source), manifest=record.manifest_blob(),
                     failed=record.failed_json(),
                 )).inserted_primary_key[0]

@@ -99,7 +99,7 @@ class StreamingCommand:
     def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
             list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True, env=env,
+            stdin=subprocess.DEVNULL, process_group=0, env=env,
         )
         with _RUNNING_LOCK:
             _RUNNING.add(self.process)
@@ -232,7 +232,7 @@ def start_command(argv: Sequence[str], env: dict[str, str] | None = None) -> Job
     try:
         process = subprocess.Popen(
             list(argv), stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, env=env,
+            process_group=0, env=env,
         )
     except BaseException:
         output.close()

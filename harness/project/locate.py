@@ -11,16 +11,12 @@ from __future__ import annotations
 
 import os
 import re
+import tomllib
 from importlib import resources
 from pathlib import Path
 
 from harness.errors import ProjectError, os_error_text
 from harness.util import file_kind
-
-try:  # Python 3.11+
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
 
 PROJECT_FILE = "ncuh.toml"
 PYPROJECT = "pyproject.toml"

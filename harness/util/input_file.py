@@ -13,17 +13,12 @@ import json
 import os
 import re
 import stat
-import sys
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from harness.errors import InputFileError, NcuhError, os_error_text
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 # No file ncuh reads nests deeper than a handful of levels; Python's parser (and whatever walks
 # the result) recurses once per level, so a deeper document is refused before it is parsed.
