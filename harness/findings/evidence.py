@@ -24,6 +24,9 @@ OP_WORDS = {">=": "≥", "<=": "≤", ">": "over", "<": "under"}
 
 # opcodes that do multiply-adds: a GEMM's inner product
 FMA_OPCODES = ("FFMA", "DFMA", "HFMA2", "HMMA", "HGMMA", "DMMA", "IMMA", "IGMMA", "QGMMA")
+# atomics by space (REDUX is a warp reduction, no memory atomic)
+SHARED_ATOMIC_OPCODES = ("ATOMS",)
+GLOBAL_ATOMIC_OPCODES = ("ATOM", "ATOMG", "RED", "REDG")
 # opcodes that do half-precision math (scalar pairs or tensor cores)
 FP16_OPCODES = ("HFMA2", "HADD2", "HMUL2", "HMMA", "HGMMA")
 
@@ -52,6 +55,30 @@ def share_of_whole(part: float, whole: float | None) -> float | None:
     if not whole or part < 0 or part > whole:
         return None
     return 100.0 * part / whole
+
+
+def opcode_share(profile: KernelProfile, opcodes: tuple[str, ...]) -> float | None:
+    """These opcodes' shares of executed instructions as the instruction mix states them, in
+    percent; None without an instruction mix."""
+    if not profile.instruction_mix:
+        return None
+    return sum(o.share_pct for o in profile.instruction_mix
+               if o.opcode in opcodes and o.executed)
+
+
+def share_of_executed(profile: KernelProfile, opcodes: tuple[str, ...]) -> float | None:
+    """These opcodes' executed warp instructions against the kernel's executed total, in
+    percent (how the rules that name a dominant kind of work count it)."""
+    part = executed(profile, opcodes)
+    total = profile.executed_instructions
+    return share_of_whole(part, total) if part is not None and total else None
+
+
+def _per_request(profile: KernelProfile, sectors: tuple[str, ...]) -> float | None:
+    requests = profile.atomics.global_requests
+    if not requests:
+        return None
+    return sum(profile.metric(m) or 0.0 for m in sectors) / requests
 
 
 def _math_executed(profile: KernelProfile) -> float:
@@ -134,6 +161,16 @@ MEASURES: dict[str, tuple[str, Callable[[KernelProfile], float | None]]] = {
     "shared_store_conflict_pct": ("shared-store wavefronts that are conflicts (%)",
                                   lambda p: p.bank_conflicts.stores.conflict_share_pct),
     "executed_instructions": ("warp instructions executed", lambda p: _sum_mix(p) or None),
+    "shared_atomic_share_pct": ("ATOMS (% of executed)",
+                                lambda p: share_of_executed(p, SHARED_ATOMIC_OPCODES)),
+    "global_atomic_share_pct": ("global atomics ATOM/RED (% of executed)",
+                                lambda p: share_of_executed(p, GLOBAL_ATOMIC_OPCODES)),
+    "global_atomic_sectors_per_request": (
+        "sectors per warp-level global atomic",
+        lambda p: _per_request(p, ("l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum",
+                                   "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum"))),
+    "cluster_size": ("blocks per thread-block cluster",
+                     lambda p: p.metric("launch__cluster_size")),
 }
 
 
@@ -143,11 +180,13 @@ def words(measure: str) -> str:
     if kind == "pipe":
         return f"{arg.upper()} pipe (% of peak)"
     if kind == "stall":
-        return f"{arg.replace('_', ' ')} stall (% of cycles per issue)"
+        return f"{arg.replace('_', ' ').replace('+', ' and ')} stall (% of cycles per issue)"
     if kind == "opcode":
         return f"{arg} executed"
     if kind == "class":
         return f"{arg} instructions (% of executed)"
+    if kind == "share":
+        return f"{arg.replace('+', '/')} (% of executed)"
     if kind == "vector":
         return f"{arg.replace('_', ' ')}s wider than 32 bits (%)"
     return MEASURES[measure][0] if measure in MEASURES else measure
@@ -163,10 +202,15 @@ def read(profile: KernelProfile, measure: str) -> float | None:
     if kind == "class":
         found = profile.instruction_class(arg)
         return found.share_pct if found is not None else None
+    if kind == "share":
+        return opcode_share(profile, tuple(arg.split("+")))
     if kind == "stall":
+        # several reasons joined by "+" add up (a barrier and the fence that comes with it)
         total = profile.warp_state.cycles_per_issued_instruction
-        value = profile.warp_state.stall(arg)
-        return share_of_whole(value, total) if value is not None else None
+        values = [profile.warp_state.stall(r) for r in arg.split("+")]
+        if all(v is None for v in values):
+            return None
+        return share_of_whole(sum(v or 0.0 for v in values), total)
     if kind == "vector":
         space, _, direction = arg.partition("_")
         return profile.memory_widths.vectorized_share_pct(space, direction)  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ a kernel made mostly of them is busy exchanging data within warps, not computing
 
 from __future__ import annotations
 
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report.kernel_profile import KernelProfile
 
@@ -79,4 +80,5 @@ def check(profile: KernelProfile, previous: KernelProfile | None = None) -> list
         weight=max(share, pipe_pct or 0.0),
         metrics={"opcode": opcode, "share_pct": share, "executed": executed,
                  "pipe": pipe, **({"pipe_pct": pipe_pct} if pipe_pct is not None else {})},
+        evidence=(ev(profile, f"share:{opcode}", ">=", DOMINANT),),
     )]
