@@ -31,6 +31,30 @@ GLOBAL_ATOMIC_OPCODES = ("ATOM", "ATOMG", "RED", "REDG")
 FP16_OPCODES = ("HFMA2", "HADD2", "HMUL2", "HMMA", "HGMMA")
 
 
+WITH_MODIFIERS = "sass__inst_executed_per_opcode_with_modifier_all"
+# ptxas loads 32-bit constants with `HFMA2.MMA Rd, -RZ, RZ, imm`: a register move on the MMA
+# pipe, no half-precision math; counted as FP16 math only while the FP16 pipe shows work
+REGISTER_MOVE = "HFMA2.MMA"
+
+
+def register_moves(profile: KernelProfile) -> float:
+    """Executed HFMA2.MMA that are register moves: all of them while the FP16 pipe did no
+    work (0 when the opcodes with their modifiers were not collected)."""
+    if (profile.pipe("fma_type_fp16") or 0.0) > 0.0:
+        return 0.0
+    metric = profile.metrics.get(WITH_MODIFIERS)
+    if metric is None:
+        return 0.0
+    return sum(n for op, n in metric.instances if op == REGISTER_MOVE)
+
+
+def fp16_math(profile: KernelProfile) -> float | None:
+    """Executed half-precision math instructions (HFMA2, HADD2, HMUL2, HMMA, HGMMA), without
+    the HFMA2.MMA register moves; None without an instruction mix."""
+    found = executed(profile, FP16_OPCODES)
+    return None if found is None else max(0.0, found - register_moves(profile))
+
+
 def _sum_mix(profile: KernelProfile) -> float:
     return sum(o.executed for o in profile.instruction_mix)
 
@@ -127,12 +151,12 @@ MEASURES: dict[str, tuple[str, Callable[[KernelProfile], float | None]]] = {
     "fma_share_of_math_pct": ("multiply-adds and MMAs (% of math instructions)",
                               fma_share_of_math),
     "math_share_pct": ("math instructions (% of executed)", math_share),
-    "fp16_executed": ("HFMA2/HADD2/HMUL2/HMMA/HGMMA executed",
-                      lambda p: executed(p, FP16_OPCODES)),
+    "fp16_executed": ("half-precision math executed (HFMA2.MMA register moves excluded)",
+                      fp16_math),
     "hfma2_share_of_math_pct": (
-        "HFMA2 (% of math instructions)",
-        lambda p: 100.0 * (executed(p, ("HFMA2",)) or 0.0) / _math_executed(p)
-        if _math_executed(p) and p.instruction_mix else None),
+        "HFMA2 (% of math instructions, register moves excluded)",
+        lambda p: 100.0 * max(0.0, (executed(p, ("HFMA2",)) or 0.0) - register_moves(p))
+        / _math_executed(p) if _math_executed(p) and p.instruction_mix else None),
     "shuffle_share_pct": ("SHFL (% of executed)", lambda p: share_of_mix(p, ("SHFL",))),
     "atomic_share_pct": ("atomics (% of executed)",
                          lambda p: share_of_mix(p, ("ATOM", "ATOMG", "ATOMS", "RED", "REDG",
