@@ -192,3 +192,78 @@ def test_missing_evidence_is_not_judged():
     assert judged.kind == "info" and judged.what_if is None
     assert judged.title == ("Not judged (Compute Workload Analysis): FP64 pipe (% of peak) "
                             "not collected ≥ 60.")
+
+
+# ---------------------------------------------------------------------------------------------
+# the zoo's atomics, barrier and shuffle kernels, as their pages read
+
+
+ZOO_ATOMICS = ("zoo_atomic_same", "zoo_atomic_shared", "zoo_atomic_scattered")
+ZOO_EXCHANGE = ("zoo_barrier", "zoo_cluster_sync", "zoo_warp_shuffle", "zoo_warp_vote")
+
+
+@functools.cache
+def _page(name: str) -> tuple[str, str]:
+    from harness import render
+    from harness.writeup import collect
+
+    [path] = [p for p in reports(FIXTURES / "zoo") if p.name == f"{name}.ncu-rep"]
+    writeup = collect([path])
+    [page] = writeup.pages
+    return render.render_page(page, writeup, "md"), render.render_page(page, writeup, "html")
+
+
+def _claim_lines(markdown: str) -> list[str]:
+    """The page's lines that state something of ours (not the opcode tables or the listing,
+    and not an aside that says what was not judged)."""
+    return [line for line in markdown.splitlines()
+            if not line.startswith("|") and "Not judged" not in line
+            and "needs:" not in line and "*because*" not in line]
+
+
+@pytest.mark.parametrize("name", ZOO_ATOMICS)
+def test_atomics_pages_claim_no_half_precision_math(name: str):
+    markdown, html = _page(name)
+    for line in _claim_lines(markdown):
+        assert "HFMA2 is" not in line and "half-precision" not in line.lower(), line
+        assert "FP16 math" not in line, line
+    assert "HFMA2 is only" not in html
+
+
+def test_hfma2_register_moves_are_not_fp16_math():
+    scattered = _one(FIXTURES / "zoo", "zoo_atomic_scattered.ncu-rep")
+    shared = _one(FIXTURES / "zoo", "zoo_atomic_shared.ncu-rep")
+    # ptxas's constant loads (HFMA2.MMA Rd, -RZ, RZ, imm) with the FP16 pipe idle
+    assert evidence.executed(scattered, ("HFMA2",)) == 135_168
+    assert evidence.register_moves(scattered) == 135_168
+    assert evidence.executed(shared, ("HFMA2",)) == 67_584
+    assert evidence.read(scattered, "fp16_executed") == 0
+    assert evidence.read(shared, "fp16_executed") == 0
+    [mix] = [f for f in run_rules(scattered) if f.rule == "instruction_mix"]
+    assert mix.kind == "info" and mix.what_if is None
+    assert mix.title == ("Not judged (Instruction Statistics): FP16 math instructions executed "
+                         "(register moves excluded) 0 over 0 does not hold.")
+    # the same instructions with the FP16 pipe at work are half-precision math again
+    busy = dataclasses.replace(
+        scattered, pipes=(PipeUse("fma_type_fp16", "FMA (FP16)", "instructions", 0.1),
+                          *scattered.pipes))
+    assert evidence.register_moves(busy) == 0
+    assert evidence.read(busy, "fp16_executed") == 135_168
+    [mix] = [f for f in run_rules(busy) if f.rule == "instruction_mix"]
+    assert mix.title.startswith("HFMA2 is only 3.8% of executed instructions")
+
+
+@pytest.mark.parametrize("name", ZOO_EXCHANGE)
+def test_barrier_and_shuffle_kernels_are_not_gemm_like(name: str):
+    real = _one(FIXTURES / "zoo", f"{name}.ncu-rep")
+    assert pipes.expected_pipe(real) is None
+    markdown, html = _page(name)
+    assert "GEMM-like" not in markdown and "GEMM-like" not in html
+
+
+@pytest.mark.parametrize("name", (*ZOO_ATOMICS, *ZOO_EXCHANGE, "zoo_polling"))
+def test_zoo_pages_state_no_share_over_the_whole(name: str):
+    markdown, _ = _page(name)
+    for line in _claim_lines(markdown):
+        for value in PERCENT.findall(line):
+            assert float(value.replace(",", "")) <= 100.0, line

@@ -151,7 +151,7 @@ MEASURES: dict[str, tuple[str, Callable[[KernelProfile], float | None]]] = {
     "fma_share_of_math_pct": ("multiply-adds and MMAs (% of math instructions)",
                               fma_share_of_math),
     "math_share_pct": ("math instructions (% of executed)", math_share),
-    "fp16_executed": ("half-precision math executed (HFMA2.MMA register moves excluded)",
+    "fp16_executed": ("FP16 math instructions executed (register moves excluded)",
                       fp16_math),
     "hfma2_share_of_math_pct": (
         "HFMA2 (% of math instructions, register moves excluded)",
