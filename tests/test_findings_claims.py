@@ -267,3 +267,54 @@ def test_zoo_pages_state_no_share_over_the_whole(name: str):
     for line in _claim_lines(markdown):
         for value in PERCENT.findall(line):
             assert float(value.replace(",", "")) <= 100.0, line
+
+
+# ---------------------------------------------------------------------------------------------
+# the Hopper-era rules' declared evidence, as the pages show it
+
+
+@pytest.mark.parametrize(("name", "rule", "because"), [
+    ("zoo_atomic_scattered", "atomics", "global atomics ATOM/RED (% of executed) 15.31 ≥ 10; "
+     "sectors per warp-level global atomic 32 ≥ 4"),
+    ("zoo_atomic_shared", "atomics", "ATOMS (% of executed) 20.18 ≥ 10"),
+    ("zoo_barrier", "synchronization", "BAR (% of executed) 38.29 ≥ 10"),
+    ("zoo_cluster_sync", "synchronization",
+     "UCGABAR_ARV/UCGABAR_WAIT/MEMBAR (% of executed) 39.29 ≥ 10"),
+    ("zoo_polling", "synchronization", "volatile (strong) global loads (% of executed "
+     "instructions) 17.71 ≥ 10; YIELD executed 2,843,968 over 0"),
+    ("zoo_cluster_dsmem", "clusters", "blocks per thread-block cluster 2 over 1; "
+     "distributed-shared-memory requests (% of executed instructions) 13.75 ≥ 10"),
+    ("zoo_warp_shuffle", "warp_primitives", "SHFL (% of executed) 42.36 ≥ 15"),
+    ("zoo_warp_vote", "warp_primitives", "VOTE (% of executed) 17.59 ≥ 15"),
+    ("zoo_imbalance", "imbalance", "busiest SM's active cycles / the average SM's 13.58 ≥ 1.5"),
+    ("zoo_bf16_gemm", "tensor_core", "MMA instructions (WGMMA or mma.sync) executed 2,097,152 "
+     "over 0; busiest tensor pipe (% of peak) 95.22 ≥ 80"),
+    ("zoo_cudnn_attention", "tensor_core", "MMA instructions (WGMMA or mma.sync) executed "
+     "1,114,112 over 0; busiest tensor pipe (% of peak) 63.19 under 80"),
+    # its SM throughput is 54.01%: compute-bound by the tensor pipe, as the bound judges it
+    ("zoo_cudnn_attention", "bound", "compute side: SM throughput or the MMA kernel's tensor "
+     "pipe (% of peak) 63.19 ≥ 60"),
+    ("zoo_occupancy_warps", "occupancy", "theoretical occupancy (%) 75 ≥ 60; theoretical "
+     "occupancy (%) 75 under 100"),
+])
+def test_hopper_era_findings_show_their_evidence(name: str, rule: str, because: str):
+    real = _one(FIXTURES / "zoo", f"{name}.ncu-rep")
+    shown = [f.because for f in run_rules(real) if f.rule == rule]
+    assert because in shown, shown
+
+
+def test_a_dominant_primitive_at_and_below_its_threshold():
+    from harness.findings import warp_primitives
+
+    real = _one(FIXTURES / "zoo", "zoo_warp_vote.ncu-rep")
+
+    def vote_at(share: float) -> KernelProfile:
+        mix = tuple(dataclasses.replace(o, share_pct=share) if o.opcode == "VOTE" else o
+                    for o in real.instruction_mix)
+        return dataclasses.replace(real, instruction_mix=mix)
+
+    [at] = warp_primitives.check(vote_at(warp_primitives.DOMINANT))
+    assert evidence.failing(vote_at(warp_primitives.DOMINANT), at.evidence) == []
+    assert warp_primitives.check(vote_at(warp_primitives.DOMINANT - 0.01)) == []
+    # the evidence read again from a profile below the threshold does not hold: not judged
+    assert [e.measure for e in evidence.failing(vote_at(14.99), at.evidence)] == ["share:VOTE"]
