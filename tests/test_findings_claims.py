@@ -51,9 +51,12 @@ REPORTS = _all_reports()
 
 def test_the_audit_reads_every_committed_report():
     names = {p.name for p in REPORTS}
-    assert len(REPORTS) >= 35, sorted(names)
+    assert len(REPORTS) >= 57, sorted(names)
     assert {"zoo_atomic_same.ncu-rep", "warp_shuffle_67108864.ncu-rep",
-            "h200_naive_256.ncu-rep", "h100_sgemm_naive_smem.ncu-rep"} <= names
+            "h200_naive_256.ncu-rep", "h100_sgemm_naive_smem.ncu-rep",
+            # the Hopper-era zoo
+            "zoo_bf16_gemm.ncu-rep", "zoo_fp8_gemm.ncu-rep", "zoo_cluster_dsmem.ncu-rep",
+            "zoo_atomic_scattered.ncu-rep", "zoo_polling.ncu-rep"} <= names
 
 
 @pytest.mark.parametrize("path", REPORTS, ids=lambda p: p.name)
@@ -192,3 +195,130 @@ def test_missing_evidence_is_not_judged():
     assert judged.kind == "info" and judged.what_if is None
     assert judged.title == ("Not judged (Compute Workload Analysis): FP64 pipe (% of peak) "
                             "not collected ≥ 60.")
+
+
+# ---------------------------------------------------------------------------------------------
+# the zoo's atomics, barrier and shuffle kernels, as their pages read
+
+
+ZOO_ATOMICS = ("zoo_atomic_same", "zoo_atomic_shared", "zoo_atomic_scattered")
+ZOO_EXCHANGE = ("zoo_barrier", "zoo_cluster_sync", "zoo_warp_shuffle", "zoo_warp_vote")
+
+
+@functools.cache
+def _page(name: str) -> tuple[str, str]:
+    from harness.writeup import collect
+
+    from harness import render
+
+    [path] = [p for p in reports(FIXTURES / "zoo") if p.name == f"{name}.ncu-rep"]
+    writeup = collect([path])
+    [page] = writeup.pages
+    return render.render_page(page, writeup, "md"), render.render_page(page, writeup, "html")
+
+
+def _claim_lines(markdown: str) -> list[str]:
+    """The page's lines that state something of ours (not the opcode tables or the listing,
+    and not an aside that says what was not judged)."""
+    return [line for line in markdown.splitlines()
+            if not line.startswith("|") and "Not judged" not in line
+            and "needs:" not in line and "*because*" not in line]
+
+
+@pytest.mark.parametrize("name", ZOO_ATOMICS)
+def test_atomics_pages_claim_no_half_precision_math(name: str):
+    markdown, html = _page(name)
+    for line in _claim_lines(markdown):
+        assert "HFMA2 is" not in line and "half-precision" not in line.lower(), line
+        assert "FP16 math" not in line, line
+    assert "HFMA2 is only" not in html
+
+
+def test_hfma2_register_moves_are_not_fp16_math():
+    scattered = _one(FIXTURES / "zoo", "zoo_atomic_scattered.ncu-rep")
+    shared = _one(FIXTURES / "zoo", "zoo_atomic_shared.ncu-rep")
+    # ptxas's constant loads (HFMA2.MMA Rd, -RZ, RZ, imm) with the FP16 pipe idle
+    assert evidence.executed(scattered, ("HFMA2",)) == 135_168
+    assert evidence.register_moves(scattered) == 135_168
+    assert evidence.executed(shared, ("HFMA2",)) == 67_584
+    assert evidence.read(scattered, "fp16_executed") == 0
+    assert evidence.read(shared, "fp16_executed") == 0
+    [mix] = [f for f in run_rules(scattered) if f.rule == "instruction_mix"]
+    assert mix.kind == "info" and mix.what_if is None
+    assert mix.title == ("Not judged (Instruction Statistics): FP16 math instructions executed "
+                         "(register moves excluded) 0 over 0 does not hold.")
+    # the same instructions with the FP16 pipe at work are half-precision math again
+    busy = dataclasses.replace(
+        scattered, pipes=(PipeUse("fma_type_fp16", "FMA (FP16)", "instructions", 0.1),
+                          *scattered.pipes))
+    assert evidence.register_moves(busy) == 0
+    assert evidence.read(busy, "fp16_executed") == 135_168
+    [mix] = [f for f in run_rules(busy) if f.rule == "instruction_mix"]
+    assert mix.title.startswith("HFMA2 is only 3.8% of executed instructions")
+
+
+@pytest.mark.parametrize("name", ZOO_EXCHANGE)
+def test_barrier_and_shuffle_kernels_are_not_gemm_like(name: str):
+    real = _one(FIXTURES / "zoo", f"{name}.ncu-rep")
+    assert pipes.expected_pipe(real) is None
+    markdown, html = _page(name)
+    assert "GEMM-like" not in markdown and "GEMM-like" not in html
+
+
+@pytest.mark.parametrize("name", (*ZOO_ATOMICS, *ZOO_EXCHANGE, "zoo_polling"))
+def test_zoo_pages_state_no_share_over_the_whole(name: str):
+    markdown, _ = _page(name)
+    for line in _claim_lines(markdown):
+        for value in PERCENT.findall(line):
+            assert float(value.replace(",", "")) <= 100.0, line
+
+
+# ---------------------------------------------------------------------------------------------
+# the Hopper-era rules' declared evidence, as the pages show it
+
+
+@pytest.mark.parametrize(("name", "rule", "because"), [
+    ("zoo_atomic_scattered", "atomics", "global atomics ATOM/RED (% of executed) 15.31 ≥ 10; "
+     "sectors per warp-level global atomic 32 ≥ 4"),
+    ("zoo_atomic_shared", "atomics", "ATOMS (% of executed) 20.18 ≥ 10"),
+    ("zoo_barrier", "synchronization", "BAR (% of executed) 38.29 ≥ 10"),
+    ("zoo_cluster_sync", "synchronization",
+     "UCGABAR_ARV/UCGABAR_WAIT/MEMBAR (% of executed) 39.29 ≥ 10"),
+    ("zoo_polling", "synchronization", "volatile (strong) global loads (% of executed "
+     "instructions) 17.71 ≥ 10; YIELD executed 2,843,968 over 0"),
+    ("zoo_cluster_dsmem", "clusters", "blocks per thread-block cluster 2 over 1; "
+     "distributed-shared-memory requests (% of executed instructions) 13.75 ≥ 10"),
+    ("zoo_warp_shuffle", "warp_primitives", "SHFL (% of executed) 42.36 ≥ 15"),
+    ("zoo_warp_vote", "warp_primitives", "VOTE (% of executed) 17.59 ≥ 15"),
+    ("zoo_imbalance", "imbalance", "busiest SM's active cycles / the average SM's 13.58 ≥ 1.5"),
+    ("zoo_bf16_gemm", "tensor_core", "MMA instructions (WGMMA or mma.sync) executed 2,097,152 "
+     "over 0; busiest tensor pipe (% of peak) 95.22 ≥ 80"),
+    ("zoo_cudnn_attention", "tensor_core", "MMA instructions (WGMMA or mma.sync) executed "
+     "1,114,112 over 0; busiest tensor pipe (% of peak) 63.19 under 80"),
+    # its SM throughput is 54.01%: compute-bound by the tensor pipe, as the bound judges it
+    ("zoo_cudnn_attention", "bound", "compute side: SM throughput or the MMA kernel's tensor "
+     "pipe (% of peak) 63.19 ≥ 60"),
+    ("zoo_occupancy_warps", "occupancy", "theoretical occupancy (%) 75 ≥ 60; theoretical "
+     "occupancy (%) 75 under 100"),
+])
+def test_hopper_era_findings_show_their_evidence(name: str, rule: str, because: str):
+    real = _one(FIXTURES / "zoo", f"{name}.ncu-rep")
+    shown = [f.because for f in run_rules(real) if f.rule == rule]
+    assert because in shown, shown
+
+
+def test_a_dominant_primitive_at_and_below_its_threshold():
+    from harness.findings import warp_primitives
+
+    real = _one(FIXTURES / "zoo", "zoo_warp_vote.ncu-rep")
+
+    def vote_at(share: float) -> KernelReport:
+        mix = tuple(dataclasses.replace(o, share_pct=share) if o.opcode == "VOTE" else o
+                    for o in real.instruction_mix)
+        return dataclasses.replace(real, instruction_mix=mix)
+
+    [at] = warp_primitives.check(vote_at(warp_primitives.DOMINANT))
+    assert evidence.failing(vote_at(warp_primitives.DOMINANT), at.evidence) == []
+    assert warp_primitives.check(vote_at(warp_primitives.DOMINANT - 0.01)) == []
+    # the evidence read again from a profile below the threshold does not hold: not judged
+    assert [e.measure for e in evidence.failing(vote_at(14.99), at.evidence)] == ["share:VOTE"]

@@ -110,6 +110,7 @@ def _dominant(profile: KernelReport, executed: dict[str, float], text: str,
             what_if="What if each thread (or warp, with __match_any_sync / __reduce_add_sync) "
             "accumulated its updates in registers and issued one atomic per distinct bin?",
             weight=share, metrics={**metrics, "space": "shared", "share_pct": share},
+            evidence=(ev(profile, "shared_atomic_share_pct", ">=", DOMINANT),),
         )
     share = 100.0 * glob / total
     at = profile.atomics
@@ -134,4 +135,6 @@ def _dominant(profile: KernelReport, executed: dict[str, float], text: str,
         weight=share + (l2 or 0.0) / 2,
         metrics={**metrics, "space": "global", "share_pct": share,
                  "sectors_per_request": sectors / requests},
+        evidence=(ev(profile, "global_atomic_share_pct", ">=", DOMINANT),
+                  ev(profile, "global_atomic_sectors_per_request", ">=", SCATTERED)),
     )

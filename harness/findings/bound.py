@@ -186,6 +186,10 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
         ]
     if bound == "compute":
         from harness.findings.pipes import busiest
+        from harness.findings.tensor_core import tensor_use
+
+        # a tensor-core kernel is compute-bound by its tensor pipe (see `classify`)
+        side = "compute_side_pct" if tensor_use(profile) is not None else "compute_pct"
 
         kind = "good" if compute >= LATENCY_THRESHOLD else "info"
         saturated = " and near saturation" if compute >= HIGH_THRESHOLD else ""
@@ -201,7 +205,7 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
                 section=SECTION,
                 weight=compute,
                 metrics=metrics,
-                evidence=(ev(profile, "compute_pct", ">=", LATENCY_THRESHOLD),),
+                evidence=(ev(profile, side, ">=", LATENCY_THRESHOLD),),
             )
         ]
     unit = busiest_memory_unit(profile)

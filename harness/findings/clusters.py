@@ -5,6 +5,8 @@ network (`l1tex__t_{requests,sectors}_pipe_lsu_mem_dshared_op_*`) (Memory Worklo
 
 from __future__ import annotations
 
+from harness.findings import evidence
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report import KernelReport
 
@@ -25,6 +27,18 @@ def dsmem(profile: KernelReport) -> dict[str, tuple[float, float]]:
         if requests:
             found[op] = (requests, sectors or 0.0)
     return found
+
+
+def dsmem_share(profile: KernelReport) -> float | None:
+    """DSMEM requests against executed warp instructions, in percent."""
+    total = profile.executed_instructions
+    if not total:
+        return None
+    return 100.0 * sum(r for r, _ in dsmem(profile).values()) / total
+
+
+evidence.MEASURES["dsmem_share_pct"] = (
+    "distributed-shared-memory requests (% of executed instructions)", dsmem_share)
 
 
 def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
@@ -54,7 +68,8 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
             + (f"; {fmt(requests, 0)} distributed-shared-memory requests ({fmt(share)}% of "
                "executed instructions)." if requests else "; no distributed-shared-memory "
                "traffic."),
-            text=text, section=SECTION, metrics=metrics)]
+            text=text, section=SECTION, metrics=metrics,
+            evidence=(ev(profile, "cluster_size", ">", 1.0),))]
     main = max(traffic, key=lambda op: traffic[op][0])
     long_wait = profile.warp_state.stall("long_scoreboard")
     per = profile.warp_state.cycles_per_issued_instruction
@@ -74,4 +89,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
         "bulk step (cp.async.bulk shared::cluster, or vectorized remote loads) and then read "
         "it locally?",
         weight=share, metrics=metrics,
+        evidence=(ev(profile, "cluster_size", ">", 1.0),
+                  ev(profile, "dsmem_share_pct", ">=", DOMINANT)),
     )]

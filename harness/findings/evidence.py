@@ -23,8 +23,35 @@ OP_WORDS = {">=": "≥", "<=": "≤", ">": "over", "<": "under"}
 
 # opcodes that do multiply-adds: a GEMM's inner product
 FMA_OPCODES = ("FFMA", "DFMA", "HFMA2", "HMMA", "HGMMA", "DMMA", "IMMA", "IGMMA", "QGMMA")
+# atomics by space (REDUX is a warp reduction, no memory atomic)
+SHARED_ATOMIC_OPCODES = ("ATOMS",)
+GLOBAL_ATOMIC_OPCODES = ("ATOM", "ATOMG", "RED", "REDG")
 # opcodes that do half-precision math (scalar pairs or tensor cores)
 FP16_OPCODES = ("HFMA2", "HADD2", "HMUL2", "HMMA", "HGMMA")
+
+
+WITH_MODIFIERS = "sass__inst_executed_per_opcode_with_modifier_all"
+# ptxas loads 32-bit constants with `HFMA2.MMA Rd, -RZ, RZ, imm`: a register move on the MMA
+# pipe, no half-precision math; counted as FP16 math only while the FP16 pipe shows work
+REGISTER_MOVE = "HFMA2.MMA"
+
+
+def register_moves(profile: KernelReport) -> float:
+    """Executed HFMA2.MMA that are register moves: all of them while the FP16 pipe did no
+    work (0 when the opcodes with their modifiers were not collected)."""
+    if (profile.pipe("fma_type_fp16") or 0.0) > 0.0:
+        return 0.0
+    metric = profile.metrics.get(WITH_MODIFIERS)
+    if metric is None:
+        return 0.0
+    return sum(n for op, n in metric.instances if op == REGISTER_MOVE)
+
+
+def fp16_math(profile: KernelReport) -> float | None:
+    """Executed half-precision math instructions (HFMA2, HADD2, HMUL2, HMMA, HGMMA), without
+    the HFMA2.MMA register moves; None without an instruction mix."""
+    found = executed(profile, FP16_OPCODES)
+    return None if found is None else max(0.0, found - register_moves(profile))
 
 
 def _sum_mix(profile: KernelReport) -> float:
@@ -51,6 +78,30 @@ def share_of_whole(part: float, whole: float | None) -> float | None:
     if not whole or part < 0 or part > whole:
         return None
     return 100.0 * part / whole
+
+
+def opcode_share(profile: KernelReport, opcodes: tuple[str, ...]) -> float | None:
+    """These opcodes' shares of executed instructions as the instruction mix states them, in
+    percent; None without an instruction mix."""
+    if not profile.instruction_mix:
+        return None
+    return sum(o.share_pct for o in profile.instruction_mix
+               if o.opcode in opcodes and o.executed)
+
+
+def share_of_executed(profile: KernelReport, opcodes: tuple[str, ...]) -> float | None:
+    """These opcodes' executed warp instructions against the kernel's executed total, in
+    percent (how the rules that name a dominant kind of work count it)."""
+    part = executed(profile, opcodes)
+    total = profile.executed_instructions
+    return share_of_whole(part, total) if part is not None and total else None
+
+
+def _per_request(profile: KernelReport, sectors: tuple[str, ...]) -> float | None:
+    requests = profile.atomics.global_requests
+    if not requests:
+        return None
+    return sum(profile.metric(m) or 0.0 for m in sectors) / requests
 
 
 def _math_executed(profile: KernelReport) -> float:
@@ -99,12 +150,12 @@ MEASURES: dict[str, tuple[str, Callable[[KernelReport], float | None]]] = {
     "fma_share_of_math_pct": ("multiply-adds and MMAs (% of math instructions)",
                               fma_share_of_math),
     "math_share_pct": ("math instructions (% of executed)", math_share),
-    "fp16_executed": ("HFMA2/HADD2/HMUL2/HMMA/HGMMA executed",
-                      lambda p: executed(p, FP16_OPCODES)),
+    "fp16_executed": ("FP16 math instructions executed (register moves excluded)",
+                      fp16_math),
     "hfma2_share_of_math_pct": (
-        "HFMA2 (% of math instructions)",
-        lambda p: 100.0 * (executed(p, ("HFMA2",)) or 0.0) / _math_executed(p)
-        if _math_executed(p) and p.instruction_mix else None),
+        "HFMA2 (% of math instructions, register moves excluded)",
+        lambda p: 100.0 * max(0.0, (executed(p, ("HFMA2",)) or 0.0) - register_moves(p))
+        / _math_executed(p) if _math_executed(p) and p.instruction_mix else None),
     "shuffle_share_pct": ("SHFL (% of executed)", lambda p: share_of_mix(p, ("SHFL",))),
     "atomic_share_pct": ("atomics (% of executed)",
                          lambda p: share_of_mix(p, ("ATOM", "ATOMG", "ATOMS", "RED", "REDG",
@@ -133,6 +184,16 @@ MEASURES: dict[str, tuple[str, Callable[[KernelReport], float | None]]] = {
     "shared_store_conflict_pct": ("shared-store wavefronts that are conflicts (%)",
                                   lambda p: p.bank_conflicts.stores.conflict_share_pct),
     "executed_instructions": ("warp instructions executed", lambda p: _sum_mix(p) or None),
+    "shared_atomic_share_pct": ("ATOMS (% of executed)",
+                                lambda p: share_of_executed(p, SHARED_ATOMIC_OPCODES)),
+    "global_atomic_share_pct": ("global atomics ATOM/RED (% of executed)",
+                                lambda p: share_of_executed(p, GLOBAL_ATOMIC_OPCODES)),
+    "global_atomic_sectors_per_request": (
+        "sectors per warp-level global atomic",
+        lambda p: _per_request(p, ("l1tex__t_sectors_pipe_lsu_mem_global_op_red.sum",
+                                   "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum"))),
+    "cluster_size": ("blocks per thread-block cluster",
+                     lambda p: p.metric("launch__cluster_size")),
 }
 
 
@@ -142,11 +203,13 @@ def words(measure: str) -> str:
     if kind == "pipe":
         return f"{arg.upper()} pipe (% of peak)"
     if kind == "stall":
-        return f"{arg.replace('_', ' ')} stall (% of cycles per issue)"
+        return f"{arg.replace('_', ' ').replace('+', ' and ')} stall (% of cycles per issue)"
     if kind == "opcode":
         return f"{arg} executed"
     if kind == "class":
         return f"{arg} instructions (% of executed)"
+    if kind == "share":
+        return f"{arg.replace('+', '/')} (% of executed)"
     if kind == "vector":
         return f"{arg.replace('_', ' ')}s wider than 32 bits (%)"
     return MEASURES[measure][0] if measure in MEASURES else measure
@@ -162,10 +225,15 @@ def read(profile: KernelReport, measure: str) -> float | None:
     if kind == "class":
         found = profile.instruction_class(arg)
         return found.share_pct if found is not None else None
+    if kind == "share":
+        return opcode_share(profile, tuple(arg.split("+")))
     if kind == "stall":
+        # several reasons joined by "+" add up (a barrier and the fence that comes with it)
         total = profile.warp_state.cycles_per_issued_instruction
-        value = profile.warp_state.stall(arg)
-        return share_of_whole(value, total) if value is not None else None
+        values = [profile.warp_state.stall(r) for r in arg.split("+")]
+        if all(v is None for v in values):
+            return None
+        return share_of_whole(sum(v or 0.0 for v in values), total)
     if kind == "vector":
         space, _, direction = arg.partition("_")
         return profile.memory_widths.vectorized_share_pct(space, direction)  # type: ignore[arg-type]

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.findings import evidence
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report import KernelReport
 
@@ -58,6 +60,14 @@ def balance(profile: KernelReport) -> SmBalance | None:
                      elapsed=elapsed, sms=int(sms))
 
 
+def _ratio(profile: KernelReport) -> float | None:
+    b = balance(profile)
+    return b.ratio if b is not None else None
+
+
+evidence.MEASURES["sm_active_ratio"] = ("busiest SM's active cycles / the average SM's", _ratio)
+
+
 def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     b = balance(profile)
     if b is None or b.ratio < RATIO:
@@ -82,4 +92,5 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
         weight=alone,
         metrics={"ratio": b.ratio, "alone_pct": alone, "busiest_cycles": b.busiest,
                  "average_cycles": b.average},
+        evidence=(ev(profile, "sm_active_ratio", ">=", RATIO),),
     )]

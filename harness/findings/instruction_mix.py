@@ -31,6 +31,8 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
                         main.share_pct)
     metrics: dict[str, float | str] = {"math_class": main.name, "math_share_pct": main.share_pct,
                                        "opcode": opcode, "opcode_share_pct": opcode_share}
+    # an FP16 class of HFMA2.MMA register moves alone is no half-precision math
+    fp16 = (ev(profile, "fp16_executed", ">", 0.0),) if main.name == "FP16" else ()
     rest = " and ".join(f"{c.name} ({fmt(c.share_pct)}%)" for c in others)
     # one MMA instruction does the work of hundreds of FMAs: a small share is no overhead sign
     if main.share_pct >= MATH_SHARE or main.name == "tensor":
@@ -41,7 +43,7 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
             text=f"The rest: {rest} ({SECTION}).",
             section=SECTION, metrics=metrics,
             evidence=(ev(profile, "class:tensor", ">", 0.0),) if main.name == "tensor"
-            else (ev(profile, f"class:{main.name}", ">=", MATH_SHARE),),
+            else (ev(profile, f"class:{main.name}", ">=", MATH_SHARE), *fp16),
         )]
     return [Finding(
         rule=NAME, kind="info",
@@ -51,5 +53,5 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
         f"warp instructions; every other instruction is overhead the math pays for "
         f"({SECTION}).",
         section=SECTION, weight=MATH_SHARE - main.share_pct, metrics=metrics,
-        evidence=(ev(profile, f"class:{main.name}", "<", MATH_SHARE),),
+        evidence=(ev(profile, f"class:{main.name}", "<", MATH_SHARE), *fp16),
     )]

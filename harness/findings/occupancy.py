@@ -132,6 +132,8 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
             text=f"At most {fmt(theoretical)}% of the SM's warp slots can be filled{by} "
             f"({SECTION}).",
             section=SECTION, weight=100.0 - theoretical, metrics=metrics,
+            evidence=(ev(profile, "theoretical_occupancy_pct", ">=", LOW_THEORETICAL),
+                      ev(profile, "theoretical_occupancy_pct", "<", 100.0)),
         ))
     if (not any(f.kind == "bad" for f in findings) and achieved is not None
             and achieved >= HIGH_ACHIEVED):

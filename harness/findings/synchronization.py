@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.findings import evidence
+from harness.findings.evidence import Evidence, ev
 from harness.findings.model import Finding, fmt
 from harness.report import KernelReport
 
@@ -59,6 +61,27 @@ def strong_loads(profile: KernelReport) -> float:
     return sum(n for op, n in metric.instances if op.startswith(STRONG_LOADS))
 
 
+def strong_load_share(profile: KernelReport) -> float | None:
+    """Volatile loads against executed warp instructions, in percent."""
+    total = profile.executed_instructions
+    return 100.0 * strong_loads(profile) / total if total else None
+
+
+evidence.MEASURES["strong_load_share_pct"] = (
+    "volatile (strong) global loads (% of executed instructions)", strong_load_share)
+
+
+def _barrier_evidence(profile: KernelReport, kind: Kind, present: tuple[str, ...],
+                      share: float) -> tuple[Evidence, ...]:
+    """A barrier dominates by its share of the instructions, or by the waits at it when it
+    is more than a trace of them."""
+    of = ev(profile, "share:" + "+".join(present), ">=", DOMINANT)
+    if share >= DOMINANT:
+        return (of,)
+    return (ev(profile, "stall:" + "+".join(kind.stalls), ">=", WAITING),
+            ev(profile, "share:" + "+".join(present), ">=", MIN_SHARE))
+
+
 def _barrier_findings(profile: KernelReport, ops: dict[str, tuple[float, float]]) -> list[Finding]:
     found = []
     for kind in KINDS:
@@ -84,6 +107,7 @@ def _barrier_findings(profile: KernelReport, ops: dict[str, tuple[float, float]]
             "little work between barriers leaves the SM waiting most of the time.",
             what_if=kind.what_if, weight=max(share, waiting),
             metrics={"kind": kind.words, "share_pct": share, "waiting_pct": waiting},
+            evidence=_barrier_evidence(profile, kind, tuple(present), share),
         ))
     return found
 
@@ -113,6 +137,8 @@ def _polling_finding(profile: KernelReport, ops: dict[str, tuple[float, float]])
         "kernels?",
         weight=max(share, waiting),
         metrics={"kind": "polling", "share_pct": share, "waiting_pct": waiting},
+        evidence=(ev(profile, "strong_load_share_pct", ">=", DOMINANT),
+                  ev(profile, "opcode:YIELD", ">", 0.0)),
     )]
 
 

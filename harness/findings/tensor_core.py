@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.findings import feeds
+from harness.findings import evidence, feeds
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.findings.pipes import busiest
 from harness.report import KernelReport
@@ -78,6 +79,32 @@ def tensor_use(profile: KernelReport) -> TensorUse | None:
     )
 
 
+def _tensor_pct(profile: KernelReport) -> float | None:
+    tensor = [use.pct for use in busiest(profile) if use.pipe.startswith("tensor")]
+    return max(tensor) if tensor else None
+
+
+evidence.MEASURES["tensor_pipe_pct"] = ("busiest tensor pipe (% of peak)", _tensor_pct)
+evidence.MEASURES["mma_executed"] = (
+    "MMA instructions (WGMMA or mma.sync) executed",
+    lambda p: evidence.executed(p, WGMMA_OPCODES + MMA_OPCODES))
+
+
+
+def compute_side(profile: KernelReport) -> float | None:
+    """The compute side as the bound judges it: the SM throughput, or the tensor pipe of a
+    tensor-core kernel where that is busier."""
+    compute = profile.speed_of_light.compute_throughput_pct
+    use = tensor_use(profile)
+    if compute is None or use is None:
+        return compute
+    return max(compute, use.pipe_pct)
+
+
+evidence.MEASURES["compute_side_pct"] = (
+    "compute side: SM throughput or the MMA kernel's tensor pipe (% of peak)", compute_side)
+
+
 def uses_wgmma(profile: KernelReport) -> bool:
     """Whether the kernel's MMAs are warpgroup-wide (WGMMA): such kernels run a few
     warpgroups per SM by design."""
@@ -132,6 +159,8 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
             f"{use.pipe_label} pipe busy {fmt(use.pipe_pct)}% of the time.",
             text=text + design,
             section=SECTION, weight=use.pipe_pct, metrics=metrics,
+            evidence=(ev(profile, "mma_executed", ">", 0.0),
+                      ev(profile, "tensor_pipe_pct", ">=", NEAR_PEAK)),
         )]
     return [Finding(
         rule=NAME, kind="info",
@@ -140,4 +169,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
         text=text + " What else the SM does between the MMAs (softmax, epilogue, waiting on "
         "operands) takes the rest.",
         section=SECTION, weight=100.0 - use.pipe_pct, metrics=metrics,
+        evidence=(ev(profile, "mma_executed", ">", 0.0),
+                  ev(profile, "tensor_pipe_pct", "<", NEAR_PEAK)),
     )]

@@ -7,6 +7,7 @@ a kernel made mostly of them is busy exchanging data within warps, not computing
 
 from __future__ import annotations
 
+from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report import KernelReport
 
@@ -79,4 +80,5 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
         weight=max(share, pipe_pct or 0.0),
         metrics={"opcode": opcode, "share_pct": share, "executed": executed,
                  "pipe": pipe, **({"pipe_pct": pipe_pct} if pipe_pct is not None else {})},
+        evidence=(ev(profile, f"share:{opcode}", ">=", DOMINANT),),
     )]
