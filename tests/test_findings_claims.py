@@ -207,9 +207,7 @@ ZOO_EXCHANGE = ("zoo_barrier", "zoo_cluster_sync", "zoo_warp_shuffle", "zoo_warp
 
 @functools.cache
 def _page(name: str) -> tuple[str, str]:
-    from harness.writeup import collect
-
-    from harness import render
+    from harness.pages import collect, render
 
     [path] = [p for p in reports(FIXTURES / "zoo") if p.name == f"{name}.ncu-rep"]
     writeup = collect([path])

@@ -6,6 +6,8 @@ The limiter is the resource with the smallest block-per-SM limit (ncu's Occupanc
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.findings.occupancy_limits import binding, causes
@@ -54,6 +56,67 @@ def limiter_text(profile: KernelReport) -> str | None:
     return f"{names} ({fmt(blocks, 0)} block{'' if blocks == 1 else 's'} per SM)"
 
 
+def _low_theoretical(profile: KernelReport, named: Sequence[str], by: str,
+                     metrics: dict[str, float | str]) -> Finding:
+    """The bad finding of a low theoretical occupancy: its cause and the number that lifts it."""
+    occ = profile.occupancy
+    theoretical, achieved = occ.theoretical_pct or 0.0, occ.achieved_pct
+    key = named[0] if named else "registers"
+    fix_title, what_if = _FIX.get(key, _FIX["registers"])
+    limit = binding(profile)
+    if limit is not None:  # the cause in numbers, and the number that lifts it
+        by += f": {limit.cause}; {limit.lift}"
+        what_if = f"{what_if.rstrip('?')}: {limit.lift}?"
+    regs = profile.launch.registers_per_thread
+    smem = profile.launch.shared_mem_per_block_bytes
+    usage = []
+    if regs is not None:
+        usage.append(f"{fmt(regs, 0)} registers per thread")
+    if smem is not None:
+        usage.append(f"{fmt(smem / 1024, 1)} KiB shared memory per block")
+    return Finding(
+        rule=NAME,
+        kind="bad",
+        title=f"Theoretical occupancy is only {fmt(theoretical)}%{by}.",
+        text=f"At most {fmt(theoretical)}% of the SM's warp slots can be filled{by}"
+        + (f"; the kernel uses {', '.join(usage)}" if usage else "")
+        + (f"; achieved {fmt(achieved)}%" if achieved is not None else "")
+        + f" ({SECTION}).",
+        section=SECTION,
+        fix_title=fix_title,
+        fix_text="Fewer resident warps leave the schedulers fewer candidates to hide "
+        "latency with.",
+        what_if=what_if,
+        weight=100.0 - theoretical,
+        metrics=metrics,
+        evidence=(ev(profile, "theoretical_occupancy_pct", "<", LOW_THEORETICAL),),
+    )
+
+
+def _short_of_theoretical(profile: KernelReport, metrics: dict[str, float | str]) -> Finding:
+    """Achieved occupancy well short of what the launch allows."""
+    occ = profile.occupancy
+    theoretical, achieved = occ.theoretical_pct or 0.0, occ.achieved_pct or 0.0
+    return Finding(
+        rule=NAME,
+        kind="bad",
+        title=f"Achieved occupancy ({fmt(achieved)}%) falls well short of theoretical "
+        f"({fmt(theoretical)}%).",
+        text=f"Warps are active for {fmt(achieved)}% of the slots against a possible "
+        f"{fmt(theoretical)}%: blocks finish unevenly or the grid leaves SMs idle "
+        f"({SECTION}).",
+        section=SECTION,
+        fix_title="Balance the work across blocks.",
+        fix_text="A large gap between theoretical and achieved occupancy comes from "
+        "load imbalance between warps or blocks, or from a partial last wave.",
+        what_if="What if the grid had more, smaller blocks, so SMs stay busy until "
+        "the end?",
+        weight=theoretical - achieved,
+        metrics=metrics,
+        evidence=(ev(profile, "achieved_of_theoretical_pct", "<", 100.0 * GAP_RATIO),),
+    )
+
+
 def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     occ = profile.occupancy
     theoretical, achieved = occ.theoretical_pct, occ.achieved_pct
@@ -70,59 +133,9 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
     if named:
         metrics["limiter"] = named[0]
     if theoretical < LOW_THEORETICAL:
-        key = named[0] if named else "registers"
-        fix_title, what_if = _FIX.get(key, _FIX["registers"])
-        limit = binding(profile)
-        if limit is not None:  # the cause in numbers, and the number that lifts it
-            by += f": {limit.cause}; {limit.lift}"
-            what_if = f"{what_if.rstrip('?')}: {limit.lift}?"
-        regs = profile.launch.registers_per_thread
-        smem = profile.launch.shared_mem_per_block_bytes
-        usage = []
-        if regs is not None:
-            usage.append(f"{fmt(regs, 0)} registers per thread")
-        if smem is not None:
-            usage.append(f"{fmt(smem / 1024, 1)} KiB shared memory per block")
-        findings.append(
-            Finding(
-                rule=NAME,
-                kind="bad",
-                title=f"Theoretical occupancy is only {fmt(theoretical)}%{by}.",
-                text=f"At most {fmt(theoretical)}% of the SM's warp slots can be filled{by}"
-                + (f"; the kernel uses {', '.join(usage)}" if usage else "")
-                + (f"; achieved {fmt(achieved)}%" if achieved is not None else "")
-                + f" ({SECTION}).",
-                section=SECTION,
-                fix_title=fix_title,
-                fix_text="Fewer resident warps leave the schedulers fewer candidates to hide "
-                "latency with.",
-                what_if=what_if,
-                weight=100.0 - theoretical,
-                metrics=metrics,
-                evidence=(ev(profile, "theoretical_occupancy_pct", "<", LOW_THEORETICAL),),
-            )
-        )
+        findings.append(_low_theoretical(profile, named, by, metrics))
     if achieved is not None and achieved < GAP_RATIO * theoretical:
-        findings.append(
-            Finding(
-                rule=NAME,
-                kind="bad",
-                title=f"Achieved occupancy ({fmt(achieved)}%) falls well short of theoretical "
-                f"({fmt(theoretical)}%).",
-                text=f"Warps are active for {fmt(achieved)}% of the slots against a possible "
-                f"{fmt(theoretical)}%: blocks finish unevenly or the grid leaves SMs idle "
-                f"({SECTION}).",
-                section=SECTION,
-                fix_title="Balance the work across blocks.",
-                fix_text="A large gap between theoretical and achieved occupancy comes from "
-                "load imbalance between warps or blocks, or from a partial last wave.",
-                what_if="What if the grid had more, smaller blocks, so SMs stay busy until "
-                "the end?",
-                weight=theoretical - achieved,
-                metrics=metrics,
-                evidence=(ev(profile, "achieved_of_theoretical_pct", "<", 100.0 * GAP_RATIO),),
-            )
-        )
+        findings.append(_short_of_theoretical(profile, metrics))
     limit = binding(profile) if LOW_THEORETICAL <= theoretical < 100.0 else None
     if limit is not None:  # not low enough to be a problem, but the lift is worth a word
         findings.append(Finding(
