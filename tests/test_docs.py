@@ -105,6 +105,15 @@ def test_the_hook_fills_each_marker_and_leaves_other_pages_alone() -> None:
     assert HOOK.on_page_markdown("# plain\n", page=None) == "# plain\n"
 
 
+def test_each_generated_page_says_on_github_how_to_build_its_reference() -> None:
+    for name in ("commands.md", "findings.md", "kernels.md"):
+        text = (DOCS / name).read_text()
+        note = text.index("On GitHub this page stops here")
+        assert note < text.index("<!-- ncuh:") and "mkdocs serve" in text[note:]
+        built = HOOK.on_page_markdown(text, page=None)
+        assert "On GitHub this page stops here" not in built and "<!-- ncuh" not in built
+
+
 def _expand(line: str) -> list[str]:
     """A one-line `for V in A B; do BODY; done` as its bodies, else the line itself."""
     loop = re.fullmatch(r"\s*for (\w+) in ([^;]+); do (.+); done\s*", line)
