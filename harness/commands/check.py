@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from harness.commands.options import open_chosen_project, project_option
-from harness.gpu.nvrtc import DEFAULT_ARCH, NVRTC_HINT, compile_problems, find_nvrtc
+from harness.gpu.nvrtc import DEFAULT_ARCH, compile_problems, find_nvrtc, nvrtc_install_hint
 from harness.gpu.source_check import kernel_problems, parameter_problems
 from harness.project import Project, signature_problems
 
@@ -52,7 +52,8 @@ def check(arch: str, compile_: bool, project: Path | None) -> None:
     if nvrtc is not None:
         click.echo(f"compiler: {nvrtc.description}, --gpu-architecture={arch}")
     elif compile_ and compiled:
-        click.echo(f"note: NVRTC not found ({NVRTC_HINT}): variants not compiled", err=True)
+        click.echo(f"note: NVRTC not found, variants not compiled: install ncuh's nvrtc extra "
+                   f"({nvrtc_install_hint()})", err=True)
     problems = project_problems(loaded, arch, compile=nvrtc is not None)
     for problem in problems:
         click.echo(f"ncuh: error: {problem}", err=True)
