@@ -258,3 +258,15 @@ def test_each_benchmark_tool_prints_its_use(tool: Path) -> None:
 def test_reports_holds_at_most_a_hundred_files() -> None:
     files = [path for path in (ROOT / "reports").rglob("*") if path.is_file()]
     assert 20 <= len(files) <= 100
+
+
+def test_every_command_has_a_short_help_that_ncuh_help_shows_whole() -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import COMMANDS, main
+
+    listing = CliRunner().invoke(main, ["--help"]).output
+    rows = listing.split("Commands:\n", 1)[1].splitlines()
+    assert [row.split()[0] for row in rows if row.strip()] == list(COMMANDS)
+    for row in rows:
+        assert row.rstrip().endswith(".") and "..." not in row, row

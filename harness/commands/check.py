@@ -35,7 +35,7 @@ def project_problems(project: Project, arch: str, compile: bool = True) -> list[
     return problems
 
 
-@click.command("check")
+@click.command("check", short_help="Check the project without a GPU (NVRTC compile).")
 @click.option("--arch", default=DEFAULT_ARCH, show_default=True, metavar="sm_XX",
               help="The architecture NVRTC compiles every variant for.")
 @click.option("--compile/--no-compile", "compile_", default=True, show_default=True,

@@ -50,7 +50,7 @@ def write_project(directory: Path) -> list[Path]:
     return [directory / name for name in STARTER_FILES]
 
 
-@click.command("init")
+@click.command("init", short_help="Write a small working project to start from.")
 @click.argument("directory", type=click.Path(path_type=Path))
 def init(directory: Path) -> None:
     """Write a small working project into DIRECTORY (new or empty): `ncuh list` reads it,

@@ -13,7 +13,7 @@ from harness.report.profile_builder import load_profiles
 from harness.report.report_view import DETAILS, VIEW_FORMATS, profile_views, render
 
 
-@click.command()
+@click.command(short_help="Print each kernel's sections and ncu's rules.")
 @click.argument("report", type=click.Path(path_type=Path))
 @kernel_option
 @click.option("--format", "fmt", type=click.Choice(VIEW_FORMATS), default="text",
