@@ -108,7 +108,8 @@ def test_cli_writes_chain_pages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert page.startswith("# Iteration 0: Naive\n")
     assert "### Strategy" in page
     assert "1024x1024x1024: 5.000000 ms (429.5 GFLOP/s)" in page
-    assert "cuBLAS: 0.0500x" in page and "Naive:  1.0000x" in page and "Prev:   n/a" in page
+    assert ("#### Speedup Factors (M = 1024, N = 1024, K = 1024)\n```\ncuBLAS: 0.0500x\n"
+            "First:  1.0000x (Naive)\nPrev:   n/a\n```") in page  # no "x" after n/a
     html = (out / "index.html").read_text(encoding="utf-8")
     # and the instruction mix, and the binding unit's throughput
     assert html.count('src="data:image/png;base64,') == 6
