@@ -52,6 +52,20 @@ def test_init_project_passes(tmp_path: Path) -> None:
     assert result.stdout.splitlines()[-1].startswith("ok: 2 variant(s) checked")
 
 
+def test_init_names_the_nvrtc_extra_only_when_nvrtc_is_missing(tmp_path: Path,
+                                                                 monkeypatch) -> None:
+    root = Path(__file__).resolve().parent.parent
+    note = ("note: `ncuh check` compiles the variants with NVRTC, which needs ncuh's nvrtc "
+            f"extra: pip install -e '{root}[nvrtc]'")
+    monkeypatch.setattr("harness.gpu.nvrtc.find_nvrtc", lambda: None)
+    without = CliRunner().invoke(main, ["init", str(tmp_path / "a")])
+    assert without.exit_code == 0 and without.stderr.splitlines()[-1] == note
+    monkeypatch.setattr("harness.gpu.nvrtc.find_nvrtc", lambda: object())
+    with_it = CliRunner().invoke(main, ["init", str(tmp_path / "b")])
+    assert with_it.exit_code == 0 and "nvrtc extra" not in with_it.stderr
+    assert with_it.stderr.splitlines()[-1].startswith("next: cd ")
+
+
 def test_without_compile_says_nothing_was_compiled() -> None:
     result = run_check(SOFTMAX, "--no-compile")
     assert result.exit_code == 0
@@ -260,10 +274,19 @@ def test_without_nvrtc_a_note_says_nothing_was_compiled(monkeypatch) -> None:
     monkeypatch.setattr("harness.commands.check.find_nvrtc", lambda: None)
     result = run_check(SOFTMAX)
     assert result.exit_code == 0
-    assert result.stderr == ("note: NVRTC not found (pip install cuda-pathfinder "
-                             "nvidia-cuda-nvrtc nvidia-cuda-runtime nvidia-cuda-cccl): "
-                             "variants not compiled\n")
+    root = Path(__file__).resolve().parent.parent
+    assert result.stderr == ("note: NVRTC not found, variants not compiled: install ncuh's "
+                             f"nvrtc extra (pip install -e '{root}[nvrtc]')\n")
     assert result.stdout.splitlines()[-1] == "ok: 4 variant(s) checked"
+
+
+def test_the_nvrtc_hint_names_the_extra_by_checkout_path_or_by_package(tmp_path: Path) -> None:
+    from harness.gpu.nvrtc import nvrtc_install_hint
+
+    root = Path(__file__).resolve().parent.parent
+    assert nvrtc_install_hint() == f"pip install -e '{root}[nvrtc]'"
+    installed = tmp_path / "site-packages" / "harness" / "gpu" / "nvrtc.py"
+    assert nvrtc_install_hint(str(installed)) == "pip install 'ncuh[nvrtc]'"
 
 
 def test_a_tolerance_that_takes_the_wrong_arguments_is_named(tmp_path: Path) -> None:

@@ -132,3 +132,49 @@ def test_junit_of_a_clean_diff_has_no_failure() -> None:
     root = ET.fromstring(render_junit(diff_runs(NAIVE_SMEM_REPORT, NAIVE_SMEM_REPORT)))
     assert len(root.findall(".//testcase")) == 2
     assert root.findall(".//failure") == []
+
+
+def _rows(page: str) -> dict[str, list[str]]:
+    """The details table of a one-kernel page: metric label -> its cells."""
+    rows = [line.strip("|").split(" | ") for line in page.splitlines()
+            if line.startswith("| ") and line.count("|") == 8]
+    return {cells[0].strip(): [c.strip() for c in cells[1:]] for cells in rows}
+
+
+def test_counter_rows_say_worse_or_better_and_time_keeps_slower() -> None:
+    faster = diff_runs(NAIVE_SMEM_REPORT, NAIVE_SMEM_REPORT, pairs=["sgemm_naive=sgemm_smem"])
+    rows = _rows(render_markdown(faster))
+    assert rows["duration"][0] == "FASTER"
+    assert rows["shared memory per block"][:3] == ["WORSE", "0 B", "8,192 B"]
+    assert rows["instructions executed"][0] == "BETTER"
+    (kernel,) = to_dict(faster)["kernels"]
+    by_key = {m["key"]: m for m in kernel["metrics"]}
+    # the JSON keeps its verdicts (the gate reads them) and adds the shown word
+    assert (by_key["shared_memory"]["verdict"], by_key["shared_memory"]["word"]) \
+        == ("SLOWER", "WORSE")
+    assert (by_key["time"]["verdict"], by_key["time"]["word"]) == ("FASTER", "FASTER")
+
+
+def test_a_counter_judged_same_despite_moving_says_why(regression: DiffResult) -> None:
+    (kernel,) = regression.kernels
+    notes = {m.key: (m.verdict, m.note) for m in kernel.metrics}
+    assert notes["dram_read_bytes"] == ("SAME", "below min_abs 1 MiB")  # 12,587,776 -> 12,592,896
+    assert notes["shared_load_bank_conflicts"] == ("SAME", "below min_abs 32768")  # 29,073 -> 0
+    assert notes["registers"] == ("SAME", "")  # unchanged: nothing to explain
+    assert notes["shared_store_bank_conflicts"] == ("FASTER", "")  # 279,780 -> 0: over both
+
+
+def test_byte_counts_under_10_kib_are_exact_and_carry_their_unit() -> None:
+    from harness.diff.formatting import quantity
+
+    assert quantity(1024, "B") == "1,024 B"
+    assert quantity(10 * 1024 - 1, "B") == "10,239 B"
+    assert quantity(10 * 1024, "B") == "10.2K B"
+    assert quantity(1024, "") == "1.02K"
+
+
+def test_the_status_line_has_no_markdown_escape_for_a_hash() -> None:
+    base, cur = _many(2, 1.10, name="reduce_sequential #1", bench=False)
+    page = render_markdown(diff_runs(base, cur))
+    assert "reduce_sequential #1" in page.splitlines()[0]
+    assert "\\#" not in page.splitlines()[0]

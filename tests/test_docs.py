@@ -105,6 +105,15 @@ def test_the_hook_fills_each_marker_and_leaves_other_pages_alone() -> None:
     assert HOOK.on_page_markdown("# plain\n", page=None) == "# plain\n"
 
 
+def test_each_generated_page_says_on_github_how_to_build_its_reference() -> None:
+    for name in ("commands.md", "findings.md", "kernels.md"):
+        text = (DOCS / name).read_text()
+        note = text.index("On GitHub this page stops here")
+        assert note < text.index("<!-- ncuh:") and "mkdocs serve" in text[note:]
+        built = HOOK.on_page_markdown(text, page=None)
+        assert "On GitHub this page stops here" not in built and "<!-- ncuh" not in built
+
+
 def _expand(line: str) -> list[str]:
     """A one-line `for V in A B; do BODY; done` as its bodies, else the line itself."""
     loop = re.fullmatch(r"\s*for (\w+) in ([^;]+); do (.+); done\s*", line)
@@ -166,7 +175,7 @@ def _paths_read(command: click.Command, words: list[str]) -> list[str]:
 def test_every_shell_example_names_a_real_command_and_real_options() -> None:
     lines = _sh_lines()
     programs = {words[0] for _, words in lines}
-    assert programs <= {"ncuh", "python3", ".venv/bin/pip", "cd", "bash"}, programs
+    assert programs <= {"ncuh", "python3", ".venv/bin/pip", "cd", "bash", "."}, programs
     for page, words in lines:
         if words[0] != "ncuh":
             continue
@@ -249,3 +258,15 @@ def test_each_benchmark_tool_prints_its_use(tool: Path) -> None:
 def test_reports_holds_at_most_a_hundred_files() -> None:
     files = [path for path in (ROOT / "reports").rglob("*") if path.is_file()]
     assert 20 <= len(files) <= 100
+
+
+def test_every_command_has_a_short_help_that_ncuh_help_shows_whole() -> None:
+    from click.testing import CliRunner
+
+    from harness.cli import COMMANDS, main
+
+    listing = CliRunner().invoke(main, ["--help"]).output
+    rows = listing.split("Commands:\n", 1)[1].splitlines()
+    assert [row.split()[0] for row in rows if row.strip()] == list(COMMANDS)
+    for row in rows:
+        assert row.rstrip().endswith(".") and "..." not in row, row

@@ -462,7 +462,23 @@ def test_bad_sizes_on_the_command_line_are_one_line(tmp_path: Path) -> None:
                                        "2^20x2"])
     assert result.exit_code == 2
     assert result.stderr.strip() == ("ncuh: error: bad --sizes '2^20x2': bad size '2^20x2': 2 "
-                                     "values for 1 dimensions (n): give N or n")
+                                     "values for 1 dimensions (n): expected N, 2^K, 1<<K or 1eK")
+    result = CliRunner().invoke(main, ["bench", "--project", str(SCALE), "--all", "--sizes",
+                                       "2^x"])
+    assert result.exit_code == 2
+    assert result.stderr.strip() == ("ncuh: error: bad --sizes '2^x': bad size '2^x': expected "
+                                     "N, 2^K, 1<<K or 1eK")
+
+
+def test_a_bad_size_of_several_dims_says_what_each_may_be() -> None:
+    from harness.errors import BadSizeError
+    from harness.project.size import parse_size
+
+    with pytest.raises(BadSizeError) as caught:
+        parse_size("2^x", ["M", "N", "K"])
+    assert str(caught.value) == ("bad size '2^x': expected N, 2^K, 1<<K or 1eK for every "
+                                 "dimension, or one per dimension joined by x (MxNxK)")
+    assert tuple(parse_size("2^10x1<<3x1e2", ["M", "N", "K"])) == (1024, 8, 100)
 
 
 # --- the code base: one way, and no bundled chain named ------------------------------------------

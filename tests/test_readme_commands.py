@@ -32,6 +32,8 @@ def _ncuh_lines(text: str) -> list[list[str]]:
     for block in re.findall(r"```\n(.*?)```", text, re.DOTALL):
         for line in block.splitlines():
             for part in line.split("&&"):
+                # `run=$(ncuh profile ... | tail -n1)`: the ncuh command inside
+                part = re.sub(r"^\s*\w+=\$\((ncuh [^|)]*)(\|[^)]*)?\)", r"\1", part)
                 words = shlex.split(part, comments=True)
                 if words[:1] == ["ncuh"]:
                     commands.append(words[1:])

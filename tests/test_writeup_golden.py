@@ -94,3 +94,13 @@ def test_chain_markdown_matches_golden(chain: Path, name: str):
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(produced, encoding="utf-8")
     assert produced == golden.read_text(encoding="utf-8")
+
+
+def test_the_speedup_heading_names_the_size_by_its_dims() -> None:
+    from harness.writeup import size_heading
+
+    assert size_heading("67108864", ("n",)) == "n = 2^26"
+    assert size_heading("67108863", ("n",)) == "n = 67108863"
+    assert size_heading("1024x2048x512", ("M", "N", "K")) == "M = 1024, N = 2048, K = 512"
+    assert size_heading("4096", ()) == "size 4096"  # no dims known: the size as written
+    assert size_heading(None, ("n",)) == "size ?"

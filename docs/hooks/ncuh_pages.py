@@ -9,6 +9,7 @@ project file's tables and keys, from the pydantic schema in `harness.project.sch
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any
 
 import click
@@ -175,9 +176,15 @@ GENERATORS = {"project-file": project_file_reference, "commands": commands_refer
               "findings": findings_reference}
 
 
+# A page with a marker tells GitHub readers, above it, that the reference is built with the
+# site; the built page has the reference, so that paragraph goes.
+UNBUILT_NOTE = re.compile(r"^On GitHub this page stops here:.*?(?:\n\n|\Z)",
+                          re.MULTILINE | re.DOTALL)
+
+
 def on_page_markdown(markdown: str, **_: Any) -> str:
     for marker, generate in GENERATORS.items():
         tag = f"<!-- ncuh:{marker} -->"
         if tag in markdown:
-            markdown = markdown.replace(tag, generate())
+            markdown = UNBUILT_NOTE.sub("", markdown).replace(tag, generate())
     return markdown

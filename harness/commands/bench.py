@@ -40,7 +40,7 @@ def _default_out() -> Path:
     return Path("runs") / f"bench-{stamp}"
 
 
-@click.command()
+@click.command(short_help="Check every variant's output, then time it.")
 @variant_option("A variant to bench (repeatable); see `ncuh list`.")
 @click.option("--all", "all_variants_", is_flag=True, help="Bench every variant of the chain.")
 @size_options("the project's default_sizes")

@@ -15,10 +15,10 @@ import click
 from harness.commands.options import open_chosen_project, project_option
 from harness.gpu import (
     DEFAULT_ARCH,
-    NVRTC_HINT,
     compile_problems,
     find_nvrtc,
     kernel_problems,
+    nvrtc_install_hint,
     parameter_problems,
 )
 from harness.project import Project, signature_problems
@@ -41,7 +41,7 @@ def project_problems(project: Project, arch: str, compile: bool = True) -> list[
     return problems
 
 
-@click.command("check")
+@click.command("check", short_help="Check the project without a GPU (NVRTC compile).")
 @click.option("--arch", default=DEFAULT_ARCH, show_default=True, metavar="sm_XX",
               help="The architecture NVRTC compiles every variant for.")
 @click.option("--compile/--no-compile", "compile_", default=True, show_default=True,
@@ -58,7 +58,8 @@ def check(arch: str, compile_: bool, project: Path | None) -> None:
     if nvrtc is not None:
         click.echo(f"compiler: {nvrtc.description}, --gpu-architecture={arch}")
     elif compile_ and compiled:
-        click.echo(f"note: NVRTC not found ({NVRTC_HINT}): variants not compiled", err=True)
+        click.echo(f"note: NVRTC not found, variants not compiled: install ncuh's nvrtc extra "
+                   f"({nvrtc_install_hint()})", err=True)
     problems = project_problems(loaded, arch, compile=nvrtc is not None)
     for problem in problems:
         click.echo(f"ncuh: error: {problem}", err=True)

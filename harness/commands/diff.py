@@ -14,7 +14,8 @@ from harness.util import atomic_write_text, holds_bad_text, refuse_inputs
 FORMATS = ("md", "json", "junit")
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings={"help_option_names": ["-h", "--help"]},
+               short_help="Compare two runs: regressions, explained; exit 0/1/2.")
 @click.argument("baseline", type=click.Path(path_type=Path))
 @click.argument("current", type=click.Path(path_type=Path))
 @click.option("--config", "config", type=click.Path(path_type=Path), default=None,

@@ -22,7 +22,7 @@ from harness.rundir import is_run_directory, load_run, run_inputs
 from harness.util import atomic_path, refuse_inputs
 
 
-@click.command()
+@click.command(short_help="Export every metric of a report or a run as CSV or JSON.")
 @click.argument("report", type=click.Path(path_type=Path))
 # A directory given as --out is refused in one line by atomic_path.
 @out_option("Write here (atomically) instead of stdout. A symbolic link is written through "

@@ -31,7 +31,8 @@ def project_dir(project: Path | None) -> Path:
     return found.parent
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(context_settings={"help_option_names": ["-h", "--help"]},
+             short_help="Keep runs by commit; trends, steps and a gate.")
 def history() -> None:
     """Keep every run at its commit; trends per kernel; steps found and explained."""
 

@@ -50,7 +50,7 @@ def write_project(directory: Path) -> list[Path]:
     return [directory / name for name in STARTER_FILES]
 
 
-@click.command("init")
+@click.command("init", short_help="Write a small working project to start from.")
 @click.argument("directory", type=click.Path(path_type=Path))
 def init(directory: Path) -> None:
     """Write a small working project into DIRECTORY (new or empty): `ncuh list` reads it,
@@ -58,3 +58,8 @@ def init(directory: Path) -> None:
     for path in write_project(directory):
         click.echo(f"wrote {path}")
     click.echo(f"next: cd {directory} && ncuh check && ncuh bench --all", err=True)
+    from harness.gpu.nvrtc import find_nvrtc, nvrtc_install_hint
+
+    if find_nvrtc() is None:  # without it `ncuh check` cannot compile the CUDA variants
+        click.echo(f"note: `ncuh check` compiles the variants with NVRTC, which needs ncuh's "
+                   f"nvrtc extra: {nvrtc_install_hint()}", err=True)

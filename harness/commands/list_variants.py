@@ -58,7 +58,7 @@ def format_text(project: Project) -> str:
     return "\n".join(lines) + "\n"
 
 
-@click.command("list")
+@click.command("list", short_help="List the project's variants, reference and limits.")
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )

@@ -10,7 +10,8 @@ from harness.commands.options import out_option
 from harness.errors import printable
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings={"help_option_names": ["-h", "--help"]},
+               short_help="Join run directories (shards) into one.")
 @click.argument("shards", nargs=-1, required=True,
                 type=click.Path(path_type=Path), metavar="SHARD...")
 @out_option("The merged run directory (must not exist).", required=True)

@@ -34,7 +34,8 @@ def _params(text: str | None) -> dict[str, Any]:
     return value
 
 
-@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.command(context_settings={"help_option_names": ["-h", "--help"]},
+               short_help="Profile variants (or a program) under Nsight Compute.")
 @variant_option("A variant to profile (repeatable); see `ncuh list`.")
 @click.option("--all", "all_variants", is_flag=True, help="Every variant of the chain, in order.")
 @size_options("the project's profile_size")

@@ -13,7 +13,7 @@ from harness.report import render_view as render
 from harness.util import holds_bad_text
 
 
-@click.command()
+@click.command(short_help="Print each kernel's sections and ncu's rules.")
 @click.argument("report", type=click.Path(path_type=Path))
 @kernel_option
 @click.option("--format", "fmt", type=click.Choice(VIEW_FORMATS), default="text",

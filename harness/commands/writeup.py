@@ -26,7 +26,7 @@ WRITEUP_PROJECT_HELP = (
     "each run's manifest records.")
 
 
-@click.command("writeup")
+@click.command("writeup", short_help="Write iteration pages (Markdown and HTML) from runs.")
 @click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
 @out_option("Directory for index.md/index.html, one page per kernel, and plots/; the pages "
             "are written as one set (all or none), the index last [default: "
@@ -38,7 +38,9 @@ WRITEUP_PROJECT_HELP = (
 def writeup(sources: tuple[Path, ...], out: Path | None, fmt: str,
             project: Path | None) -> None:
     """Write one page per kernel of each SOURCE (a run directory or an .ncu-rep file) and an
-    index page with the chain table and plots.
+    index page with the chain table and plots. A SOURCE may also be bench results (`ncuh bench
+    --out` output: a bench.json or its folder), whose timings serve the pages of runs profiled
+    without --bench.
 
     Run directories and reports are data: writeup never imports a module they name or
     carry, and only --project (here or as `ncuh --project`) runs a project's code.

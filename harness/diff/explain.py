@@ -49,6 +49,12 @@ EXPLANATORY_COUNTERS: dict[str, str] = {
     "launch__block_size": "threads per block",
     "smsp__average_warp_latency_per_inst_issued.ratio": "warp cycles per issued instruction",
 }
+# Units of those counters that have one (the rest are plain counts).
+COUNTER_UNITS: dict[str, str] = {
+    "dram__bytes_read.sum": "B", "dram__bytes_write.sum": "B",
+    "smsp__inst_executed.sum": "inst", "launch__registers_per_thread": "reg",
+    "launch__shared_mem_per_block_static": "B", "launch__shared_mem_per_block_dynamic": "B",
+}
 MIN_COUNTER_CHANGE_PCT = 1.0
 MAX_COUNTERS = 6
 
@@ -173,9 +179,15 @@ def _counter_moves(base: dict[str, float], cur: dict[str, float], worse: bool) -
         score = abs(math.log((abs(c) + floor) / (abs(b) + floor)))
         grew = c > b
         scored.append((grew != worse, -score,
-                       Move(name, label, b, c, f"{label} {count(b)} -> {count(c)}")))
+                       Move(name, label, b, c,
+                            f"{label} {_amount(b, name)} -> {_amount(c, name)}")))
     scored.sort(key=lambda item: item[:2])
     return [move for *_, move in scored[:MAX_COUNTERS]]
+
+
+def _amount(value: float, name: str) -> str:
+    unit = COUNTER_UNITS.get(name, "")
+    return quantity(value, unit) if unit else count(value)
 
 
 def _stall_moves(base: dict[str, float], cur: dict[str, float], worse: bool) -> list[Move]:

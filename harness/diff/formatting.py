@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 _SUFFIXES = ((1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "K"))
+EXACT_BYTES = 10 * 1024  # byte counts under 10 KiB are shown exact, with thousands separators
 
 
 def count(value: float | None) -> str:
@@ -33,6 +34,8 @@ def quantity(value: float | None, unit: str) -> str:
             if seconds >= factor:
                 return f"{seconds / factor:.4g} {name}"
         return f"{seconds * 1e9:.4g} ns"
+    if unit == "B" and value == int(value) and abs(value) < EXACT_BYTES:
+        return f"{int(value):,} B"  # a few KiB read best exact: 1,024 B, not 1.02K B
     text = count(value)
     return f"{text} {unit}" if unit else text
 

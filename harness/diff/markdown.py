@@ -40,7 +40,9 @@ def status_line(result: DiffResult) -> str:
 
 def render_markdown(result: DiffResult, max_bytes: int = MAX_BYTES) -> str:
     """The whole page, guaranteed to be at most `max_bytes` UTF-8 bytes."""
-    head = [md_text(status_line(result)), ""]
+    # the status line starts with an emoji, so it is a paragraph, never a heading: a `#` in it
+    # cannot close one and needs no escape (a terminal shows this line as it is)
+    head = [md_text(status_line(result)).replace("\\#", "#"), ""]
     head += _environment_lines(result)
     rows = [_table_row(k) for k in result.kernels]
     details = [_details(k) for k in result.kernels if k.verdict != "SAME"]
@@ -124,7 +126,7 @@ def _details(kernel: KernelDiff) -> str:
              "| metric | verdict | baseline | current | change | threshold | note |",
              "|---|---|---|---|---|---|---|"]
     for m in kernel.metrics:
-        lines.append(f"| {_cell(m.label)} | {m.verdict} | {quantity(m.baseline, m.unit)} | "
+        lines.append(f"| {_cell(m.label)} | {m.word} | {quantity(m.baseline, m.unit)} | "
                      f"{quantity(m.current, m.unit)} | {percent(m.change_pct)} | "
                      f"{m.threshold_pct:g}% | {_cell(m.note)} |")
     if kernel.explanation:

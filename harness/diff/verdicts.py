@@ -3,7 +3,8 @@
 Timing comes from the bench samples when both sides have them (several samples, judged by
 `stats`), else from ncu's gpu__time_duration.sum (one sample per side, noise floor). Counters
 are deterministic for a given kernel, so they are held to tight thresholds with no statistics;
-for counters SLOWER means "moved the bad way" and FASTER "moved the good way".
+for counters SLOWER means "moved the bad way" and FASTER "moved the good way" (shown to people
+as WORSE and BETTER, see `MetricVerdict.word`).
 
 The kernel's verdict: SLOWER when its timing is SLOWER, or when a counter got worse while the
 timing did not get FASTER (a counter that worsened in a change that made the kernel measurably
@@ -23,6 +24,7 @@ from harness.diff.stats import TimingComparison, Verdict, compare_samples
 from harness.diff.thresholds import NCU_DURATION, MetricRule, Thresholds
 
 SEVERITY: dict[str, int] = {"SLOWER": 0, "UNSURE": 1, "FASTER": 2, "SAME": 3}
+_COUNTER_WORDS: dict[str, str] = {"SLOWER": "WORSE", "FASTER": "BETTER"}
 
 
 @dataclass(frozen=True)
@@ -45,10 +47,16 @@ class MetricVerdict:
     def regressed(self) -> bool:
         return self.verdict == "SLOWER"
 
+    @property
+    def word(self) -> str:
+        """The verdict in words that fit the metric: a counter got WORSE or BETTER, not slower."""
+        return _COUNTER_WORDS.get(self.verdict, self.verdict) if self.kind == "counter" \
+            else self.verdict
+
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
             "key": self.key, "label": self.label, "kind": self.kind,
-            "direction": self.direction, "verdict": self.verdict,
+            "direction": self.direction, "verdict": self.verdict, "word": self.word,
             "baseline": _finite(self.baseline), "current": _finite(self.current),
             "unit": self.unit, "change_pct": _finite(self.change_pct),
             "threshold_pct": self.threshold_pct, "source": self.source, "note": self.note,
@@ -115,13 +123,28 @@ def _judge_counter(rule: MetricRule, base: KernelData, cur: KernelData) -> Metri
         return _not_collected(rule, b, c, rule.unit, source)
     delta = c - b
     change = _change_pct(b, c)
-    if abs(delta) < max(rule.min_abs, 1e-12) or abs(change) <= rule.threshold_pct:
+    note = ""
+    if delta == 0:
         verdict: Verdict = "SAME"
+    elif abs(delta) < max(rule.min_abs, 1e-12):
+        verdict, note = "SAME", f"below min_abs {_amount(rule.min_abs, rule.unit)}"
+    elif abs(change) <= rule.threshold_pct:
+        verdict, note = "SAME", f"within the {rule.threshold_pct:g}% threshold"
     else:
         worse = delta > 0 if rule.direction == "lower" else delta < 0
         verdict = "SLOWER" if worse else "FASTER"
     return MetricVerdict(rule.key, rule.label, rule.kind, rule.direction, verdict, b, c,
-                         rule.unit, rule.threshold_pct, change, source)
+                         rule.unit, rule.threshold_pct, change, source, note=note)
+
+
+def _amount(value: float, unit: str) -> str:
+    """A threshold as people write it: 1048576 B is "1 MiB", 32768 is "32768"."""
+    if unit == "B" and value >= 1024 and value % 1024 == 0:
+        for factor, name in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+            if value % factor == 0:
+                return f"{int(value) // factor} {name}"
+    text = f"{value:g}" if value != int(value) else str(int(value))
+    return f"{text} {unit}" if unit else text
 
 
 def _not_collected(rule: MetricRule, b: float | None, c: float | None, unit: str,

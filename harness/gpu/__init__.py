@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 # public name -> (module, attribute), imported on first use so that importing the package does
 # no work; not cached here, so a test that replaces the attribute in its module is seen.
 _HOMES: dict[str, tuple[str, str]] = {
+    "nvrtc_install_hint": ("harness.gpu.nvrtc", "nvrtc_install_hint"),
     "cupy_install_hint": ("harness.gpu.env", "cupy_install_hint"),
     "parameter_problems": ("harness.gpu.source_check", "parameter_problems"),
     "kernel_problems": ("harness.gpu.source_check", "kernel_problems"),
@@ -98,6 +99,7 @@ __all__ = [
     "format_table",
     "gpu_unavailable_reason",
     "kernel_problems",
+    "nvrtc_install_hint",
     "parameter_problems",
     "parse_ncu_version",
     "require_gpu",

@@ -118,15 +118,21 @@ def cupy_install_hint(package_file: str | None = None) -> str:
     """The command that installs CuPy for this ncuh: from a checkout (an editable install),
     the checkout's own extra by its path; otherwise CuPy's own wheel, which works wherever
     ncuh came from (the name `ncuh` is not on the package index)."""
+    root = checkout_root(package_file)
+    if root is not None:
+        return f"pip install -e '{root}[cuda13]', or [cuda12] for CUDA 12"
+    return "pip install cupy-cuda13x, or cupy-cuda12x for CUDA 12"
+
+
+def checkout_root(package_file: str | None = None) -> Path | None:
+    """The ncuh checkout this ncuh runs from (an editable install), else None."""
     root = Path(package_file or __file__).resolve().parents[2]
     pyproject = root / "pyproject.toml"
     try:
         checkout = pyproject.is_file() and 'name = "ncuh"' in pyproject.read_text("utf-8")
     except OSError:
         checkout = False
-    if checkout:
-        return f"pip install -e '{root}[cuda13]', or [cuda12] for CUDA 12"
-    return "pip install cupy-cuda13x, or cupy-cuda12x for CUDA 12"
+    return root if checkout else None
 
 
 def gpu_unavailable_reason() -> str | None:

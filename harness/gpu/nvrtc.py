@@ -18,8 +18,6 @@ from harness.gpu.backend import compile_options, program_text, variant_macros
 from harness.project import Project, Size, Variant
 
 DEFAULT_ARCH = "sm_90"
-NVRTC_HINT = ("pip install cuda-pathfinder nvidia-cuda-nvrtc nvidia-cuda-runtime "
-              "nvidia-cuda-cccl")
 _ERROR = re.compile(r"^(?P<where>.*?\(\d+\)): (?:catastrophic )?error(?: #\S+)?: (?P<what>.*)$")
 
 
@@ -85,6 +83,15 @@ def find_nvrtc() -> Nvrtc | None:
         if found:
             folders.append(Path(found))
     return Nvrtc(library, Path(loaded.abs_path), (major.value, minor.value), tuple(folders))
+
+
+def nvrtc_install_hint(package_file: str | None = None) -> str:
+    """The command that installs ncuh's `nvrtc` extra: by the checkout's path from a checkout
+    (as `cupy_install_hint` decides), else by the installed package's name."""
+    from harness.gpu.env import checkout_root
+
+    root = checkout_root(package_file)
+    return f"pip install -e '{root}[nvrtc]'" if root is not None else "pip install 'ncuh[nvrtc]'"
 
 
 def hint(message: str, project: Project) -> str:

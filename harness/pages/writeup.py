@@ -92,6 +92,12 @@ class Speedups:
     size: str
     reference_name: str = "reference"
     baseline_name: str = "first"
+    size_heading: str = ""  # "n = 2^26", "M = 1024, N = 1024, K = 512", "size 4096"
+
+    @property
+    def label_width(self) -> int:
+        """Width of the labels column ("CUB:", "First:", "Prev:") so the factors line up."""
+        return max(len(self.reference_name) + 1, len("First:"), len("Prev:")) + 1
 
 
 @dataclass(frozen=True)
@@ -279,6 +285,7 @@ class Chain:
     baseline_title: str | None = None
     limits: tuple[Named, ...] = ()
     counts_bytes: bool = True  # unknown (an older run): what bench.json holds decides
+    dims: tuple[str, ...] = ()  # the size's dimension names, where known
     folder: Path | None = None  # kernel sources beside the SASS: a loaded project's only
     # (FLOPs, bytes) at a size: the manifest's recorded counts, or a loaded project's model
     work: Callable[[tuple[int, ...]], tuple[float | None, float | None]] | None = None
@@ -298,6 +305,7 @@ class Chain:
             baseline_title=project.baseline.title if project.variants else None,
             limits=tuple(Named(limit.name, limit.key) for limit in project.limits),
             counts_bytes=project.bytes is not None,
+            dims=tuple(project.dims),
             folder=project.folder,
             work=lambda size: _project_work(project, size),
         )
@@ -314,6 +322,7 @@ class Chain:
             baseline_title=record.baseline_title,
             limits=tuple(Named(limit.name, limit.key) for limit in record.limits),
             counts_bytes=record.work_model.bytes if record.work_model is not None else True,
+            dims=tuple(record.dims or ()),
             work=_recorded_work(record),
         )
 
@@ -626,6 +635,22 @@ def _reference_name(project: Chain | None, key: str | None) -> str:
     if project is not None and project.reference is not None:
         return project.reference.name
     return key or "reference"
+
+
+def size_heading(size: str | None, dims: tuple[str, ...]) -> str:
+    """A size as a heading says it: "n = 2^26" for one dim at a power of two, "M = 1024, N =
+    2048, K = 512" with the dims' names, else "size 67108864"."""
+    if not size:
+        return "size ?"
+    values = size.split("x")
+    if len(dims) != len(values) or not all(v.isdigit() for v in values):
+        return f"size {size}"
+    if len(values) == 1:
+        value = int(values[0])
+        power = value.bit_length() - 1
+        return f"{dims[0]} = 2^{power}" if value >= 2 and value == 1 << power \
+            else f"{dims[0]} = {value}"
+    return ", ".join(f"{d} = {v}" for d, v in zip(dims, values, strict=True))
 
 
 def _baseline_name(project: Chain | None, key: str | None) -> str:

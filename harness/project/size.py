@@ -154,19 +154,28 @@ def parse_size(text: str, dims: Sequence[str]) -> Size:
     raw = str(text).strip()
     parts = [p for p in re.split(r"[xX,]", raw)] if raw else []
     if not parts or any(not p.strip() for p in parts):
-        raise BadSizeError(f"bad size {raw!r}: empty; give N or {'x'.join(dims)}")
+        raise BadSizeError(f"bad size {raw!r}: {_expected(dims)}")
     if len(parts) == 1:
         parts = parts * len(dims)
     if len(parts) != len(dims):
         raise BadSizeError(
             f"bad size {raw!r}: {len(parts)} values for {len(dims)} dimensions "
-            f"({', '.join(dims)}): give N or {'x'.join(dims)}"
+            f"({', '.join(dims)}): {_expected(dims)}"
         )
     try:
         values = [parse_value(p) for p in parts]
     except ValueError as error:
         raise BadSizeError(f"bad size {raw!r}: {error}") from None
     return Size(dims, values)
+
+
+def _expected(dims: Sequence[str]) -> str:
+    """What a size may be, said for this project's dims."""
+    value = "N, 2^K, 1<<K or 1eK"
+    if len(dims) == 1:
+        return f"expected {value}"
+    return (f"expected {value} for every dimension, or one per dimension joined by x "
+            f"({'x'.join(dims)})")
 
 
 def parse_sizes(text: str, dims: Sequence[str]) -> list[Size]:
