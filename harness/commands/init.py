@@ -58,7 +58,7 @@ def init(directory: Path) -> None:
     for path in write_project(directory):
         click.echo(f"wrote {path}")
     click.echo(f"next: cd {directory} && ncuh check && ncuh bench --all", err=True)
-    from harness.gpu.nvrtc import find_nvrtc, nvrtc_install_hint
+    from harness.gpu import find_nvrtc, nvrtc_install_hint
 
     if find_nvrtc() is None:  # without it `ncuh check` cannot compile the CUDA variants
         click.echo(f"note: `ncuh check` compiles the variants with NVRTC, which needs ncuh's "
