@@ -97,7 +97,7 @@ def test_chain_markdown_matches_golden(chain: Path, name: str):
 
 
 def test_the_speedup_heading_names_the_size_by_its_dims() -> None:
-    from harness.writeup import size_heading
+    from harness.pages.writeup import size_heading
 
     assert size_heading("67108864", ("n",)) == "n = 2^26"
     assert size_heading("67108863", ("n",)) == "n = 67108863"
