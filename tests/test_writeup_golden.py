@@ -8,12 +8,12 @@ change to the rules or templates, regenerate them with
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from harness.pages.render import write
-from harness.pages.writeup import collect
 from harness.project import default_project_path
 
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
@@ -22,11 +22,18 @@ PAGES = ("index.md", "h100_sgemm_naive_smem_0_sgemm_naive.md",
          "h100_sgemm_naive_smem_1_sgemm_smem.md")
 
 
+def _writeup(out: Path, *args: object) -> None:
+    """`ncuh writeup` in a fresh process, as a user runs it: ncu_report fixes a derived metric's
+    unit by the first report a process opens, and other tests open other reports first."""
+    subprocess.run([sys.executable, "-m", "harness", "writeup", *map(str, args), "--out",
+                    str(out), "--format", "md"], check=True, capture_output=True, timeout=300)
+
+
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("writeup")
     # the bundled project named as --project names it: its reference heads the index
-    write(collect([REPORT], default_project_path()), out, "md")
+    _writeup(out, REPORT, "--project", default_project_path())
     return out
 
 
@@ -82,7 +89,7 @@ CHAIN_PAGES = ("index.md", "07_warp_shuffle_67108864.md")
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("chain")
-    write(collect([RUN, RUN / "bench_reduction.json"], project=PROJECT), out, "md")
+    _writeup(out, RUN, RUN / "bench_reduction.json", "--project", PROJECT)
     return out
 
 

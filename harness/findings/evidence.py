@@ -23,7 +23,7 @@ OP_WORDS = {">=": "≥", "<=": "≤", ">": "over", "<": "under"}
 
 # opcodes that do multiply-adds: a GEMM's inner product
 FMA_OPCODES = ("FFMA", "DFMA", "HFMA2", "HMMA", "HGMMA", "DMMA", "IMMA", "IGMMA", "QGMMA")
-# atomics by space (REDUX is a warp reduction, no memory atomic)
+# atomics by space (REDUX combines a warp's values in registers, no memory atomic)
 SHARED_ATOMIC_OPCODES = ("ATOMS",)
 GLOBAL_ATOMIC_OPCODES = ("ATOM", "ATOMG", "RED", "REDG")
 # opcodes that do half-precision math (scalar pairs or tensor cores)
