@@ -564,7 +564,8 @@ def _add_throughput(page: KernelPage, item: _Item, size: str | None) -> None:
         speedup.get(baseline) if baseline else None,
         speedup.get("previous"), size or "?",
         reference_name=_reference_name(item.project, reference),
-        baseline_name=_baseline_name(item.project, baseline))
+        baseline_name=_baseline_name(item.project, baseline),
+        size_heading=size_heading(size, item.project.dims if item.project else ()))
     if page.speedups.reference is not None:
         page.pct_of_reference = 100.0 * page.speedups.reference
 
