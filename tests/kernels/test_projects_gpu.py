@@ -83,7 +83,8 @@ def test_init_project_profiles_and_writes_iteration_pages(init_project: Path) ->
     second = pages[1].read_text()
     assert second.startswith("# Iteration 1: Grid-Stride float4")
     assert "Last time, every thread moved 4 bytes" in second  # Strategy from notes/*.md
-    assert "CuPy: " in second and "One Element per Thread: " in second  # speedup factors
+    assert "CuPy: " in second and "First: " in second  # speedup factors
+    assert "(One Element per Thread)" in second
     index = (init_project / "pages" / "index.md").read_text()
     assert "% of CuPy" in index
 
