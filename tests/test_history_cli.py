@@ -119,7 +119,7 @@ def test_show_writes_markdown_and_self_contained_html(history: tuple[str, Path],
                   "gemm", "--metric", "dram__bytes_read.sum", "--branch", "main")
     assert chosen.exit_code == 0 and chosen.stdout.strip().endswith("1 series, 4 runs, 0 steps")
     none = ncuh("history", "show", "--store", store, "--out", out, "--kernel", "other")
-    assert "holds no run of kernel 'other'" in one_error_line(none)
+    assert "holds no run of a kernel matching '^other$'" in one_error_line(none)
 
 
 def test_kernel_names_are_data_in_the_html(tmp_path: Path) -> None:
@@ -209,3 +209,22 @@ def test_check_with_one_run_has_nothing_to_judge(tmp_path: Path) -> None:
     result = ncuh("history", "check", "--store", store)
     assert result.exit_code == 0
     assert result.stdout.startswith("ncuh history check: nothing to judge yet")
+
+
+def test_check_never_writes_over_its_store(history: tuple[str, Path]) -> None:
+    store, _ = history
+    if store.startswith("postgresql"):
+        pytest.skip("a database server's store is no file to write over")
+    before = Path(store).read_bytes()
+    line = one_error_line(ncuh("history", "check", "--store", store, "-o", store))
+    assert "inputs are never written" in line
+    assert Path(store).read_bytes() == before
+
+
+def test_show_takes_ncus_kernel_syntax(history: tuple[str, Path], tmp_path: Path) -> None:
+    store, _ = history
+    exact = ncuh("history", "show", "--store", store, "-o", tmp_path / "exact", "-k", "gem")
+    assert exact.exit_code == 2  # a plain name is that exact name: no kernel is called "gem"
+    found = ncuh("history", "show", "--store", store, "-o", tmp_path / "re", "-k", "regex:^ge")
+    assert found.exit_code == 0, found.output
+    assert "1 series" in found.stdout

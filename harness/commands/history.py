@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from harness.commands.options import project_option, project_path
+from harness.commands.options import kernel_option, out_option, project_option, project_path
+from harness.errors import printable
 
 FORMATS = ("md", "json", "junit")
 STORE_HELP = ("The store: an SQLite file or a postgresql://user@host/db URL [default: "
@@ -37,7 +38,8 @@ def history() -> None:
     """Keep every run at its commit; trends per kernel; steps found and explained."""
 
 
-@history.command(context_settings={"help_option_names": ["-h", "--help"]})
+@history.command(context_settings={"help_option_names": ["-h", "--help"]},
+                 short_help="Record run directories at a commit.")
 @click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--commit", default=None, help="[default: the run's own, CI variables, git HEAD]")
 @click.option("--branch", default=None, help="[default: CI variables, else git's branch]")
@@ -54,19 +56,20 @@ def add(runs: tuple[Path, ...], commit: str | None, branch: str | None, tag: str
         for outcome in add_runs(opened, runs, commit, branch, tag):
             kernels = len(outcome.record.kernels)
             if outcome.status == "added":
-                click.echo(f"added {outcome.record.source.name} at {outcome.commit[:10]} "
-                           f"({kernels} kernels) to {opened.name}")
+                click.echo(printable(f"added {outcome.record.source.name} at "
+                                     f"{outcome.commit[:10]} ({kernels} kernels) to "
+                                     f"{opened.name}"))
             else:
-                click.echo(f"unchanged: {outcome.record.source.name} at {outcome.commit[:10]} "
-                           f"is already in {opened.name}")
+                click.echo(printable(f"unchanged: {outcome.record.source.name} at "
+                                     f"{outcome.commit[:10]} is already in {opened.name}"))
     finally:
         opened.close()
 
 
-@history.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--out", "out", type=click.Path(path_type=Path), required=True,
-              help="Folder for index.md, index.html and a page per series.")
-@click.option("--kernel", default=None, help="Only this kernel (variant or function name).")
+@history.command(context_settings={"help_option_names": ["-h", "--help"]},
+                 short_help="Write the trend pages (Markdown and HTML).")
+@out_option("Folder for index.md, index.html and a page per series.", required=True)
+@kernel_option
 @click.option("--metric", default=None,
               help="Plot this ncu metric beside time instead of the key counters.")
 @click.option("--branch", default=None, help="Only runs recorded on this branch.")
@@ -77,7 +80,7 @@ def add(runs: tuple[Path, ...], commit: str | None, branch: str | None, tag: str
               help="The smallest change of time that counts as a step, in percent.")
 @store_option
 @project_option
-def show(out: Path, kernel: str | None, metric: str | None, branch: str | None,
+def show(out: Path, kernel_regex: str | None, metric: str | None, branch: str | None,
          config: Path | None, step_pct: float, store: str | None, project: Path | None) -> None:
     """Write the trend pages (Markdown and self-contained HTML)."""
     from harness.diff import load_thresholds
@@ -85,20 +88,21 @@ def show(out: Path, kernel: str | None, metric: str | None, branch: str | None,
 
     opened = open_store(store, project_dir(project))
     try:
-        runs = opened.runs(branch=branch, kernel=kernel)
+        runs = opened.runs(branch=branch)
     finally:
         opened.close()
     if not runs:
         where = f" on branch {branch}" if branch else ""
         raise HistoryError(f"history store {opened.name} holds no run{where}")
-    trends = build_trends(runs, kernel, metric, load_thresholds(config), step_pct)
+    trends = build_trends(runs, kernel_regex, metric, load_thresholds(config), step_pct)
     write_trends(trends, out)
     steps = sum(len(v.steps) for v in trends.views)
-    click.echo(f"wrote {out / 'index.html'} and {out / 'index.md'}: {len(trends.views)} "
-               f"series, {trends.runs} runs, {steps} steps")
+    click.echo(printable(f"wrote {out / 'index.html'} and {out / 'index.md'}: "
+                         f"{len(trends.views)} series, {trends.runs} runs, {steps} steps"))
 
 
-@history.command(context_settings={"help_option_names": ["-h", "--help"]})
+@history.command(context_settings={"help_option_names": ["-h", "--help"]},
+                 short_help="Exit 1 when the newest run opens a regression step.")
 @click.option("--since", default=None, metavar="REF",
               help="Judge the newest run against the series up to this commit (a SHA or "
                    "prefix, e.g. the merge base) instead of up to the run before it.")
@@ -107,8 +111,7 @@ def show(out: Path, kernel: str | None, metric: str | None, branch: str | None,
               help="Thresholds TOML, merged over diff's defaults.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="md", show_default=True,
               help="md: GitHub job summary; json: schema ncuh.diff/1; junit: JUnit XML.")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Write here (atomically) instead of stdout; the status line goes to stdout.")
+@out_option("Write here (atomically) instead of stdout; the status line goes to stdout.")
 @click.option("--step", "step_pct", type=click.FloatRange(min=0.1), default=2.0,
               show_default=True, metavar="PCT",
               help="The smallest change of time that counts as a step, in percent.")
@@ -128,17 +131,19 @@ def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
         status_line,
     )
     from harness.history import check_runs, open_store
-    from harness.util import atomic_write_text
+    from harness.util import atomic_write_text, refuse_inputs
 
     opened = open_store(store, project_dir(project))
+    if out is not None:  # inputs are never written: not the store, not the thresholds
+        refuse_inputs(out, [p for p in (opened.file, config) if p is not None])
     try:
         runs = opened.runs(branch=branch)
     finally:
         opened.close()
     result = check_runs(runs, load_thresholds(config), since, step_pct)
     if result is None:
-        click.echo(f"ncuh history check: nothing to judge yet: no earlier run on "
-                   f"{runs[-1].gpu or 'this GPU'} in {opened.name}")
+        click.echo(printable(f"ncuh history check: nothing to judge yet: no earlier run on "
+                             f"{runs[-1].gpu or 'this GPU'} in {opened.name}"))
         return
     # diff's own renderers: a history check reads like a diff against the series
     renderers = {"md": render_markdown, "json": render_json, "junit": render_junit}
@@ -147,5 +152,5 @@ def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
         sys.stdout.write(text)
     else:
         atomic_write_text(out, text)
-        click.echo(status_line(result))
+        click.echo(printable(status_line(result)))
     sys.exit(result.exit_code)

@@ -58,11 +58,14 @@ def series_key(run: StoredRun, kernel: KernelRecord) -> SeriesKey:
 
 
 def build_series(runs: list[StoredRun], kernel: str | None = None) -> list[Series]:
-    """Every series of these runs (optionally of one kernel), sorted by kernel then GPU."""
+    """Every series of these runs, sorted by kernel then GPU; `kernel`, a regular expression
+    (ncu's `-k` as `kernel_pattern` turns it), keeps the kernels whose variant or function
+    name it matches."""
     grouped: dict[SeriesKey, tuple[list[StoredRun], list[KernelRecord]]] = {}
     for run in runs:
         for record in run.kernels:
-            if kernel is not None and record.name != kernel:
+            if kernel is not None and not (re.search(kernel, record.name) or (
+                    record.function and re.search(kernel, record.function))):
                 continue
             if record.time_ms is None:
                 continue  # nothing to plot or judge: a kernel without duration or samples

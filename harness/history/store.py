@@ -97,6 +97,12 @@ class Store:
         self.url = url
         self.name = describe(url)
 
+    @property
+    def file(self) -> Path | None:
+        """The SQLite file of an embedded store; None for a database server."""
+        prefix = "sqlite:///"
+        return Path(self.url.removeprefix(prefix)) if self.url.startswith(prefix) else None
+
     # --- reading -----------------------------------------------------------------------------
 
     def runs(self, branch: str | None = None, kernel: str | None = None) -> list[StoredRun]:

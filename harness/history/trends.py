@@ -62,7 +62,7 @@ def build_trends(runs: list[StoredRun], kernel: str | None = None, metric: str |
     thresholds = step_thresholds(thresholds or load_thresholds(None), step_pct)
     all_series = build_series(runs, kernel)
     if not all_series:
-        what = f"kernel {kernel!r}" if kernel else "any kernel"
+        what = f"a kernel matching {kernel!r}" if kernel else "any kernel"
         raise HistoryError(f"the history store holds no run of {what} with a time to show")
     views = []
     for series in all_series:
