@@ -13,6 +13,7 @@ from pathlib import Path
 import click
 
 from harness.commands.options import open_chosen_project, project_option
+from harness.errors import error_line, printable
 from harness.gpu import (
     DEFAULT_ARCH,
     compile_problems,
@@ -53,18 +54,18 @@ def check(arch: str, compile_: bool, project: Path | None) -> None:
     of every variant. Exit 2 and one line per problem when anything is wrong."""
     loaded = open_chosen_project(project)
     nvrtc = find_nvrtc() if compile_ else None
-    click.echo(f"project: {loaded.name} ({loaded.path})")
+    click.echo(printable(f"project: {loaded.name} ({loaded.path})"))
     compiled = [v for v in loaded.variants if v.source]
     if nvrtc is not None:
-        click.echo(f"compiler: {nvrtc.description}, --gpu-architecture={arch}")
+        click.echo(printable(f"compiler: {nvrtc.description}, --gpu-architecture={arch}"))
     elif compile_ and compiled:
         click.echo(f"note: NVRTC not found, variants not compiled: install ncuh's nvrtc extra "
                    f"({nvrtc_install_hint()})", err=True)
     problems = project_problems(loaded, arch, compile=nvrtc is not None)
     for problem in problems:
-        click.echo(f"ncuh: error: {problem}", err=True)
+        click.echo(error_line(problem), err=True)
     if problems:
-        click.echo(f"ncuh: {len(problems)} problem(s) in {loaded.path}", err=True)
+        click.echo(printable(f"ncuh: {len(problems)} problem(s) in {loaded.path}"), err=True)
         raise SystemExit(2)
     done = f", {len(compiled)} compiled for {arch}" if nvrtc is not None else ""
     click.echo(f"ok: {len(loaded.variants)} variant(s) checked{done}")

@@ -52,7 +52,6 @@ def build_manifest(
         "metrics": metrics,
         "bench": BENCH if bench else None,
         "timings": timings,
-        # Optional: which project the variants came from (writeup reads strategies from it).
         # Which project the variants came from, and what its pages show (titles, strategies,
         # work model): writeup reads them here and never loads the project again.
         "project": (plan_.project.manifest([plan_.project.size(size) for size in dict.fromkeys(

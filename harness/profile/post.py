@@ -1,7 +1,8 @@
 """Post-processing of a profile run, overlapped with ncu: the environment and metrics.csv.
 
-Both run in children (`harness.profile.worker`), because CuPy, NVML and `ncu_report` are native
-code: a crash costs its own part, recorded in the manifest, not the run. The environment probe
+Both run in children (`harness.profile.worker`, `harness.report.metrics_export`), because
+CuPy, NVML and `ncu_report` are native code: a crash costs its own part, recorded in the
+manifest, not the run. The environment probe
 starts beside the first ncu and starts no CUDA; each report's export starts beside its own ncu,
 waits for a go-ahead file written when that ncu has finished, and exports while ncu profiles the
 next target; the parts are joined in target order. `PostProcessing` is fed target by target;

@@ -425,7 +425,7 @@ def export_columns(
     """`export_metrics` as plain column lists (no pandas import: fast CLI start).
 
     `part=(i, n)` exports only the i-th of n contiguous slices of the (kernel, metric) pairs,
-    so n processes can share one export (`harness.profile.worker`).
+    so n processes can share one export (`harness.report.metrics_export`).
     """
     report = (
         report_or_path
