@@ -10,6 +10,8 @@ begins, so concurrent writers wait their turn instead of failing.
 from __future__ import annotations
 
 import os
+import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -240,18 +242,34 @@ def _engine(url: str, backend: str) -> Engine:
         # reader upgraded to a writer under WAL fails at once instead of waiting.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+        _while_locked(lambda: cursor.execute("PRAGMA journal_mode=WAL"))
+        cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _sqlite_begin(conn: Connection) -> None:
         # a reader never blocks under WAL; a writer waits (busy timeout) for the lock up front
         write = conn.get_execution_options().get("ncuh_write", True)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+        _while_locked(lambda: conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN"))
 
     return engine
+
+
+def _while_locked(step: Callable[[], Any]) -> Any:
+    """`step` again while SQLite says the file is locked, up to the busy timeout: two first
+    opens of one file at once (the switch to WAL, its recovery) can be refused at once, before
+    SQLite's own busy handler waits."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    pause = 0.01
+    while True:
+        try:
+            return step()
+        except (sqlite3.OperationalError, DBAPIError) as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
 
 
 def _check_schema(conn: Connection, backend: str, name: str, create: bool) -> None:
