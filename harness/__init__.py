@@ -10,6 +10,9 @@ libraries load only when used.
 
 from __future__ import annotations
 
+import importlib
+import sys
+from collections.abc import Callable, Mapping
 from typing import Any
 
 __version__ = "0.1.0"
@@ -26,3 +29,22 @@ def __getattr__(name: str) -> Any:
 
         return getattr(api, name)
     raise AttributeError(f"module 'harness' has no attribute {name!r}")
+
+
+def lazy_face(package: str, homes: Mapping[str, str | tuple[str, str]]
+              ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A package face's `__getattr__` and `__dir__`: each public name is imported from its
+    home module (`"module"`, or `("module", "attribute")`) on first use, so importing the
+    package does no work; not cached, so a test that replaces the attribute there is seen."""
+
+    def __getattr__(name: str) -> Any:
+        home = homes.get(name)
+        if home is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        module, attribute = (home, name) if isinstance(home, str) else home
+        return getattr(importlib.import_module(module), attribute)
+
+    def __dir__() -> list[str]:
+        return sorted([*vars(sys.modules[package]), *homes])
+
+    return __getattr__, __dir__

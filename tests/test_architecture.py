@@ -164,8 +164,9 @@ def _backward(imports: list[Import]) -> list[str]:
     wrong = []
     for found in imports:
         mine, theirs = _stage(found.importer), _stage(found.module)
-        if found.module == "harness":  # `from harness import __version__` or a package
-            theirs = next((n for n in found.names if n != "__version__"), "__init__")
+        if found.module == "harness":  # a package or module of harness, or a name of its own
+            theirs = next((n for n in found.names if (HARNESS / n / "__init__.py").exists()
+                           or (HARNESS / f"{n}.py").exists()), "__init__")
         if mine != theirs and _layer(theirs) >= _layer(mine):
             wrong.append(f"{found.importer}:{found.line} ({mine}) imports {found.module} "
                          f"{found.names} ({theirs})")

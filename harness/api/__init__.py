@@ -13,8 +13,9 @@ pytest plugin (`ncuh_bench`) is `harness.api.pytest_plugin`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness import lazy_face
 
 if TYPE_CHECKING:
     from harness.api.result import Result, load
@@ -29,15 +30,4 @@ _HOMES = {
 
 __all__ = ["Result", "bench", "load", "profile"]
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'harness.api' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+__getattr__, __dir__ = lazy_face(__name__, _HOMES)

@@ -12,8 +12,9 @@ first use, so recording a run does not pay for matplotlib or ruptures.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness import lazy_face
 
 if TYPE_CHECKING:
     from harness.history.changes import Step, series_steps
@@ -83,15 +84,4 @@ __all__ = [
     "write_trends",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module 'harness.history' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # the next lookup is an ordinary one
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+__getattr__, __dir__ = lazy_face(__name__, _HOMES)

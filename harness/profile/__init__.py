@@ -10,8 +10,9 @@ and `ncu_errors` and must not load the rest.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness import lazy_face
 
 if TYPE_CHECKING:
     from harness.profile.merge import merge_runs
@@ -98,14 +99,4 @@ __all__ = [
     "with_section_overlay",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attribute = home
-    return getattr(importlib.import_module(module), attribute)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+__getattr__, __dir__ = lazy_face(__name__, _HOMES)

@@ -6,8 +6,9 @@ through the typed `KernelReport` built here.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness import lazy_face
 
 if TYPE_CHECKING:
     from harness.report.builder import build_kernel_report, load_kernel_reports
@@ -110,14 +111,4 @@ __all__ = [
     "write_export",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attribute = home
-    return getattr(importlib.import_module(module), attribute)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+__getattr__, __dir__ = lazy_face(__name__, _HOMES)

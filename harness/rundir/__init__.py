@@ -4,8 +4,9 @@ manifest.json and bench.json, and the validation helper behind their one-line er
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from harness import lazy_face
 
 if TYPE_CHECKING:
     from harness.rundir.manifest import (
@@ -66,14 +67,4 @@ __all__ = [
     "validate",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, attribute = home
-    return getattr(importlib.import_module(module), attribute)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_HOMES])
+__getattr__, __dir__ = lazy_face(__name__, _HOMES)
