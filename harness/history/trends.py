@@ -20,7 +20,7 @@ from harness.history import plots
 from harness.history.changes import STEP_PCT, Step, series_steps, step_thresholds
 from harness.history.series import Series, build_series
 from harness.history.store import HistoryError, StoredRun
-from harness.util import atomic_file_set, md_text
+from harness.util import md_text, write_file_set
 
 IMAGES = "img"
 
@@ -92,15 +92,7 @@ def write_trends(trends: Trends, out: Path) -> list[Path]:
         contents[f"{view.slug}.html"] = _render("history_series.html.j2", view=view)
     for gpu in trends.gpu_views:
         contents[f"{IMAGES}/{gpu.slug}.png"] = gpu.png
-    with atomic_file_set(out, last=["index.md", "index.html"]) as stage:
-        for name, content in contents.items():
-            path = stage / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, bytes):
-                path.write_bytes(content)
-            else:
-                path.write_text(content, encoding="utf-8")
-    return [out / name for name in contents]
+    return write_file_set(out, contents, last=["index.md", "index.html"])
 
 
 # --- Markdown --------------------------------------------------------------------------------

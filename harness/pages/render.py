@@ -31,7 +31,7 @@ from harness.pages.plots import (
 from harness.pages.side_by_side import KeyValue
 from harness.pages.writeup import KernelPage, Writeup, index_pages
 from harness.report import Hotspot, Listing
-from harness.util import atomic_file_set, holds_bad_text, md_fenced, md_one_line, md_prose, md_text
+from harness.util import holds_bad_text, md_fenced, md_one_line, md_prose, md_text, write_file_set
 
 Format = Literal["md", "html", "both"]
 PLOTS_DIR = "plots"
@@ -263,12 +263,4 @@ def write(writeup: Writeup, out: Path | str, fmt: Format = "both") -> Rendered:
     if holds_bad_text([text for text in contents.values() if isinstance(text, str)]):
         raise ReportError(f"{', '.join(writeup.sources)}: a source holds text that is not UTF-8")
     indexes = [f"index.{f}" for f in formats]
-    with atomic_file_set(out, last=indexes) as stage:
-        for name, content in contents.items():
-            path = stage / name
-            path.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(content, bytes):
-                path.write_bytes(content)
-            else:
-                path.write_text(content, encoding="utf-8")
-    return Rendered(files=tuple(out / name for name in contents))
+    return Rendered(files=tuple(write_file_set(out, contents, last=indexes)))

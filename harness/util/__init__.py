@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 # public name -> (module, attribute), imported on first use so that importing the package does
 # no work; not cached here, so a test that replaces the attribute in its module is seen.
 _HOMES: dict[str, tuple[str, str]] = {
+    "write_file_set": ("harness.util.atomic", "write_file_set"),
     "file_kind": ("harness.util.input_file", "file_kind"),
     "load_toml": ("harness.util.input_file", "load_toml"),
     "load_json": ("harness.util.input_file", "load_json"),
@@ -107,6 +108,7 @@ __all__ = [
     "terminate_as_interrupt",
     "version_key",
     "versioned_roots",
+    "write_file_set",
 ]
 
 __getattr__, __dir__ = lazy_face(__name__, _HOMES)

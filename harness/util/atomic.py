@@ -20,7 +20,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from harness.errors import OutputError, os_error_text
@@ -275,3 +275,18 @@ def atomic_file_set(destination: Path | str, *, last: Sequence[str] = ()) -> Ite
     finally:
         with deferred_signals():
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def write_file_set(destination: Path | str, contents: Mapping[str, str | bytes], *,
+                   last: Sequence[str] = ()) -> list[Path]:
+    """Write `contents` (relative path -> text or bytes) as one set with `atomic_file_set`;
+    return the paths written."""
+    with atomic_file_set(destination, last=last) as stage:
+        for name, content in contents.items():
+            path = stage / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content, encoding="utf-8")
+    return [Path(destination) / name for name in contents]
