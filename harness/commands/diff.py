@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -37,7 +38,7 @@ def diff(baseline: Path, current: Path, config: Path | None, fmt: str, out: Path
 
     Exit status: 0 nothing regressed, 1 a kernel regressed, 2 bad or incompatible input.
     """
-    from harness.diff import diff_runs, status_line
+    from harness.diff import diff_runs
 
     if out is not None:
         from harness.rundir import is_run_directory, run_inputs
@@ -50,6 +51,14 @@ def diff(baseline: Path, current: Path, config: Path | None, fmt: str, out: Path
     for side in (result.baseline, result.current):
         if holds_bad_text(side.kernels) or holds_bad_text(side.failed):
             raise ReportError(f"{side.path} is corrupt: it holds text that is not UTF-8")
+    emit(result, fmt, out)
+
+
+def emit(result, fmt: str, out: Path | None) -> NoReturn:  # type: ignore[no-untyped-def]
+    """Print `result` in `fmt` (or write it to `out` and print the status line); exit with its
+    code. `ncuh history check` reads like a diff and ends the same way."""
+    from harness.diff import status_line
+
     text = _render(result, fmt)
     if out is None:
         sys.stdout.write(text)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -123,15 +122,10 @@ def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
 
     Exit status: 0 no regression, 1 a regression, 2 bad input or an unusable store.
     """
-    from harness.diff import (
-        load_thresholds,
-        render_json,
-        render_junit,
-        render_markdown,
-        status_line,
-    )
+    from harness.commands.diff import emit
+    from harness.diff import load_thresholds
     from harness.history import check_runs, open_store
-    from harness.util import atomic_write_text, refuse_inputs
+    from harness.util import refuse_inputs
 
     opened = open_store(store, project_dir(project))
     if out is not None:  # inputs are never written: not the store, not the thresholds
@@ -145,12 +139,4 @@ def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
         click.echo(printable(f"ncuh history check: nothing to judge yet: no earlier run on "
                              f"{runs[-1].gpu or 'this GPU'} in {opened.name}"))
         return
-    # diff's own renderers: a history check reads like a diff against the series
-    renderers = {"md": render_markdown, "json": render_json, "junit": render_junit}
-    text = renderers[fmt](result)
-    if out is None:
-        sys.stdout.write(text)
-    else:
-        atomic_write_text(out, text)
-        click.echo(printable(status_line(result)))
-    sys.exit(result.exit_code)
+    emit(result, fmt, out)  # a history check reads like a diff against the series
