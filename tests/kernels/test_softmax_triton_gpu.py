@@ -10,6 +10,7 @@ skipped with one reason where any is missing.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.gpu
 
 FOLDER = Path(__file__).resolve().parents[2] / "kernels" / "softmax_triton"
 PROJECT = load_project(FOLDER / "ncuh.toml")
+MODULE = sys.modules["softmax_triton_project"]  # the project's module, loaded with it
 SHAPES = ["1x1", "1x7", "1x8192", "3x1000", "37x333", "64x4097", "4099x256", "5x32768",
           "2x65536", "1x131071", "8192x8192"]
 
@@ -49,21 +51,16 @@ def _torch_on_gpu():
         pytest.skip("gpu test: torch sees no CUDA device")
 
 
-def _torch_softmax_of(inputs):
-    import softmax_triton_project as module
-
-    return torch.softmax(module.as_torch(inputs["x"]), dim=-1)
-
-
-def _check(runnable, size, seed, params=None):
+def _check(runnable, size, seed):
+    """The harness's check, then the same launch on new inputs against torch.softmax."""
     result = verify(PROJECT, runnable, size, seed=seed)
     assert result.ok, result.message
     inputs = PROJECT.inputs(size, seed)
     inputs["out"].fill(float("nan"))
     runnable(inputs)
-    import softmax_triton_project as module
-
-    torch.testing.assert_close(module.as_torch(inputs["out"]), _torch_softmax_of(inputs))
+    as_torch = MODULE.as_torch
+    torch.testing.assert_close(as_torch(inputs["out"]),
+                               torch.softmax(as_torch(inputs["x"]), dim=-1))
 
 
 @pytest.mark.parametrize(("name", "shape"), _cases())
@@ -126,12 +123,11 @@ def test_launchers_queue_on_cupys_current_stream():
     """The harness times on CuPy's current stream; Triton launches on torch's: inside a
     launcher they are one stream, the default one or any other CuPy makes current."""
     import cupy
-    import softmax_triton_project as module
 
-    with module.on_cupy_stream():
+    with MODULE.on_cupy_stream():
         assert torch.cuda.current_stream().cuda_stream == cupy.cuda.get_current_stream().ptr
     stream = cupy.cuda.Stream(non_blocking=True)
-    with stream, module.on_cupy_stream():
+    with stream, MODULE.on_cupy_stream():
         assert torch.cuda.current_stream().cuda_stream == stream.ptr != 0
 
 
@@ -143,6 +139,8 @@ def test_every_variant_is_right_on_another_cupy_stream(name):
     runnable = prepare(PROJECT, name, size)
     inputs = PROJECT.inputs(size, 9)
     truth = PROJECT.expected(inputs, size)["out"]
+    # a non-blocking stream does not wait for the default one, where the inputs were made
+    cupy.cuda.runtime.deviceSynchronize()
     stream = cupy.cuda.Stream(non_blocking=True)
     with stream:
         inputs["out"].fill(cupy.nan)
