@@ -10,6 +10,7 @@ skipped with one reason where any is missing.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -91,6 +92,28 @@ def test_fused_and_multi_row_refuse_only_rows_past_registers(shape):
 def test_multi_row_shapes_match(params, shape):
     size = PROJECT.parse_size(shape)
     _check(prepare(PROJECT, "multi_row", size, params), size, seed=11)
+
+
+def _shipped():
+    """(variant, params) of every winner in the shipped tuning.json (none before one ships)."""
+    path = FOLDER / "tuning.json"
+    if not path.is_file():
+        return []
+    entries = json.loads(path.read_text())["entries"]
+    found = {(e["variant"], json.dumps(e["params"], sort_keys=True)) for e in entries}
+    return [(name, json.loads(params)) for name, params in sorted(found)]
+
+
+@pytest.mark.parametrize(("name", "params"), _shipped(),
+                         ids=lambda v: v if isinstance(v, str) else
+                         ",".join(f"{k}={n}" for k, n in v.items()))
+@pytest.mark.parametrize("shape", ["37x333", "4099x256", "3x8192"])
+def test_shipped_winners_match(name, params, shape):
+    """What the bench runs where a winner ships is right at odd shapes too."""
+    size = PROJECT.parse_size(shape)
+    if PROJECT.variant(name).constraints(size, params):
+        pytest.skip(f"{name} {params} does not take {shape}")
+    _check(prepare(PROJECT, name, size, params), size, seed=13)
 
 
 @pytest.mark.parametrize("params", [{"BLOCK": 32, "WARPS": 1}, {"BLOCK": 4096, "WARPS": 16}],
