@@ -29,8 +29,8 @@ def run_check(project: Path, *extra: str):
     return CliRunner().invoke(main, ["check", "--project", str(project), *extra])
 
 
-@pytest.mark.parametrize("project", ["kernels/sgemm", "kernels/reduction", "tests/projects/softmax",
-                                     "tests/projects/scale"])
+@pytest.mark.parametrize("project", ["kernels/sgemm", "kernels/reduction", "kernels/softmax_triton",
+                                     "tests/projects/softmax", "tests/projects/scale"])
 def test_bundled_and_test_projects_pass(project: str) -> None:
     result = run_check(ROOT / project)
     assert result.exit_code == 0, result.output
