@@ -263,6 +263,7 @@ class ChainVariant:
     previous: str | None
     strategy: str
     kernel_name: str | None
+    capture: str | None = None  # ncu's -k filter: NAME or regex:EXPR
 
 
 @dataclass(frozen=True)
@@ -298,7 +299,8 @@ class Chain:
         return cls(
             name=project.name,
             variants=tuple(ChainVariant(v.name, v.iteration, v.title, v.previous, v.strategy,
-                                        v.kernel_name) for v in project.variants),
+                                        v.kernel_name, v.capture_filter)
+                           for v in project.variants),
             reference=Named(project.reference.name, project.reference.key)
             if project.reference is not None else None,
             baseline=project.baseline.name if project.variants else None,
@@ -315,7 +317,7 @@ class Chain:
         return cls(
             name=record.name,
             variants=tuple(ChainVariant(v.name, v.iteration, v.title, v.previous, v.strategy,
-                                        v.kernel_name) for v in record.chain or ()),
+                                        v.kernel_name, v.capture) for v in record.chain or ()),
             reference=Named(record.reference_name or record.reference, record.reference)
             if record.reference else None,
             baseline=record.baseline,
@@ -618,8 +620,16 @@ def _report_items(path: Path) -> list[_Item]:
 
 
 def _kernel_regex(variant: ChainVariant | None) -> str | None:
+    """The variant's own kernels: its kernel by name, else its capture filter (a launcher
+    that runs several kernels, e.g. three Triton passes, is still one iteration)."""
     name = getattr(variant, "kernel_name", None)
-    return f"^{re.escape(name)}$" if name else None
+    if name:
+        return f"^{re.escape(name)}$"
+    capture = getattr(variant, "capture", None)
+    if not capture:
+        return None
+    return capture.removeprefix("regex:") if capture.startswith("regex:") \
+        else f"^{re.escape(capture)}$"
 
 
 def _speedup_keys(project: Chain | None,

@@ -313,7 +313,8 @@ class Project:
             "summary_min_size": self.summary_min_size,
             "chain": [{"name": v.name, "iteration": v.iteration, "title": v.title,
                        "previous": v.previous, "strategy": v.strategy,
-                       "kernel_name": v.kernel_name} for v in self.variants],
+                       "kernel_name": v.kernel_name, "capture": v.capture_filter}
+                      for v in self.variants],
             "limits": [{"name": limit.name, "key": limit.key} for limit in self.limits],
             "work_model": {"flops": self.flops is not None, "bytes": self.bytes is not None,
                            "at": [{"size": list(size), "flops": _work(self.flops, size),

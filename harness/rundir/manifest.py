@@ -73,6 +73,8 @@ class ChainRecord(_Record):
     previous: str | None = None
     strategy: str = ""
     kernel_name: str | None = None
+    # ncu's -k filter for the variant (its kernels when a launcher runs several, e.g. Triton)
+    capture: str | None = None
 
 
 class LimitRecord(_Record):
