@@ -166,7 +166,8 @@ def test_commit_and_branch_come_from_git_where_nothing_else_says(tmp_path: Path)
     assert resolve_commit(None, None, None, tmp_path, env={}) == (None, None)
 
 
-def test_a_run_without_a_commit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, golden) -> None:
+def test_a_run_without_a_commit_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           golden) -> None:
     monkeypatch.chdir(tmp_path)  # not a git checkout
     run = write_run(tmp_path, "run", NAIVE_PAGES, None)
     line = one_error_line(ncuh("history", "add", run, "--store", tmp_path / "h.sqlite"))

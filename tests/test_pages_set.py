@@ -176,7 +176,8 @@ def test_pages_runs_no_rule_of_the_per_instruction_sectors(pair: tuple[Path, Pat
         assert not {r.name for r in profile.rules_for_pages} & set(RULES_LEFT_OUT)
 
 
-def test_cp_async_loads_are_judged_the_same_both_ways_as_source_counters_counts_them(golden) -> None:
+def test_cp_async_loads_are_judged_the_same_both_ways_as_source_counters_counts_them(
+        golden) -> None:
     # ncu's UncoalescedGlobalAccess (full only): "524288 excessive sectors (22% of the total
     # 2356912 sectors)", every one of them the cp.async loads' (its LDG loads and STG stores
     # move their ideal). The cp.async sectors (raw pages: 2,096,480 with pages, 2,096,528 with
