@@ -77,9 +77,11 @@ def gpu_unavailable_reason() -> str | None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    # Tests never read or write the user's ~/.cache/ncuh, and two workers never share one:
-    # each test process gets an empty cache folder of its own (tests that need another one
-    # set NCUH_CACHE_DIR themselves).
+    # Tests never read or write the user's ~/.cache/ncuh: a test run starts from an empty
+    # cache folder of its own, which its xdist workers (started with the environment set
+    # here) share; tests that need another one set NCUH_CACHE_DIR themselves.
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("NCUH_CACHE_DIR"):
+        return
     folder = tempfile.mkdtemp(prefix="ncuh-test-cache-")
     config.add_cleanup(functools.partial(shutil.rmtree, folder, True))
     os.environ["NCUH_CACHE_DIR"] = folder
