@@ -67,9 +67,12 @@ def test_the_prose_finder_tells_prose_from_names() -> None:
 
 
 def test_every_gpu_test_is_in_the_gpu_group(request: pytest.FixtureRequest) -> None:
-    items = request.session.items
-    gpu = [item for item in items if "gpu" in item.keywords]
-    for item in items:
+    marking = sorted(path.relative_to(TESTS).as_posix() for path in TESTS.rglob("test_*.py")
+                     if re.search(r"\bmark\.gpu\b", path.read_text(encoding="utf-8")))
+    assert len(marking) >= 8
+    for module in marking:
+        assert worker_group(f"tests/{module}::test_x") == "gpu", module
+    assert worker_group("tests/test_profile_gpus.py::test_x") == "tests/test_profile_gpus.py"
+    # and what this run collected (all of tests/ in a whole run)
+    for item in request.session.items:
         assert (worker_group(item.nodeid) == "gpu") == ("gpu" in item.keywords), item.nodeid
-    # a run of one module sees no other: the rule holds for what was collected
-    assert all(item.nodeid.split("::")[0].endswith("_gpu.py") for item in gpu)
