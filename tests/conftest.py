@@ -121,7 +121,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     return GroupScheduling(config, log)
 
 
+# (node id, marked gpu) of every test collected, for tests/test_suite_hygiene.py
+COLLECTED = pytest.StashKey[list[tuple[str, bool]]]()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[COLLECTED] = [(item.nodeid, "gpu" in item.keywords) for item in items]
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import worker_group
+from conftest import COLLECTED, worker_group
 
 TESTS = Path(__file__).parent
 # a word of prose: lower-case letters standing alone between spaces (no metric name, path or
@@ -74,5 +74,5 @@ def test_every_gpu_test_is_in_the_gpu_group(request: pytest.FixtureRequest) -> N
         assert worker_group(f"tests/{module}::test_x") == "gpu", module
     assert worker_group("tests/test_profile_gpus.py::test_x") == "tests/test_profile_gpus.py"
     # and what this run collected (all of tests/ in a whole run)
-    for item in request.session.items:
-        assert (worker_group(item.nodeid) == "gpu") == ("gpu" in item.keywords), item.nodeid
+    for nodeid, marked_gpu in request.config.stash[COLLECTED]:
+        assert (worker_group(nodeid) == "gpu") == marked_gpu, nodeid
