@@ -93,7 +93,7 @@ def pytest_configure(config: pytest.Config) -> None:
 WORKER_GROUPS = {
     "gpu": re.compile(r"(^|/)test_\w+_gpu\.py$"),
     "postgresql": re.compile(r"(^|/)test_history_\w+\.py$"),
-    "examples": re.compile(r"(^|/)test_(docs|readme_commands)\.py$"),
+    "examples": re.compile(r"(^|/)test_(docs|readme_commands|check_command)\.py$"),
 }
 
 
