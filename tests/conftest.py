@@ -22,6 +22,7 @@ import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -97,6 +98,13 @@ WORKER_GROUPS = {
 }
 
 
+# The groups that take longest, handed out first so that no worker is left running one of
+# them alone at the end; the others follow, most tests first.
+LONG_GROUPS = ("examples", "tests/test_details_page.py", "tests/test_fuzz.py",
+               "tests/test_signals.py", "tests/test_diff_fixture.py", "postgresql",
+               "tests/test_data_not_code.py", "tests/test_findings_claims.py")
+
+
 def worker_group(nodeid: str) -> str:
     """The group of a test that pytest-xdist keeps on one worker: a group of WORKER_GROUPS,
     else the test's module."""
@@ -115,8 +123,20 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     from xdist.scheduler import LoadScopeScheduling
 
     class GroupScheduling(LoadScopeScheduling):
+        ordered = False
+
         def _split_scope(self, nodeid: str) -> str:
             return worker_group(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if not self.ordered:  # the queue is whole by the first hand-out
+                self.ordered = True
+                units = sorted(self.workqueue.items(), key=lambda unit: (
+                    LONG_GROUPS.index(unit[0]) if unit[0] in LONG_GROUPS else len(LONG_GROUPS),
+                    -len(unit[1])))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
 
     return GroupScheduling(config, log)
 

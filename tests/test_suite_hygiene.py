@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import COLLECTED, worker_group
+from conftest import COLLECTED, LONG_GROUPS, WORKER_GROUPS, worker_group
 
 TESTS = Path(__file__).parent
 # a word of prose: lower-case letters standing alone between spaces (no metric name, path or
@@ -64,6 +64,11 @@ def test_the_prose_finder_tells_prose_from_names() -> None:
              'assert f"{a} is not a header NVRTC has" in y\n'
     assert list(assert_literals(source)) == [(1, "a b c d e f g"),
                                              (2, " is not a header NVRTC has")]
+
+
+def test_the_long_groups_handed_out_first_exist() -> None:
+    for group in LONG_GROUPS:
+        assert group in WORKER_GROUPS or (TESTS.parent / group).is_file(), group
 
 
 def test_every_gpu_test_is_in_the_gpu_group(request: pytest.FixtureRequest) -> None:
