@@ -90,11 +90,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # Modules whose tests share one worker with other modules' tests: every GPU test, one after
 # the other (they never share the GPU); the history tests (one PostgreSQL server); the tests
-# that run the documented commands (each such command run once, tests/cli_examples.py).
+# that run the documented commands (each such command run once, tests/cli_examples.py); the
+# tests that read the reduction run's pages (written up once, tests/reduction_run.py).
 WORKER_GROUPS = {
     "gpu": re.compile(r"(^|/)test_\w+_gpu\.py$"),
     "postgresql": re.compile(r"(^|/)test_history_\w+\.py$"),
     "examples": re.compile(r"(^|/)test_(docs|readme_commands|check_command)\.py$"),
+    "reduction run": re.compile(r"(^|/)test_(reduction_pages|writeup_side_by_side)\.py$"),
 }
 
 
