@@ -1,6 +1,7 @@
 """The test suite keeps to its own rules: long prose is pinned in golden files (tests/golden/,
-rewritten with `pytest --update-golden`), not in assert literals, and every GPU test is in a
-`test_*_gpu.py` module (the group pytest-xdist runs on one worker, tests/conftest.py)."""
+rewritten with `pytest --update-golden`), not in assert literals; every GPU test is in a
+`test_*_gpu.py` module (the group pytest-xdist runs on one worker, tests/conftest.py); the
+groups handed out first exist."""
 
 from __future__ import annotations
 
