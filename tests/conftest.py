@@ -1,17 +1,28 @@
-"""Shared test setup: fixture paths, clean skips for tests marked `gpu`, and golden files.
+"""Shared test setup: fixture paths, clean skips for tests marked `gpu`, golden files, and
+the groups that pytest-xdist keeps on one worker.
 
 Prose (findings, pages, verdicts) is pinned in tests/golden/<module>/<name>.txt through the
 `golden` fixture. After an intended change of wording, rewrite them with
 `pytest --update-golden` (or NCUH_UPDATE_GOLDEN=1) and review the diff.
+
+The suite runs on every core (`-n auto --dist loadgroup` in pyproject.toml). A test module's
+tests run on one worker, so its module-scoped fixtures (reports read once, a Slurm cluster,
+a browser's pages) are made once; the GPU tests (all in `test_*_gpu.py` modules) are one
+group, so on a GPU machine they run one after the other on a single worker and never share
+the GPU. `-n 0` runs everything in one process.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
+import shutil
 import signal
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,7 +77,78 @@ def gpu_unavailable_reason() -> str | None:
     return None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # Tests never read or write the user's ~/.cache/ncuh: a test run starts from an empty
+    # cache folder of its own, which its xdist workers (started with the environment set
+    # here) share; tests that need another one set NCUH_CACHE_DIR themselves.
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("NCUH_CACHE_DIR"):
+        return
+    folder = tempfile.mkdtemp(prefix="ncuh-test-cache-")
+    config.add_cleanup(functools.partial(shutil.rmtree, folder, True))
+    os.environ["NCUH_CACHE_DIR"] = folder
+
+
+# Modules whose tests share one worker with other modules' tests: every GPU test, one after
+# the other (they never share the GPU); the history tests (one PostgreSQL server); the tests
+# that run the documented commands (each such command run once, tests/cli_examples.py); the
+# tests that read the reduction run's pages (written up once, tests/reduction_run.py).
+WORKER_GROUPS = {
+    "gpu": re.compile(r"(^|/)test_\w+_gpu\.py$"),
+    "postgresql": re.compile(r"(^|/)test_history_\w+\.py$"),
+    "examples": re.compile(r"(^|/)test_(docs|readme_commands|check_command)\.py$"),
+    "reduction run": re.compile(r"(^|/)test_(reduction_pages|writeup_side_by_side)\.py$"),
+}
+
+
+# The groups that take longest, handed out first so that no worker is left running one of
+# them alone at the end; the others follow, most tests first.
+LONG_GROUPS = ("examples", "tests/test_details_page.py", "tests/test_fuzz.py",
+               "tests/test_signals.py", "tests/test_diff_fixture.py", "postgresql",
+               "tests/test_data_not_code.py", "tests/test_findings_claims.py")
+
+
+def worker_group(nodeid: str) -> str:
+    """The group of a test that pytest-xdist keeps on one worker: a group of WORKER_GROUPS,
+    else the test's module."""
+    module = nodeid.split("::")[0]
+    return next((name for name, pattern in WORKER_GROUPS.items() if pattern.search(module)),
+                module)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """`--dist loadgroup` by `worker_group`. xdist's own loadgroup reads marks through node
+    ids that pytest 9.2 no longer lets a plugin rename (pytest-xdist issue 1386); a scope
+    scheduler that groups by node id works on every pytest."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        ordered = False
+
+        def _split_scope(self, nodeid: str) -> str:
+            return worker_group(nodeid)
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if not self.ordered:  # the queue is whole by the first hand-out
+                self.ordered = True
+                units = sorted(self.workqueue.items(), key=lambda unit: (
+                    LONG_GROUPS.index(unit[0]) if unit[0] in LONG_GROUPS else len(LONG_GROUPS),
+                    -len(unit[1])))
+                self.workqueue.clear()
+                self.workqueue.update(units)
+            super()._assign_work_unit(node)
+
+    return GroupScheduling(config, log)
+
+
+# (node id, marked gpu) of every test collected, for tests/test_suite_hygiene.py
+COLLECTED = pytest.StashKey[list[tuple[str, bool]]]()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    config.stash[COLLECTED] = [(item.nodeid, "gpu" in item.keywords) for item in items]
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if not gpu_items:
         return

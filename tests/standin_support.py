@@ -36,3 +36,20 @@ def use_standins(monkeypatch: pytest.MonkeyPatch, folder: Path) -> Path:
     monkeypatch.setattr(lib, "cupy_installed", lambda: True)
     monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: STANDINS / "ncu")
     return log
+
+
+def living_ncus(log: Path) -> list[int]:
+    """The stand-in ncu processes still running (zombies aside) that log to `log` (the
+    `standins` fixture's: one test's)."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            environ = (proc / "environ").read_bytes().split(b"\0")
+            state = (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state != "Z" and str(STANDINS / "ncu").encode() in argv and \
+                f"NCUH_FAKE_NCU_LOG={log}".encode() in environ:
+            found.append(int(proc.name))
+    return found

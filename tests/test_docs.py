@@ -15,6 +15,7 @@ from types import ModuleType
 
 import click
 import pytest
+from cli_examples import local, run, run_once
 
 from harness.cli import main
 from harness.findings.registry import RULES
@@ -123,20 +124,28 @@ def _expand(line: str) -> list[str]:
     return [body.replace(f"${name}", value) for value in values.split()]
 
 
-def _sh_lines() -> list[tuple[str, list[str]]]:
-    """Every command of every ```sh block in the docs, split like a shell. A command that ends
-    in `|| test $? -eq 1` (a gate that may say "regression") keeps that as its last word."""
+def _sh_blocks() -> list[tuple[str, list[list[str]]]]:
+    """Every ```sh block in the docs as its commands, each split like a shell. A command that
+    ends in `|| test $? -eq 1` (a gate that may say "regression") keeps that as its last
+    word."""
     found = []
     for page in PAGES:
         for block in re.findall(r"```sh\n(.*?)```", page.read_text(), re.DOTALL):
+            commands = []
             for line in block.replace("\\\n", " ").splitlines():
                 for command in _expand(line):
                     for part in command.split("&&"):
                         part, gate, _ = part.partition("|| test $? -eq 1")
                         words = shlex.split(part, comments=True)
                         if words:
-                            found.append((page.name, words + ([GATE] if gate else [])))
+                            commands.append(words + ([GATE] if gate else []))
+            found.append((page.name, commands))
     return found
+
+
+def _sh_lines() -> list[tuple[str, list[str]]]:
+    """Every command of every ```sh block in the docs (see `_sh_blocks`)."""
+    return [(page, words) for page, commands in _sh_blocks() for words in commands]
 
 
 GATE = "<exit 0 or 1>"
@@ -190,27 +199,33 @@ def test_every_shell_example_names_a_real_command_and_real_options() -> None:
 
 
 def test_the_shell_examples_that_need_no_gpu_run(tmp_path: Path) -> None:
+    """Each example of a command that needs no GPU runs where every path it reads exists;
+    after `ncuh init NAME && cd NAME`, the rest of its block runs in the new project."""
     ran = []
-    for page, words in _sh_lines():
-        if words[0] != "ncuh":
-            continue
-        command, group, args = _command(words[1:])
-        name = " ".join([*(w for w in group if w == "history"), command.name])
-        if name not in CPU_COMMANDS:
-            continue
-        codes = (0, 1) if args[-1:] == [GATE] else (0,)
-        args = [str(tmp_path / Path(w).name) if w.startswith("/tmp/") else w
-                for w in args if w != GATE]
-        if command.name == "init":
-            args = [str(tmp_path / f"{len(ran)}-{args[0]}")]
-        elif not all((ROOT / p).exists() for p in _paths_read(command, args)):
-            continue  # a placeholder such as runs/<id>: parsed above, not run
-        completed = subprocess.run([sys.executable, "-m", "harness", *group, command.name, *args],
-                                   cwd=ROOT, capture_output=True, text=True, timeout=300,
-                                   check=False)
-        assert completed.returncode in codes, (page, words, completed.stderr)
-        ran.append(name)
-    assert {"writeup", "diff", "report", "export", "init", "list"} <= set(ran), ran
+    for page, commands in _sh_blocks():
+        cwd, made = ROOT, {}
+        for words in commands:
+            if words[0] == "cd" and words[1:] and words[1] in made:
+                cwd = made[words[1]]
+            if words[0] != "ncuh":
+                continue
+            command, group, args = _command(words[1:])
+            name = " ".join([*(w for w in group if w == "history"), command.name])
+            if name not in CPU_COMMANDS:
+                continue
+            codes = (0, 1) if args[-1:] == [GATE] else (0,)
+            args = [local(w) for w in args if w != GATE]
+            if command.name == "init":
+                made[args[0]] = tmp_path / f"{len(ran)}-{args[0]}"
+                args = [str(made[args[0]])]
+            elif not all((cwd / p).exists() for p in _paths_read(command, args)):
+                continue  # a placeholder such as runs/<id>: parsed above, not run
+            argv = [*group, command.name, *args]
+            # history commands change their store: each runs; the others once per process
+            completed = run(argv, cwd) if "history" in group else run_once(tuple(argv), cwd)
+            assert completed.returncode in codes, (page, words, completed.stderr)
+            ran.append(name)
+    assert {"writeup", "diff", "report", "export", "init", "list", "check"} <= set(ran), ran
 
 
 def test_every_performance_figure_has_a_date_a_card_and_a_command() -> None:

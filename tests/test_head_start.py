@@ -19,6 +19,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -284,15 +285,32 @@ def test_gates_return_at_once_without_the_variables(monkeypatch: pytest.MonkeyPa
     assert gates.wait_to_launch() == 0.0
 
 
+class FakeTime:
+    """The gates' clock and sleep: each sleep moves the clock on by what it was asked for, and
+    `at_poll[n]` runs when the gate is polled the n-th time."""
+
+    def __init__(self, at_poll: dict[int, Callable[[], object]]) -> None:
+        self.now, self.polls, self.at_poll = 100.0, 0, at_poll
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        self.polls += 1
+        self.at_poll.get(self.polls, lambda: None)()
+
+
 def test_a_gate_waits_for_its_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     gate = tmp_path / "launch"
     monkeypatch.setenv(LAUNCH_AFTER_ENV, str(gate))
     monkeypatch.setenv(GATES_OWNER_ENV, str(os.getpid()))
-    opener = threading.Timer(0.2, gate.touch)
-    opener.start()
+    clock = FakeTime({40: gate.touch})
+    monkeypatch.setattr(gates, "time", clock)
     waited = gates.wait_to_launch()
-    assert 0.19 <= waited < 2.0
-    assert gates.wait_to_launch() < 0.05  # open stays open
+    assert clock.polls == 40  # it went on polling until the file was there, and no longer
+    assert waited == pytest.approx(40 * gates.POLL_S)
+    assert gates.wait_to_launch() == 0.0 and clock.polls == 40  # open stays open
 
 
 def test_a_gate_gives_up_when_its_owner_is_gone(
@@ -302,11 +320,14 @@ def test_a_gate_gives_up_when_its_owner_is_gone(
     gone.wait()
     monkeypatch.setenv(START_CUDA_AFTER_ENV, str(tmp_path / "never"))
     monkeypatch.setenv(GATES_OWNER_ENV, str(gone.pid))
-    monkeypatch.setattr(gates, "OWNER_CHECK_S", 0.05)
-    started = time.monotonic()
+    # binary fractions: the fake clock adds them up exactly
+    monkeypatch.setattr(gates, "POLL_S", 0.25)
+    monkeypatch.setattr(gates, "OWNER_CHECK_S", 1.0)
+    clock = FakeTime({})
+    monkeypatch.setattr(gates, "time", clock)
     with pytest.raises(NcuhError, match="is gone"):
         gates.wait_to_start_cuda()
-    assert time.monotonic() - started < 2.0
+    assert clock.polls == 4  # given up at the first look at its owner, OWNER_CHECK_S in
 
 
 @pytest.mark.parametrize(("fresh_start_s", "c_with_a"), [(1.0, True), (0.05, False)])
@@ -316,7 +337,6 @@ def test_a_free_slot_takes_a_reservation_only_where_a_fresh_start_is_worth_it(
     """Two slots: a (0.6 s) and b (0.1 s) start together, a's slot reserves c. When b is
     done, a has about 0.5 s left: with a 1 s fresh start, c waits for a's slot (which started
     it early); with a 0.05 s one, the free slot takes it."""
-    import threading
     import types
 
     from harness.profile.schedule import Slot, TakingRule, run_queue

@@ -7,19 +7,17 @@ page's findings name the problem that iteration has."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import pytest
+from reduction_run import reduction_writeup
 
 from harness.findings import bound, pipes, vectorization
 from harness.pages.render import build_plots
-from harness.pages.writeup import KernelPage, Writeup, collect
+from harness.pages.writeup import KernelPage, Writeup
 
 ROOT = Path(__file__).parent.parent
 RUN = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
-BENCH = RUN / "bench_reduction.json"
-PROJECT = ROOT / "kernels" / "reduction"
 
 CHAIN = ["interleaved_divergent", "interleaved_strided", "sequential", "first_add",
          "unroll_last_warp", "complete_unroll", "grid_stride", "warp_shuffle", "vectorized",
@@ -28,9 +26,8 @@ CHAIN = ["interleaved_divergent", "interleaved_strided", "sequential", "first_ad
 LAUNCHES = [4, 4, 4, 3, 3, 3, 2, 2, 2, 1]
 
 
-@functools.cache
 def writeup() -> Writeup:
-    return collect([RUN, BENCH], project=PROJECT)
+    return reduction_writeup()
 
 
 def page(variant: str) -> KernelPage:
@@ -205,7 +202,7 @@ def test_a_tiled_sgemm_keeps_its_tiling_advice():
 
 def test_the_index_shows_gb_per_s_without_bench_results():
     # the project counts bytes (4n): GB/s over the profiled duration, with no bench.json
-    alone = collect([RUN], project=PROJECT)
+    alone = reduction_writeup(with_bench=False)
     assert alone.bytes_model
     shuffle = next(p for p in alone.pages if p.variant == "warp_shuffle")
     assert shuffle.time_source == "ncu" and shuffle.work_source == "model"

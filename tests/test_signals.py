@@ -9,6 +9,7 @@ stand-ins for the GPU and ncu) get the signal from the point itself. No sleeps, 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,6 +26,8 @@ import harness.util.atomic
 from harness.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
+# one kernel of the `pages` set: what is signalled is the publishing, not the reading
+SMALL_REPORT = ROOT / "tests" / "fixtures" / "h100_pages_naive_1024.ncu-rep"
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
 
@@ -91,9 +94,17 @@ class Paused:
         return code, rest
 
 
+def small_run(root: Path) -> Path:
+    """`make_run`'s run directory with each report the small one (the same kernel as naive)."""
+    run = make_run(root)
+    for report in run.glob("*.ncu-rep"):
+        shutil.copyfile(SMALL_REPORT, report)
+    return run
+
+
 @pytest.fixture
 def run(tmp_path: Path) -> Path:
-    return make_run(tmp_path)
+    return small_run(tmp_path)
 
 
 def _listing(folder: Path) -> list[str]:
@@ -128,16 +139,27 @@ def test_writeup_into_a_new_folder_publishes_nothing(run: Path, tmp_path: Path,
     assert not list(tmp_path.glob(".pages*"))  # no staging folder
 
 
+@pytest.fixture(scope="module")
+def old_pages(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The pages of `small_run`'s run, written once for the module, every Markdown page's
+    text then replaced by "old" (an earlier set that a new writeup must replace whole)."""
+    folder = tmp_path_factory.mktemp("old-pages")
+    args = ["writeup", str(small_run(folder)), "--out", "pages", "--format", "md"]
+    assert subprocess.run([sys.executable, "-m", "harness", *args], cwd=folder,
+                          capture_output=True, check=False).returncode == 0
+    for page in (folder / "pages").glob("*.md"):
+        page.write_text("old\n")
+    return folder / "pages"
+
+
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_writeup_over_old_pages_publishes_the_whole_set_or_none(
-    run: Path, tmp_path: Path, sig: int
+    run: Path, tmp_path: Path, old_pages: Path, sig: int
 ) -> None:
     args = ["writeup", str(run), "--out", "pages", "--format", "md"]
-    assert subprocess.run([sys.executable, "-m", "harness", *args], cwd=tmp_path,
-                          capture_output=True, check=False).returncode == 0
     pages = tmp_path / "pages"
-    for page in pages.glob("*.md"):
-        page.write_text("old\n")
+    shutil.copytree(old_pages, pages)
+    assert {p.read_text() for p in pages.glob("*.md")} == {"old\n"}
     before = _listing(pages)
     # stopped before the renames: the old set stays
     paused = Paused(args, "publish pages", tmp_path)

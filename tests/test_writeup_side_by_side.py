@@ -3,20 +3,19 @@ as `ncuh diff` on the same pair, and the index lays the chain's key counters sid
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import pytest
+from reduction_run import reduction_writeup
 
 from harness.diff.compare import diff_runs
 from harness.pages import since_previous
 from harness.pages.render import build_plots, render_index, render_page
-from harness.pages.writeup import Writeup, collect
+from harness.pages.writeup import Writeup
 from harness.report.builder import load_kernel_reports
 
 ROOT = Path(__file__).parent.parent
 RUN = ROOT / "tests" / "fixtures" / "reduction_h100_2p26"
-PROJECT = ROOT / "kernels" / "reduction"
 # table key -> diff's metric key and the factor from the table's unit to diff's
 SAME_AS_DIFF = {"time": ("time", 1e3), "instructions": ("instructions", 1.0),
                 "registers": ("registers", 1.0), "shared_memory": ("shared_memory", 1.0),
@@ -24,9 +23,8 @@ SAME_AS_DIFF = {"time": ("time", 1e3), "instructions": ("instructions", 1.0),
                 "dram_write_bytes": ("dram_write_bytes", 1.0), "l2_bytes": ("l2_bytes", 1.0)}
 
 
-@functools.cache
 def writeup() -> Writeup:
-    return collect([RUN], project=PROJECT)
+    return reduction_writeup(with_bench=False)
 
 
 def _diff_metrics(base: Path, cur: Path, pairs: dict[str, str]) -> dict[str, object]:

@@ -1,0 +1,48 @@
+"""The documented `ncuh` commands, run as a user runs them (`python -m harness` in a process of
+its own), each distinct read-only command once per test process: the README's samples, the
+documentation's examples and the check tests name some of the same commands
+(tests/conftest.py keeps their modules on one worker).
+
+Paths under /tmp/ in an example are written in a folder of this test process instead.
+"""
+
+from __future__ import annotations
+
+import atexit
+import functools
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@functools.cache
+def _outputs() -> Path:
+    folder = Path(tempfile.mkdtemp(prefix="ncuh-examples-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def local(word: str) -> str:
+    """A word of an example with a /tmp/NAME path made this process's own NAME."""
+    return str(_outputs() / Path(word).name) if word.startswith("/tmp/") else word
+
+
+def run(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """`ncuh ARGS` in `cwd`."""
+    return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+def run_once(args: tuple[str, ...], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """`run`, once per test process for the same words in the same folder: only for commands
+    that change nothing but their own output, which a second run would write again."""
+    return _run_cached(args, cwd.resolve())
+
+
+@functools.cache
+def _run_cached(args: tuple[str, ...], cwd: Path) -> subprocess.CompletedProcess[str]:
+    return run(list(args), cwd)
