@@ -174,7 +174,11 @@ class FakeNcu:
 
 
 @pytest.fixture
-def fake_ncu(monkeypatch: pytest.MonkeyPatch) -> FakeNcu:
+def fake_ncu(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+             ) -> FakeNcu:
+    # a cache of its own: plans and section overlays that another test's fake ncu left in
+    # the shared test cache (another worker, another order) never change these command lines
+    monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
     fake = FakeNcu()
     monkeypatch.setattr(lib, "run_command", fake)
     monkeypatch.setattr(lib, "start_command", lib.in_threads(fake))
