@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         VIEW_FORMATS,
         profile_views,
         render_text,
+        report_views,
     )
     from harness.report.report_view import (
         render as render_view,
@@ -73,6 +74,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "profile_views": ("harness.report.report_view", "profile_views"),
     "render_text": ("harness.report.report_view", "render_text"),
     "render_view": ("harness.report.report_view", "render"),
+    "report_views": ("harness.report.report_view", "report_views"),
     "stall_label": ("harness.report.model", "stall_label"),
     "write_export": ("harness.report.export_format", "write_export"),
 }
@@ -106,6 +108,7 @@ __all__ = [
     "profile_views",
     "render_text",
     "render_view",
+    "report_views",
     "select_kernels",
     "stall_label",
     "write_export",
