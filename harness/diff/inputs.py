@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import ReportError
-from harness.report import KernelReport, RuleResult, load_kernel_reports
-from harness.rundir import BenchFile, RunEntry, is_run_directory, load_run
+from harness.report import KernelReport, RuleResult, load_kernel_reports, read_ahead
+from harness.rundir import BenchFile, RunEntry, is_run_directory, load_run, source_reports
 
 Size = tuple[int, ...]
 
@@ -103,6 +103,11 @@ class Side:
         return {"path": str(self.path), "kind": self.kind,
                 "environment": self.environment.to_json(), "kernels": len(self.kernels),
                 "failed": [f.to_json() for f in self.failed]}
+
+
+def read_sides_ahead(*paths: Path | str) -> None:
+    """Read the reports of every side at once (`harness.report.read_ahead`)."""
+    read_ahead(source_reports(paths))
 
 
 def load_side(path: Path | str) -> Side:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from harness import lazy_face
 
 if TYPE_CHECKING:
+    from harness.report.batch_read import read_ahead
     from harness.report.builder import build_kernel_report, load_kernel_reports
     from harness.report.export_format import EXPORT_FORMATS, write_export
     from harness.report.instruction_classes import MATH_CLASSES
@@ -72,6 +73,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "limiters_of": ("harness.report.model", "limiters_of"),
     "load_kernel_reports": ("harness.report.builder", "load_kernel_reports"),
     "profile_views": ("harness.report.report_view", "profile_views"),
+    "read_ahead": ("harness.report.batch_read", "read_ahead"),
     "render_text": ("harness.report.report_view", "render_text"),
     "render_view": ("harness.report.report_view", "render"),
     "report_views": ("harness.report.report_view", "report_views"),
@@ -106,6 +108,7 @@ __all__ = [
     "load_kernel_reports",
     "open_report",
     "profile_views",
+    "read_ahead",
     "render_text",
     "render_view",
     "report_views",

@@ -8,9 +8,11 @@ differ across architectures and ncu versions.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.report import batch_read, read_cache
 from harness.report.instruction_classes import classify
 from harness.report.memory_widths import access_widths, classify_opcode
 from harness.report.model import (
@@ -484,8 +486,56 @@ def build_kernel_report(kernel: KernelRef) -> KernelReport:
     )
 
 
-def load_kernel_reports(path: Path | str, kernel_regex: str | None = None) -> list[KernelReport]:
-    """Open a report and build the profile of every (matching) kernel, in report order."""
-    import_ncu_report()
+# The metric names of every report this process built. ncu_report answers a few derived
+# metrics' units from what the process asked before, but only a report that collected other
+# metrics changes them: a report read after reports of the same metric names reads as it does
+# alone.
+_signatures: set[int] = set()
+
+
+def reports_built() -> int:
+    """How many kinds of report (by metric names) this process has built itself."""
+    return len(_signatures)
+
+
+@dataclass(frozen=True)
+class BuiltReport:
+    """Every kernel's typed report, and whether they are what a reading of the file alone
+    gives (no report of other metrics was read before in this process)."""
+
+    profiles: list[KernelReport]
+    alone: bool
+
+
+def build_report_file(path: Path | str) -> BuiltReport:
+    """Open a report and build the profile of every kernel, asking ncu_report."""
     report = open_report(path)
-    return [build_kernel_report(kernel) for kernel in select_kernels(report, kernel_regex)]
+    signature = hash(frozenset(name for kernel in report.kernels
+                               for name in kernel.action.metric_names()))
+    alone = not (_signatures - {signature})
+    _signatures.add(signature)
+    return BuiltReport([build_kernel_report(kernel) for kernel in report.kernels], alone)
+
+
+def load_kernel_reports(path: Path | str, kernel_regex: str | None = None) -> list[KernelReport]:
+    """Open a report and build the profile of every (matching) kernel, in report order.
+
+    Every kernel of a report is read once: what a child read ahead (`batch_read`) or an earlier
+    command kept (`read_cache`) is taken as it is, keyed by the report's bytes.
+    """
+    import_ncu_report()
+    if kernel_regex is not None:
+        report = open_report(path)
+        return [build_kernel_report(kernel) for kernel in select_kernels(report, kernel_regex)]
+    path = Path(path)
+    key = read_cache.report_key(path)
+    if key is not None:
+        profiles = batch_read.taken(key)
+        if profiles is None and read_cache.wanted():
+            profiles = read_cache.fetch(key)
+        if profiles is not None:
+            return profiles
+    built = build_report_file(path)
+    if key is not None and built.alone and read_cache.wanted():
+        read_cache.keep(key, built.profiles)
+    return built.profiles

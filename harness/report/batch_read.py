@@ -1,0 +1,132 @@
+"""Read the reports a command is about to need at once, in forked processes, one per core.
+
+`read_ahead(paths)` shares the reports not yet kept (`harness.report.read_cache`) among one
+child process per core, the largest first to the least loaded, and hands what they built to
+`load_kernel_reports`, which the command then calls as it always does. A child reads its
+reports one after another: ncu_report's first report in a process costs about half a second
+more than the next ones (its SASS disassembler starts), so one process per report would cost
+more than it saves on few cores. What a child built after a report of other metrics is used,
+as it would be in one process, but not kept (`BuiltReport.alone`).
+
+Children are forked only from a process that has read no report and runs one thread: the
+disassembler starts a thread of its own, after which a fork can hang. A report a child could
+not read is read again by the command itself, which then says what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from harness.report import read_cache
+
+_read: dict[str, list[Any]] = {}  # report key -> the typed reports a child built
+
+
+def taken(key: str) -> list[Any] | None:
+    """The typed reports read ahead under `key` (each caller gets its own list)."""
+    found = _read.get(key)
+    return list(found) if found is not None else None
+
+
+def _single_threaded() -> bool:
+    try:
+        return len(os.listdir("/proc/self/task")) == 1
+    except OSError:  # no /proc: no way to be sure, so no fork
+        return False
+
+
+def read_ahead(paths: Iterable[Path], jobs: int | None = None) -> int:
+    """Read the given reports in forked children where that can help; return how many."""
+    from harness.report.builder import reports_built
+
+    if not hasattr(os, "fork") or reports_built() or not _single_threaded():
+        return 0
+    todo: dict[str, Path] = {}
+    for path in paths:
+        key = read_cache.report_key(Path(path))
+        if key is None or key in todo or key in _read:
+            continue
+        if read_cache.wanted() and read_cache.entry_path(key).is_file():
+            continue
+        todo[key] = Path(path)
+    jobs = min(jobs or os.cpu_count() or 1, len(todo))
+    if jobs < 2:
+        return 0
+    with tempfile.TemporaryDirectory(prefix="ncuh-read-") as handoff:
+        folder = Path(handoff)
+        _run_children(_shares(todo, jobs), folder)
+        for key in todo:
+            for alone in (True, False):
+                entry = read_cache.entry_path(key, folder / _FOLDERS[alone])
+                profiles = read_cache.fetch(key, entry.parent)
+                if profiles is None:
+                    continue
+                _read[key] = profiles
+                if alone and read_cache.wanted():
+                    read_cache.keep_file(key, entry)
+    return len(todo)
+
+
+_FOLDERS = {True: "alone", False: "after-others"}
+
+
+def _shares(todo: dict[str, Path], jobs: int) -> list[list[tuple[str, Path]]]:
+    """`jobs` lists of reports of about equal bytes: the largest first, each to the lightest."""
+    def size(path: Path) -> int:
+        try:
+            return path.stat().st_size
+        except OSError:
+            return 0
+
+    shares: list[list[tuple[str, Path]]] = [[] for _ in range(jobs)]
+    loads = [0] * jobs
+    for key, path in sorted(todo.items(), key=lambda item: -size(item[1])):
+        lightest = loads.index(min(loads))
+        shares[lightest].append((key, path))
+        loads[lightest] += size(path)
+    return shares
+
+
+def _run_children(shares: list[list[tuple[str, Path]]], handoff: Path) -> None:
+    running: set[int] = set()
+    try:
+        for share in shares:
+            pid = os.fork()
+            if pid == 0:
+                _child(share, handoff)
+            running.add(pid)
+        while running:
+            pid, _ = os.wait()
+            running.discard(pid)
+    finally:
+        # an interrupt: no child reads on after the command is gone
+        for pid in running:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in running:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+
+
+def _child(share: list[tuple[str, Path]], handoff: Path) -> None:
+    """Build each report's typed reports into the hand-off folder, then end at once (no
+    cleanup of the parent's: its atexit handlers and buffers are not this process's)."""
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        from harness.report.builder import build_report_file
+
+        for key, path in share:
+            try:
+                built = build_report_file(path)
+            except Exception:  # the command reads it again itself and says why
+                continue
+            read_cache.keep(key, built.profiles, handoff / _FOLDERS[built.alone])
+    finally:
+        os._exit(0)
