@@ -166,14 +166,14 @@ def read_run(path: Path | str) -> RunRecord:
     path = Path(path)
     if not is_run_directory(path):
         raise ReportError(f"{path}: not a run directory (no manifest.json)")
-    side = load_side(path)
+    keep = _threshold_metrics()
+    side = load_side(path, wanted=lambda name: kept_metric(name, keep))
     manifest_bytes = (path / "manifest.json").read_bytes()
     bench = path / "bench.json"
     digest = hashlib.sha256(manifest_bytes)
     if bench.is_file():
         digest.update(bench.read_bytes())
     manifest = json.loads(manifest_bytes)
-    keep = _threshold_metrics()
     kernels = tuple(_kernel_record(k, keep) for k in side.kernels)
     project = manifest.get("project")
     return RunRecord(

@@ -12,7 +12,11 @@ from harness import lazy_face
 
 if TYPE_CHECKING:
     from harness.report.batch_read import read_ahead
-    from harness.report.builder import build_kernel_report, load_kernel_reports
+    from harness.report.builder import (
+        build_kernel_report,
+        load_kernel_reports,
+        load_kernel_summaries,
+    )
     from harness.report.export_format import EXPORT_FORMATS, write_export
     from harness.report.instruction_classes import MATH_CLASSES
     from harness.report.metrics_export import metrics as export_metrics_csv
@@ -72,6 +76,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "import_ncu_report": ("harness.report.ncu_import", "import_ncu_report"),
     "limiters_of": ("harness.report.model", "limiters_of"),
     "load_kernel_reports": ("harness.report.builder", "load_kernel_reports"),
+    "load_kernel_summaries": ("harness.report.builder", "load_kernel_summaries"),
     "profile_views": ("harness.report.report_view", "profile_views"),
     "read_ahead": ("harness.report.batch_read", "read_ahead"),
     "render_text": ("harness.report.report_view", "render_text"),
@@ -106,6 +111,7 @@ __all__ = [
     "import_ncu_report",
     "limiters_of",
     "load_kernel_reports",
+    "load_kernel_summaries",
     "open_report",
     "profile_views",
     "read_ahead",

@@ -8,6 +8,7 @@ differ across architectures and ncu versions.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -106,10 +107,12 @@ class _Metrics:
         return values
 
 
-def _all_metrics(kernel: KernelRef) -> dict[str, Metric]:
-    """Every metric of the kernel, read as `ncuh export` reads them (one reader of values:
-    base units, strings and enums as ncu prints them, instances by correlation id)."""
-    columns = collect_columns([kernel], import_ncu_report())
+def _all_metrics(kernel: KernelRef,
+                 wanted: Callable[[str], bool] | None = None) -> dict[str, Metric]:
+    """Every metric (or every `wanted` one) of the kernel, read as `ncuh export` reads them
+    (one reader of values: base units, strings and enums as ncu prints them, instances by
+    correlation id)."""
+    columns = collect_columns([kernel], import_ncu_report(), wanted)
     rows: dict[str, list[int]] = {}
     for index, name in enumerate(columns.metric):
         rows.setdefault(name, []).append(index)
@@ -515,6 +518,36 @@ def build_report_file(path: Path | str) -> BuiltReport:
     alone = not (_signatures - {signature})
     _signatures.add(signature)
     return BuiltReport([build_kernel_report(kernel) for kernel in report.kernels], alone)
+
+
+def _kernel_summary(kernel: KernelRef, wanted: Callable[[str], bool]) -> KernelReport:
+    """A kernel's identity, device, rules and global accesses (which rules a page keeps
+    depends on them) with only the `wanted` metrics: the rest of the profile is left empty."""
+    m = _Metrics(kernel.action)
+    opcodes = m.instances("sass__inst_executed_per_opcode_with_modifier_all") or {}
+    return KernelReport(
+        kernel_id=kernel.kernel_id, name=kernel.name, demangled_name=kernel.demangled_name,
+        device=m.text("device__attribute_display_name"),
+        compute_capability=_compute_capability(m), coalescing=_coalescing(m, opcodes),
+        rules=read_rules(kernel.action), metrics=_all_metrics(kernel, wanted))
+
+
+def load_kernel_summaries(path: Path | str,
+                          wanted: Callable[[str], bool]) -> list[KernelReport]:
+    """`load_kernel_reports` for a reader of a few metrics (history): the profiles kept or
+    read ahead where there are some, else each kernel's identity, rules and `wanted` metrics
+    alone, read in a fraction of the time. Every field that a summary fills holds what the
+    whole profile holds."""
+    import_ncu_report()
+    path = Path(path)
+    key = read_cache.report_key(path)
+    if key is not None:
+        profiles = batch_read.taken(key)
+        if profiles is None and read_cache.wanted():
+            profiles = read_cache.fetch(key)
+        if profiles is not None:
+            return profiles
+    return [_kernel_summary(kernel, wanted) for kernel in open_report(path).kernels]
 
 
 def load_kernel_reports(path: Path | str, kernel_regex: str | None = None) -> list[KernelReport]:

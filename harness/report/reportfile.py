@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -342,7 +342,8 @@ def _part_bounds(
 
 
 def _collect(
-    kernels: Iterable[KernelRef], ncu_report: Any, part: ExportPart = (0, 1)
+    kernels: Iterable[KernelRef], ncu_report: Any, part: ExportPart = (0, 1),
+    wanted: Callable[[str], bool] | None = None,
 ) -> ExportColumns:
     metric_cls = ncu_report.IMetric
     as_double = _accessor(ncu_report, "as_double")
@@ -364,7 +365,8 @@ def _collect(
 
     # Every (kernel, metric) in report order; a part takes one contiguous slice of them, so
     # the parts of an export, concatenated in order, are the whole export.
-    work = [(kernel, name) for kernel in kernels for name in kernel.action.metric_names()]
+    work = [(kernel, name) for kernel in kernels for name in kernel.action.metric_names()
+            if wanted is None or wanted(name)]
     first, stop = _part_bounds(work, part, num_instances)
     # ncu_report names some metrics' units from the units asked before them in the process:
     # asked alone, derived__memory_l2_theoretical_sectors_global_excessive says "byte", asked
@@ -412,9 +414,11 @@ def _collect(
     return out
 
 
-def collect_columns(kernels: Iterable[KernelRef], ncu_report: Any) -> ExportColumns:
-    """Every metric of the given kernels as export columns (the profile builder's reader)."""
-    return _collect(kernels, ncu_report)
+def collect_columns(kernels: Iterable[KernelRef], ncu_report: Any,
+                    wanted: Callable[[str], bool] | None = None) -> ExportColumns:
+    """Every metric (or every `wanted` one) of the given kernels as export columns (the
+    profile builder's reader)."""
+    return _collect(kernels, ncu_report, wanted=wanted)
 
 
 def export_columns(
