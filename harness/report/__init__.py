@@ -17,7 +17,7 @@ if TYPE_CHECKING:
         load_kernel_reports,
         load_kernel_summaries,
     )
-    from harness.report.export_format import EXPORT_FORMATS, write_export
+    from harness.report.export_format import EXPORT_FORMATS, exported_text, write_export
     from harness.report.instruction_classes import MATH_CLASSES
     from harness.report.metrics_export import metrics as export_metrics_csv
     from harness.report.model import (
@@ -72,6 +72,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "build_kernel_report": ("harness.report.builder", "build_kernel_report"),
     "export_columns": ("harness.report.reportfile", "export_columns"),
     "export_metrics_csv": ("harness.report.metrics_export", "metrics"),
+    "exported_text": ("harness.report.export_format", "exported_text"),
     "hotspots": ("harness.report.sass_hotspots", "hotspots"),
     "import_ncu_report": ("harness.report.ncu_import", "import_ncu_report"),
     "limiters_of": ("harness.report.model", "limiters_of"),
@@ -107,6 +108,7 @@ __all__ = [
     "export_columns",
     "export_metrics",
     "export_metrics_csv",
+    "exported_text",
     "hotspots",
     "import_ncu_report",
     "limiters_of",

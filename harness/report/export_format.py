@@ -8,9 +8,11 @@ and `to_json` rounds floats to 10 digits, which would break "equal to ncu".
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import math
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
 from harness.report.reportfile import EXPORT_COLUMNS, ExportColumns
@@ -98,3 +100,26 @@ def export_text(table: ExportColumns | pd.DataFrame, fmt: ExportFormat = "csv") 
     buffer = io.StringIO()
     write_export(table, buffer, fmt)
     return buffer.getvalue()
+
+
+def exported_text(report: Path, kernel_regex: str | None = None,
+                  fmt: ExportFormat = "csv") -> tuple[str, int]:
+    """The export of one report as `write_export` writes it, and its row count; kept
+    (`read_cache`) and read back while the report and this reader are unchanged."""
+    from harness.report import read_cache
+    from harness.report.reportfile import export_columns
+
+    report_key = read_cache.report_key(report) if read_cache.wanted() else None
+    key = None
+    if report_key is not None:
+        asked = f"{report_key}|export|{fmt}|{kernel_regex!r}".encode()
+        key = hashlib.sha256(asked).hexdigest()[:40]
+        kept = read_cache.fetch_text(key)
+        rows, _, text = (kept or "").partition("\n")
+        if kept is not None and rows.isdigit():
+            return text, int(rows)
+    table = export_columns(report, kernel_regex=kernel_regex)
+    text = export_text(table, fmt)
+    if key is not None:
+        read_cache.keep_text(key, f"{len(table)}\n{text}")
+    return text, len(table)

@@ -2,16 +2,17 @@
 
 `load_kernel_reports` keeps what it built from a report under
 `<user cache>/_reports/<key>.pickle.z` and reads it back the next time the same report is
-read. The key hashes the report's bytes together with this ncuh's report-reading code
-(`harness/report/*.py`), its version, the ncu_report it loaded and the Python that pickled it:
-an edited or replaced report, or another reader, never meets an old entry. Nothing is ever
-written beside a report.
+read; `ncuh export` keeps its table the same way (`<key>.txt.z`). The key hashes the report's
+bytes together with this ncuh's report-reading code (`harness/report/*.py`), its version, the
+ncu_report it loaded and the Python that pickled it: an edited or replaced report, or another
+reader, never meets an old entry. Nothing is ever written beside a report.
 
-An entry is made only from a process that had read no report before: ncu_report answers a few
-derived metrics' units from what was asked before in the same process, and an entry must hold
-what a reading of that report alone gives. Entries are read back through an unpickler that
-builds nothing but the report model's classes and plain containers. The least recently used
-entries beyond `KEEP_BYTES` are dropped. `NCUH_REPORT_CACHE=off` reads and keeps nothing.
+An entry is made only from a process that had read no report of other metrics before:
+ncu_report answers a few derived metrics' units from what was asked before in the same
+process, and an entry must hold what a reading of that report alone gives. Entries are read
+back through an unpickler that builds nothing but the report model's dataclasses and plain
+containers. The least recently used entries beyond `KEEP_BYTES` are dropped.
+`NCUH_REPORT_CACHE=off` reads and keeps nothing.
 """
 
 from __future__ import annotations
@@ -128,6 +129,27 @@ def keep(key: str, profiles: list[Any], where: Path | None = None) -> bool:
     return _store(key, data, where)
 
 
+def fetch_text(key: str) -> str | None:
+    """A text kept under `key` by `keep_text`; None where there is none readable."""
+    try:
+        path = folder() / f"{key}.txt.z"
+        text = zlib.decompress(path.read_bytes()).decode("utf-8")
+    except (OSError, RuntimeError, zlib.error, UnicodeDecodeError):
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)
+    return text
+
+
+def keep_text(key: str, text: str) -> bool:
+    """Keep a text made from a report (an export) under `key`; False where it cannot be."""
+    try:
+        data = zlib.compress(text.encode("utf-8"), 1)
+    except UnicodeEncodeError:
+        return False
+    return _store(key, data, None, suffix=".txt.z")
+
+
 def keep_file(key: str, entry: Path) -> bool:
     """Keep an entry written elsewhere (by `keep` into another folder) under `key`."""
     try:
@@ -137,7 +159,7 @@ def keep_file(key: str, entry: Path) -> bool:
     return _store(key, data, None)
 
 
-def _store(key: str, data: bytes, where: Path | None) -> bool:
+def _store(key: str, data: bytes, where: Path | None, suffix: str = SUFFIX) -> bool:
     try:
         target = where or folder()
         target.mkdir(parents=True, exist_ok=True)
@@ -145,7 +167,7 @@ def _store(key: str, data: bytes, where: Path | None) -> bool:
         try:
             with os.fdopen(handle, "wb") as stream:
                 stream.write(data)
-            os.replace(temporary, entry_path(key, target))
+            os.replace(temporary, target / f"{key}{suffix}")
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
@@ -159,7 +181,7 @@ def _store(key: str, data: bytes, where: Path | None) -> bool:
 
 def _prune(target: Path) -> None:
     entries = []
-    for path in target.glob(f"*{SUFFIX}"):
+    for path in target.glob("*.z"):
         with contextlib.suppress(OSError):
             stat = path.stat()
             entries.append((stat.st_mtime, stat.st_size, path))
