@@ -8,9 +8,10 @@ more than the next ones (its SASS disassembler starts), so one process per repor
 more than it saves on few cores. What a child built after a report of other metrics is used,
 as it would be in one process, but not kept (`BuiltReport.alone`).
 
-Children are forked only from a process that has read no report and runs one thread: the
-disassembler starts a thread of its own, after which a fork can hang. A report a child could
-not read is read again by the command itself, which then says what is wrong with it.
+Children are forked only from a process that has built no report: the disassembler starts a
+thread of its own, after which a fork can hang. (numpy's OpenBLAS threads stop themselves
+around a fork.) A report a child could not read is read again by the command itself, which
+then says what is wrong with it.
 """
 
 from __future__ import annotations
@@ -34,18 +35,11 @@ def taken(key: str) -> list[Any] | None:
     return list(found) if found is not None else None
 
 
-def _single_threaded() -> bool:
-    try:
-        return len(os.listdir("/proc/self/task")) == 1
-    except OSError:  # no /proc: no way to be sure, so no fork
-        return False
-
-
 def read_ahead(paths: Iterable[Path], jobs: int | None = None) -> int:
     """Read the given reports in forked children where that can help; return how many."""
     from harness.report.builder import reports_built
 
-    if not hasattr(os, "fork") or reports_built() or not _single_threaded():
+    if not hasattr(os, "fork") or reports_built():
         return 0
     todo: dict[str, Path] = {}
     for path in paths:

@@ -1,0 +1,94 @@
+"""Reports read once: every command writes the same bytes with the report cache off, with it
+empty (reports read ahead in forked processes and kept) and with it full, on real reports."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import sqlite3
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from harness.report import read_cache
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "reports" / "runs" / "sgemm-h200-256"  # two real H200 reports and a manifest
+BASELINE = ROOT / "reports" / "diff" / "baseline_naive_1024.ncu-rep"
+CURRENT = ROOT / "reports" / "diff" / "current_naive_1024.ncu-rep"
+COMMIT = "c" * 40
+
+
+def _ncuh(args: list[str], env: dict[str, str]) -> bytes:
+    completed = subprocess.run([sys.executable, "-m", "harness", *args], env=env,
+                               capture_output=True, check=False, cwd=ROOT)
+    assert completed.returncode in (0, 1), completed.stderr.decode()
+    return completed.stdout
+
+
+def _outputs(mode: str, scratch: Path, cache: Path) -> dict[str, bytes]:
+    """What each command writes, run as a user runs it (a process each)."""
+    env = {**os.environ, "NCUH_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
+    env[read_cache.SWITCH_ENV] = "off" if mode == "off" else "on"
+    out = scratch / mode
+    outputs = {
+        "report": _ncuh(["report", str(RUN / "naive_256.ncu-rep"), "--print-details", "all"],
+                        env),
+        "export": _ncuh(["export", str(RUN / "register_tiled_256.ncu-rep")], env),
+        "diff": _ncuh(["diff", str(BASELINE), str(CURRENT), "--format", "json"], env),
+    }
+    _ncuh(["writeup", str(RUN), "--out", str(out / "pages")], env)
+    for page in sorted((out / "pages").rglob("*")):
+        if page.is_file():
+            outputs[f"writeup/{page.relative_to(out / 'pages')}"] = page.read_bytes()
+    store = out / "history.sqlite"
+    _ncuh(["history", "add", str(RUN), "--commit", COMMIT, "--store", str(store)], env)
+    with contextlib.closing(sqlite3.connect(store)) as conn:  # what history keeps of each kernel
+        outputs["history"] = repr(conn.execute(
+            "SELECT name, size, ordinal, function, device, payload FROM ncuh_kernels "
+            "ORDER BY id").fetchall()).encode()
+    return outputs
+
+
+def test_commands_write_the_same_bytes_uncached_cold_and_warm(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    uncached = _outputs("off", tmp_path, cache)
+    assert not (cache / read_cache.CACHE_FOLDER).exists()  # off keeps nothing
+    cold = _outputs("cold", tmp_path, cache)
+    kept = sorted(p.name for p in (cache / read_cache.CACHE_FOLDER).iterdir())
+    # both run reports, the diff pair, and the export table
+    assert sum(name.endswith(read_cache.SUFFIX) for name in kept) == 4
+    assert sum(name.endswith(".txt.z") for name in kept) == 1
+    warm = _outputs("warm", tmp_path, cache)
+    assert len(uncached) > 8
+    for name, data in uncached.items():
+        assert cold[name] == data, f"{name} differs with an empty cache"
+        assert warm[name] == data, f"{name} differs with a full cache"
+    assert set(cold) == set(warm) == set(uncached)
+
+
+def test_an_edited_report_never_meets_its_old_entry(tmp_path: Path) -> None:
+    report = tmp_path / "r.ncu-rep"
+    report.write_bytes((RUN / "naive_256.ncu-rep").read_bytes())
+    key = read_cache.report_key(report)
+    report.write_bytes((RUN / "register_tiled_256.ncu-rep").read_bytes())
+    assert key is not None and read_cache.report_key(report) not in (None, key)
+
+
+def test_a_kept_entry_builds_nothing_but_the_report_model(tmp_path: Path) -> None:
+    class Sneaky:
+        def __reduce__(self) -> tuple[object, tuple[()]]:
+            return (os.getcwd, ())  # a call an unguarded load would make
+
+    (tmp_path / f"k{read_cache.SUFFIX}").write_bytes(zlib.compress(pickle.dumps([Sneaky()])))
+    assert read_cache.fetch("k", tmp_path) is None
+
+
+@pytest.mark.parametrize("value", ["off", "0", "no", "false", " OFF "])
+def test_the_switch_turns_the_cache_off(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(read_cache.SWITCH_ENV, value)
+    assert not read_cache.wanted()
