@@ -24,6 +24,7 @@ from harness.errors import ReportError
 from harness.report import (
     KernelReport,
     RuleResult,
+    every_metric,
     load_kernel_reports,
     load_kernel_summaries,
     read_ahead,
@@ -31,7 +32,7 @@ from harness.report import (
 from harness.rundir import BenchFile, RunEntry, is_run_directory, load_run, source_reports
 
 Size = tuple[int, ...]
-Wanted = Callable[[str], bool] | None  # metric names a reader needs; None: every one
+Wanted = Callable[[str], bool] | None  # metric names a reader needs; None: whole profiles
 
 
 @dataclass(frozen=True, order=True)
@@ -113,16 +114,18 @@ class Side:
                 "failed": [f.to_json() for f in self.failed]}
 
 
-def read_sides_ahead(*paths: Path | str) -> None:
-    """Read the reports of every side at once (`harness.report.read_ahead`)."""
-    read_ahead(source_reports(paths))
+def read_sides_ahead(*paths: Path | str, wanted: Wanted = every_metric) -> None:
+    """Read the reports of every side at once (`harness.report.read_ahead`), as `load_side`
+    with the same `wanted` reads them."""
+    read_ahead(source_reports(paths), wanted=wanted)
 
 
-def load_side(path: Path | str, wanted: Wanted = None) -> Side:
+def load_side(path: Path | str, wanted: Wanted = every_metric) -> Side:
     """Read a run directory or a plain `.ncu-rep`; raise `ReportError` (exit 2) otherwise.
 
-    `wanted`: the only metrics a reader needs (history), so that a report nobody read before
-    is read in part (`load_kernel_summaries`); every kernel then holds those metrics alone."""
+    `wanted`: the metrics a reader compares (every one for diff, a few for history): a report
+    that no command kept is then read in part (`load_kernel_summaries`: aggregate values,
+    units, rules); None reads every kernel's whole profile."""
     path = Path(path)
     if not path.exists():
         raise ReportError(f"{path}: no such file or directory")

@@ -25,6 +25,7 @@ from harness.diff import (
     KernelKey,
     load_side,
     load_thresholds,
+    read_sides_ahead,
 )
 from harness.errors import ReportError
 from harness.report import RuleResult
@@ -167,7 +168,12 @@ def read_run(path: Path | str) -> RunRecord:
     if not is_run_directory(path):
         raise ReportError(f"{path}: not a run directory (no manifest.json)")
     keep = _threshold_metrics()
-    side = load_side(path, wanted=lambda name: kept_metric(name, keep))
+
+    def wanted(name: str) -> bool:
+        return kept_metric(name, keep)
+
+    read_sides_ahead(path, wanted=wanted)
+    side = load_side(path, wanted=wanted)
     manifest_bytes = (path / "manifest.json").read_bytes()
     bench = path / "bench.json"
     digest = hashlib.sha256(manifest_bytes)

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from harness.report.batch_read import read_ahead
     from harness.report.builder import (
         build_kernel_report,
+        every_metric,
         load_kernel_reports,
         load_kernel_summaries,
     )
@@ -71,6 +72,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "VIEW_FORMATS": ("harness.report.report_view", "VIEW_FORMATS"),
     "build_kernel_report": ("harness.report.builder", "build_kernel_report"),
     "export_columns": ("harness.report.reportfile", "export_columns"),
+    "every_metric": ("harness.report.builder", "every_metric"),
     "export_metrics_csv": ("harness.report.metrics_export", "metrics"),
     "exported_text": ("harness.report.export_format", "exported_text"),
     "hotspots": ("harness.report.sass_hotspots", "hotspots"),
@@ -105,6 +107,7 @@ __all__ = [
     "Roofline",
     "RuleResult",
     "build_kernel_report",
+    "every_metric",
     "export_columns",
     "export_metrics",
     "export_metrics_csv",

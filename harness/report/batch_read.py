@@ -20,13 +20,17 @@ import contextlib
 import os
 import signal
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from harness.report import read_cache
 
+Wanted = Callable[[str], bool]
+
 _read: dict[str, list[Any]] = {}  # report key -> the typed reports a child built
+# report key -> (the summary reader's `wanted`, the summaries a child built)
+_summaries: dict[str, tuple[Wanted, list[Any]]] = {}
 
 
 def taken(key: str) -> list[Any] | None:
@@ -35,16 +39,27 @@ def taken(key: str) -> list[Any] | None:
     return list(found) if found is not None else None
 
 
-def read_ahead(paths: Iterable[Path], jobs: int | None = None) -> int:
-    """Read the given reports in forked children where that can help; return how many."""
-    from harness.report.builder import reports_built
+def taken_summaries(key: str, wanted: Wanted) -> list[Any] | None:
+    """The summaries read ahead under `key` for this very `wanted`."""
+    found = _summaries.get(key)
+    return list(found[1]) if found is not None and found[0] is wanted else None
 
-    if not hasattr(os, "fork") or reports_built():
+
+def read_ahead(paths: Iterable[Path], jobs: int | None = None,
+               wanted: Wanted | None = None) -> int:
+    """Read the given reports in forked children where that can help; return how many.
+
+    With `wanted`, the children build summaries (`builder.summarize_report_file`), which are
+    handed to `load_kernel_summaries` with the same `wanted` and never kept."""
+    from harness.report.builder import may_fork
+
+    if not hasattr(os, "fork") or not may_fork():
         return 0
     todo: dict[str, Path] = {}
     for path in paths:
         key = read_cache.report_key(Path(path))
-        if key is None or key in todo or key in _read:
+        if key is None or key in todo or key in _read or (
+                wanted is not None and taken_summaries(key, wanted) is not None):
             continue
         if read_cache.wanted() and read_cache.entry_path(key).is_file():
             continue
@@ -54,12 +69,15 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None) -> int:
         return 0
     with tempfile.TemporaryDirectory(prefix="ncuh-read-") as handoff:
         folder = Path(handoff)
-        _run_children(_shares(todo, jobs), folder)
+        _run_children(_shares(todo, jobs), folder, wanted)
         for key in todo:
             for alone in (True, False):
                 entry = read_cache.entry_path(key, folder / _FOLDERS[alone])
                 profiles = read_cache.fetch(key, entry.parent)
                 if profiles is None:
+                    continue
+                if wanted is not None:
+                    _summaries[key] = (wanted, profiles)
                     continue
                 _read[key] = profiles
                 if alone and read_cache.wanted():
@@ -87,13 +105,14 @@ def _shares(todo: dict[str, Path], jobs: int) -> list[list[tuple[str, Path]]]:
     return shares
 
 
-def _run_children(shares: list[list[tuple[str, Path]]], handoff: Path) -> None:
+def _run_children(shares: list[list[tuple[str, Path]]], handoff: Path,
+                  wanted: Wanted | None) -> None:
     running: set[int] = set()
     try:
         for share in shares:
             pid = os.fork()
             if pid == 0:
-                _child(share, handoff)
+                _child(share, handoff, wanted)
             running.add(pid)
         while running:
             pid, _ = os.wait()
@@ -108,19 +127,23 @@ def _run_children(shares: list[list[tuple[str, Path]]], handoff: Path) -> None:
                 os.waitpid(pid, 0)
 
 
-def _child(share: list[tuple[str, Path]], handoff: Path) -> None:
+def _child(share: list[tuple[str, Path]], handoff: Path, wanted: Wanted | None) -> None:
     """Build each report's typed reports into the hand-off folder, then end at once (no
     cleanup of the parent's: its atexit handlers and buffers are not this process's)."""
     try:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
-        from harness.report.builder import build_report_file
+        from harness.report.builder import build_report_file, summarize_report_file
 
         for key, path in share:
             try:
-                built = build_report_file(path)
+                if wanted is not None:
+                    profiles, alone = summarize_report_file(path, wanted), False
+                else:
+                    built = build_report_file(path)
+                    profiles, alone = built.profiles, built.alone
             except Exception:  # the command reads it again itself and says why
                 continue
-            read_cache.keep(key, built.profiles, handoff / _FOLDERS[built.alone])
+            read_cache.keep(key, profiles, handoff / _FOLDERS[alone])
     finally:
         os._exit(0)

@@ -41,7 +41,13 @@ from harness.report.model import (
     WarpState,
 )
 from harness.report.ncu_import import import_ncu_report
-from harness.report.reportfile import KernelRef, collect_columns, open_report, select_kernels
+from harness.report.reportfile import (
+    KernelRef,
+    LoadedReport,
+    collect_columns,
+    open_report,
+    select_kernels,
+)
 from harness.report.roofline import roofline_from
 from harness.report.rules import read_rules
 
@@ -107,12 +113,12 @@ class _Metrics:
         return values
 
 
-def _all_metrics(kernel: KernelRef,
-                 wanted: Callable[[str], bool] | None = None) -> dict[str, Metric]:
+def _all_metrics(kernel: KernelRef, wanted: Callable[[str], bool] | None = None,
+                 instances: bool = True) -> dict[str, Metric]:
     """Every metric (or every `wanted` one) of the kernel, read as `ncuh export` reads them
     (one reader of values: base units, strings and enums as ncu prints them, instances by
-    correlation id)."""
-    columns = collect_columns([kernel], import_ncu_report(), wanted)
+    correlation id unless left out)."""
+    columns = collect_columns([kernel], import_ncu_report(), wanted, instances)
     rows: dict[str, list[int]] = {}
     for index, name in enumerate(columns.metric):
         rows.setdefault(name, []).append(index)
@@ -489,16 +495,28 @@ def build_kernel_report(kernel: KernelRef) -> KernelReport:
     )
 
 
-# The metric names of every report this process built. ncu_report answers a few derived
-# metrics' units from what the process asked before, but only a report that collected other
-# metrics changes them: a report read after reports of the same metric names reads as it does
-# alone.
+# The metric names of every report this process asked ncu_report about. ncu_report answers a
+# few derived metrics' units from what the process asked before, but only a report that
+# collected other metrics changes them: a report read after reports of the same metric names
+# reads as it does alone.
 _signatures: set[int] = set()
+# Whether this process listed SASS: ncu_report's disassembler then runs a thread of its own,
+# and a fork can hang.
+_disassembled = False
 
 
-def reports_built() -> int:
-    """How many kinds of report (by metric names) this process has built itself."""
-    return len(_signatures)
+def may_fork() -> bool:
+    """Whether a child forked now reads reports as a fresh process would, and safely."""
+    return not _signatures and not _disassembled
+
+
+def _asked(report: LoadedReport) -> bool:
+    """Note the report's metric names as asked; whether it reads as it would alone."""
+    signature = hash(frozenset(name for kernel in report.kernels
+                               for name in kernel.action.metric_names()))
+    alone = not (_signatures - {signature})
+    _signatures.add(signature)
+    return alone
 
 
 @dataclass(frozen=True)
@@ -512,42 +530,61 @@ class BuiltReport:
 
 def build_report_file(path: Path | str) -> BuiltReport:
     """Open a report and build the profile of every kernel, asking ncu_report."""
+    global _disassembled
     report = open_report(path)
-    signature = hash(frozenset(name for kernel in report.kernels
-                               for name in kernel.action.metric_names()))
-    alone = not (_signatures - {signature})
-    _signatures.add(signature)
+    alone = _asked(report)
+    _disassembled = True
     return BuiltReport([build_kernel_report(kernel) for kernel in report.kernels], alone)
 
 
-def _kernel_summary(kernel: KernelRef, wanted: Callable[[str], bool]) -> KernelReport:
+def every_metric(name: str) -> bool:
+    """The `wanted` of a summary reader that compares every metric (diff)."""
+    return True
+
+
+def summarize_kernel(kernel: KernelRef, wanted: Callable[[str], bool]) -> KernelReport:
     """A kernel's identity, device, rules and global accesses (which rules a page keeps
-    depends on them) with only the `wanted` metrics: the rest of the profile is left empty."""
+    depends on them) with the aggregate value of each `wanted` metric: the rest of the profile
+    (SASS, instances, instruction mix, details view) is left empty."""
+    from harness.report.report_view import build_view
+
+    # Asked as `build_kernel_report` asks them, the view first: ncu_report answers a few units
+    # (smsp__pcsamp_warps_issue_stalled_membar's) from what the action was asked before.
+    build_view(kernel)
     m = _Metrics(kernel.action)
     opcodes = m.instances("sass__inst_executed_per_opcode_with_modifier_all") or {}
     return KernelReport(
         kernel_id=kernel.kernel_id, name=kernel.name, demangled_name=kernel.demangled_name,
         device=m.text("device__attribute_display_name"),
         compute_capability=_compute_capability(m), coalescing=_coalescing(m, opcodes),
-        rules=read_rules(kernel.action), metrics=_all_metrics(kernel, wanted))
+        rules=read_rules(kernel.action),
+        metrics=_all_metrics(kernel, wanted, instances=False))
+
+
+def summarize_report_file(path: Path | str,
+                          wanted: Callable[[str], bool]) -> list[KernelReport]:
+    """`summarize_kernel` of every kernel of a report."""
+    report = open_report(path)
+    _asked(report)
+    return [summarize_kernel(kernel, wanted) for kernel in report.kernels]
 
 
 def load_kernel_summaries(path: Path | str,
                           wanted: Callable[[str], bool]) -> list[KernelReport]:
-    """`load_kernel_reports` for a reader of a few metrics (history): the profiles kept or
-    read ahead where there are some, else each kernel's identity, rules and `wanted` metrics
-    alone, read in a fraction of the time. Every field that a summary fills holds what the
-    whole profile holds."""
+    """`load_kernel_reports` for a reader of metrics' aggregate values, units and rules
+    (diff, history): the profiles kept or read ahead where there are some, else each
+    kernel's summary (`summarize_kernel`), read in a fraction of the time. Every field that a
+    summary fills holds what the whole profile holds."""
     import_ncu_report()
     path = Path(path)
     key = read_cache.report_key(path)
     if key is not None:
-        profiles = batch_read.taken(key)
+        profiles = batch_read.taken(key) or batch_read.taken_summaries(key, wanted)
         if profiles is None and read_cache.wanted():
             profiles = read_cache.fetch(key)
         if profiles is not None:
             return profiles
-    return [_kernel_summary(kernel, wanted) for kernel in open_report(path).kernels]
+    return summarize_report_file(path, wanted)
 
 
 def load_kernel_reports(path: Path | str, kernel_regex: str | None = None) -> list[KernelReport]:

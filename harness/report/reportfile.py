@@ -343,7 +343,7 @@ def _part_bounds(
 
 def _collect(
     kernels: Iterable[KernelRef], ncu_report: Any, part: ExportPart = (0, 1),
-    wanted: Callable[[str], bool] | None = None,
+    wanted: Callable[[str], bool] | None = None, instances: bool = True,
 ) -> ExportColumns:
     metric_cls = ncu_report.IMetric
     as_double = _accessor(ncu_report, "as_double")
@@ -381,7 +381,7 @@ def _collect(
         metric = kernel.action.metric_by_name(metric_name)
         unit = unit_of(metric)
         reader = readers.get(kind(metric))
-        count = num_instances(metric)
+        count = num_instances(metric) if instances else 0
         # Sampled (PM sampling) ratios have instances but no aggregate: ncu prints an
         # empty cell where ncu_report's accessor would answer 0.
         value = reader(metric) if reader is not None and has_value(metric) else None
@@ -415,10 +415,11 @@ def _collect(
 
 
 def collect_columns(kernels: Iterable[KernelRef], ncu_report: Any,
-                    wanted: Callable[[str], bool] | None = None) -> ExportColumns:
+                    wanted: Callable[[str], bool] | None = None,
+                    instances: bool = True) -> ExportColumns:
     """Every metric (or every `wanted` one) of the given kernels as export columns (the
-    profile builder's reader)."""
-    return _collect(kernels, ncu_report, wanted=wanted)
+    profile builder's reader); without `instances`, the aggregate rows alone."""
+    return _collect(kernels, ncu_report, wanted=wanted, instances=instances)
 
 
 def export_columns(
