@@ -50,8 +50,8 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None,
     """Read the given reports in forked children where that can help; return how many.
 
     With `wanted`, the children build summaries (`builder.summarize_report_file`), which are
-    handed to `load_kernel_summaries` with the same `wanted` and never kept."""
-    from harness.report.builder import may_fork
+    handed to `load_kernel_summaries` with the same `wanted` (and kept for `every_metric`)."""
+    from harness.report.builder import every_metric, may_fork
 
     if not hasattr(os, "fork") or not may_fork():
         return 0
@@ -61,7 +61,9 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None,
         if key is None or key in todo or key in _read or (
                 wanted is not None and taken_summaries(key, wanted) is not None):
             continue
-        if read_cache.wanted() and read_cache.entry_path(key).is_file():
+        if read_cache.wanted() and (read_cache.entry_path(key).is_file() or (
+                wanted is not None
+                and read_cache.entry_path(read_cache.summary_key(key)).is_file())):
             continue
         todo[key] = Path(path)
     jobs = min(jobs or os.cpu_count() or 1, len(todo))
@@ -78,10 +80,11 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None,
                     continue
                 if wanted is not None:
                     _summaries[key] = (wanted, profiles)
-                    continue
-                _read[key] = profiles
-                if alone and read_cache.wanted():
-                    read_cache.keep_file(key, entry)
+                else:
+                    _read[key] = profiles
+                if alone and read_cache.wanted() and wanted in (None, every_metric):
+                    read_cache.keep_file(key if wanted is None else read_cache.summary_key(key),
+                                         entry)
     return len(todo)
 
 
@@ -137,11 +140,9 @@ def _child(share: list[tuple[str, Path]], handoff: Path, wanted: Wanted | None) 
 
         for key, path in share:
             try:
-                if wanted is not None:
-                    profiles, alone = summarize_report_file(path, wanted), False
-                else:
-                    built = build_report_file(path)
-                    profiles, alone = built.profiles, built.alone
+                built = (build_report_file(path) if wanted is None
+                         else summarize_report_file(path, wanted))
+                profiles, alone = built.profiles, built.alone
             except Exception:  # the command reads it again itself and says why
                 continue
             read_cache.keep(key, profiles, handoff / _FOLDERS[alone])

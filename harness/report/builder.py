@@ -561,30 +561,34 @@ def summarize_kernel(kernel: KernelRef, wanted: Callable[[str], bool]) -> Kernel
         metrics=_all_metrics(kernel, wanted, instances=False))
 
 
-def summarize_report_file(path: Path | str,
-                          wanted: Callable[[str], bool]) -> list[KernelReport]:
+def summarize_report_file(path: Path | str, wanted: Callable[[str], bool]) -> BuiltReport:
     """`summarize_kernel` of every kernel of a report."""
     report = open_report(path)
-    _asked(report)
-    return [summarize_kernel(kernel, wanted) for kernel in report.kernels]
+    alone = _asked(report)
+    return BuiltReport([summarize_kernel(kernel, wanted) for kernel in report.kernels], alone)
 
 
 def load_kernel_summaries(path: Path | str,
                           wanted: Callable[[str], bool]) -> list[KernelReport]:
     """`load_kernel_reports` for a reader of metrics' aggregate values, units and rules
-    (diff, history): the profiles kept or read ahead where there are some, else each
-    kernel's summary (`summarize_kernel`), read in a fraction of the time. Every field that a
-    summary fills holds what the whole profile holds."""
+    (diff, history): the summaries or profiles read ahead or kept where there are some, else
+    each kernel's summary (`summarize_kernel`), read in a fraction of the time. Every field
+    that a summary fills holds what the whole profile holds; summaries of `every_metric` are
+    kept (`read_cache.summary_key`), and serve any `wanted`."""
     import_ncu_report()
     path = Path(path)
     key = read_cache.report_key(path)
     if key is not None:
-        profiles = batch_read.taken(key) or batch_read.taken_summaries(key, wanted)
+        profiles = batch_read.taken_summaries(key, wanted) or batch_read.taken(key)
         if profiles is None and read_cache.wanted():
-            profiles = read_cache.fetch(key)
+            profiles = (read_cache.fetch(read_cache.summary_key(key))
+                        or read_cache.fetch(key))
         if profiles is not None:
             return profiles
-    return summarize_report_file(path, wanted)
+    built = summarize_report_file(path, wanted)
+    if key is not None and wanted is every_metric and built.alone and read_cache.wanted():
+        read_cache.keep(read_cache.summary_key(key), built.profiles)
+    return built.profiles
 
 
 def load_kernel_reports(path: Path | str, kernel_regex: str | None = None) -> list[KernelReport]:

@@ -2,7 +2,8 @@
 
 `load_kernel_reports` keeps what it built from a report under
 `<user cache>/_reports/<key>.pickle.z` and reads it back the next time the same report is
-read; `ncuh export` keeps its table the same way (`<key>.txt.z`). The key hashes the report's
+read; diff's summaries of a report (`summary_key`) and `ncuh export`'s table (`<key>.txt.z`)
+are kept the same way. The key hashes the report's
 bytes together with this ncuh's report-reading code (`harness/report/*.py`), its version, the
 ncu_report it loaded and the Python that pickled it: an edited or replaced report, or another
 reader, never meets an old entry. Nothing is ever written beside a report.
@@ -79,6 +80,11 @@ def report_key(path: Path) -> str | None:
     except OSError:
         return None
     return digest.hexdigest()[:40]
+
+
+def summary_key(key: str) -> str:
+    """The entry name of a report's summaries of every metric (`builder.summarize_kernel`)."""
+    return hashlib.sha256(f"{key}|summaries".encode()).hexdigest()[:40]
 
 
 class _ModelUnpickler(pickle.Unpickler):
