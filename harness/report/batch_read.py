@@ -1,8 +1,9 @@
 """Read the reports a command is about to need at once, in forked processes, one per core.
 
 `read_ahead(paths)` shares the reports not yet kept (`harness.report.read_cache`) among one
-child process per core, the largest first to the least loaded, and hands what they built to
-`load_kernel_reports`, which the command then calls as it always does. A child reads its
+child process per core, the largest first to the least loaded, and hands what they built over
+(`read_cache.hand_over`) to `load_kernel_reports`, which the command then calls as it always
+does. A child reads its
 reports one after another: ncu_report's first report in a process costs about half a second
 more than the next ones (its SASS disassembler starts), so one process per report would cost
 more than it saves on few cores. What a child built after a report of other metrics is used,
@@ -22,28 +23,10 @@ import signal
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from harness.report import read_cache
 
 Wanted = Callable[[str], bool]
-
-_read: dict[str, list[Any]] = {}  # report key -> the typed reports a child built
-# report key -> (the summary reader's `wanted`, the summaries a child built)
-_summaries: dict[str, tuple[Wanted, list[Any]]] = {}
-
-
-def taken(key: str) -> list[Any] | None:
-    """The typed reports read ahead under `key` (each caller gets its own list)."""
-    found = _read.get(key)
-    return list(found) if found is not None else None
-
-
-def taken_summaries(key: str, wanted: Wanted) -> list[Any] | None:
-    """The summaries read ahead under `key` for this very `wanted`."""
-    found = _summaries.get(key)
-    return list(found[1]) if found is not None and found[0] is wanted else None
-
 
 def read_ahead(paths: Iterable[Path], jobs: int | None = None,
                wanted: Wanted | None = None) -> int:
@@ -58,8 +41,8 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None,
     todo: dict[str, Path] = {}
     for path in paths:
         key = read_cache.report_key(Path(path))
-        if key is None or key in todo or key in _read or (
-                wanted is not None and taken_summaries(key, wanted) is not None):
+        if key is None or key in todo or read_cache.taken(key) is not None or (
+                wanted is not None and read_cache.taken_summaries(key, wanted) is not None):
             continue
         if read_cache.wanted() and (read_cache.entry_path(key).is_file() or (
                 wanted is not None
@@ -78,10 +61,7 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None,
                 profiles = read_cache.fetch(key, entry.parent)
                 if profiles is None:
                     continue
-                if wanted is not None:
-                    _summaries[key] = (wanted, profiles)
-                else:
-                    _read[key] = profiles
+                read_cache.hand_over(key, profiles, wanted)
                 if alone and read_cache.wanted() and wanted in (None, every_metric):
                     read_cache.keep_file(key if wanted is None else read_cache.summary_key(key),
                                          entry)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.report import batch_read, read_cache
+from harness.report import read_cache
 from harness.report.instruction_classes import classify
 from harness.report.memory_widths import access_widths, classify_opcode
 from harness.report.model import (
@@ -579,7 +579,7 @@ def load_kernel_summaries(path: Path | str,
     path = Path(path)
     key = read_cache.report_key(path)
     if key is not None:
-        profiles = batch_read.taken_summaries(key, wanted) or batch_read.taken(key)
+        profiles = read_cache.taken_summaries(key, wanted) or read_cache.taken(key)
         if profiles is None and read_cache.wanted():
             profiles = (read_cache.fetch(read_cache.summary_key(key))
                         or read_cache.fetch(key))
@@ -594,8 +594,8 @@ def load_kernel_summaries(path: Path | str,
 def load_kernel_reports(path: Path | str, kernel_regex: str | None = None) -> list[KernelReport]:
     """Open a report and build the profile of every (matching) kernel, in report order.
 
-    Every kernel of a report is read once: what a child read ahead (`batch_read`) or an earlier
-    command kept (`read_cache`) is taken as it is, keyed by the report's bytes.
+    Every kernel of a report is read once: what a child read ahead (`batch_read`) or an
+    earlier command kept (`read_cache`) is taken as it is, keyed by the report's bytes.
     """
     import_ncu_report()
     if kernel_regex is not None:
@@ -604,7 +604,7 @@ def load_kernel_reports(path: Path | str, kernel_regex: str | None = None) -> li
     path = Path(path)
     key = read_cache.report_key(path)
     if key is not None:
-        profiles = batch_read.taken(key)
+        profiles = read_cache.taken(key)
         if profiles is None and read_cache.wanted():
             profiles = read_cache.fetch(key)
         if profiles is not None:

@@ -45,6 +45,32 @@ _PACKAGE = Path(__file__).resolve().parent
 _CHUNK = 1 << 20
 
 
+# What children built for this process (`batch_read`): report key -> typed reports, and
+# report key -> (the summary reader's `wanted`, its summaries).
+_handed: dict[str, list[Any]] = {}
+_handed_summaries: dict[str, tuple[Any, list[Any]]] = {}
+
+
+def hand_over(key: str, profiles: list[Any], wanted: Any = None) -> None:
+    """Typed reports (or, with `wanted`, summaries) read elsewhere, for this process."""
+    if wanted is None:
+        _handed[key] = profiles
+    else:
+        _handed_summaries[key] = (wanted, profiles)
+
+
+def taken(key: str) -> list[Any] | None:
+    """The typed reports handed over under `key` (each caller gets its own list)."""
+    found = _handed.get(key)
+    return list(found) if found is not None else None
+
+
+def taken_summaries(key: str, wanted: Any) -> list[Any] | None:
+    """The summaries handed over under `key` for this very `wanted`."""
+    found = _handed_summaries.get(key)
+    return list(found[1]) if found is not None and found[0] is wanted else None
+
+
 def wanted() -> bool:
     return os.environ.get(SWITCH_ENV, "").strip().lower() not in ("off", "0", "no", "false")
 
