@@ -18,7 +18,7 @@ if TYPE_CHECKING:
         load_kernel_reports,
         load_kernel_summaries,
     )
-    from harness.report.export_format import EXPORT_FORMATS, exported_text, write_export
+    from harness.report.export_format import EXPORT_FORMATS, write_export
     from harness.report.instruction_classes import MATH_CLASSES
     from harness.report.metrics_export import metrics as export_metrics_csv
     from harness.report.model import (
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         stall_label,
     )
     from harness.report.ncu_import import import_ncu_report
+    from harness.report.report_export import exported_text
     from harness.report.report_view import (
         DETAILS,
         VIEW_FORMATS,
@@ -74,7 +75,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "export_columns": ("harness.report.reportfile", "export_columns"),
     "every_metric": ("harness.report.builder", "every_metric"),
     "export_metrics_csv": ("harness.report.metrics_export", "metrics"),
-    "exported_text": ("harness.report.export_format", "exported_text"),
+    "exported_text": ("harness.report.report_export", "exported_text"),
     "hotspots": ("harness.report.sass_hotspots", "hotspots"),
     "import_ncu_report": ("harness.report.ncu_import", "import_ncu_report"),
     "limiters_of": ("harness.report.model", "limiters_of"),

@@ -8,15 +8,11 @@ and `to_json` rounds floats to 10 digits, which would break "equal to ncu".
 from __future__ import annotations
 
 import csv
-import hashlib
 import io
 import json
 import math
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TextIO
 
-from harness.errors import NcuhError
 from harness.report.reportfile import EXPORT_COLUMNS, ExportColumns
 
 if TYPE_CHECKING:
@@ -103,41 +99,3 @@ def export_text(table: ExportColumns | pd.DataFrame, fmt: ExportFormat = "csv") 
     write_export(table, buffer, fmt)
     return buffer.getvalue()
 
-
-def exported_text(report: Path, kernel_regex: str | None = None,
-                  fmt: ExportFormat = "csv") -> tuple[str, int]:
-    """The export of one report as `write_export` writes it, and its row count; kept
-    (`read_cache`) and read back while the report and this reader are unchanged."""
-    from harness.report import read_cache
-
-    report_key = read_cache.report_key(report) if read_cache.wanted() else None
-    key = None
-    if report_key is not None:
-        asked = f"{report_key}|export|{fmt}|{kernel_regex!r}".encode()
-        key = hashlib.sha256(asked).hexdigest()[:40]
-        kept = read_cache.fetch_text(key)
-        rows, _, text = (kept or "").partition("\n")
-        if kept is not None and rows.isdigit():
-            return text, int(rows)
-    text, rows = _export(report, kernel_regex, fmt)
-    if key is not None:
-        read_cache.keep_text(key, f"{rows}\n{text}")
-    return text, rows
-
-
-def _export(report: Path, kernel_regex: str | None, fmt: ExportFormat) -> tuple[str, int]:
-    """The export read from the report: a CSV in one part per core (forked processes) where
-    this process may fork, else here."""
-    from harness.report.builder import may_fork
-    from harness.report.metrics_export import csv_in_parts
-    from harness.report.reportfile import check_report_file, export_columns
-
-    jobs = min(os.cpu_count() or 1, 8)
-    if fmt == "csv" and jobs > 1 and may_fork() and hasattr(os, "fork"):
-        check_report_file(report)  # a bad file is told here, in one line, not in a child
-        try:
-            return csv_in_parts(report, kernel_regex, jobs)
-        except NcuhError:
-            pass  # a part that failed: read here, where the failure is told as it is
-    table = export_columns(report, kernel_regex=kernel_regex)
-    return export_text(table, fmt), len(table)
