@@ -92,3 +92,43 @@ def test_a_kept_entry_builds_nothing_but_the_report_model(tmp_path: Path) -> Non
 def test_the_switch_turns_the_cache_off(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv(read_cache.SWITCH_ENV, value)
     assert not read_cache.wanted()
+
+
+def test_a_cut_entry_is_read_again_and_replaced(tmp_path: Path) -> None:
+    env = {**os.environ, "NCUH_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT),
+           read_cache.SWITCH_ENV: "on"}
+    report = RUN / "naive_256.ncu-rep"
+    first = _ncuh(["diff", str(report), str(report), "--format", "json"], env)
+    (entry,) = (tmp_path / read_cache.CACHE_FOLDER).glob(f"*{read_cache.SUFFIX}")
+    entry.write_bytes(entry.read_bytes()[:100])
+    assert _ncuh(["diff", str(report), str(report), "--format", "json"], env) == first
+    assert read_cache.fetch(entry.name.removesuffix(read_cache.SUFFIX), entry.parent)
+
+
+def test_a_cache_that_cannot_be_written_is_no_error(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")  # the cache folder cannot be made under a file
+    env = {**os.environ, "NCUH_CACHE_DIR": str(blocked), "PYTHONPATH": str(ROOT)}
+    report = RUN / "naive_256.ncu-rep"
+    off = _ncuh(["export", str(report)], {**env, read_cache.SWITCH_ENV: "off"})
+    assert _ncuh(["export", str(report)], {**env, read_cache.SWITCH_ENV: "on"}) == off
+
+
+def test_reports_read_ahead_are_the_reports_read_here() -> None:
+    """Children forked by `read_ahead` build what this process would (run in a new process,
+    which may fork)."""
+    script = (
+        "import pickle, sys\n"
+        "from pathlib import Path\n"
+        "from harness.report import read_ahead, load_kernel_reports\n"
+        "paths = sorted(Path(sys.argv[1]).glob('*.ncu-rep'))\n"
+        "assert read_ahead(paths, jobs=2) == 2\n"
+        "sys.stdout.buffer.write(pickle.dumps([load_kernel_reports(p) for p in paths]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), read_cache.SWITCH_ENV: "off"}
+    ahead = subprocess.run([sys.executable, "-c", script, str(RUN)], env=env,
+                           capture_output=True, check=True).stdout
+    here = subprocess.run([sys.executable, "-c", script.replace(
+        "assert read_ahead(paths, jobs=2) == 2\n", ""), str(RUN)], env=env,
+        capture_output=True, check=True).stdout
+    assert repr(pickle.loads(ahead)) == repr(pickle.loads(here))

@@ -49,7 +49,8 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None,
                 and read_cache.entry_path(read_cache.summary_key(key)).is_file())):
             continue
         todo[key] = Path(path)
-    jobs = min(jobs or os.cpu_count() or 1, len(todo))
+    # at most 8: each child holds a report's model and starts its own disassembler
+    jobs = min(jobs or os.cpu_count() or 1, 8, len(todo))
     if jobs < 2:
         return 0
     with tempfile.TemporaryDirectory(prefix="ncuh-read-") as handoff:
