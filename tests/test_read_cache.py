@@ -132,3 +132,31 @@ def test_reports_read_ahead_are_the_reports_read_here() -> None:
         "assert read_ahead(paths, jobs=2) == 2\n", ""), str(RUN)], env=env,
         capture_output=True, check=True).stdout
     assert repr(pickle.loads(ahead)) == repr(pickle.loads(here))
+
+
+def test_a_report_read_after_another_reading_is_not_kept(tmp_path: Path) -> None:
+    """After an export of the report (ncu_report then answers a derived unit in sectors, not
+    bytes), its profiles are not what a reading alone gives: they are used, never kept."""
+    report = ROOT / "tests" / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+    script = (
+        "import sys\n"
+        "from harness.report import export_columns, load_kernel_reports\n"
+        "if sys.argv[2] == 'export-first':\n"
+        "    export_columns(sys.argv[1])\n"
+        "profiles = load_kernel_reports(sys.argv[1])\n"
+        "print(profiles[0].metrics["
+        "'derived__memory_l2_theoretical_sectors_global_excessive'].unit)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_CACHE_DIR": str(tmp_path),
+           read_cache.SWITCH_ENV: "on"}
+
+    def unit(order: str) -> str:
+        return subprocess.run([sys.executable, "-c", script, str(report), order], env=env,
+                              capture_output=True, check=True, text=True).stdout.strip()
+
+    folder = tmp_path / read_cache.CACHE_FOLDER
+    assert unit("export-first") == "sector"
+    assert not list(folder.glob(f"*{read_cache.SUFFIX}"))
+    assert unit("alone") == "byte"  # read alone: kept
+    assert len(list(folder.glob(f"*{read_cache.SUFFIX}"))) == 1
+    assert unit("alone") == "byte"  # read back

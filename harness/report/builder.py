@@ -46,6 +46,7 @@ from harness.report.reportfile import (
     LoadedReport,
     collect_columns,
     open_report,
+    reports_opened,
     select_kernels,
 )
 from harness.report.roofline import roofline_from
@@ -495,11 +496,12 @@ def build_kernel_report(kernel: KernelRef) -> KernelReport:
     )
 
 
-# The metric names of every report this process asked ncu_report about. ncu_report answers a
-# few derived metrics' units from what the process asked before, but only a report that
-# collected other metrics changes them: a report read after reports of the same metric names
-# reads as it does alone.
-_signatures: set[int] = set()
+# ncu_report answers a few derived metrics' units from what its process asked before. Reports
+# of the same metric names asked in the same order (`build_report_file`, or summaries of every
+# metric) leave each other's answers as they are alone; a report of other metrics, or one read
+# another way (export, details views, a summary of a few metrics), may not.
+_signatures: set[int] = set()  # metric names of the reports asked in that order
+_in_order = 0  # how many reports were opened and asked in that order
 # Whether this process listed SASS: ncu_report's disassembler then runs a thread of its own,
 # and a fork can hang.
 _disassembled = False
@@ -507,15 +509,19 @@ _disassembled = False
 
 def may_fork() -> bool:
     """Whether a child forked now reads reports as a fresh process would, and safely."""
-    return not _signatures and not _disassembled
+    return reports_opened() == 0 and not _disassembled
 
 
-def _asked(report: LoadedReport) -> bool:
-    """Note the report's metric names as asked; whether it reads as it would alone."""
+def _asked(report: LoadedReport, in_order: bool = True) -> bool:
+    """Note that `report` (just opened) is asked about; whether it then reads as it would
+    alone: every report opened before was asked in the same order and had the same names."""
+    global _in_order
     signature = hash(frozenset(name for kernel in report.kernels
                                for name in kernel.action.metric_names()))
-    alone = not (_signatures - {signature})
-    _signatures.add(signature)
+    alone = reports_opened() - 1 == _in_order and not (_signatures - {signature})
+    if in_order:
+        _in_order += 1
+        _signatures.add(signature)
     return alone
 
 
@@ -564,7 +570,7 @@ def summarize_kernel(kernel: KernelRef, wanted: Callable[[str], bool]) -> Kernel
 def summarize_report_file(path: Path | str, wanted: Callable[[str], bool]) -> BuiltReport:
     """`summarize_kernel` of every kernel of a report."""
     report = open_report(path)
-    alone = _asked(report)
+    alone = _asked(report, in_order=wanted is every_metric)
     return BuiltReport([summarize_kernel(kernel, wanted) for kernel in report.kernels], alone)
 
 

@@ -219,12 +219,24 @@ def _texts_are_utf8(action: Any, names: Iterable[str]) -> bool:
     return not holds_bad_text(texts)
 
 
+# Reports this process opened: ncu_report answers a few derived metrics' units from what its
+# process asked before, so whoever keeps what it read must know what came before.
+_opened = 0
+
+
+def reports_opened() -> int:
+    """How many reports this process has opened (`open_report`)."""
+    return _opened
+
+
 def open_report(path: Path | str) -> LoadedReport:
     """Validate and load a report; `ReportError` (one line) for anything that is not a
     complete report with at least one profiled kernel."""
+    global _opened
     path = Path(path)
     check_report_file(path)
     ncu_report = import_ncu_report()
+    _opened += 1
     try:
         context = ncu_report.load_report(str(path))
     except Exception as error:  # ncu_report raises plain exceptions for unreadable files
