@@ -8,9 +8,10 @@ bytes together with this ncuh's report-reading code (`harness/report/*.py`), its
 ncu_report it loaded and the Python that pickled it: an edited or replaced report, or another
 reader, never meets an old entry. Nothing is ever written beside a report.
 
-An entry is made only from a process that had read no report of other metrics before:
-ncu_report answers a few derived metrics' units from what was asked before in the same
-process, and an entry must hold what a reading of that report alone gives. Entries are read
+An entry is made only where every report opened before in the process had the same metric
+names and was asked in the same order (`builder.BuiltReport.alone`): ncu_report answers a few
+derived metrics' units from what was asked before in the same process, and an entry must hold
+what a reading of that report alone gives. Entries are read
 back through an unpickler that builds nothing but the report model's dataclasses and plain
 containers. The least recently used entries beyond `KEEP_BYTES` are dropped.
 `NCUH_REPORT_CACHE=off` reads and keeps nothing.
