@@ -160,3 +160,21 @@ def test_a_report_read_after_another_reading_is_not_kept(tmp_path: Path) -> None
     assert unit("alone") == "byte"  # read alone: kept
     assert len(list(folder.glob(f"*{read_cache.SUFFIX}"))) == 1
     assert unit("alone") == "byte"  # read back
+
+
+def test_an_export_in_parts_is_the_export_in_one() -> None:
+    """From `MIN_JOBS` cores an export is made in forked parts; here with two parts."""
+    script = (
+        "import hashlib, sys\n"
+        "from pathlib import Path\n"
+        "from harness.report import report_export\n"
+        "report_export.MIN_JOBS = 2 if sys.argv[2] == 'parts' else 10**6\n"
+        "text, rows = report_export._export(Path(sys.argv[1]), None, 'csv')\n"
+        "print(rows, hashlib.sha256(text.encode()).hexdigest())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    report = RUN / "register_tiled_256.ncu-rep"
+    parts, one = (subprocess.run([sys.executable, "-c", script, str(report), mode], env=env,
+                                 capture_output=True, check=True, text=True).stdout
+                  for mode in ("parts", "one"))
+    assert parts == one and int(one.split()[0]) > 10_000

@@ -36,15 +36,20 @@ def exported_text(report: Path, kernel_regex: str | None = None,
     return text, rows
 
 
+MIN_JOBS = 4  # cores from which an export is made in parts
+
+
 def _export(report: Path, kernel_regex: str | None, fmt: ExportFormat) -> tuple[str, int]:
-    """The export read from the report: a CSV in one part per core (forked processes) where
-    this process may fork, else here."""
+    """The export read from the report: a CSV in one part per core (forked processes, from
+    `MIN_JOBS` cores) where this process may fork, else here."""
     # imported here: a kept export needs neither (nor `harness.profile`, which parts import)
     from harness.report.builder import may_fork
     from harness.report.metrics_export import csv_in_parts
 
     jobs = min(os.cpu_count() or 1, 8)
-    if fmt == "csv" and jobs > 1 and may_fork() and hasattr(os, "fork"):
+    # Each part opens the whole report and asks the units before its slice: on two cores
+    # that costs about what the second core saves (and more when the cores are shared).
+    if fmt == "csv" and jobs >= MIN_JOBS and may_fork() and hasattr(os, "fork"):
         check_report_file(report)  # a bad file is told here, in one line, not in a child
         try:
             return csv_in_parts(report, kernel_regex, jobs)
