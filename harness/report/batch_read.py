@@ -1,18 +1,19 @@
 """Read the reports a command is about to need at once, in forked processes, one per core.
 
-`read_ahead(paths)` shares the reports not yet kept (`harness.report.read_cache`) among one
-child process per core, the largest first to the least loaded, and hands what they built over
+`read_ahead(paths)` shares the reports not yet kept (`harness.report.read_cache`) into one
+share per core, the largest first to the least loaded; this process reads one share while a
+forked child reads each other one, and what they built is handed over
 (`read_cache.hand_over`) to `load_kernel_reports`, which the command then calls as it always
-does. A child reads its
-reports one after another: ncu_report's first report in a process costs about half a second
-more than the next ones (its SASS disassembler starts), so one process per report would cost
-more than it saves on few cores. What a child built after a report of other metrics is used,
-as it would be in one process, but not kept (`BuiltReport.alone`).
+does. Each process reads its share one report after another: ncu_report's first report in a
+process costs about half a second more than the next ones (its SASS disassembler starts), so
+one process per report would cost more than it saves on few cores. What was built after a
+report of other metrics is used, as it would be in one process, but not kept
+(`BuiltReport.alone`).
 
-Children are forked only from a process that has built no report: the disassembler starts a
-thread of its own, after which a fork can hang. (numpy's OpenBLAS threads stop themselves
-around a fork.) A report a child could not read is read again by the command itself, which
-then says what is wrong with it.
+Children are forked only from a process that has opened no report: the disassembler starts a
+thread of its own, after which a fork can hang, and ncu_report answers a few units from what
+its process asked before. (numpy's OpenBLAS threads stop themselves around a fork.) A report
+that could not be read is read again by the command itself, which then says what is wrong.
 """
 
 from __future__ import annotations
@@ -21,12 +22,17 @@ import contextlib
 import os
 import signal
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from harness.report import read_cache
 
+if TYPE_CHECKING:
+    from harness.report.builder import BuiltReport
+
 Wanted = Callable[[str], bool]
+SHARE_BYTES = 8 * 1024 * 1024  # the least bytes of reports worth a process of their own
 
 def read_ahead(paths: Iterable[Path], jobs: int | None = None,
                wanted: Wanted | None = None) -> int:
@@ -34,7 +40,7 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None,
 
     With `wanted`, the children build summaries (`builder.summarize_report_file`), which are
     handed to `load_kernel_summaries` with the same `wanted` (and kept for `every_metric`)."""
-    from harness.report.builder import every_metric, may_fork
+    from harness.report.builder import may_fork
 
     if not hasattr(os, "fork") or not may_fork():
         return 0
@@ -49,48 +55,85 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None,
                 and read_cache.entry_path(read_cache.summary_key(key)).is_file())):
             continue
         todo[key] = Path(path)
-    # at most 8: each child holds a report's model and starts its own disassembler
-    jobs = min(jobs or os.cpu_count() or 1, 8, len(todo))
+    # A process's first report costs it most of a second more than the next ones (the
+    # disassembler, ncu_report's metric tables): a child pays for itself only with a share of
+    # several megabytes of reports to read. At most 8: each holds its reports' models.
+    total = sum(_size(path) for path in todo.values())
+    jobs = min(jobs or os.cpu_count() or 1, 8, len(todo), total // SHARE_BYTES)
     if jobs < 2:
         return 0
+    own, *others = _shares(todo, jobs)
     with tempfile.TemporaryDirectory(prefix="ncuh-read-") as handoff:
         folder = Path(handoff)
-        _run_children(_shares(todo, jobs), folder, wanted)
-        for key in todo:
+        with _children(others, folder, wanted):
+            # this process reads a share too, while the children read theirs: only theirs
+            # pay for a second disassembler and for the way back
+            for key, path in own:
+                built = _built(path, wanted)
+                if built is not None:
+                    _hand_over(key, built.profiles, built.alone, wanted)
+        for key, _ in (item for share in others for item in share):
             for alone in (True, False):
                 entry = read_cache.entry_path(key, folder / _FOLDERS[alone])
                 profiles = read_cache.fetch(key, entry.parent)
-                if profiles is None:
-                    continue
-                read_cache.hand_over(key, profiles, wanted)
-                if alone and read_cache.wanted() and wanted in (None, every_metric):
-                    read_cache.keep_file(key if wanted is None else read_cache.summary_key(key),
-                                         entry)
+                if profiles is not None:
+                    _hand_over(key, profiles, alone, wanted, entry)
     return len(todo)
+
+
+def _built(path: Path, wanted: Wanted | None) -> BuiltReport | None:
+    """The report's `BuiltReport` (profiles, or summaries with `wanted`); None where it
+    cannot be read (the command reads it again itself and says why)."""
+    from harness.report.builder import build_report_file, summarize_report_file
+
+    try:
+        return (build_report_file(path) if wanted is None
+                else summarize_report_file(path, wanted))
+    except Exception:
+        return None
+
+
+def _hand_over(key: str, profiles: list[Any], alone: bool, wanted: Wanted | None,
+               entry: Path | None = None) -> None:
+    """Hand `profiles` to this process's readers; keep them where they read as alone (the
+    entry a child wrote is copied as it is)."""
+    from harness.report.builder import every_metric
+
+    read_cache.hand_over(key, profiles, wanted)
+    if not (alone and read_cache.wanted() and wanted in (None, every_metric)):
+        return
+    name = key if wanted is None else read_cache.summary_key(key)
+    if entry is not None:
+        read_cache.keep_file(name, entry)
+    else:
+        read_cache.keep(name, profiles)
 
 
 _FOLDERS = {True: "alone", False: "after-others"}
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _shares(todo: dict[str, Path], jobs: int) -> list[list[tuple[str, Path]]]:
     """`jobs` lists of reports of about equal bytes: the largest first, each to the lightest."""
-    def size(path: Path) -> int:
-        try:
-            return path.stat().st_size
-        except OSError:
-            return 0
-
     shares: list[list[tuple[str, Path]]] = [[] for _ in range(jobs)]
     loads = [0] * jobs
-    for key, path in sorted(todo.items(), key=lambda item: -size(item[1])):
+    for key, path in sorted(todo.items(), key=lambda item: -_size(item[1])):
         lightest = loads.index(min(loads))
         shares[lightest].append((key, path))
-        loads[lightest] += size(path)
+        loads[lightest] += _size(path)
     return shares
 
 
-def _run_children(shares: list[list[tuple[str, Path]]], handoff: Path,
-                  wanted: Wanted | None) -> None:
+@contextlib.contextmanager
+def _children(shares: list[list[tuple[str, Path]]], handoff: Path,
+              wanted: Wanted | None) -> Iterator[None]:
+    """One forked child per share for the block; the block's end waits for them all."""
     running: set[int] = set()
     try:
         for share in shares:
@@ -98,6 +141,7 @@ def _run_children(shares: list[list[tuple[str, Path]]], handoff: Path,
             if pid == 0:
                 _child(share, handoff, wanted)
             running.add(pid)
+        yield
         while running:
             pid, _ = os.wait()
             running.discard(pid)
@@ -117,15 +161,9 @@ def _child(share: list[tuple[str, Path]], handoff: Path, wanted: Wanted | None) 
     try:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
-        from harness.report.builder import build_report_file, summarize_report_file
-
         for key, path in share:
-            try:
-                built = (build_report_file(path) if wanted is None
-                         else summarize_report_file(path, wanted))
-                profiles, alone = built.profiles, built.alone
-            except Exception:  # the command reads it again itself and says why
-                continue
-            read_cache.keep(key, profiles, handoff / _FOLDERS[alone])
+            built = _built(path, wanted)
+            if built is not None:
+                read_cache.keep(key, built.profiles, handoff / _FOLDERS[built.alone])
     finally:
         os._exit(0)
