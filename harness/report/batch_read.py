@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from harness.report.builder import BuiltReport
 
 Wanted = Callable[[str], bool]
-SHARE_BYTES = 8 * 1024 * 1024  # the least bytes of reports worth a process of their own
+SHARE_BYTES = 3 * 1024 * 1024  # the least bytes of reports worth a process of their own
 
 def read_ahead(paths: Iterable[Path], jobs: int | None = None,
                wanted: Wanted | None = None) -> int:
