@@ -5,8 +5,8 @@ share per core, the largest first to the least loaded; this process reads one sh
 forked child reads each other one, and what they built is handed over
 (`read_cache.hand_over`) to `load_kernel_reports`, which the command then calls as it always
 does. Each process reads its share one report after another: ncu_report's first report in a
-process costs about half a second more than the next ones (its SASS disassembler starts), so
-one process per report would cost more than it saves on few cores. What was built after a
+process costs several times what the next ones do (its SASS disassembler and metric tables
+start), so one process per report would cost more than it saves on few cores. What was built after a
 report of other metrics is used, as it would be in one process, but not kept
 (`BuiltReport.alone`).
 
@@ -55,9 +55,9 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None,
                 and read_cache.entry_path(read_cache.summary_key(key)).is_file())):
             continue
         todo[key] = Path(path)
-    # A process's first report costs it most of a second more than the next ones (the
+    # A process's first report costs it several times what the next ones do (the
     # disassembler, ncu_report's metric tables): a child pays for itself only with a share of
-    # several megabytes of reports to read. At most 8: each holds its reports' models.
+    # a few megabytes of reports to read. At most 8: each holds its reports' models.
     total = sum(_size(path) for path in todo.values())
     jobs = min(jobs or os.cpu_count() or 1, 8, len(todo), total // SHARE_BYTES)
     if jobs < 2:
