@@ -34,11 +34,13 @@ if TYPE_CHECKING:
 Wanted = Callable[[str], bool]
 SHARE_BYTES = 3 * 1024 * 1024  # the least bytes of reports worth a process of their own
 
+
 def read_ahead(paths: Iterable[Path], jobs: int | None = None,
                wanted: Wanted | None = None) -> int:
-    """Read the given reports in forked children where that can help; return how many.
+    """Read the given reports at once, shared between this process and forked children,
+    where that can help; return how many were read so (0: none, the command reads them).
 
-    With `wanted`, the children build summaries (`builder.summarize_report_file`), which are
+    With `wanted`, the processes build summaries (`builder.summarize_report_file`), which are
     handed to `load_kernel_summaries` with the same `wanted` (and kept for `every_metric`)."""
     from harness.report.builder import may_fork
 
