@@ -46,8 +46,8 @@ _PACKAGE = Path(__file__).resolve().parent
 _CHUNK = 1 << 20
 
 
-# What children built for this process (`batch_read`): report key -> typed reports, and
-# report key -> (the summary reader's `wanted`, its summaries).
+# What `batch_read` read ahead for this process (here or in its children): report key ->
+# typed reports, and report key -> (the summary reader's `wanted`, its summaries).
 _handed: dict[str, list[Any]] = {}
 _handed_summaries: dict[str, tuple[Any, list[Any]]] = {}
 
