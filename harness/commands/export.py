@@ -17,7 +17,7 @@ import click
 
 from harness.commands.options import kernel_option, out_alias_option, out_option
 from harness.errors import NcuhError, printable
-from harness.report import EXPORT_FORMATS, export_columns, write_export
+from harness.report import EXPORT_FORMATS, exported_text
 from harness.rundir import is_run_directory, load_run, run_inputs
 from harness.util import atomic_path, refuse_inputs
 
@@ -49,9 +49,8 @@ def export(report: Path, out: Path | None, output_alias: Path | None, fmt: str,
             raise NcuhError(f"{report}: a run directory exports as CSV only (its metrics.csv)")
         _export_run(report, output, kernel_regex)
         return
-    table = export_columns(report, kernel_regex=kernel_regex)
-    _write(output, lambda stream: write_export(table, stream, fmt),  # type: ignore[arg-type]
-           len(table))
+    text, rows = exported_text(report, kernel_regex, fmt)  # type: ignore[arg-type]
+    _write(output, lambda stream: stream.write(text), rows)
 
 
 def _export_run(run_dir: Path, output: Path | None, kernel_regex: str | None) -> None:
@@ -73,7 +72,7 @@ def _export_run(run_dir: Path, output: Path | None, kernel_regex: str | None) ->
             shutil.copyfileobj(stream, sys.stdout)
 
 
-def _write(output: Path | None, write: Callable[[TextIO], None], rows: int) -> None:
+def _write(output: Path | None, write: Callable[[TextIO], object], rows: int) -> None:
     if output is None:
         write(sys.stdout)
         return

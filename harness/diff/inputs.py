@@ -15,15 +15,24 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import ReportError
-from harness.report import KernelReport, RuleResult, load_kernel_reports
-from harness.rundir import BenchFile, RunEntry, is_run_directory, load_run
+from harness.report import (
+    KernelReport,
+    RuleResult,
+    every_metric,
+    load_kernel_reports,
+    load_kernel_summaries,
+    read_ahead,
+)
+from harness.rundir import BenchFile, RunEntry, is_run_directory, load_run, source_reports
 
 Size = tuple[int, ...]
+Wanted = Callable[[str], bool] | None  # metric names a reader needs; None: whole profiles
 
 
 @dataclass(frozen=True, order=True)
@@ -105,14 +114,24 @@ class Side:
                 "failed": [f.to_json() for f in self.failed]}
 
 
-def load_side(path: Path | str) -> Side:
-    """Read a run directory or a plain `.ncu-rep`; raise `ReportError` (exit 2) otherwise."""
+def read_sides_ahead(*paths: Path | str, wanted: Wanted = every_metric) -> None:
+    """Read the reports of every side at once (`harness.report.read_ahead`), as `load_side`
+    with the same `wanted` reads them."""
+    read_ahead(source_reports(paths), wanted=wanted)
+
+
+def load_side(path: Path | str, wanted: Wanted = every_metric) -> Side:
+    """Read a run directory or a plain `.ncu-rep`; raise `ReportError` (exit 2) otherwise.
+
+    `wanted`: the metrics a reader compares (every one for diff, a few for history): a report
+    that no command kept is then read in part (`load_kernel_summaries`: aggregate values,
+    units, rules); None reads every kernel's whole profile."""
     path = Path(path)
     if not path.exists():
         raise ReportError(f"{path}: no such file or directory")
     if path.is_dir():
-        return _load_run_side(path)
-    kernels = _number(_report_kernels(path, name=None, size=None))
+        return _load_run_side(path, wanted)
+    kernels = _number(_report_kernels(path, name=None, size=None, wanted=wanted))
     return Side(path=path, kind="report", environment=_environment_from_kernels(kernels),
                 kernels=kernels)
 
@@ -120,7 +139,7 @@ def load_side(path: Path | str) -> Side:
 # --- run directories -------------------------------------------------------------------------
 
 
-def _load_run_side(path: Path) -> Side:
+def _load_run_side(path: Path, wanted: Wanted) -> Side:
     if not is_run_directory(path):
         raise ReportError(f"{path}: not a run directory (no manifest.json) and not a report")
     run = load_run(path)
@@ -134,7 +153,7 @@ def _load_run_side(path: Path) -> Side:
                                                              entry.size),
                                       entry.error or f"status {entry.status}"))
             continue
-        for kernel in _entry_kernels(entry):
+        for kernel in _entry_kernels(entry, wanted):
             samples = bench.get((kernel.key.name, kernel.key.size))
             if samples and kernel.key.name == entry.variant:
                 kernel = _with_samples(kernel, samples)
@@ -154,7 +173,7 @@ def _load_run_side(path: Path) -> Side:
                 failed=tuple(failed))
 
 
-def _entry_kernels(entry: RunEntry) -> list[KernelData]:
+def _entry_kernels(entry: RunEntry, wanted: Wanted = None) -> list[KernelData]:
     """The kernels of one run entry; the variant's own kernel is keyed by the variant name.
 
     `ncuh profile` captures exactly one kernel per entry, which then is the variant, unless the
@@ -163,7 +182,7 @@ def _entry_kernels(entry: RunEntry) -> list[KernelData]:
     takes the variant's name; the others keep their function names.
     """
     assert entry.report is not None
-    kernels = _report_kernels(entry.report, name=None, size=entry.size)
+    kernels = _report_kernels(entry.report, name=None, size=entry.size, wanted=wanted)
     if entry.variant is None:
         return kernels
     foreign = entry.foreign([k.function or "" for k in kernels])
@@ -212,10 +231,13 @@ def _environment_from_kernels(kernels: tuple[KernelData, ...]) -> Environment:
 # --- reports ---------------------------------------------------------------------------------
 
 
-def _report_kernels(path: Path, name: str | None, size: Size | None) -> list[KernelData]:
+def _report_kernels(path: Path, name: str | None, size: Size | None,
+                    wanted: Wanted = None) -> list[KernelData]:
     # load_kernel_reports validates the file (missing, empty, not a report, truncated, no kernels)
     # and raises a one-line ReportError
-    return [_profile_kernel(profile, path, name, size) for profile in load_kernel_reports(path)]
+    profiles = (load_kernel_reports(path) if wanted is None
+                else load_kernel_summaries(path, wanted))
+    return [_profile_kernel(profile, path, name, size) for profile in profiles]
 
 
 def _profile_kernel(profile: KernelReport, path: Path, name: str | None,

@@ -25,6 +25,7 @@ from harness.diff import (
     KernelKey,
     load_side,
     load_thresholds,
+    read_sides_ahead,
 )
 from harness.errors import ReportError
 from harness.report import RuleResult
@@ -166,14 +167,19 @@ def read_run(path: Path | str) -> RunRecord:
     path = Path(path)
     if not is_run_directory(path):
         raise ReportError(f"{path}: not a run directory (no manifest.json)")
-    side = load_side(path)
+    keep = _threshold_metrics()
+
+    def wanted(name: str) -> bool:
+        return kept_metric(name, keep)
+
+    read_sides_ahead(path, wanted=wanted)
+    side = load_side(path, wanted=wanted)
     manifest_bytes = (path / "manifest.json").read_bytes()
     bench = path / "bench.json"
     digest = hashlib.sha256(manifest_bytes)
     if bench.is_file():
         digest.update(bench.read_bytes())
     manifest = json.loads(manifest_bytes)
-    keep = _threshold_metrics()
     kernels = tuple(_kernel_record(k, keep) for k in side.kernels)
     project = manifest.get("project")
     return RunRecord(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Literal
 
@@ -117,6 +118,9 @@ def _printable(value: object) -> object:
     return value
 
 
+# One environment per flavour for the whole process: Jinja2 caches compiled templates per
+# environment, and compiling them again for each of a chain's pages cost more than rendering.
+@cache
 def _environment(html: bool) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(_template_dir())),

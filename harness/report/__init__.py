@@ -11,7 +11,13 @@ from typing import TYPE_CHECKING
 from harness import lazy_face
 
 if TYPE_CHECKING:
-    from harness.report.builder import build_kernel_report, load_kernel_reports
+    from harness.report.batch_read import read_ahead
+    from harness.report.builder import (
+        build_kernel_report,
+        every_metric,
+        load_kernel_reports,
+        load_kernel_summaries,
+    )
     from harness.report.export_format import EXPORT_FORMATS, write_export
     from harness.report.instruction_classes import MATH_CLASSES
     from harness.report.metrics_export import metrics as export_metrics_csv
@@ -28,11 +34,13 @@ if TYPE_CHECKING:
         stall_label,
     )
     from harness.report.ncu_import import import_ncu_report
+    from harness.report.report_export import exported_text
     from harness.report.report_view import (
         DETAILS,
         VIEW_FORMATS,
         profile_views,
         render_text,
+        report_views,
     )
     from harness.report.report_view import (
         render as render_view,
@@ -65,14 +73,19 @@ _HOMES: dict[str, tuple[str, str]] = {
     "VIEW_FORMATS": ("harness.report.report_view", "VIEW_FORMATS"),
     "build_kernel_report": ("harness.report.builder", "build_kernel_report"),
     "export_columns": ("harness.report.reportfile", "export_columns"),
+    "every_metric": ("harness.report.builder", "every_metric"),
     "export_metrics_csv": ("harness.report.metrics_export", "metrics"),
+    "exported_text": ("harness.report.report_export", "exported_text"),
     "hotspots": ("harness.report.sass_hotspots", "hotspots"),
     "import_ncu_report": ("harness.report.ncu_import", "import_ncu_report"),
     "limiters_of": ("harness.report.model", "limiters_of"),
     "load_kernel_reports": ("harness.report.builder", "load_kernel_reports"),
+    "load_kernel_summaries": ("harness.report.builder", "load_kernel_summaries"),
     "profile_views": ("harness.report.report_view", "profile_views"),
+    "read_ahead": ("harness.report.batch_read", "read_ahead"),
     "render_text": ("harness.report.report_view", "render_text"),
     "render_view": ("harness.report.report_view", "render"),
+    "report_views": ("harness.report.report_view", "report_views"),
     "stall_label": ("harness.report.model", "stall_label"),
     "write_export": ("harness.report.export_format", "write_export"),
 }
@@ -95,17 +108,22 @@ __all__ = [
     "Roofline",
     "RuleResult",
     "build_kernel_report",
+    "every_metric",
     "export_columns",
     "export_metrics",
     "export_metrics_csv",
+    "exported_text",
     "hotspots",
     "import_ncu_report",
     "limiters_of",
     "load_kernel_reports",
+    "load_kernel_summaries",
     "open_report",
     "profile_views",
+    "read_ahead",
     "render_text",
     "render_view",
+    "report_views",
     "select_kernels",
     "stall_label",
     "write_export",

@@ -8,9 +8,12 @@ differ across architectures and ncu versions.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.report import read_cache
 from harness.report.instruction_classes import classify
 from harness.report.memory_widths import access_widths, classify_opcode
 from harness.report.model import (
@@ -38,7 +41,14 @@ from harness.report.model import (
     WarpState,
 )
 from harness.report.ncu_import import import_ncu_report
-from harness.report.reportfile import KernelRef, collect_columns, open_report, select_kernels
+from harness.report.reportfile import (
+    KernelRef,
+    LoadedReport,
+    collect_columns,
+    open_report,
+    reports_opened,
+    select_kernels,
+)
 from harness.report.roofline import roofline_from
 from harness.report.rules import read_rules
 
@@ -104,10 +114,12 @@ class _Metrics:
         return values
 
 
-def _all_metrics(kernel: KernelRef) -> dict[str, Metric]:
-    """Every metric of the kernel, read as `ncuh export` reads them (one reader of values:
-    base units, strings and enums as ncu prints them, instances by correlation id)."""
-    columns = collect_columns([kernel], import_ncu_report())
+def _all_metrics(kernel: KernelRef, wanted: Callable[[str], bool] | None = None,
+                 instances: bool = True) -> dict[str, Metric]:
+    """Every metric (or every `wanted` one) of the kernel, read as `ncuh export` reads them
+    (one reader of values: base units, strings and enums as ncu prints them, instances by
+    correlation id unless left out)."""
+    columns = collect_columns([kernel], import_ncu_report(), wanted, instances)
     rows: dict[str, list[int]] = {}
     for index, name in enumerate(columns.metric):
         rows.setdefault(name, []).append(index)
@@ -484,8 +496,126 @@ def build_kernel_report(kernel: KernelRef) -> KernelReport:
     )
 
 
-def load_kernel_reports(path: Path | str, kernel_regex: str | None = None) -> list[KernelReport]:
-    """Open a report and build the profile of every (matching) kernel, in report order."""
-    import_ncu_report()
+# ncu_report answers a few derived metrics' units from what its process asked before. Reports
+# of the same metric names asked in the same order (`build_report_file`, or summaries of every
+# metric) leave each other's answers as they are alone; a report of other metrics, or one read
+# another way (export, details views, a summary of a few metrics), may not.
+_signatures: set[int] = set()  # metric names of the reports asked in that order
+_in_order = 0  # how many reports were opened and asked in that order
+# Whether this process listed SASS: ncu_report's disassembler then runs a thread of its own,
+# and a fork can hang.
+_disassembled = False
+
+
+def may_fork() -> bool:
+    """Whether a child forked now reads reports as a fresh process would, and safely."""
+    return reports_opened() == 0 and not _disassembled
+
+
+def _asked(report: LoadedReport, in_order: bool = True) -> bool:
+    """Note that `report` (just opened) is asked about; whether it then reads as it would
+    alone: every report opened before was asked in the same order and had the same names."""
+    global _in_order
+    signature = hash(frozenset(name for kernel in report.kernels
+                               for name in kernel.action.metric_names()))
+    alone = reports_opened() - 1 == _in_order and not (_signatures - {signature})
+    if in_order:
+        _in_order += 1
+        _signatures.add(signature)
+    return alone
+
+
+@dataclass(frozen=True)
+class BuiltReport:
+    """Every kernel's typed report, and whether they are what a reading of the file alone
+    gives (no report of other metrics was read before in this process)."""
+
+    profiles: list[KernelReport]
+    alone: bool
+
+
+def build_report_file(path: Path | str) -> BuiltReport:
+    """Open a report and build the profile of every kernel, asking ncu_report."""
+    global _disassembled
     report = open_report(path)
-    return [build_kernel_report(kernel) for kernel in select_kernels(report, kernel_regex)]
+    alone = _asked(report)
+    _disassembled = True
+    return BuiltReport([build_kernel_report(kernel) for kernel in report.kernels], alone)
+
+
+def every_metric(name: str) -> bool:
+    """The `wanted` of a summary reader that compares every metric (diff)."""
+    return True
+
+
+def summarize_kernel(kernel: KernelRef, wanted: Callable[[str], bool]) -> KernelReport:
+    """A kernel's identity, device, rules and global accesses (which rules a page keeps
+    depends on them) with the aggregate value of each `wanted` metric: the rest of the profile
+    (SASS, instances, instruction mix, details view) is left empty."""
+    from harness.report.report_view import build_view
+
+    # Asked as `build_kernel_report` asks them, the view first: ncu_report answers a few units
+    # (smsp__pcsamp_warps_issue_stalled_membar's) from what the action was asked before.
+    build_view(kernel)
+    m = _Metrics(kernel.action)
+    opcodes = m.instances("sass__inst_executed_per_opcode_with_modifier_all") or {}
+    return KernelReport(
+        kernel_id=kernel.kernel_id, name=kernel.name, demangled_name=kernel.demangled_name,
+        device=m.text("device__attribute_display_name"),
+        compute_capability=_compute_capability(m), coalescing=_coalescing(m, opcodes),
+        rules=read_rules(kernel.action),
+        metrics=_all_metrics(kernel, wanted, instances=False))
+
+
+def summarize_report_file(path: Path | str, wanted: Callable[[str], bool]) -> BuiltReport:
+    """`summarize_kernel` of every kernel of a report."""
+    report = open_report(path)
+    alone = _asked(report, in_order=wanted is every_metric)
+    return BuiltReport([summarize_kernel(kernel, wanted) for kernel in report.kernels], alone)
+
+
+def load_kernel_summaries(path: Path | str,
+                          wanted: Callable[[str], bool]) -> list[KernelReport]:
+    """`load_kernel_reports` for a reader of metrics' aggregate values, units and rules
+    (diff, history): the summaries or profiles read ahead or kept where there are some, else
+    each kernel's summary (`summarize_kernel`), read in a fraction of the time. Every field
+    that a summary fills holds what the whole profile holds; summaries of `every_metric` are
+    kept (`read_cache.summary_key`), and serve any `wanted`."""
+    import_ncu_report()
+    path = Path(path)
+    key = read_cache.report_key(path)
+    if key is not None:
+        profiles = read_cache.taken_summaries(key, wanted) or read_cache.taken(key)
+        if profiles is None and read_cache.wanted():
+            profiles = (read_cache.fetch(read_cache.summary_key(key))
+                        or read_cache.fetch(key))
+        if profiles is not None:
+            return profiles
+    built = summarize_report_file(path, wanted)
+    if key is not None and wanted is every_metric and built.alone and read_cache.wanted():
+        read_cache.keep(read_cache.summary_key(key), built.profiles)
+    return built.profiles
+
+
+def load_kernel_reports(path: Path | str, kernel_regex: str | None = None) -> list[KernelReport]:
+    """Open a report and build the profile of every (matching) kernel, in report order.
+
+    Every kernel of a report is read once: what a child read ahead (`batch_read`) or an
+    earlier command kept (`read_cache`) is taken as it is, keyed by the report's bytes.
+    """
+    import_ncu_report()
+    if kernel_regex is not None:
+        report = open_report(path)
+        return [build_kernel_report(kernel) for kernel in select_kernels(report, kernel_regex)]
+    path = Path(path)
+    key = read_cache.report_key(path)
+    if key is not None:
+        profiles = read_cache.taken(key)
+        if profiles is None and read_cache.wanted():
+            profiles = read_cache.fetch(key)
+        if profiles is not None:
+            return profiles
+    built = build_report_file(path)
+    if key is not None and built.alone and read_cache.wanted():
+        read_cache.keep(key, built.profiles)
+    return built.profiles

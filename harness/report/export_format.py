@@ -98,3 +98,4 @@ def export_text(table: ExportColumns | pd.DataFrame, fmt: ExportFormat = "csv") 
     buffer = io.StringIO()
     write_export(table, buffer, fmt)
     return buffer.getvalue()
+

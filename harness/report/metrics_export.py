@@ -75,7 +75,7 @@ def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = Non
 class _Part:
     """One slice of one report's export, for one process."""
 
-    label: str
+    label: str | None  # None: no label column (`ncuh export` of one report)
     report: Path
     part: tuple[int, int]  # (index, count)
     folder: Path  # where its temporary CSV goes
@@ -137,14 +137,31 @@ def _export_part(task: _Part) -> tuple[Path, int]:
     import tempfile
 
     columns = export_columns(task.report, kernel_regex=task.kernel_regex, part=task.part)
-    label = spreadsheet_text(task.label)
+    cells = [spreadsheet_column(c) for c in columns.columns()]
+    if task.label is not None:
+        cells.insert(0, [spreadsheet_text(task.label)] * len(columns))
     with tempfile.NamedTemporaryFile(
         "w", encoding="utf-8", newline="", dir=task.folder, suffix=".csv", delete=False
     ) as handle:
         writer = csv.writer(handle, lineterminator="\n")
-        writer.writerows(zip([label] * len(columns),
-                             *(spreadsheet_column(c) for c in columns.columns()), strict=True))
+        writer.writerows(zip(*cells, strict=True))
     return Path(handle.name), len(columns)
+
+
+def csv_in_parts(report: Path, kernel_regex: str | None, jobs: int) -> tuple[str, int]:
+    """`ncuh export`'s CSV of one report (header included) and its row count, made by `jobs`
+    forked processes at once, each a contiguous part; the calling process must not have read
+    a report (see `metrics`)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="ncuh-export-") as scratch:
+        tasks = [_Part(None, report, (index, jobs), Path(scratch), kernel_regex)
+                 for index in range(jobs)]
+        parts = _run_parts(tasks, jobs, in_this_process=False)
+        texts = [",".join(EXPORT_COLUMNS) + "\n"]
+        for part_path, _ in parts:
+            texts.append(part_path.read_text(encoding="utf-8"))
+    return "".join(texts), sum(rows for _, rows in parts)
 
 
 def _prepare_export() -> None:

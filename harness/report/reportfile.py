@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -219,12 +219,24 @@ def _texts_are_utf8(action: Any, names: Iterable[str]) -> bool:
     return not holds_bad_text(texts)
 
 
+# Reports this process opened: ncu_report answers a few derived metrics' units from what its
+# process asked before, so whoever keeps what it read must know what came before.
+_opened = 0
+
+
+def reports_opened() -> int:
+    """How many reports this process has opened (`open_report`)."""
+    return _opened
+
+
 def open_report(path: Path | str) -> LoadedReport:
     """Validate and load a report; `ReportError` (one line) for anything that is not a
     complete report with at least one profiled kernel."""
+    global _opened
     path = Path(path)
     check_report_file(path)
     ncu_report = import_ncu_report()
+    _opened += 1
     try:
         context = ncu_report.load_report(str(path))
     except Exception as error:  # ncu_report raises plain exceptions for unreadable files
@@ -342,7 +354,8 @@ def _part_bounds(
 
 
 def _collect(
-    kernels: Iterable[KernelRef], ncu_report: Any, part: ExportPart = (0, 1)
+    kernels: Iterable[KernelRef], ncu_report: Any, part: ExportPart = (0, 1),
+    wanted: Callable[[str], bool] | None = None, instances: bool = True,
 ) -> ExportColumns:
     metric_cls = ncu_report.IMetric
     as_double = _accessor(ncu_report, "as_double")
@@ -364,7 +377,8 @@ def _collect(
 
     # Every (kernel, metric) in report order; a part takes one contiguous slice of them, so
     # the parts of an export, concatenated in order, are the whole export.
-    work = [(kernel, name) for kernel in kernels for name in kernel.action.metric_names()]
+    work = [(kernel, name) for kernel in kernels for name in kernel.action.metric_names()
+            if wanted is None or wanted(name)]
     first, stop = _part_bounds(work, part, num_instances)
     # ncu_report names some metrics' units from the units asked before them in the process:
     # asked alone, derived__memory_l2_theoretical_sectors_global_excessive says "byte", asked
@@ -379,7 +393,7 @@ def _collect(
         metric = kernel.action.metric_by_name(metric_name)
         unit = unit_of(metric)
         reader = readers.get(kind(metric))
-        count = num_instances(metric)
+        count = num_instances(metric) if instances else 0
         # Sampled (PM sampling) ratios have instances but no aggregate: ncu prints an
         # empty cell where ncu_report's accessor would answer 0.
         value = reader(metric) if reader is not None and has_value(metric) else None
@@ -412,9 +426,12 @@ def _collect(
     return out
 
 
-def collect_columns(kernels: Iterable[KernelRef], ncu_report: Any) -> ExportColumns:
-    """Every metric of the given kernels as export columns (the profile builder's reader)."""
-    return _collect(kernels, ncu_report)
+def collect_columns(kernels: Iterable[KernelRef], ncu_report: Any,
+                    wanted: Callable[[str], bool] | None = None,
+                    instances: bool = True) -> ExportColumns:
+    """Every metric (or every `wanted` one) of the given kernels as export columns (the
+    profile builder's reader); without `instances`, the aggregate rows alone."""
+    return _collect(kernels, ncu_report, wanted=wanted, instances=instances)
 
 
 def export_columns(

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
         is_run_directory,
         load_bench,
         load_run,
+        run_inputs,
+        source_reports,
     )
     from harness.rundir.names import BENCH, BENCH_SCHEMA, MANIFEST, METRICS, RUN_SCHEMA
     from harness.rundir.schema import describe, validate
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 _HOMES: dict[str, tuple[str, str]] = {
     "ProjectRecord": ("harness.rundir.manifest", "ProjectRecord"),
     "run_inputs": ("harness.rundir.manifest", "run_inputs"),
+    "source_reports": ("harness.rundir.manifest", "source_reports"),
     "BENCH": ("harness.rundir.names", "BENCH"),
     "BENCH_SCHEMA": ("harness.rundir.names", "BENCH_SCHEMA"),
     "BenchFile": ("harness.rundir.manifest", "BenchFile"),
@@ -64,6 +67,7 @@ __all__ = [
     "load_bench",
     "load_run",
     "run_inputs",
+    "source_reports",
     "validate",
 ]
 

@@ -1,0 +1,171 @@
+"""Read the reports a command is about to need at once, in forked processes, one per core.
+
+`read_ahead(paths)` shares the reports not yet kept (`harness.report.read_cache`) into one
+share per core, the largest first to the least loaded; this process reads one share while a
+forked child reads each other one, and what they built is handed over
+(`read_cache.hand_over`) to `load_kernel_reports`, which the command then calls as it always
+does. Each process reads its share one report after another: ncu_report's first report in a
+process costs several times what the next ones do (its SASS disassembler and metric tables
+start), so one process per report would cost more than it saves on few cores. What was built after a
+report of other metrics is used, as it would be in one process, but not kept
+(`BuiltReport.alone`).
+
+Children are forked only from a process that has opened no report: the disassembler starts a
+thread of its own, after which a fork can hang, and ncu_report answers a few units from what
+its process asked before. (numpy's OpenBLAS threads stop themselves around a fork.) A report
+that could not be read is read again by the command itself, which then says what is wrong.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.report import read_cache
+
+if TYPE_CHECKING:
+    from harness.report.builder import BuiltReport
+
+Wanted = Callable[[str], bool]
+SHARE_BYTES = 3 * 1024 * 1024  # the least bytes of reports worth a process of their own
+
+
+def read_ahead(paths: Iterable[Path], jobs: int | None = None,
+               wanted: Wanted | None = None) -> int:
+    """Read the given reports at once, shared between this process and forked children,
+    where that can help; return how many were read so (0: none, the command reads them).
+
+    With `wanted`, the processes build summaries (`builder.summarize_report_file`), which are
+    handed to `load_kernel_summaries` with the same `wanted` (and kept for `every_metric`)."""
+    from harness.report.builder import may_fork
+
+    if not hasattr(os, "fork") or not may_fork():
+        return 0
+    todo: dict[str, Path] = {}
+    for path in paths:
+        key = read_cache.report_key(Path(path))
+        if key is None or key in todo or read_cache.taken(key) is not None or (
+                wanted is not None and read_cache.taken_summaries(key, wanted) is not None):
+            continue
+        if read_cache.wanted() and (read_cache.entry_path(key).is_file() or (
+                wanted is not None
+                and read_cache.entry_path(read_cache.summary_key(key)).is_file())):
+            continue
+        todo[key] = Path(path)
+    # A process's first report costs it several times what the next ones do (the
+    # disassembler, ncu_report's metric tables): a child pays for itself only with a share of
+    # a few megabytes of reports to read. At most 8: each holds its reports' models.
+    total = sum(_size(path) for path in todo.values())
+    jobs = min(jobs or os.cpu_count() or 1, 8, len(todo), total // SHARE_BYTES)
+    if jobs < 2:
+        return 0
+    own, *others = _shares(todo, jobs)
+    with tempfile.TemporaryDirectory(prefix="ncuh-read-") as handoff:
+        folder = Path(handoff)
+        with _children(others, folder, wanted):
+            # this process reads a share too, while the children read theirs: only theirs
+            # pay for a second disassembler and for the way back
+            for key, path in own:
+                built = _built(path, wanted)
+                if built is not None:
+                    _hand_over(key, built.profiles, built.alone, wanted)
+        for key, _ in (item for share in others for item in share):
+            for alone in (True, False):
+                entry = read_cache.entry_path(key, folder / _FOLDERS[alone])
+                profiles = read_cache.fetch(key, entry.parent)
+                if profiles is not None:
+                    _hand_over(key, profiles, alone, wanted, entry)
+    return len(todo)
+
+
+def _built(path: Path, wanted: Wanted | None) -> BuiltReport | None:
+    """The report's `BuiltReport` (profiles, or summaries with `wanted`); None where it
+    cannot be read (the command reads it again itself and says why)."""
+    from harness.report.builder import build_report_file, summarize_report_file
+
+    try:
+        return (build_report_file(path) if wanted is None
+                else summarize_report_file(path, wanted))
+    except Exception:
+        return None
+
+
+def _hand_over(key: str, profiles: list[Any], alone: bool, wanted: Wanted | None,
+               entry: Path | None = None) -> None:
+    """Hand `profiles` to this process's readers; keep them where they read as alone (the
+    entry a child wrote is copied as it is)."""
+    from harness.report.builder import every_metric
+
+    read_cache.hand_over(key, profiles, wanted)
+    if not (alone and read_cache.wanted() and wanted in (None, every_metric)):
+        return
+    name = key if wanted is None else read_cache.summary_key(key)
+    if entry is not None:
+        read_cache.keep_file(name, entry)
+    else:
+        read_cache.keep(name, profiles)
+
+
+_FOLDERS = {True: "alone", False: "after-others"}
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _shares(todo: dict[str, Path], jobs: int) -> list[list[tuple[str, Path]]]:
+    """`jobs` lists of reports of about equal bytes: the largest first, each to the lightest."""
+    shares: list[list[tuple[str, Path]]] = [[] for _ in range(jobs)]
+    loads = [0] * jobs
+    for key, path in sorted(todo.items(), key=lambda item: -_size(item[1])):
+        lightest = loads.index(min(loads))
+        shares[lightest].append((key, path))
+        loads[lightest] += _size(path)
+    return shares
+
+
+@contextlib.contextmanager
+def _children(shares: list[list[tuple[str, Path]]], handoff: Path,
+              wanted: Wanted | None) -> Iterator[None]:
+    """One forked child per share for the block; the block's end waits for them all."""
+    running: set[int] = set()
+    try:
+        for share in shares:
+            pid = os.fork()
+            if pid == 0:
+                _child(share, handoff, wanted)
+            running.add(pid)
+        yield
+        while running:
+            pid, _ = os.wait()
+            running.discard(pid)
+    finally:
+        # an interrupt: no child reads on after the command is gone
+        for pid in running:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in running:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+
+
+def _child(share: list[tuple[str, Path]], handoff: Path, wanted: Wanted | None) -> None:
+    """Build each report's typed reports into the hand-off folder, then end at once (no
+    cleanup of the parent's: its atexit handlers and buffers are not this process's)."""
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        for key, path in share:
+            built = _built(path, wanted)
+            if built is not None:
+                read_cache.keep(key, built.profiles, handoff / _FOLDERS[built.alone])
+    finally:
+        os._exit(0)

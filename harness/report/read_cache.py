@@ -1,0 +1,227 @@
+"""Typed reports kept from an earlier read, so that a report is asked of ncu_report once.
+
+`load_kernel_reports` keeps what it built from a report under
+`<user cache>/_reports/<key>.pickle.z` and reads it back the next time the same report is
+read; diff's summaries of a report (`summary_key`) and `ncuh export`'s table (`<key>.txt.z`)
+are kept the same way. The key hashes the report's
+bytes together with this ncuh's report-reading code (`harness/report/*.py`), its version, the
+ncu_report it loaded and the Python that pickled it: an edited or replaced report, or another
+reader, never meets an old entry. Nothing is ever written beside a report.
+
+An entry is made only where every report opened before in the process had the same metric
+names and was asked in the same order (`builder.BuiltReport.alone`): ncu_report answers a few
+derived metrics' units from what was asked before in the same process, and an entry must hold
+what a reading of that report alone gives. Entries are read
+back through an unpickler that builds nothing but the report model's dataclasses and plain
+containers. The least recently used entries beyond `KEEP_BYTES` are dropped.
+`NCUH_REPORT_CACHE=off` reads and keeps nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import io
+import os
+import pickle
+import stat
+import sys
+import tempfile
+import zlib
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.report.ncu_import import import_ncu_report
+from harness.util import cache_dir
+
+CACHE_FOLDER = "_reports"
+SUFFIX = ".pickle.z"
+SWITCH_ENV = "NCUH_REPORT_CACHE"  # "off": every report is read from the file, nothing kept
+KEEP_BYTES = 512 * 1024 * 1024  # entries are about a fifth of their report
+_FORMAT = 1
+_PACKAGE = Path(__file__).resolve().parent
+_CHUNK = 1 << 20
+
+
+# What `batch_read` read ahead for this process (here or in its children): report key ->
+# typed reports, and report key -> (the summary reader's `wanted`, its summaries).
+_handed: dict[str, list[Any]] = {}
+_handed_summaries: dict[str, tuple[Any, list[Any]]] = {}
+
+
+def hand_over(key: str, profiles: list[Any], wanted: Any = None) -> None:
+    """Typed reports (or, with `wanted`, summaries) read elsewhere, for this process."""
+    if wanted is None:
+        _handed[key] = profiles
+    else:
+        _handed_summaries[key] = (wanted, profiles)
+
+
+def taken(key: str) -> list[Any] | None:
+    """The typed reports handed over under `key` (each caller gets its own list)."""
+    found = _handed.get(key)
+    return list(found) if found is not None else None
+
+
+def taken_summaries(key: str, wanted: Any) -> list[Any] | None:
+    """The summaries handed over under `key` for this very `wanted`."""
+    found = _handed_summaries.get(key)
+    return list(found[1]) if found is not None and found[0] is wanted else None
+
+
+def wanted() -> bool:
+    return os.environ.get(SWITCH_ENV, "").strip().lower() not in ("off", "0", "no", "false")
+
+
+def folder() -> Path:
+    """Where entries live (not created here); RuntimeError without a home directory."""
+    return cache_dir() / CACHE_FOLDER
+
+
+@cache
+def _reader_fingerprint() -> bytes:
+    """What a kept entry was built by: this package's reading code, ncuh, ncu_report, Python."""
+    digest = hashlib.sha256(f"{_FORMAT}|{__version__}|{sys.version}".encode())
+    for source in sorted(_PACKAGE.glob("*.py")):
+        digest.update(source.name.encode())
+        digest.update(source.read_bytes())
+    module = import_ncu_report()
+    digest.update(str(getattr(module, "__version__", "")).encode())
+    digest.update(str(getattr(module, "__file__", "")).encode())
+    return digest.digest()
+
+
+def report_key(path: Path) -> str | None:
+    """The entry name of the report at `path` as it is now; None where it cannot be read
+    (the reader then says why)."""
+    try:
+        if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would never end
+            return None
+        digest = hashlib.sha256(_reader_fingerprint())
+        with path.open("rb") as handle:
+            while chunk := handle.read(_CHUNK):
+                digest.update(chunk)
+    except OSError:
+        return None
+    return digest.hexdigest()[:40]
+
+
+def summary_key(key: str) -> str:
+    """The entry name of a report's summaries of every metric (`builder.summarize_kernel`)."""
+    return hashlib.sha256(f"{key}|summaries".encode()).hexdigest()[:40]
+
+
+class _ModelUnpickler(pickle.Unpickler):
+    """Builds the report model's dataclasses and nothing else: an entry is data."""
+
+    _MODULES = frozenset({"harness.report.model", "harness.report.roofline"})
+    _BUILTINS = frozenset({"frozenset", "set", "tuple", "list", "dict", "complex"})
+
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "builtins" and name in self._BUILTINS:
+            return super().find_class(module, name)
+        if module in self._MODULES:
+            found = super().find_class(module, name)
+            if isinstance(found, type) and dataclasses.is_dataclass(found):
+                return found
+        raise pickle.UnpicklingError(f"{module}.{name} is not part of a kept report")
+
+
+def entry_path(key: str, where: Path | None = None) -> Path:
+    return (where or folder()) / f"{key}{SUFFIX}"
+
+
+def fetch(key: str, where: Path | None = None) -> list[Any] | None:
+    """The kernel reports kept under `key`; None where there is no readable entry."""
+    try:
+        path = entry_path(key, where)
+        data = zlib.decompress(path.read_bytes())
+        profiles = _ModelUnpickler(io.BytesIO(data)).load()
+    # RuntimeError: no home directory; the rest: a missing, cut or foreign entry
+    except (OSError, RuntimeError, zlib.error, pickle.UnpicklingError, EOFError,
+            AttributeError, ImportError, TypeError, ValueError):
+        return None
+    if not isinstance(profiles, list):
+        return None
+    if where is None:
+        with contextlib.suppress(OSError):
+            os.utime(path)  # recently used: kept longest
+    return profiles
+
+
+def keep(key: str, profiles: list[Any], where: Path | None = None) -> bool:
+    """Keep `profiles` under `key` (atomically); False where the cache cannot be written,
+    which is no error: the next read asks the report again."""
+    try:
+        data = zlib.compress(pickle.dumps(profiles, protocol=pickle.HIGHEST_PROTOCOL), 1)
+    except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
+        return False
+    return _store(key, data, where)
+
+
+def fetch_text(key: str) -> str | None:
+    """A text kept under `key` by `keep_text`; None where there is none readable."""
+    try:
+        path = folder() / f"{key}.txt.z"
+        text = zlib.decompress(path.read_bytes()).decode("utf-8")
+    except (OSError, RuntimeError, zlib.error, UnicodeDecodeError):
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(path)
+    return text
+
+
+def keep_text(key: str, text: str) -> bool:
+    """Keep a text made from a report (an export) under `key`; False where it cannot be."""
+    try:
+        data = zlib.compress(text.encode("utf-8"), 1)
+    except UnicodeEncodeError:
+        return False
+    return _store(key, data, None, suffix=".txt.z")
+
+
+def keep_file(key: str, entry: Path) -> bool:
+    """Keep an entry written elsewhere (by `keep` into another folder) under `key`."""
+    try:
+        data = entry.read_bytes()
+    except OSError:
+        return False
+    return _store(key, data, None)
+
+
+def _store(key: str, data: bytes, where: Path | None, suffix: str = SUFFIX) -> bool:
+    try:
+        target = where or folder()
+        target.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=target, prefix=".incomplete-")
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+            os.replace(temporary, target / f"{key}{suffix}")
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
+            raise
+        if where is None:
+            _prune(target)
+    except (OSError, RuntimeError):
+        return False
+    return True
+
+
+def _prune(target: Path) -> None:
+    entries = []
+    for path in target.glob("*.z"):
+        with contextlib.suppress(OSError):
+            stat = path.stat()
+            entries.append((stat.st_mtime, stat.st_size, path))
+    entries.sort(reverse=True)
+    total = 0
+    for _, size, path in entries:
+        total += size
+        if total > KEEP_BYTES:
+            with contextlib.suppress(OSError):
+                path.unlink()

@@ -1,0 +1,182 @@
+"""Reports read once: every command writes the same bytes with the report cache off, with it
+empty (reports read ahead in forked processes and kept) and with it full, on real reports."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import sqlite3
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+
+from harness.report import read_cache
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "reports" / "runs" / "sgemm-h200-256"  # two real H200 reports and a manifest
+BASELINE = ROOT / "reports" / "diff" / "baseline_naive_1024.ncu-rep"
+CURRENT = ROOT / "reports" / "diff" / "current_naive_1024.ncu-rep"
+COMMIT = "c" * 40
+
+
+def _ncuh(args: list[str], env: dict[str, str]) -> bytes:
+    completed = subprocess.run([sys.executable, "-m", "harness", *args], env=env,
+                               capture_output=True, check=False, cwd=ROOT)
+    assert completed.returncode in (0, 1), completed.stderr.decode()
+    return completed.stdout
+
+
+def _outputs(mode: str, scratch: Path, cache: Path) -> dict[str, bytes]:
+    """What each command writes, run as a user runs it (a process each)."""
+    env = {**os.environ, "NCUH_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
+    env[read_cache.SWITCH_ENV] = "off" if mode == "off" else "on"
+    out = scratch / mode
+    outputs = {
+        "report": _ncuh(["report", str(RUN / "naive_256.ncu-rep"), "--print-details", "all"],
+                        env),
+        "export": _ncuh(["export", str(RUN / "register_tiled_256.ncu-rep")], env),
+        "diff": _ncuh(["diff", str(BASELINE), str(CURRENT), "--format", "json"], env),
+    }
+    _ncuh(["writeup", str(RUN), "--out", str(out / "pages")], env)
+    for page in sorted((out / "pages").rglob("*")):
+        if page.is_file():
+            outputs[f"writeup/{page.relative_to(out / 'pages')}"] = page.read_bytes()
+    store = out / "history.sqlite"
+    _ncuh(["history", "add", str(RUN), "--commit", COMMIT, "--store", str(store)], env)
+    with contextlib.closing(sqlite3.connect(store)) as conn:  # what history keeps of each kernel
+        outputs["history"] = repr(conn.execute(
+            "SELECT name, size, ordinal, function, device, payload FROM ncuh_kernels "
+            "ORDER BY id").fetchall()).encode()
+    return outputs
+
+
+def test_commands_write_the_same_bytes_uncached_cold_and_warm(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    uncached = _outputs("off", tmp_path, cache)
+    assert not (cache / read_cache.CACHE_FOLDER).exists()  # off keeps nothing
+    cold = _outputs("cold", tmp_path, cache)
+    kept = sorted(p.name for p in (cache / read_cache.CACHE_FOLDER).iterdir())
+    # the diff pair and the run's first report (its second collected other metrics, so read
+    # after the first in one process it is used but not kept), and the export table
+    assert sum(name.endswith(read_cache.SUFFIX) for name in kept) == 3
+    assert sum(name.endswith(".txt.z") for name in kept) == 1
+    warm = _outputs("warm", tmp_path, cache)
+    assert len(uncached) > 8
+    for name, data in uncached.items():
+        assert cold[name] == data, f"{name} differs with an empty cache"
+        assert warm[name] == data, f"{name} differs with a full cache"
+    assert set(cold) == set(warm) == set(uncached)
+
+
+def test_an_edited_report_never_meets_its_old_entry(tmp_path: Path) -> None:
+    report = tmp_path / "r.ncu-rep"
+    report.write_bytes((RUN / "naive_256.ncu-rep").read_bytes())
+    key = read_cache.report_key(report)
+    report.write_bytes((RUN / "register_tiled_256.ncu-rep").read_bytes())
+    assert key is not None and read_cache.report_key(report) not in (None, key)
+
+
+def test_a_kept_entry_builds_nothing_but_the_report_model(tmp_path: Path) -> None:
+    class Sneaky:
+        def __reduce__(self) -> tuple[object, tuple[()]]:
+            return (os.getcwd, ())  # a call an unguarded load would make
+
+    (tmp_path / f"k{read_cache.SUFFIX}").write_bytes(zlib.compress(pickle.dumps([Sneaky()])))
+    assert read_cache.fetch("k", tmp_path) is None
+
+
+@pytest.mark.parametrize("value", ["off", "0", "no", "false", " OFF "])
+def test_the_switch_turns_the_cache_off(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(read_cache.SWITCH_ENV, value)
+    assert not read_cache.wanted()
+
+
+def test_a_cut_entry_is_read_again_and_replaced(tmp_path: Path) -> None:
+    env = {**os.environ, "NCUH_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT),
+           read_cache.SWITCH_ENV: "on"}
+    report = RUN / "naive_256.ncu-rep"
+    first = _ncuh(["diff", str(report), str(report), "--format", "json"], env)
+    (entry,) = (tmp_path / read_cache.CACHE_FOLDER).glob(f"*{read_cache.SUFFIX}")
+    entry.write_bytes(entry.read_bytes()[:100])
+    assert _ncuh(["diff", str(report), str(report), "--format", "json"], env) == first
+    assert read_cache.fetch(entry.name.removesuffix(read_cache.SUFFIX), entry.parent)
+
+
+def test_a_cache_that_cannot_be_written_is_no_error(tmp_path: Path) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("not a folder")  # the cache folder cannot be made under a file
+    env = {**os.environ, "NCUH_CACHE_DIR": str(blocked), "PYTHONPATH": str(ROOT)}
+    report = RUN / "naive_256.ncu-rep"
+    off = _ncuh(["export", str(report)], {**env, read_cache.SWITCH_ENV: "off"})
+    assert _ncuh(["export", str(report)], {**env, read_cache.SWITCH_ENV: "on"}) == off
+
+
+def test_reports_read_ahead_are_the_reports_read_here() -> None:
+    """A child forked by `read_ahead` builds what this process would (run in a new process,
+    which may fork)."""
+    script = (
+        "import pickle, sys\n"
+        "from pathlib import Path\n"
+        "from harness.report import batch_read, load_kernel_reports, read_ahead\n"
+        "batch_read.SHARE_BYTES = 1  # two small reports: worth two processes here\n"
+        "paths = sorted(Path(sys.argv[1]).glob('*.ncu-rep'))\n"
+        "assert read_ahead(paths, jobs=2) == 2\n"
+        "sys.stdout.buffer.write(pickle.dumps([load_kernel_reports(p) for p in paths]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), read_cache.SWITCH_ENV: "off"}
+    ahead = subprocess.run([sys.executable, "-c", script, str(RUN)], env=env,
+                           capture_output=True, check=True).stdout
+    here = subprocess.run([sys.executable, "-c", script.replace(
+        "assert read_ahead(paths, jobs=2) == 2\n", ""), str(RUN)], env=env,
+        capture_output=True, check=True).stdout
+    assert repr(pickle.loads(ahead)) == repr(pickle.loads(here))
+
+
+def test_a_report_read_after_another_reading_is_not_kept(tmp_path: Path) -> None:
+    """After an export of the report (ncu_report then answers a derived unit in sectors, not
+    bytes), its profiles are not what a reading alone gives: they are used, never kept."""
+    report = ROOT / "tests" / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+    script = (
+        "import sys\n"
+        "from harness.report import export_columns, load_kernel_reports\n"
+        "if sys.argv[2] == 'export-first':\n"
+        "    export_columns(sys.argv[1])\n"
+        "profiles = load_kernel_reports(sys.argv[1])\n"
+        "print(profiles[0].metrics["
+        "'derived__memory_l2_theoretical_sectors_global_excessive'].unit)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_CACHE_DIR": str(tmp_path),
+           read_cache.SWITCH_ENV: "on"}
+
+    def unit(order: str) -> str:
+        return subprocess.run([sys.executable, "-c", script, str(report), order], env=env,
+                              capture_output=True, check=True, text=True).stdout.strip()
+
+    folder = tmp_path / read_cache.CACHE_FOLDER
+    assert unit("export-first") == "sector"
+    assert not list(folder.glob(f"*{read_cache.SUFFIX}"))
+    assert unit("alone") == "byte"  # read alone: kept
+    assert len(list(folder.glob(f"*{read_cache.SUFFIX}"))) == 1
+    assert unit("alone") == "byte"  # read back
+
+
+def test_an_export_in_parts_is_the_export_in_one() -> None:
+    """From `MIN_JOBS` cores an export is made in forked parts; here with two parts."""
+    script = (
+        "import hashlib, sys\n"
+        "from pathlib import Path\n"
+        "from harness.report import report_export\n"
+        "report_export.MIN_JOBS = 2 if sys.argv[2] == 'parts' else 10**6\n"
+        "text, rows = report_export._export(Path(sys.argv[1]), None, 'csv')\n"
+        "print(rows, hashlib.sha256(text.encode()).hexdigest())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    report = RUN / "register_tiled_256.ncu-rep"
+    parts, one = (subprocess.run([sys.executable, "-c", script, str(report), mode], env=env,
+                                 capture_output=True, check=True, text=True).stdout
+                  for mode in ("parts", "one"))
+    assert parts == one and int(one.split()[0]) > 10_000
