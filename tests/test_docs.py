@@ -270,9 +270,11 @@ def test_each_benchmark_tool_prints_its_use(tool: Path) -> None:
     assert len(completed.stdout.splitlines()) >= 3
 
 
-def test_reports_holds_at_most_a_hundred_files() -> None:
+def test_reports_holds_only_pages_and_sample_runs() -> None:
+    # three chains' pages (Markdown, HTML, plots), their sample runs and init's project:
+    # about 40 files a chain; dated logs or scratch output would push it past the bound
     files = [path for path in (ROOT / "reports").rglob("*") if path.is_file()]
-    assert 20 <= len(files) <= 100
+    assert 20 <= len(files) <= 130
 
 
 def test_every_command_has_a_short_help_that_ncuh_help_shows_whole() -> None:

@@ -1,19 +1,13 @@
 """Read the reports a command is about to need at once, in forked processes, one per core.
 
-`read_ahead(paths)` shares the reports not yet kept (`harness.report.read_cache`) into one
-share per core, the largest first to the least loaded; this process reads one share while a
-forked child reads each other one, and what they built is handed over
-(`read_cache.hand_over`) to `load_kernel_reports`, which the command then calls as it always
-does. Each process reads its share one report after another: ncu_report's first report in a
-process costs several times what the next ones do (its SASS disassembler and metric tables
-start), so one process per report would cost more than it saves on few cores. What was built after a
-report of other metrics is used, as it would be in one process, but not kept
-(`BuiltReport.alone`).
-
-Children are forked only from a process that has opened no report: the disassembler starts a
-thread of its own, after which a fork can hang, and ncu_report answers a few units from what
-its process asked before. (numpy's OpenBLAS threads stop themselves around a fork.) A report
-that could not be read is read again by the command itself, which then says what is wrong.
+`read_ahead(paths)` splits the reports not yet kept (`harness.report.read_cache`) into one
+share per core, largest first; this process reads one share while a forked child reads each
+other, and what they built is handed over (`read_cache.hand_over`) to `load_kernel_reports`.
+A process reads its share in turn: ncu_report's first report in a process costs several times
+the next ones (its disassembler and metric tables start), so a process per report would cost
+more than it saves. Children are forked only from a process that has opened no report: the
+disassembler starts a thread, after which a fork can hang. A report a child could not read is
+read again by the command itself, which then says what is wrong.
 """
 
 from __future__ import annotations

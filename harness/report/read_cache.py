@@ -1,19 +1,13 @@
 """Typed reports kept from an earlier read, so that a report is asked of ncu_report once.
 
-`load_kernel_reports` keeps what it built from a report under
-`<user cache>/_reports/<key>.pickle.z` and reads it back the next time the same report is
-read; diff's summaries of a report (`summary_key`) and `ncuh export`'s table (`<key>.txt.z`)
-are kept the same way. The key hashes the report's
-bytes together with this ncuh's report-reading code (`harness/report/*.py`), its version, the
-ncu_report it loaded and the Python that pickled it: an edited or replaced report, or another
-reader, never meets an old entry. Nothing is ever written beside a report.
-
-An entry is made only where every report opened before in the process had the same metric
-names and was asked in the same order (`builder.BuiltReport.alone`): ncu_report answers a few
-derived metrics' units from what was asked before in the same process, and an entry must hold
-what a reading of that report alone gives. Entries are read
-back through an unpickler that builds nothing but the report model's dataclasses and plain
-containers. The least recently used entries beyond `KEEP_BYTES` are dropped.
+What `load_kernel_reports` builds from a report, diff's summaries of it (`summary_key`) and
+`ncuh export`'s table are kept under `<user cache>/_reports/`, keyed by a hash of the report's
+bytes, this ncuh's report-reading code and version, the ncu_report and the Python in use: an
+edited report or another reader never meets an old entry. Nothing is written beside a report.
+ncu_report answers a few derived units from what its process asked before, so an entry is made
+only where the reading matches a reading of that report alone (`BuiltReport.alone`). Entries
+are read back by an unpickler that builds only the report model's dataclasses and plain
+containers; the least recently used beyond `KEEP_BYTES` are dropped, and
 `NCUH_REPORT_CACHE=off` reads and keeps nothing.
 """
 
