@@ -10,6 +10,7 @@ import base64
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -35,6 +36,13 @@ class Plot:
     def data_uri(self) -> str:
         return to_data_uri(self.png)
 
+
+
+def _legend(ax: Axes, **options: Any) -> None:
+    """A legend beside the axes, where anything is labelled (a report without the data draws
+    no bars and gets no empty legend box)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**options)
 
 def to_data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
@@ -146,7 +154,7 @@ def stall_chart(labels: Sequence[str], stalls: Sequence[dict[str, float]],
     ax.set_ylim(0, 110)
     ax.set_ylabel("% of stall cycles (total on top)")
     ax.set_title("Warp stall reasons per iteration", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _legend(ax, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     rotated = _ticks(ax, labels)
     return Plot("stalls", "Warp stall reasons per iteration (stacked)", _png(fig, True, rotated))
 
@@ -178,7 +186,7 @@ def roofline_chart(labels: Sequence[str], points: Sequence[Roofline]) -> Plot:
     ax.set_ylabel("GFLOP/s")
     ax.set_title("Roofline (single precision, DRAM)", fontsize=10)
     # many iterations: keep the legend readable in two columns beside the axes
-    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _legend(ax, fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return Plot("roofline", "Roofline: arithmetic intensity against achieved FLOP/s",
                 _png(fig, True))
 
@@ -201,7 +209,7 @@ def occupancy_chart(labels: Sequence[str], theoretical: Sequence[float | None],
     ax.set_ylim(0, 115)
     ax.set_ylabel("occupancy (% of warp slots)")
     ax.set_title("Occupancy and its limiter per iteration", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _legend(ax, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     rotated = _ticks(ax, labels)
     return Plot("occupancy", "Occupancy (theoretical, achieved) and its limiter",
                 _png(fig, True, rotated))
@@ -229,7 +237,7 @@ def instruction_mix_chart(labels: Sequence[str], mixes: Sequence[dict[str, float
     ax.set_ylim(0, 105)
     ax.set_ylabel("% of executed instructions")
     ax.set_title("Instruction mix per iteration", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _legend(ax, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     rotated = _ticks(ax, labels)
     return Plot("instruction_mix", "Executed instructions by class per iteration (stacked)",
                 _png(fig, True, rotated))
