@@ -121,8 +121,16 @@ def reproduced(ours: str, theirs: str) -> tuple[int, list[str]]:
     """How many of ncu's lines ncuh prints, in ncu's order and byte for byte (trailing
     spaces included), and ncu's lines it does not."""
     theirs_lines, ours_lines = theirs.splitlines(), ours.splitlines()
-    matcher = difflib.SequenceMatcher(None, theirs_lines, ours_lines, autojunk=False)
-    kept = [False] * len(theirs_lines)
+    # the lines both pages end with match as they stand; the matcher (quadratic on a page of
+    # thousands of lines) looks only at what comes before them
+    shared = min(len(theirs_lines), len(ours_lines))
+    tail = 0
+    while tail < shared and theirs_lines[-1 - tail] == ours_lines[-1 - tail]:
+        tail += 1
+    head_theirs, head_ours = theirs_lines[:len(theirs_lines) - tail], \
+        ours_lines[:len(ours_lines) - tail]
+    matcher = difflib.SequenceMatcher(None, head_theirs, head_ours, autojunk=False)
+    kept = [False] * len(head_theirs) + [True] * tail
     for block in matcher.get_matching_blocks():
         kept[block.a:block.a + block.size] = [True] * block.size
     return sum(kept), [line for line, k in zip(theirs_lines, kept, strict=True) if not k]
