@@ -20,8 +20,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from sqlalchemy import Connection, Engine, create_engine, event, func, inspect, select, text
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
 
@@ -333,9 +331,15 @@ def _claim_project(conn: Connection, record: RunRecord, name: str) -> None:
 
 
 def _insert(conn: Connection, table: Any) -> Any:
-    """The dialect's INSERT, which knows ON CONFLICT DO NOTHING (SQLite and PostgreSQL)."""
+    """The dialect's INSERT, which knows ON CONFLICT DO NOTHING (SQLite and PostgreSQL).
+    Each dialect's module is imported where it is used: the embedded store never loads
+    PostgreSQL's."""
     if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
         return postgresql_insert(table)
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
     return sqlite_insert(table)
 
 
