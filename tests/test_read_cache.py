@@ -180,3 +180,73 @@ def test_an_export_in_parts_is_the_export_in_one() -> None:
                                  capture_output=True, check=True, text=True).stdout
                   for mode in ("parts", "one"))
     assert parts == one and int(one.split()[0]) > 10_000
+
+
+def _kept_entry(folder: Path) -> tuple[str, bytes]:
+    """A real entry (the report model of one small report), kept into `folder`."""
+    from harness.report import load_kernel_reports
+
+    key = "k" * 40
+    assert read_cache.keep(key, load_kernel_reports(RUN / "naive_256.ncu-rep"), folder)
+    return key, (folder / f"{key}{read_cache.SUFFIX}").read_bytes()
+
+
+def test_only_a_list_of_kernel_reports_is_served(tmp_path: Path) -> None:
+    key, data = _kept_entry(tmp_path)
+    assert [p.name for p in read_cache.fetch(key, tmp_path)] == ["sgemm_naive"]
+    for foreign in ([1, 2, "x"], {"a": 1}, [("tuple",)], []):
+        (tmp_path / f"{key}{read_cache.SUFFIX}").write_bytes(zlib.compress(pickle.dumps(foreign)))
+        assert read_cache.fetch(key, tmp_path) in (None, []), foreign
+
+
+def test_an_entry_that_is_no_regular_file_or_inflates_past_the_bound_is_none(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key, data = _kept_entry(tmp_path)
+    entry = tmp_path / f"{key}{read_cache.SUFFIX}"
+    entry.unlink()
+    entry.symlink_to("/dev/zero")  # read whole, it would never end
+    assert read_cache.fetch(key, tmp_path) is None
+    entry.unlink()
+    os.mkfifo(entry)  # opened for reading, it would wait for a writer
+    assert read_cache.fetch(key, tmp_path) is None
+    entry.unlink()
+    entry.write_bytes(data)
+    monkeypatch.setattr(read_cache, "MAX_PLAIN_BYTES", len(zlib.decompress(data)) - 1)
+    assert read_cache.fetch(key, tmp_path) is None  # one byte past the bound
+    monkeypatch.setattr(read_cache, "MAX_PLAIN_BYTES", len(zlib.decompress(data)))
+    assert read_cache.fetch(key, tmp_path) is not None  # at the bound
+
+
+def test_a_cache_folder_others_may_write_is_not_used(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path))
+    folder = read_cache.folder()
+    key, _ = _kept_entry(folder)
+    folder.chmod(0o700)
+    assert read_cache.usable(folder) and read_cache.fetch(key) is not None
+    folder.chmod(0o777)  # a shared folder: anyone could have planted the entry
+    assert not read_cache.usable(folder)
+    assert read_cache.fetch(key) is None
+    assert not read_cache.keep("n" * 40, [])
+    folder.chmod(0o700)
+
+
+def test_a_cache_folder_that_cannot_be_named_leaves_diff_to_read_the_reports(
+        tmp_path: Path) -> None:
+    env = {**os.environ, "NCUH_CACHE_DIR": str(tmp_path / ("x" * 300)),
+           "PYTHONPATH": str(ROOT), read_cache.SWITCH_ENV: "on"}
+    args = ["diff", str(BASELINE), str(CURRENT), "--format", "json"]
+    assert _ncuh(args, env) == _ncuh(args, {**env, read_cache.SWITCH_ENV: "off"})
+
+
+def test_what_a_killed_writer_left_an_hour_ago_is_pruned(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path))
+    folder = read_cache.folder()
+    folder.mkdir(mode=0o700)
+    old, new = folder / ".incomplete-old", folder / ".incomplete-new"
+    old.write_bytes(b"x")
+    new.write_bytes(b"x")
+    os.utime(old, (0, 0))
+    assert read_cache.keep_text("t" * 40, "a table")
+    assert not old.exists() and new.exists()

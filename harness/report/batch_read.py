@@ -46,9 +46,8 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None,
         if key is None or key in todo or read_cache.taken(key) is not None or (
                 wanted is not None and read_cache.taken_summaries(key, wanted) is not None):
             continue
-        if read_cache.wanted() and (read_cache.entry_path(key).is_file() or (
-                wanted is not None
-                and read_cache.entry_path(read_cache.summary_key(key)).is_file())):
+        if read_cache.wanted() and (_kept(key) or (
+                wanted is not None and _kept(read_cache.summary_key(key)))):
             continue
         todo[key] = Path(path)
     # A process's first report costs it several times what the next ones do (the
@@ -59,22 +58,35 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None,
     if jobs < 2:
         return 0
     own, *others = _shares(todo, jobs)
-    with tempfile.TemporaryDirectory(prefix="ncuh-read-") as handoff:
-        folder = Path(handoff)
-        with _children(others, folder, wanted):
-            # this process reads a share too, while the children read theirs: only theirs
-            # pay for a second disassembler and for the way back
-            for key, path in own:
-                built = _built(path, wanted)
-                if built is not None:
-                    _hand_over(key, built.profiles, built.alone, wanted)
-        for key, _ in (item for share in others for item in share):
-            for alone in (True, False):
-                entry = read_cache.entry_path(key, folder / _FOLDERS[alone])
-                profiles = read_cache.fetch(key, entry.parent)
-                if profiles is not None:
-                    _hand_over(key, profiles, alone, wanted, entry)
+    # reading ahead is optional: no temporary folder or no fork (a full disk, too many
+    # processes) leaves every report to the command, which reads it as it always does
+    try:
+        with tempfile.TemporaryDirectory(prefix="ncuh-read-") as handoff:
+            folder = Path(handoff)
+            with _children(others, folder, wanted):
+                # this process reads a share too, while the children read theirs: only theirs
+                # pay for a second disassembler and for the way back
+                for key, path in own:
+                    built = _built(path, wanted)
+                    if built is not None:
+                        _hand_over(key, built.profiles, built.alone, wanted)
+            for key, _ in (item for share in others for item in share):
+                for alone in (True, False):
+                    entry = read_cache.entry_path(key, folder / _FOLDERS[alone])
+                    profiles = read_cache.fetch(key, entry.parent)
+                    if profiles is not None:
+                        _hand_over(key, profiles, alone, wanted, entry)
+    except OSError:
+        return 0
     return len(todo)
+
+
+def _kept(key: str) -> bool:
+    """Whether the cache holds an entry under `key`; False where the cache cannot be read."""
+    try:
+        return read_cache.entry_path(key).is_file()
+    except (OSError, RuntimeError):  # no home directory, a name too long, no permission
+        return False
 
 
 def _built(path: Path, wanted: Wanted | None) -> BuiltReport | None:
@@ -138,8 +150,8 @@ def _children(shares: list[list[tuple[str, Path]]], handoff: Path,
                 _child(share, handoff, wanted)
             running.add(pid)
         yield
-        while running:
-            pid, _ = os.wait()
+        for pid in list(running):  # these children only: another's exit status stays its own
+            os.waitpid(pid, 0)
             running.discard(pid)
     finally:
         # an interrupt: no child reads on after the command is gone

@@ -16,18 +16,21 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import importlib.metadata
 import io
 import os
 import pickle
 import stat
 import sys
 import tempfile
+import time
 import zlib
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.report.model import KernelReport
 from harness.report.ncu_import import import_ncu_report
 from harness.util import cache_dir
 
@@ -38,6 +41,10 @@ KEEP_BYTES = 512 * 1024 * 1024  # entries are about a fifth of their report
 _FORMAT = 1
 _PACKAGE = Path(__file__).resolve().parent
 _CHUNK = 1 << 20
+# An entry is a fifth of its report; past these it is not one of ours (a planted file, a
+# link to a device, a zlib bomb) and is read as no entry.
+MAX_ENTRY_BYTES = 256 * 1024 * 1024
+MAX_PLAIN_BYTES = 1024 * 1024 * 1024
 
 
 # What `batch_read` read ahead for this process (here or in its children): report key ->
@@ -79,12 +86,24 @@ def folder() -> Path:
 def _reader_fingerprint() -> bytes:
     """What a kept entry was built by: this package's reading code, ncuh, ncu_report, Python."""
     digest = hashlib.sha256(f"{_FORMAT}|{__version__}|{sys.version}".encode())
-    for source in sorted(_PACKAGE.glob("*.py")):
+    # the reading code, and the slimmed sections the details view consults
+    sources = [*sorted(_PACKAGE.glob("*.py")), _PACKAGE.parent / "profile" / "slim_sections.py"]
+    for source in sources:
         digest.update(source.name.encode())
-        digest.update(source.read_bytes())
+        with contextlib.suppress(OSError):
+            digest.update(source.read_bytes())
     module = import_ncu_report()
-    digest.update(str(getattr(module, "__version__", "")).encode())
     digest.update(str(getattr(module, "__file__", "")).encode())
+    # ncu_report carries no __version__: its installed metadata, else its own files' bytes
+    try:
+        digest.update(importlib.metadata.version("ncu-report").encode())
+    except importlib.metadata.PackageNotFoundError:
+        digest.update(str(getattr(module, "__version__", "")).encode())
+    for library in sorted(Path(str(getattr(module, "__file__", "."))).parent.glob("*.so")):
+        with contextlib.suppress(OSError):
+            stat_result = library.stat()
+            digest.update(f"{library.name}|{stat_result.st_size}|{stat_result.st_mtime_ns}"
+                          .encode())
     return digest.digest()
 
 
@@ -124,6 +143,38 @@ class _ModelUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not part of a kept report")
 
 
+def usable(target: Path) -> bool:
+    """Whether `target` may hold entries: a folder of this user's that no one else may write
+    (made so where it is missing). Another user's entries would be served as results."""
+    try:
+        target.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = target.stat()
+    except (OSError, RuntimeError):
+        return False
+    owner_ok = not hasattr(os, "getuid") or info.st_uid == os.getuid()
+    return stat.S_ISDIR(info.st_mode) and owner_ok and not info.st_mode & 0o022
+
+
+def _read_entry(path: Path) -> bytes | None:
+    """An entry's uncompressed bytes: a regular file (no link followed, no FIFO waited on)
+    of bounded size, inflated to a bounded size; None otherwise."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        handle = os.open(path, flags)
+    except OSError:
+        return None
+    with os.fdopen(handle, "rb") as stream:
+        info = os.fstat(stream.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
+            return None
+        packed = stream.read(MAX_ENTRY_BYTES + 1)
+    inflater = zlib.decompressobj()
+    data = inflater.decompress(packed, MAX_PLAIN_BYTES)
+    if inflater.unconsumed_tail or not inflater.eof:
+        return None
+    return data
+
+
 def entry_path(key: str, where: Path | None = None) -> Path:
     return (where or folder()) / f"{key}{SUFFIX}"
 
@@ -131,14 +182,21 @@ def entry_path(key: str, where: Path | None = None) -> Path:
 def fetch(key: str, where: Path | None = None) -> list[Any] | None:
     """The kernel reports kept under `key`; None where there is no readable entry."""
     try:
-        path = entry_path(key, where)
-        data = zlib.decompress(path.read_bytes())
+        target = where or folder()
+        if where is None and not usable(target):
+            return None
+        path = entry_path(key, target)
+        data = _read_entry(path)
+        if data is None:
+            return None
         profiles = _ModelUnpickler(io.BytesIO(data)).load()
     # RuntimeError: no home directory; the rest: a missing, cut or foreign entry
     except (OSError, RuntimeError, zlib.error, pickle.UnpicklingError, EOFError,
-            AttributeError, ImportError, TypeError, ValueError):
+            AttributeError, ImportError, TypeError, ValueError, MemoryError):
         return None
-    if not isinstance(profiles, list):
+    # what `keep` writes: a list of kernel reports (whole, or summaries); anything else is
+    # not ours
+    if not isinstance(profiles, list) or not all(isinstance(p, KernelReport) for p in profiles):
         return None
     if where is None:
         with contextlib.suppress(OSError):
@@ -159,9 +217,15 @@ def keep(key: str, profiles: list[Any], where: Path | None = None) -> bool:
 def fetch_text(key: str) -> str | None:
     """A text kept under `key` by `keep_text`; None where there is none readable."""
     try:
-        path = folder() / f"{key}.txt.z"
-        text = zlib.decompress(path.read_bytes()).decode("utf-8")
-    except (OSError, RuntimeError, zlib.error, UnicodeDecodeError):
+        target = folder()
+        if not usable(target):
+            return None
+        path = target / f"{key}.txt.z"
+        data = _read_entry(path)
+        if data is None:
+            return None
+        text = data.decode("utf-8")
+    except (OSError, RuntimeError, zlib.error, UnicodeDecodeError, MemoryError):
         return None
     with contextlib.suppress(OSError):
         os.utime(path)
@@ -189,7 +253,8 @@ def keep_file(key: str, entry: Path) -> bool:
 def _store(key: str, data: bytes, where: Path | None, suffix: str = SUFFIX) -> bool:
     try:
         target = where or folder()
-        target.mkdir(parents=True, exist_ok=True)
+        if not usable(target):
+            return False
         handle, temporary = tempfile.mkstemp(dir=target, prefix=".incomplete-")
         try:
             with os.fdopen(handle, "wb") as stream:
@@ -207,6 +272,13 @@ def _store(key: str, data: bytes, where: Path | None, suffix: str = SUFFIX) -> b
 
 
 def _prune(target: Path) -> None:
+    """Drop the least recently used entries past `KEEP_BYTES`, and what a process killed
+    while writing left behind an hour ago."""
+    stale = time.time() - 3600
+    for path in target.glob(".incomplete-*"):
+        with contextlib.suppress(OSError):
+            if path.stat().st_mtime < stale:
+                path.unlink()
     entries = []
     for path in target.glob("*.z"):
         with contextlib.suppress(OSError):
