@@ -192,7 +192,7 @@ def _kept_entry(folder: Path) -> tuple[str, bytes]:
 
 
 def test_only_a_list_of_kernel_reports_is_served(tmp_path: Path) -> None:
-    key, data = _kept_entry(tmp_path)
+    key, _ = _kept_entry(tmp_path)
     assert [p.name for p in read_cache.fetch(key, tmp_path)] == ["sgemm_naive"]
     for foreign in ([1, 2, "x"], {"a": 1}, [("tuple",)], []):
         (tmp_path / f"{key}{read_cache.SUFFIX}").write_bytes(zlib.compress(pickle.dumps(foreign)))

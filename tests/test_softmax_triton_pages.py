@@ -70,3 +70,23 @@ def test_the_best_iteration_beats_pytorch_near_the_copy() -> None:
     assert fused.speedups is not None and fused.speedups.reference is not None
     assert fused.speedups.reference >= 1.0          # 1.59x PyTorch on the H100
     assert 85.0 <= fused.gbps / 2946.5 * 100 <= 101.0  # % of the device copy in the same run
+
+
+def timings(p: KernelPage) -> list:
+    """The page's time finding against the previous iteration."""
+    return [f for f in p.good + p.bad if f.rule == "progress" and "speedup" in f.metrics]
+
+
+def test_an_iteration_after_three_launches_is_timed_against_all_three() -> None:
+    online = page("online")
+    [timing] = timings(online)
+    # 456.90 us over naive's three launches against online's 256.77 us: faster, not the
+    # "regression" its main kernel alone (184.19 us) would make of it
+    assert timing.kind == "good"
+    assert timing.metrics["speedup"] == pytest.approx(456.90 / 256.77, rel=1e-3)
+    assert "3 before, 1 now" in timing.title
+    assert online.previous_launches == 3
+    fused = page("fused")  # one launch each side: its main kernel's time, as before
+    [timing] = timings(fused)
+    assert timing.metrics["speedup"] == pytest.approx(256.77 / 175.84, rel=1e-3)
+    assert "launches" not in timing.title and fused.previous_launches == 1

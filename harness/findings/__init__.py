@@ -15,6 +15,8 @@ if TYPE_CHECKING:
     from harness.findings.bound import near_dram_peak
     from harness.findings.model import Finding, Kind
     from harness.findings.pipes import busiest as busiest_pipes
+    from harness.findings.progress import NAME as PROGRESS_RULE
+    from harness.findings.progress import duration_change
     from harness.findings.registry import RULES, get_rule, rule_names, run_rules, tldr_finding
 
 # public name -> (module, attribute), imported on first use so that importing the package does
@@ -29,6 +31,8 @@ _HOMES: dict[str, tuple[str, str]] = {
     "RULES": ("harness.findings.registry", "RULES"),
     "busiest_pipes": ("harness.findings.pipes", "busiest"),
     "describe_bound": ("harness.findings.bound", "describe"),
+    "duration_change": ("harness.findings.progress", "duration_change"),
+    "PROGRESS_RULE": ("harness.findings.progress", "NAME"),
     "get_rule": ("harness.findings.registry", "get_rule"),
     "near_dram_peak": ("harness.findings.bound", "near_dram_peak"),
     "rule_names": ("harness.findings.registry", "rule_names"),
@@ -37,6 +41,7 @@ _HOMES: dict[str, tuple[str, str]] = {
 }
 
 __all__ = [
+    "PROGRESS_RULE",
     "RULES",
     "Finding",
     "Kind",
@@ -45,6 +50,7 @@ __all__ = [
     "busiest_pipes",
     "classify_bound",
     "describe_bound",
+    "duration_change",
     "get_rule",
     "ncu_set_aside",
     "near_dram_peak",

@@ -69,10 +69,24 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
     if previous is None:
         return []
     findings: list[Finding] = []
-    old_t, new_t = previous.speed_of_light.duration_ns, profile.speed_of_light.duration_ns
+    findings += duration_change(previous.speed_of_light.duration_ns,
+                                profile.speed_of_light.duration_ns)
+    findings += _stall_deltas(profile, previous)
+    findings += _delta("Compute (SM) throughput", previous.speed_of_light.compute_throughput_pct,
+                       profile.speed_of_light.compute_throughput_pct, SECTION, True, 10.0)
+    findings += _delta("Achieved occupancy", previous.occupancy.achieved_pct,
+                       profile.occupancy.achieved_pct, "Occupancy", True, 10.0)
+    return findings
+
+
+def duration_change(old_t: float | None, new_t: float | None,
+                    launches: str = "") -> list[Finding]:
+    """The time finding of two iterations: faster or slower under the profiler, in ns.
+    `launches` says what was timed where an iteration runs several kernels."""
+    findings: list[Finding] = []
     if old_t and new_t:
         ratio = old_t / new_t
-        numbers = f"{fmt(old_t / 1e3, 2)} us -> {fmt(new_t / 1e3, 2)} us"
+        numbers = f"{fmt(old_t / 1e3, 2)} us -> {fmt(new_t / 1e3, 2)} us{launches}"
         if ratio >= FASTER:
             findings.append(Finding(
                 rule=NAME, kind="good",
@@ -89,9 +103,4 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
                 section=SECTION, weight=1e9, metrics={"speedup": ratio},
                 fix_title="Find what the change broke.",
                 what_if="What if the change were split in two, to see which half costs the time?"))
-    findings += _stall_deltas(profile, previous)
-    findings += _delta("Compute (SM) throughput", previous.speed_of_light.compute_throughput_pct,
-                       profile.speed_of_light.compute_throughput_pct, SECTION, True, 10.0)
-    findings += _delta("Achieved occupancy", previous.occupancy.achieved_pct,
-                       profile.occupancy.achieved_pct, "Occupancy", True, 10.0)
     return findings

@@ -27,10 +27,12 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import NcuhError, ReportError
 from harness.findings import (
+    PROGRESS_RULE,
     Finding,
     SetAside,
     busiest_pipes,
     describe_bound,
+    duration_change,
     ncu_set_aside,
     near_dram_peak,
     run_rules,
@@ -170,6 +172,7 @@ class KernelPage:
     roofline: Roofline = field(default_factory=Roofline)
     pipes: list[PipeUse] = field(default_factory=list)  # busiest first (Instruction Mix)
     previous_slug: str | None = None
+    previous_launches: int = 1  # the previous iteration's launches (its main kernel is set beside)
     # the key counters of this kernel, and beside the previous iteration's ("side by side")
     key_values: list[KeyValue] = field(default_factory=list)
     since_previous: list[Change] = field(default_factory=list)
@@ -483,10 +486,26 @@ def _display_source(item: _Item) -> str:
     return item.report_path.name
 
 
+def _iteration_ns(item: _Item) -> float | None:
+    """The profiled time of all the iteration's launches; None where one has none."""
+    times = [p.speed_of_light.duration_ns for p in (item.profile, *item.others)]
+    return sum(t for t in times if t) if all(times) else None
+
+
+def _iteration_time(findings: list[Finding], item: _Item, previous: _Item) -> list[Finding]:
+    """Where either iteration runs several kernels, the two are timed by all their launches:
+    the main kernels alone would set one launch of one against the whole of the other."""
+    kept = [f for f in findings if not (f.rule == PROGRESS_RULE and "speedup" in f.metrics)]
+    launches = f" over all launches ({1 + len(previous.others)} before, {1 + len(item.others)} now)"
+    return [*duration_change(_iteration_ns(previous), _iteration_ns(item), launches), *kept]
+
+
 def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
     profile = item.profile
     previous = item.previous.profile if item.previous else None
     findings = run_rules(profile, previous)
+    if item.previous is not None and (item.others or item.previous.others):
+        findings = _iteration_time(findings, item, item.previous)
     variant = item.variant
     size = _size_text(item.entry.size) if item.entry else None
     heading = profile.demangled_name or profile.name
@@ -530,6 +549,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         roofline=roofline,
         pipes=busiest_pipes(profile)[:PIPES_SHOWN],
         previous_slug=slugs.get(id(item.previous)) if item.previous else None,
+        previous_launches=1 + len(item.previous.others) if item.previous else 1,
         key_values=key_values(profile),
         since_previous=since_previous(previous, profile) if previous is not None else [],
         launches=_launch_rows(item),
