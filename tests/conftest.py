@@ -120,9 +120,15 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | 
     """`--dist loadgroup` by `worker_group`. xdist's own loadgroup reads marks through node
     ids that pytest 9.2 no longer lets a plugin rename (pytest-xdist issue 1386); a scope
     scheduler that groups by node id works on every pytest."""
-    if config.getvalue("dist") != "loadgroup":
+    # every distributing mode keeps the groups (above all: GPU tests never share a GPU)
+    if config.getvalue("dist") in ("no", "each", None):
         return None
     from xdist.scheduler import LoadScopeScheduling
+
+    if not all(hasattr(LoadScopeScheduling, name)
+               for name in ("_split_scope", "_assign_work_unit")):
+        raise pytest.UsageError("this pytest-xdist has no scope scheduler to group tests by: "
+                                "run with -n0, or install pytest-xdist<3.9")
 
     class GroupScheduling(LoadScopeScheduling):
         ordered = False
@@ -148,8 +154,9 @@ COLLECTED = pytest.StashKey[list[tuple[str, bool]]]()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    config.stash[COLLECTED] = [(item.nodeid, "gpu" in item.keywords) for item in items]
-    gpu_items = [item for item in items if "gpu" in item.keywords]
+    config.stash[COLLECTED] = [(item.nodeid, item.get_closest_marker("gpu") is not None)
+                               for item in items]
+    gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
     if not gpu_items:
         return
     reason = gpu_unavailable_reason()
