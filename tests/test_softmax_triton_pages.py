@@ -90,3 +90,10 @@ def test_an_iteration_after_three_launches_is_timed_against_all_three() -> None:
     [timing] = timings(fused)
     assert timing.metrics["speedup"] == pytest.approx(256.77 / 175.84, rel=1e-3)
     assert "launches" not in timing.title and fused.previous_launches == 1
+
+
+def test_a_page_names_the_parameters_its_run_used() -> None:
+    # the tuned winner, not the defaults its strategy describes (TILE 8192, STAGES 2)
+    assert page("multi_row").params == {"TILE": 4096, "PER_THREAD": 32, "PROGRAMS_PER_SM": 2,
+                                        "STAGES": 1}
+    assert page("fused").params == {"PER_THREAD": 16}

@@ -173,6 +173,7 @@ class KernelPage:
     pipes: list[PipeUse] = field(default_factory=list)  # busiest first (Instruction Mix)
     previous_slug: str | None = None
     previous_launches: int = 1  # the previous iteration's launches (its main kernel is set beside)
+    params: dict[str, Any] = field(default_factory=dict)  # the run's parameters of the variant
     # the key counters of this kernel, and beside the previous iteration's ("side by side")
     key_values: list[KeyValue] = field(default_factory=list)
     since_previous: list[Change] = field(default_factory=list)
@@ -550,6 +551,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         pipes=busiest_pipes(profile)[:PIPES_SHOWN],
         previous_slug=slugs.get(id(item.previous)) if item.previous else None,
         previous_launches=1 + len(item.previous.others) if item.previous else 1,
+        params=dict(item.entry.params) if item.entry is not None and item.entry.params else {},
         key_values=key_values(profile),
         since_previous=since_previous(previous, profile) if previous is not None else [],
         launches=_launch_rows(item),
