@@ -91,11 +91,10 @@ _REASONS: dict[str, tuple[str, str, str, str, str]] = {
 _STREAMING: dict[str, tuple[str, str, str]] = {
     "long_scoreboard": (
         "Keep more bytes in flight.",
-        "Warps wait for data from global memory, and each thread has one load outstanding. "
-        "Several independent loads per thread (unrolled, or 128-bit) before the first use "
-        "put more bytes in flight per warp.",
-        "What if each thread loaded several elements (or one 128-bit vector) before adding "
-        "any of them?",
+        "Warps wait for data from global memory. More independent loads per thread before "
+        "the first use (unrolled, or 128-bit where the loads are narrower) put more bytes in "
+        "flight per warp.",
+        "What if each thread issued more independent loads before using the first of them?",
     ),
     "barrier": (
         "Synchronize less often.",
