@@ -81,7 +81,8 @@ PROBLEMS = {
     "warps",
     "zoo_occupancy_registers": "limited by registers per thread (1 block per SM): 168 registers "
     "per thread allow 1 block of 8 warps per SM; at most 128 registers per thread "
-    "(__launch_bounds__(256, 2)) would fit 2 blocks, 16 warps",
+    "(__launch_bounds__(256, 2) in CUDA C++, maxnreg=128 in Triton) would fit 2 blocks, 16 "
+    "warps",
     "zoo_occupancy_warps": "compute-bound (FMA pipe at 71.9%)",
     "zoo_waves_tail": "tail effect: 1.25 waves, the partial last wave leaves 37.5% of SM time "
     "idle",

@@ -29,8 +29,8 @@ LIMITER_LABELS = {
 
 _FIX = {
     "registers": ("Use fewer registers per thread.",
-                  "What if we capped registers (__launch_bounds__ or a smaller per-thread tile) "
-                  "so one more block fits on each SM?"),
+                  "What if we capped registers (__launch_bounds__, Triton's maxnreg, or a "
+                  "smaller per-thread tile) so one more block fits on each SM?"),
     "shared_mem": ("Size tiles to fit more blocks.",
                    "What if tiles were sized so that two or more blocks' shared memory fits on "
                    "one SM (or the shared-memory carveout were raised)?"),

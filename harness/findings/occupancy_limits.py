@@ -87,7 +87,8 @@ def _limit(profile: KernelReport, resource: str) -> Limit | None:
         fit = per_thread // REGISTER_STEP * REGISTER_STEP
         return Limit(resource, blocks, f"{fmt(regs, 0)} registers per thread allow {per}",
                      f"at most {fit} registers per thread (__launch_bounds__({fmt(threads, 0)}, "
-                     f"{blocks + 1})) would fit {blocks + 1} blocks, "
+                     f"{blocks + 1}) in CUDA C++, maxnreg={fit} in Triton) would fit "
+                     f"{blocks + 1} blocks, "
                      f"{(blocks + 1) * warps_per_block} warps")
     if resource == "shared_mem":
         smem = profile.launch.shared_mem_per_block_bytes or 0.0
