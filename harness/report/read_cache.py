@@ -36,6 +36,7 @@ from harness.util import cache_dir
 
 CACHE_FOLDER = "_reports"
 SUFFIX = ".pickle.z"
+TEXT_SUFFIX = ".txt.z"  # an export's table (`keep_text`)
 SWITCH_ENV = "NCUH_REPORT_CACHE"  # "off": every report is read from the file, nothing kept
 KEEP_BYTES = 512 * 1024 * 1024  # entries are about a fifth of their report
 _FORMAT = 1
@@ -175,6 +176,24 @@ def _read_entry(path: Path) -> bytes | None:
     return data
 
 
+def _kept_bytes(name: str, where: Path | None) -> tuple[bytes, Path] | None:
+    """The inflated bytes of the entry file `name` and its path; None where there is none
+    readable. The cache's own entries are read only from a folder `usable` allows (`where`
+    is a folder this process made)."""
+    target = where or folder()
+    if where is None and not usable(target):
+        return None
+    path = target / name
+    data = _read_entry(path)
+    return (data, path) if data is not None else None
+
+
+def _used(path: Path) -> None:
+    """Mark an entry recently used: `_prune` keeps it longest."""
+    with contextlib.suppress(OSError):
+        os.utime(path)
+
+
 def entry_path(key: str, where: Path | None = None) -> Path:
     return (where or folder()) / f"{key}{SUFFIX}"
 
@@ -182,13 +201,10 @@ def entry_path(key: str, where: Path | None = None) -> Path:
 def fetch(key: str, where: Path | None = None) -> list[Any] | None:
     """The kernel reports kept under `key`; None where there is no readable entry."""
     try:
-        target = where or folder()
-        if where is None and not usable(target):
+        found = _kept_bytes(f"{key}{SUFFIX}", where)
+        if found is None:
             return None
-        path = entry_path(key, target)
-        data = _read_entry(path)
-        if data is None:
-            return None
+        data, path = found
         profiles = _ModelUnpickler(io.BytesIO(data)).load()
     # RuntimeError: no home directory; the rest: a missing, cut or foreign entry
     except (OSError, RuntimeError, zlib.error, pickle.UnpicklingError, EOFError,
@@ -199,8 +215,7 @@ def fetch(key: str, where: Path | None = None) -> list[Any] | None:
     if not isinstance(profiles, list) or not all(isinstance(p, KernelReport) for p in profiles):
         return None
     if where is None:
-        with contextlib.suppress(OSError):
-            os.utime(path)  # recently used: kept longest
+        _used(path)
     return profiles
 
 
@@ -217,18 +232,14 @@ def keep(key: str, profiles: list[Any], where: Path | None = None) -> bool:
 def fetch_text(key: str) -> str | None:
     """A text kept under `key` by `keep_text`; None where there is none readable."""
     try:
-        target = folder()
-        if not usable(target):
+        found = _kept_bytes(f"{key}{TEXT_SUFFIX}", None)
+        if found is None:
             return None
-        path = target / f"{key}.txt.z"
-        data = _read_entry(path)
-        if data is None:
-            return None
+        data, path = found
         text = data.decode("utf-8")
     except (OSError, RuntimeError, zlib.error, UnicodeDecodeError, MemoryError):
         return None
-    with contextlib.suppress(OSError):
-        os.utime(path)
+    _used(path)
     return text
 
 
@@ -238,7 +249,7 @@ def keep_text(key: str, text: str) -> bool:
         data = zlib.compress(text.encode("utf-8"), 1)
     except UnicodeEncodeError:
         return False
-    return _store(key, data, None, suffix=".txt.z")
+    return _store(key, data, None, suffix=TEXT_SUFFIX)
 
 
 def keep_file(key: str, entry: Path) -> bool:
