@@ -105,12 +105,12 @@ def _hand_over(key: str, profiles: list[Any], alone: bool, wanted: Wanted | None
                entry: Path | None = None) -> None:
     """Hand `profiles` to this process's readers; keep them where they read as alone (the
     entry a child wrote is copied as it is)."""
-    from harness.report.builder import every_metric
+    from harness.report.builder import kept_name
 
     read_cache.hand_over(key, profiles, wanted)
-    if not (alone and read_cache.wanted() and wanted in (None, every_metric)):
+    name = kept_name(key, wanted)
+    if name is None or not (alone and read_cache.wanted()):
         return
-    name = key if wanted is None else read_cache.summary_key(key)
     if entry is not None:
         read_cache.keep_file(name, entry)
     else:

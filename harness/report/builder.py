@@ -574,6 +574,34 @@ def summarize_report_file(path: Path | str, wanted: Callable[[str], bool]) -> Bu
     return BuiltReport([summarize_kernel(kernel, wanted) for kernel in report.kernels], alone)
 
 
+def kept_name(key: str, wanted: Callable[[str], bool] | None) -> str | None:
+    """The cache entry under which a reading of report `key` is kept: whole profiles under
+    the report's key, summaries of `every_metric` under its summary key; None for summaries
+    of fewer metrics, which are not kept."""
+    if wanted is None:
+        return key
+    return read_cache.summary_key(key) if wanted is every_metric else None
+
+
+def _already_read(key: str, wanted: Callable[[str], bool] | None = None
+                  ) -> list[KernelReport] | None:
+    """What a child read ahead or an earlier command kept of report `key`: its profiles, or
+    with `wanted` its summaries where there are some (whole profiles serve a summary too)."""
+    found = (read_cache.taken_summaries(key, wanted) if wanted is not None else None) \
+        or read_cache.taken(key)
+    if found is None and read_cache.wanted():
+        found = (read_cache.fetch(read_cache.summary_key(key)) if wanted is not None
+                 else None) or read_cache.fetch(key)
+    return found
+
+
+def _keep(key: str, built: BuiltReport, wanted: Callable[[str], bool] | None = None) -> None:
+    """Keep what was built where it reads as a reading of the report alone would."""
+    name = kept_name(key, wanted)
+    if name is not None and built.alone and read_cache.wanted():
+        read_cache.keep(name, built.profiles)
+
+
 def load_kernel_summaries(path: Path | str,
                           wanted: Callable[[str], bool]) -> list[KernelReport]:
     """`load_kernel_reports` for a reader of metrics' aggregate values, units and rules
@@ -584,16 +612,11 @@ def load_kernel_summaries(path: Path | str,
     import_ncu_report()
     path = Path(path)
     key = read_cache.report_key(path)
-    if key is not None:
-        profiles = read_cache.taken_summaries(key, wanted) or read_cache.taken(key)
-        if profiles is None and read_cache.wanted():
-            profiles = (read_cache.fetch(read_cache.summary_key(key))
-                        or read_cache.fetch(key))
-        if profiles is not None:
-            return profiles
+    if key is not None and (profiles := _already_read(key, wanted)) is not None:
+        return profiles
     built = summarize_report_file(path, wanted)
-    if key is not None and wanted is every_metric and built.alone and read_cache.wanted():
-        read_cache.keep(read_cache.summary_key(key), built.profiles)
+    if key is not None:
+        _keep(key, built, wanted)
     return built.profiles
 
 
@@ -609,13 +632,9 @@ def load_kernel_reports(path: Path | str, kernel_regex: str | None = None) -> li
         return [build_kernel_report(kernel) for kernel in select_kernels(report, kernel_regex)]
     path = Path(path)
     key = read_cache.report_key(path)
-    if key is not None:
-        profiles = read_cache.taken(key)
-        if profiles is None and read_cache.wanted():
-            profiles = read_cache.fetch(key)
-        if profiles is not None:
-            return profiles
+    if key is not None and (profiles := _already_read(key)) is not None:
+        return profiles
     built = build_report_file(path)
-    if key is not None and built.alone and read_cache.wanted():
-        read_cache.keep(key, built.profiles)
+    if key is not None:
+        _keep(key, built)
     return built.profiles
