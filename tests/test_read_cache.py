@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.report import read_cache
+from harness.util import kept_files
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "reports" / "runs" / "sgemm-h200-256"  # two real H200 reports and a manifest
@@ -57,13 +58,15 @@ def _outputs(mode: str, scratch: Path, cache: Path) -> dict[str, bytes]:
 def test_commands_write_the_same_bytes_uncached_cold_and_warm(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     uncached = _outputs("off", tmp_path, cache)
-    assert not (cache / read_cache.CACHE_FOLDER).exists()  # off keeps nothing
+    # off keeps nothing: no report read, no plot drawn
+    assert not (cache / read_cache.CACHE_FOLDER).exists() and not (cache / "_plots").exists()
     cold = _outputs("cold", tmp_path, cache)
     kept = sorted(p.name for p in (cache / read_cache.CACHE_FOLDER).iterdir())
     # the diff pair and the run's first report (its second collected other metrics, so read
     # after the first in one process it is used but not kept), and the export table
     assert sum(name.endswith(read_cache.SUFFIX) for name in kept) == 3
     assert sum(name.endswith(".txt.z") for name in kept) == 1
+    assert len(list((cache / "_plots").iterdir())) == 6  # the index's six plots
     warm = _outputs("warm", tmp_path, cache)
     assert len(uncached) > 8
     for name, data in uncached.items():
@@ -211,9 +214,9 @@ def test_an_entry_that_is_no_regular_file_or_inflates_past_the_bound_is_none(
     assert read_cache.fetch(key, tmp_path) is None
     entry.unlink()
     entry.write_bytes(data)
-    monkeypatch.setattr(read_cache, "MAX_PLAIN_BYTES", len(zlib.decompress(data)) - 1)
+    monkeypatch.setattr(kept_files, "MAX_PLAIN_BYTES", len(zlib.decompress(data)) - 1)
     assert read_cache.fetch(key, tmp_path) is None  # one byte past the bound
-    monkeypatch.setattr(read_cache, "MAX_PLAIN_BYTES", len(zlib.decompress(data)))
+    monkeypatch.setattr(kept_files, "MAX_PLAIN_BYTES", len(zlib.decompress(data)))
     assert read_cache.fetch(key, tmp_path) is not None  # at the bound
 
 

@@ -1,22 +1,26 @@
 """The index page's plots, as PNG bytes: GFLOP/s per iteration, stalls, roofline, occupancy.
 
 Figures are built on the Agg canvas directly (no pyplot state, nothing left open), small and
-at a modest DPI, so a chain of twenty kernels plots in well under a second each.
+at a modest DPI, under matplotlib's default settings (a user's matplotlibrc does not restyle
+the pages). Each chart is kept once drawn (`plot_cache`): the same inputs give the same
+plot without importing matplotlib.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import io
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-
+from harness.pages.plot_cache import kept_or_drawn
 from harness.report import Roofline
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 DPI = 100
 SIZE = (8.0, 3.6)
@@ -48,7 +52,29 @@ def to_data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
+def _kept(chart: Callable[..., Plot]) -> Callable[..., Plot]:
+    """`chart`, drawn once for the same inputs under matplotlib's defaults and kept."""
+
+    @functools.wraps(chart)
+    def kept(*args: Any, **options: Any) -> Plot:
+        def draw() -> tuple[str, str, bytes]:
+            import matplotlib  # here, not above: a kept plot needs no matplotlib
+
+            with matplotlib.rc_context():
+                matplotlib.rcdefaults()
+                plot = chart(*args, **options)
+            return plot.name, plot.title, plot.png
+
+        inputs = repr((args, sorted(options.items())))
+        return Plot(*kept_or_drawn(chart.__name__, inputs, draw))
+
+    return kept
+
+
 def _figure() -> tuple[Figure, Axes]:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=SIZE, dpi=DPI)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot(1, 1, 1)
@@ -76,12 +102,14 @@ def _ticks(ax: Axes, labels: Sequence[str]) -> bool:
     return bool(rotate)
 
 
+@_kept
 def gflops_chart(labels: Sequence[str], gflops: Sequence[float | None],
                  reference: float | None, reference_name: str = "reference") -> Plot:
     """GFLOP/s per iteration as bars, the project's reference as a horizontal line."""
     return _throughput_chart("gflops", "GFLOP/s", labels, gflops, reference, reference_name)
 
 
+@_kept
 def bandwidth_chart(labels: Sequence[str], gbps: Sequence[float | None],
                     reference: float | None, reference_name: str = "reference",
                     limit: float | None = None, limit_name: str = "limit") -> Plot:
@@ -119,6 +147,7 @@ def _throughput_chart(name: str, unit: str, labels: Sequence[str],
     return Plot(name, title, _png(fig, rotated=rotated))
 
 
+@_kept
 def stall_chart(labels: Sequence[str], stalls: Sequence[dict[str, float]],
                 top: int = 7) -> Plot:
     """Each iteration's stall cycles per issued instruction split by reason, stacked as shares
@@ -159,6 +188,7 @@ def stall_chart(labels: Sequence[str], stalls: Sequence[dict[str, float]],
     return Plot("stalls", "Warp stall reasons per iteration (stacked)", _png(fig, True, rotated))
 
 
+@_kept
 def roofline_chart(labels: Sequence[str], points: Sequence[Roofline]) -> Plot:
     """Arithmetic intensity against achieved FLOP/s under the DRAM and FP32 ceilings."""
     fig, ax = _figure()
@@ -191,6 +221,7 @@ def roofline_chart(labels: Sequence[str], points: Sequence[Roofline]) -> Plot:
                 _png(fig, True))
 
 
+@_kept
 def occupancy_chart(labels: Sequence[str], theoretical: Sequence[float | None],
                     achieved: Sequence[float | None], limiters: Sequence[str]) -> Plot:
     """Theoretical and achieved occupancy per iteration, each bar labelled with its limiter."""
@@ -215,6 +246,7 @@ def occupancy_chart(labels: Sequence[str], theoretical: Sequence[float | None],
                 _png(fig, True, rotated))
 
 
+@_kept
 def instruction_mix_chart(labels: Sequence[str], mixes: Sequence[dict[str, float]],
                           top: int = 8) -> Plot:
     """Each iteration's executed instructions by class (FP32, integer, global load, ...),
@@ -243,6 +275,7 @@ def instruction_mix_chart(labels: Sequence[str], mixes: Sequence[dict[str, float
                 _png(fig, True, rotated))
 
 
+@_kept
 def bound_unit_chart(labels: Sequence[str], units: Sequence[str],
                      pct: Sequence[float | None]) -> Plot:
     """Each iteration's binding unit at its % of peak (the unit named on the bar)."""

@@ -18,12 +18,9 @@ import dataclasses
 import hashlib
 import importlib.metadata
 import io
-import os
 import pickle
 import stat
 import sys
-import tempfile
-import time
 import zlib
 from functools import cache
 from pathlib import Path
@@ -32,20 +29,25 @@ from typing import Any
 from harness import __version__
 from harness.report.model import KernelReport
 from harness.report.ncu_import import import_ncu_report
-from harness.util import cache_dir
+from harness.util import (
+    CACHE_SWITCH_ENV,
+    cache_dir,
+    cache_wanted,
+    mark_used,
+    private_folder,
+    prune,
+    read_kept,
+    store,
+)
 
 CACHE_FOLDER = "_reports"
 SUFFIX = ".pickle.z"
 TEXT_SUFFIX = ".txt.z"  # an export's table (`keep_text`)
-SWITCH_ENV = "NCUH_REPORT_CACHE"  # "off": every report is read from the file, nothing kept
+SWITCH_ENV = CACHE_SWITCH_ENV  # "off": every report is read from the file, nothing kept
 KEEP_BYTES = 512 * 1024 * 1024  # entries are about a fifth of their report
 _FORMAT = 1
 _PACKAGE = Path(__file__).resolve().parent
 _CHUNK = 1 << 20
-# An entry is a fifth of its report; past these it is not one of ours (a planted file, a
-# link to a device, a zlib bomb) and is read as no entry.
-MAX_ENTRY_BYTES = 256 * 1024 * 1024
-MAX_PLAIN_BYTES = 1024 * 1024 * 1024
 
 
 # What `batch_read` read ahead for this process (here or in its children): report key ->
@@ -75,7 +77,7 @@ def taken_summaries(key: str, wanted: Any) -> list[Any] | None:
 
 
 def wanted() -> bool:
-    return os.environ.get(SWITCH_ENV, "").strip().lower() not in ("off", "0", "no", "false")
+    return cache_wanted()
 
 
 def folder() -> Path:
@@ -145,35 +147,9 @@ class _ModelUnpickler(pickle.Unpickler):
 
 
 def usable(target: Path) -> bool:
-    """Whether `target` may hold entries: a folder of this user's that no one else may write
-    (made so where it is missing). Another user's entries would be served as results."""
-    try:
-        target.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = target.stat()
-    except (OSError, RuntimeError):
-        return False
-    owner_ok = not hasattr(os, "getuid") or info.st_uid == os.getuid()
-    return stat.S_ISDIR(info.st_mode) and owner_ok and not info.st_mode & 0o022
-
-
-def _read_entry(path: Path) -> bytes | None:
-    """An entry's uncompressed bytes: a regular file (no link followed, no FIFO waited on)
-    of bounded size, inflated to a bounded size; None otherwise."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        handle = os.open(path, flags)
-    except OSError:
-        return None
-    with os.fdopen(handle, "rb") as stream:
-        info = os.fstat(stream.fileno())
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_ENTRY_BYTES:
-            return None
-        packed = stream.read(MAX_ENTRY_BYTES + 1)
-    inflater = zlib.decompressobj()
-    data = inflater.decompress(packed, MAX_PLAIN_BYTES)
-    if inflater.unconsumed_tail or not inflater.eof:
-        return None
-    return data
+    """Whether `target` may hold entries (`kept_files.private_folder`): another user's
+    entries would be served as results."""
+    return private_folder(target)
 
 
 def _kept_bytes(name: str, where: Path | None) -> tuple[bytes, Path] | None:
@@ -184,14 +160,8 @@ def _kept_bytes(name: str, where: Path | None) -> tuple[bytes, Path] | None:
     if where is None and not usable(target):
         return None
     path = target / name
-    data = _read_entry(path)
+    data = read_kept(path)
     return (data, path) if data is not None else None
-
-
-def _used(path: Path) -> None:
-    """Mark an entry recently used: `_prune` keeps it longest."""
-    with contextlib.suppress(OSError):
-        os.utime(path)
 
 
 def entry_path(key: str, where: Path | None = None) -> Path:
@@ -215,7 +185,7 @@ def fetch(key: str, where: Path | None = None) -> list[Any] | None:
     if not isinstance(profiles, list) or not all(isinstance(p, KernelReport) for p in profiles):
         return None
     if where is None:
-        _used(path)
+        mark_used(path)
     return profiles
 
 
@@ -239,7 +209,7 @@ def fetch_text(key: str) -> str | None:
         text = data.decode("utf-8")
     except (OSError, RuntimeError, zlib.error, UnicodeDecodeError, MemoryError):
         return None
-    _used(path)
+    mark_used(path)
     return text
 
 
@@ -262,43 +232,15 @@ def keep_file(key: str, entry: Path) -> bool:
 
 
 def _store(key: str, data: bytes, where: Path | None, suffix: str = SUFFIX) -> bool:
+    """Write packed `data` as the entry `key`: into `where` as it is, or into the cache,
+    which is then pruned."""
     try:
         target = where or folder()
         if not usable(target):
             return False
-        handle, temporary = tempfile.mkstemp(dir=target, prefix=".incomplete-")
-        try:
-            with os.fdopen(handle, "wb") as stream:
-                stream.write(data)
-            os.replace(temporary, target / f"{key}{suffix}")
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temporary)
-            raise
+        store(target, f"{key}{suffix}", data)
         if where is None:
-            _prune(target)
+            prune(target, KEEP_BYTES)
     except (OSError, RuntimeError):
         return False
     return True
-
-
-def _prune(target: Path) -> None:
-    """Drop the least recently used entries past `KEEP_BYTES`, and what a process killed
-    while writing left behind an hour ago."""
-    stale = time.time() - 3600
-    for path in target.glob(".incomplete-*"):
-        with contextlib.suppress(OSError):
-            if path.stat().st_mtime < stale:
-                path.unlink()
-    entries = []
-    for path in target.glob("*.z"):
-        with contextlib.suppress(OSError):
-            stat = path.stat()
-            entries.append((stat.st_mtime, stat.st_size, path))
-    entries.sort(reverse=True)
-    total = 0
-    for _, size, path in entries:
-        total += size
-        if total > KEEP_BYTES:
-            with contextlib.suppress(OSError):
-                path.unlink()

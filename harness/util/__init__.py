@@ -1,5 +1,5 @@
 """Small helpers every stage uses: atomic output, input-file checks, the user's cache
-folder, where ncu is installed, and Markdown escaping of data.
+folder and the files kept in it, where ncu is installed, and Markdown escaping of data.
 """
 
 from __future__ import annotations
@@ -20,6 +20,22 @@ if TYPE_CHECKING:
         holds_bad_text,
         read_text,
         regular_file,
+    )
+    from harness.util.kept_files import (
+        SWITCH_ENV as CACHE_SWITCH_ENV,
+    )
+    from harness.util.kept_files import (
+        keep as keep_file,
+    )
+    from harness.util.kept_files import (
+        mark_used,
+        private_folder,
+        prune,
+        read_kept,
+        store,
+    )
+    from harness.util.kept_files import (
+        wanted as cache_wanted,
     )
     from harness.util.markdown_text import (
         code_span,
@@ -63,6 +79,14 @@ _HOMES: dict[str, tuple[str, str]] = {
     "atomic_path": ("harness.util.atomic", "atomic_path"),
     "atomic_write_text": ("harness.util.atomic", "atomic_write_text"),
     "cache_dir": ("harness.util.user_cache", "cache_dir"),
+    "keep_file": ("harness.util.kept_files", "keep"),
+    "cache_wanted": ("harness.util.kept_files", "wanted"),
+    "CACHE_SWITCH_ENV": ("harness.util.kept_files", "SWITCH_ENV"),
+    "mark_used": ("harness.util.kept_files", "mark_used"),
+    "private_folder": ("harness.util.kept_files", "private_folder"),
+    "prune": ("harness.util.kept_files", "prune"),
+    "read_kept": ("harness.util.kept_files", "read_kept"),
+    "store": ("harness.util.kept_files", "store"),
     "code_span": ("harness.util.markdown_text", "code_span"),
     "column_holds_bad_text": ("harness.util.input_file", "column_holds_bad_text"),
     "holds_bad_text": ("harness.util.input_file", "holds_bad_text"),
@@ -81,20 +105,24 @@ _HOMES: dict[str, tuple[str, str]] = {
 
 __all__ = [
     "CACHE_ENV",
+    "CACHE_SWITCH_ENV",
     "PAUSE_ENV",
     "atomic_directory",
     "atomic_file_set",
     "atomic_path",
     "atomic_write_text",
     "cache_dir",
+    "cache_wanted",
     "code_span",
     "column_holds_bad_text",
     "deferred_signals",
     "file_kind",
     "holds_bad_text",
     "html_text",
+    "keep_file",
     "load_json",
     "load_toml",
+    "mark_used",
     "md_fenced",
     "md_one_line",
     "md_prose",
@@ -102,9 +130,13 @@ __all__ = [
     "ncu_executable",
     "ncu_install_dirs",
     "pause_at",
+    "private_folder",
+    "prune",
+    "read_kept",
     "read_text",
     "refuse_inputs",
     "regular_file",
+    "store",
     "terminate_as_interrupt",
     "version_key",
     "versioned_roots",

@@ -1,0 +1,83 @@
+"""Plots drawn before, kept under `<user cache>/_plots/` so that writing the same pages again
+neither imports matplotlib nor draws.
+
+A plot is a pure function of its chart's inputs: the key is a hash of the drawing code
+(plots.py), matplotlib's and Pillow's versions, the chart's name and the `repr` of its inputs
+(exact for floats). The drawing runs under matplotlib's default settings, so a user's
+matplotlibrc cannot make one key stand for two pictures. What is kept is a caption and PNG
+bytes, read back through `harness.util.read_kept` from a private folder; `NCUH_REPORT_CACHE=off`
+reads and keeps nothing here either.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import sys
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+from harness.util import cache_dir, cache_wanted, keep_file, mark_used, private_folder, read_kept
+
+FOLDER = "_plots"
+SUFFIX = ".png.z"
+KEEP_BYTES = 64 * 1024 * 1024  # a chain's six plots are about 200 KB
+_FORMAT = 1
+_DRAWING_CODE = Path(__file__).resolve().with_name("plots.py")
+_SEPARATOR = b"\0"  # after each text (UTF-8, never holding NUL), before the PNG
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@cache
+def _drawer_fingerprint() -> bytes:
+    digest = hashlib.sha256(f"{_FORMAT}|{sys.version}".encode())
+    digest.update(_DRAWING_CODE.read_bytes())
+    for package in ("matplotlib", "pillow"):
+        try:
+            digest.update(f"|{package} {importlib.metadata.version(package)}".encode())
+        except importlib.metadata.PackageNotFoundError:
+            digest.update(f"|{package} none".encode())
+    return digest.digest()
+
+
+def _key(chart: str, inputs: str) -> str | None:
+    try:
+        fingerprint = _drawer_fingerprint()
+    except OSError:
+        return None
+    return hashlib.sha256(fingerprint + chart.encode() + b"|" + inputs.encode()).hexdigest()
+
+
+def _unpacked(data: bytes) -> tuple[str, str, bytes] | None:
+    name, _, rest = data.partition(_SEPARATOR)
+    caption, _, png = rest.partition(_SEPARATOR)
+    if not png.startswith(_PNG_SIGNATURE):
+        return None
+    try:
+        return name.decode("utf-8"), caption.decode("utf-8"), png
+    except UnicodeDecodeError:
+        return None
+
+
+def kept_or_drawn(chart: str, inputs: str,
+                  draw: Callable[[], tuple[str, str, bytes]]) -> tuple[str, str, bytes]:
+    """The (file name stem, caption, PNG) of `chart` for `inputs` (their repr): kept from an
+    earlier drawing, else drawn by `draw` and kept."""
+    key = _key(chart, inputs) if cache_wanted() else None
+    try:
+        target = cache_dir() / FOLDER
+    except RuntimeError:  # no home directory
+        key = None
+    if key is None:
+        return draw()
+    path = target / f"{key}{SUFFIX}"
+    data = read_kept(path) if private_folder(target) else None
+    found = _unpacked(data) if data is not None else None
+    if found is not None:
+        mark_used(path)
+        return found
+    name, caption, png = draw()
+    keep_file(target, path.name,
+              name.encode() + _SEPARATOR + caption.encode() + _SEPARATOR + png, KEEP_BYTES)
+    return name, caption, png
