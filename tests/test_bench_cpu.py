@@ -458,9 +458,9 @@ def test_the_bundled_project_ships_h100_winners_that_a_fresh_install_finds(
         assert resolved.origin == "shipped"
         assert resolved.params == {**variant.params, **shipped.get(H100, "autotuned", size)
                                    ["params"]}
-    # the H100's winner at 1024 (BM=64, 2 blocks per SM, K split in two) is not the default
+    # the H100's winner at 1024 (a 64x256 tile, K split over two blocks) is not the default
     small = resolve_params(SGEMM, variant, SGEMM.parse_size("1024"), H100).params
-    assert (small["BM"], small["MIN_BLOCKS"], small["SPLIT"]) == (64, 2, 2)
+    assert (small["BM"], small["BN"], small["SPLIT"]) == (64, 256, 2)
     assert small != variant.params
     # another GPU model has no winners: the defaults
     assert resolve_params(SGEMM, variant, SGEMM.parse_size("1024"), "Tesla T4").params \
