@@ -48,8 +48,8 @@ def test_the_bundled_sgemm_project_loads_through_the_common_path() -> None:
     assert project.profile_size == (4096, 4096, 4096)
     assert [str(s) for s in project.default_sizes][-1] == "4096x4096x4096"
     autotuned = project.variant("autotuned")
-    assert autotuned.source == "double_buffered.cu" and autotuned.tunable
-    assert autotuned.capture_filter == "regex:^sgemm_double_buffered$"
+    assert autotuned.source == "multistage.cu" and autotuned.tunable
+    assert autotuned.capture_filter == "regex:^sgemm_multistage$"
 
 
 def test_a_second_project_with_a_python_launcher_and_an_nvrtc_source() -> None:

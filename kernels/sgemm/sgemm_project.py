@@ -33,9 +33,11 @@ MAX_GRID_X = 2**31 - 1
 
 SQUARE = ("naive", "coalesced", "smem_tiled")
 TILED = ("register_tiled", "vectorized", "bank_conflict_free")
-WARP = ("warptiled", "double_buffered", "async_copy")
+WARP = ("warptiled", "double_buffered", "async_copy", "multistage")
 VECTOR = ("vectorized", "bank_conflict_free", *WARP)
-DYNAMIC_SMEM = ("double_buffered", "async_copy")
+DYNAMIC_SMEM = ("double_buffered", "async_copy", "multistage")
+# Largest cluster every sm_90 GPU can launch (more needs a non-portable opt-in).
+MAX_PORTABLE_CLUSTER = 8
 
 REQUIRED: dict[str, tuple[str, ...]] = {
     "naive": ("BLOCK",),
@@ -48,6 +50,8 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "warptiled": ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "GROUP"),
     "double_buffered": ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "GROUP", "MIN_BLOCKS"),
     "async_copy": ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "GROUP", "MIN_BLOCKS", "STAGES"),
+    "multistage": ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "GROUP", "MIN_BLOCKS", "STAGES",
+                   "SPLIT"),
 }
 
 
@@ -121,6 +125,15 @@ def vec_define(size: Size, params: dict[str, int]) -> dict[str, int]:
     return {"VEC": int(vector_path(size))}
 
 
+def exact_define(size: Size, params: dict[str, int]) -> dict[str, int]:
+    """VEC, and EXACT=1 when every tile is whole (M, N, K multiples of BM, BN, BK) on the
+    vector path: the multistage kernel then compiles copies without bounds checks."""
+    vec = vector_path(size)
+    whole = (size.M % params["BM"] == 0 and size.N % params["BN"] == 0
+             and size.K % params["BK"] == 0)
+    return {"VEC": int(vec), "EXACT": int(vec and whole)}
+
+
 # ------------------------------------------------------------------------------ the families
 
 
@@ -147,6 +160,9 @@ def shared_mem_bytes(family: str, p: dict[str, int]) -> int:
         return p["BK"] * (p["BM"] + 4 + p["BN"]) * 4
     if family == "double_buffered":
         return 2 * p["BK"] * (p["BM"] + 4 + p["BN"]) * 4
+    if family == "multistage":  # transposed A rows padded to BM + 4; split-K parks a C tile
+        stages = p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"]) * 4
+        return max(stages, p["BM"] * p["BN"] * 4) if p["SPLIT"] > 1 else stages
     # async_copy: row-major A tile, rows padded to BK + 4
     return p["STAGES"] * (p["BM"] * (p["BK"] + 4) + p["BK"] * p["BN"]) * 4
 
@@ -164,6 +180,8 @@ def grid_for(family: str, p: dict[str, int], size: Size) -> tuple[int, int, int]
         return (cdiv(n, p["BLOCK"]), cdiv(m, p["BLOCK"]), 1)
     if family in ("blocktile_1d", *TILED):
         return (cdiv(n, p["BN"]), cdiv(m, p["BM"]), 1)
+    if family == "multistage":  # SPLIT consecutive blocks (one cluster) per output tile
+        return (cdiv(m, p["BM"]) * cdiv(n, p["BN"]) * p["SPLIT"], 1, 1)
     return (cdiv(m, p["BM"]) * cdiv(n, p["BN"]), 1, 1)
 
 
@@ -182,6 +200,8 @@ def _estimated_registers(family: str, p: dict[str, int]) -> int:
     """A lower bound on registers per thread: accumulators, fragments and ~24 for addressing."""
     if family == "async_copy":  # four k of A per row, two k of B
         fragments = 4 * p["TM"] + 2 * p["TN"]
+    elif family == "multistage":  # both fragments double-buffered; copies hold no registers
+        fragments = 2 * (p["TM"] + p["TN"])
     elif family == "double_buffered":  # plus the next tile, held in float4 registers
         threads = (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
         fragments = 2 * (p["TM"] + p["TN"]) + (p["BM"] + p["BN"]) * p["BK"] // threads
@@ -221,8 +241,17 @@ def _check_tiles(family: str, p: dict[str, int]) -> list[str]:
             problems.append(f"GROUP={p['GROUP']} must be at least 1")
         if p.get("MIN_BLOCKS", 1) < 1:
             problems.append(f"MIN_BLOCKS={p['MIN_BLOCKS']} must be at least 1")
-    if family == "async_copy" and p["STAGES"] < 2:
+    if family in ("async_copy", "multistage") and p["STAGES"] < 2:
         problems.append(f"STAGES={p['STAGES']} must be at least 2")
+    if family == "multistage":
+        if p["BK"] % 8 != 0:
+            problems.append(f"BK={p['BK']} must be a multiple of 8 (a warp copies 8 k of A)")
+        if not 1 <= p["SPLIT"] <= MAX_PORTABLE_CLUSTER:
+            problems.append(f"SPLIT={p['SPLIT']} must be between 1 and "
+                            f"{MAX_PORTABLE_CLUSTER} (blocks in one cluster)")
+        elif p["BM"] % p["SPLIT"] != 0:
+            problems.append(f"BM={p['BM']} must be a multiple of SPLIT={p['SPLIT']} "
+                            "(each block of a cluster writes BM/SPLIT rows)")
     if problems:
         return problems
 

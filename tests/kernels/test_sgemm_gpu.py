@@ -32,14 +32,14 @@ def _runnable(name: str, shape, params=None):
     return prepare(SGEMM, name, size, params)
 
 
-def verify(name: str, shape, alpha: float, beta: float, seed: int):
+def verify(name: str, shape, alpha: float, beta: float, seed: int, params=None):
     """One checked launch with the given alpha and beta (beta == 0: C starts as NaN)."""
     import cupy
 
     from harness.gpu.verify import check_outputs
 
     size = SGEMM.size(shape)
-    runnable = _runnable(name, shape)
+    runnable = _runnable(name, shape, params)
     inputs = sgemm_project.make_inputs(size, seed, alpha=alpha, beta=beta)
     truth = sgemm_project.expected(inputs, size)
     runnable(inputs)
@@ -72,6 +72,28 @@ def test_variant_matches_float64_reference(name: str, shape, beta: float) -> Non
                               seed=zlib.crc32(f"{name}{shape}".encode()))
     assert nonfinite == 0, f"{name} left {nonfinite} NaN/inf elements"
     assert error < 1e-4, f"{name} {shape}: relative error {error:.3g}"
+
+
+# K split over a cluster: the H100's 1024 winner (2 blocks) and a deeper split (4 blocks), on
+# whole tiles, partial tiles, the scalar path, a long K, and a K so short that ranks get none.
+SPLITS = [
+    {"BM": 64, "BN": 256, "BK": 16, "WM": 32, "WN": 64, "TM": 8, "TN": 8, "MIN_BLOCKS": 1,
+     "STAGES": 4, "SPLIT": 2},
+    {"BM": 64, "BN": 128, "BK": 8, "WM": 32, "WN": 64, "TM": 8, "TN": 8, "MIN_BLOCKS": 2,
+     "STAGES": 3, "SPLIT": 4},
+]
+
+
+@pytest.mark.parametrize("shape", [(1024, 1024, 1024), (1000, 1030, 999), (129, 260, 64),
+                                   (96, 200, 4096), (129, 67, 3)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("params", SPLITS, ids=["split2", "split4"])
+@pytest.mark.parametrize("beta", [-0.75, 0.0], ids=["beta_random_c", "beta0_nan_c"])
+def test_split_k_over_a_cluster_matches_float64_reference(params, shape, beta: float) -> None:
+    error, nonfinite = verify("autotuned", shape, alpha=1.5, beta=beta, params=params,
+                              seed=zlib.crc32(f"{params['SPLIT']}{shape}".encode()))
+    assert nonfinite == 0, f"SPLIT={params['SPLIT']} left {nonfinite} NaN/inf elements"
+    assert error < 1e-4, f"SPLIT={params['SPLIT']} {shape}: relative error {error:.3g}"
 
 
 @pytest.mark.parametrize("shape", [(17, 33, 65), (1000, 1030, 999), (129, 260, 64)])

@@ -1,0 +1,271 @@
+// Iteration 10: multistage copies that transpose. Tiles move global -> shared with cp.async,
+// STAGES deep, like iteration 9, but A is copied one float at a time (4-byte cp.async, as
+// CUTLASS's SIMT kernels do) straight into its transposed place As[k][m]: the fragments stay
+// k-major, so both are read with LDS.128 and double-buffered in registers as in iteration 8,
+// and no registers hold the next tile. A warp's A copies cover 4 rows x 8 consecutive k: 32
+// bytes of each row (one sector) and, with rows of BM + 4 floats, 32 distinct banks.
+// When every tile is whole (EXACT, set by the host: M, N, K multiples of BM, BN, BK and VEC),
+// copies read from a table of addresses built once (one add per copy per tile) with no
+// checks; otherwise every copy is bounds-checked and its src-size operand zero-fills. Both
+// paths in one kernel cost 2-3% at 4096 (more registers), hence the compile-time switch.
+// SPLIT > 1 splits K over a cluster of SPLIT blocks (one output tile): each parks its partial
+// sums in its shared memory, and after a cluster barrier each block adds one slice of the
+// tile over all ranks through distributed shared memory (mapa + ld.shared::cluster) and
+// writes it. That fills the GPU at sizes with fewer tiles than SMs, with no second launch.
+#include "common.cuh"
+
+#define THREADS ((BM / WM) * (BN / WN) * 32)
+#define TR (WM / TM)
+#define TC (WN / TN)
+#define AK 8                              // consecutive k of one row in a warp's A copies
+#define A_COPIES (BM * BK / THREADS)      // 4-byte copies of A per thread per tile
+#define B_COPIES (BK * BN / 4 / THREADS)  // 16-byte copies of B per thread per tile
+#define AS_STRIDE (BM + 4)
+#define STAGE_FLOATS (BK * AS_STRIDE + BK * BN)
+
+#ifndef EXACT
+#define EXACT 0
+#endif
+
+__device__ __forceinline__ unsigned shared_address(const float *p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void cp_async4(unsigned dst, const float *src, bool valid) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 4 : 0));
+}
+
+__device__ __forceinline__ void cp_async16(unsigned dst, const float *src, bool valid) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+                 "r"(valid ? 16 : 0));
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+template <int N_PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING));
+}
+
+#if SPLIT > 1
+#define CLUSTER_DIMS __cluster_dims__(SPLIT, 1, 1)
+
+__device__ __forceinline__ int cluster_rank() {
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    return static_cast<int>(rank);
+}
+
+// Arrive and wait: every block of the cluster is here, and their shared-memory writes are
+// visible to each other.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n"
+                 "barrier.cluster.wait.acquire.aligned;\n" ::);
+}
+
+// Four floats at the same shared-memory offset in block `rank` of the cluster.
+__device__ __forceinline__ float4 load_rank4(const float *p, int rank) {
+    const unsigned local = static_cast<unsigned>(__cvta_generic_to_shared(p));
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(local), "r"(rank));
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(remote));
+    return v;
+}
+#else
+#define CLUSTER_DIMS
+#endif
+
+extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, MIN_BLOCKS)
+sgemm_multistage(int M, int N, int K, float alpha, const float *__restrict__ A,
+                 const float *__restrict__ B, float beta, float *__restrict__ C) {
+    extern __shared__ __align__(16) float smem[];
+    const int tiles_m = CEIL_DIV(M, BM), tiles_n = CEIL_DIV(N, BN);
+    // Grouped block order over output tiles; the SPLIT blocks of one tile are consecutive.
+    const int pid = blockIdx.x / SPLIT, per_group = GROUP * tiles_n;
+    const int first_m = (pid / per_group) * GROUP;
+    const int group_rows = min(tiles_m - first_m, GROUP);
+    const int row0 = (first_m + (pid % per_group) % group_rows) * BM;
+    const int col0 = ((pid % per_group) / group_rows) * BN;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+    const int a_off = (warp / (BN / WN)) * WM + (lane / TC) * 4;
+    const int b_off = (warp % (BN / WN)) * WN + (lane % TC) * 4;
+
+    const int all_tiles = CEIL_DIV(K, BK);
+#if SPLIT > 1
+    const int rank = cluster_rank();
+    const int t_begin = all_tiles * rank / SPLIT;
+    const int tiles = all_tiles * (rank + 1) / SPLIT - t_begin;
+#else
+    const int t_begin = 0, tiles = all_tiles;
+#endif
+
+#if EXACT
+    // Copy l of A: row (idx / AK) % BM, k (idx / (AK * BM)) * AK + idx % AK of the tile.
+    const unsigned smem0 = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+    const float *a_src[A_COPIES];
+    const float *b_src[B_COPIES];
+    unsigned a_dst[A_COPIES], b_dst[B_COPIES];
+#pragma unroll
+    for (int l = 0; l < A_COPIES; ++l) {
+        const int idx = tid + l * THREADS;
+        const int r = (idx / AK) % BM, c = (idx / (AK * BM)) * AK + idx % AK;
+        a_src[l] = A + (size_t)(row0 + r) * K + t_begin * BK + c;
+        a_dst[l] = smem0 + 4 * (c * AS_STRIDE + r);
+    }
+#pragma unroll
+    for (int l = 0; l < B_COPIES; ++l) {
+        const int idx = tid + l * THREADS;
+        b_src[l] = B + (size_t)(t_begin * BK + idx / (BN / 4)) * N + col0 + idx % (BN / 4) * 4;
+        b_dst[l] = smem0 + 4 * (BK * AS_STRIDE + idx * 4);
+    }
+    // Tiles are issued in order, so each call advances the table by one tile.
+    auto issue = [&](int stage, int) {
+        const unsigned off = stage * STAGE_FLOATS * 4;
+#pragma unroll
+        for (int l = 0; l < A_COPIES; ++l) {
+            cp_async4(a_dst[l] + off, a_src[l], true);
+            a_src[l] += BK;
+        }
+#pragma unroll
+        for (int l = 0; l < B_COPIES; ++l) {
+            cp_async16(b_dst[l] + off, b_src[l], true);
+            b_src[l] += (size_t)BK * N;
+        }
+    };
+#else
+    // Every element checked; an invalid copy reads nothing (src-size 0) but still needs a
+    // legal address, and A (or B) is one.
+    auto issue = [&](int stage, int k0) {
+        float *as = smem + stage * STAGE_FLOATS;
+        float *bs = as + BK * AS_STRIDE;
+#pragma unroll
+        for (int l = 0; l < A_COPIES; ++l) {
+            const int idx = tid + l * THREADS;
+            const int r = (idx / AK) % BM, c = (idx / (AK * BM)) * AK + idx % AK;
+            const int grow = row0 + r, gk = k0 + c;
+            const bool ok = grow < M && gk < K;
+            cp_async4(shared_address(&as[c * AS_STRIDE + r]), ok ? A + (size_t)grow * K + gk : A,
+                      ok);
+        }
+#pragma unroll
+        for (int l = 0; l < B_COPIES; ++l) {
+            const int idx = tid + l * THREADS;
+            const int r = idx / (BN / 4), c = idx % (BN / 4) * 4;
+            const int gk = k0 + r, gcol = col0 + c;
+            const unsigned dst = shared_address(&bs[r * BN + c]);
+#if VEC
+            const bool ok = gk < K && gcol < N;
+            cp_async16(dst, ok ? B + (size_t)gk * N + gcol : B, ok);
+#else
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const bool ok = gk < K && gcol + j < N;
+                cp_async4(dst + 4 * j, ok ? B + (size_t)gk * N + gcol + j : B, ok);
+            }
+#endif
+        }
+    };
+#endif
+
+    float acc[TM][TN] = {{0.0f}};
+    float a_frag[2][TM], b_frag[2][TN];
+    // Fragment addresses from per-thread bases, so each load is one LDS.128 with a constant
+    // offset (computing them from `smem` inside the lambda cost NVRTC ~60 extra integer
+    // instructions per tile and 25 registers).
+    const float *frag_a = smem + a_off;
+    const float *frag_b = smem + BK * AS_STRIDE + b_off;
+    auto load_frag = [&](int stage, int k, int f) {
+        const float *as = frag_a + stage * STAGE_FLOATS + k * AS_STRIDE;
+        const float *bs = frag_b + stage * STAGE_FLOATS + k * BN;
+#pragma unroll
+        for (int i = 0; i < TM / 4; ++i)
+            *reinterpret_cast<float4 *>(&a_frag[f][i * 4]) =
+                *reinterpret_cast<const float4 *>(as + i * TR * 4);
+#pragma unroll
+        for (int j = 0; j < TN / 4; ++j)
+            *reinterpret_cast<float4 *>(&b_frag[f][j * 4]) =
+                *reinterpret_cast<const float4 *>(bs + j * TC * 4);
+    };
+
+    // Prologue: STAGES-1 tiles in flight. Every thread commits a group per step, empty or
+    // not, so that the wait_group counts stay uniform.
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < tiles) issue(s, (t_begin + s) * BK);
+        cp_async_commit();
+    }
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    if (tiles > 0) load_frag(0, 0, 0);
+    int s_read = 0, s_write = STAGES - 1;
+    for (int t = 0; t < tiles; ++t) {
+        // The stage of tile t-1 is free: every thread passed the barrier that ended it.
+        if (t + STAGES - 1 < tiles) issue(s_write, (t_begin + t + STAGES - 1) * BK);
+        cp_async_commit();
+        s_write = s_write + 1 == STAGES ? 0 : s_write + 1;
+        const int s_next = s_read + 1 == STAGES ? 0 : s_read + 1;
+        const bool more = t + 1 < tiles;
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+            if (k + 1 < BK) {
+                load_frag(s_read, k + 1, (k + 1) & 1);
+            } else if (more) {
+                cp_async_wait<STAGES - 2>();  // this thread's copies of tile t+1 have landed
+                __syncthreads();              // everyone's have; tile t's fragments are read
+                load_frag(s_next, 0, 0);
+            }
+            // Column by column, alternating the direction down the rows: consecutive FFMAs
+            // share an operand (b[j] within a column, a[i] at each turn), which the compiler
+            // keeps in the operand reuse cache; this order measured faster than row-major.
+#pragma unroll
+            for (int j = 0; j < TN; ++j)
+#pragma unroll
+                for (int ii = 0; ii < TM; ++ii) {
+                    const int i = (j & 1) ? TM - 1 - ii : ii;
+                    acc[i][j] += a_frag[k & 1][i] * b_frag[k & 1][j];
+                }
+        }
+        s_read = s_next;
+    }
+    cp_async_wait<0>();
+#if SPLIT > 1
+    // Park the partial tile row-major in this block's shared memory (the stages are done);
+    // then rank r adds rows [r, r+1) * BM / SPLIT over all ranks and writes them.
+    __syncthreads();
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int r = a_off + (i / 4) * TR * 4 + i % 4;
+#pragma unroll
+        for (int j = 0; j < TN / 4; ++j)
+            *reinterpret_cast<float4 *>(&smem[r * BN + b_off + j * TC * 4]) =
+                *reinterpret_cast<const float4 *>(&acc[i][j * 4]);
+    }
+    cluster_sync();
+    constexpr int SLICE4 = BM / SPLIT * BN / 4;
+    for (int e = tid; e < SLICE4; e += THREADS) {
+        const int r = rank * (BM / SPLIT) + e / (BN / 4), c = e % (BN / 4) * 4;
+        float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+        for (int q = 0; q < SPLIT; ++q) {
+            const float4 v = load_rank4(&smem[r * BN + c], q);
+            sum.x += v.x;
+            sum.y += v.y;
+            sum.z += v.z;
+            sum.w += v.w;
+        }
+        store_row4(C, M, N, row0 + r, col0 + c, &sum.x, alpha, beta);
+    }
+    cluster_sync();  // no block may exit while another still reads its shared memory
+#else
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = row0 + a_off + (i / 4) * TR * 4 + i % 4;
+#pragma unroll
+        for (int j = 0; j < TN / 4; ++j)
+            store_row4(C, M, N, row, col0 + b_off + j * TC * 4, &acc[i][j * 4], alpha, beta);
+    }
+#endif
+}
