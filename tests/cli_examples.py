@@ -10,11 +10,16 @@ from __future__ import annotations
 
 import atexit
 import functools
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from click.testing import CliRunner
+
+from harness.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,6 +40,19 @@ def run(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     """`ncuh ARGS` in `cwd`."""
     return subprocess.run([sys.executable, "-m", "harness", *args], cwd=cwd,
                           capture_output=True, text=True, timeout=300, check=False)
+
+
+def run_here(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """`ncuh ARGS` in `cwd`, in this process (the command's own code, its exit status and
+    its stderr line, without a new interpreter's start): for the many commands of one
+    documented workflow that other tests also run in a process of their own."""
+    before = Path.cwd()
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(main, args)
+    finally:
+        os.chdir(before)
+    return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
 
 def run_once(args: tuple[str, ...], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:

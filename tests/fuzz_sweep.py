@@ -177,11 +177,15 @@ def fingerprint(folder: Path) -> dict[str, str]:
 # --- report corruptions ----------------------------------------------------------------------
 
 
-def report_mutants(data: bytes, rng: random.Random, count: int) -> Iterator[tuple[str, bytes]]:
-    """Seeded corruptions, in turn: 4 KiB flipped at 15-95% (the bug of issue 14), a few bytes
-    XORed anywhere, a truncation, 4 KiB zeroed."""
-    kinds = ("flip 4 KiB", "flip bytes", "truncate", "zero 4 KiB")
-    for index in range(count):
+REPORT_CORRUPTIONS = ("flip 4 KiB", "flip bytes", "truncate", "zero 4 KiB")
+
+
+def report_mutants(data: bytes, rng: random.Random, count: int,
+                   first: int = 0) -> Iterator[tuple[str, bytes]]:
+    """Seeded corruptions, in turn from the `first` kind: 4 KiB flipped at 15-95% (the bug of
+    issue 14), a few bytes XORed anywhere, a truncation, 4 KiB zeroed."""
+    kinds = REPORT_CORRUPTIONS
+    for index in range(first, first + count):
         kind = kinds[index % len(kinds)]
         mutant = bytearray(data)
         if kind == "truncate":
@@ -277,8 +281,10 @@ def report_cases(per_report: int, seed: int, work: Path,
         }
         pristine = {name: (tuple(make(good, work / f"pristine-{name}")),
                            work / f"pristine-{name}") for name, make in commands.items()}
-        for index, (kind, mutant) in enumerate(report_mutants(source.read_bytes(), rng,
-                                                              per_report)):
+        # each report takes the kinds on from where the one before stopped: with fewer cases
+        # than kinds per report, the reports together still meet every kind
+        mutants = report_mutants(source.read_bytes(), rng, per_report, number * per_report)
+        for index, (kind, mutant) in enumerate(mutants):
             case = work / f"report{number}-{index}"
             case.mkdir()
             path = case / source.name  # the same file name: outputs compare byte for byte

@@ -15,7 +15,7 @@ from types import ModuleType
 
 import click
 import pytest
-from cli_examples import local, run, run_once
+from cli_examples import local, run_here, run_once
 
 from harness.cli import main
 from harness.findings.registry import RULES
@@ -221,8 +221,10 @@ def test_the_shell_examples_that_need_no_gpu_run(tmp_path: Path) -> None:
             elif not all((cwd / p).exists() for p in _paths_read(command, args)):
                 continue  # a placeholder such as runs/<id>: parsed above, not run
             argv = [*group, command.name, *args]
-            # history commands change their store: each runs; the others once per process
-            completed = run(argv, cwd) if "history" in group else run_once(tuple(argv), cwd)
+            # history commands change their store: each runs (here: the history tests run
+            # them as processes); the others once per process
+            completed = (run_here(argv, cwd) if "history" in group
+                         else run_once(tuple(argv), cwd))
             assert completed.returncode in codes, (page, words, completed.stderr)
             ran.append(name)
     assert {"writeup", "diff", "report", "export", "init", "list", "check"} <= set(ran), ran

@@ -2,10 +2,10 @@
 issue 29, no traceback, no silent success, every refusal one line, clean output, no input
 changed (see tests/fuzz_sweep.py for what the outcomes mean).
 
-Sized for CI: each kind of report corruption once per report (every cause above still
-met), the JSON and TOML cases as many as before; `benchmarks/fuzz_counts.py` runs the same
-sweep larger and prints the table. The Hypothesis test beside it throws generated JSON
-documents at the manifest and bench readers.
+Sized for CI: each kind of report corruption once, the two real reports taking two kinds
+each (every cause above still met), the JSON and TOML cases as many as before;
+`benchmarks/fuzz_counts.py` runs the same sweep larger and prints the table. The Hypothesis
+test beside it throws generated JSON documents at the manifest and bench readers.
 """
 
 from __future__ import annotations
@@ -27,13 +27,13 @@ from harness.rundir.manifest import BenchFile, Manifest, load_bench, load_run
 def tally():
     # under pytest-xdist the other cores already run other tests: one process of cases
     workers = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
-    return sweep(per_report=4, json_cases=24, toml_cases=24, seed=14, workers=workers)
+    return sweep(per_report=2, json_cases=24, toml_cases=24, seed=14, workers=workers)
 
 
 def test_sweep_has_no_traceback_and_every_refusal_is_one_line(tally) -> None:
     print("\n" + table(tally))
     print(f"values changed where nothing could tell: {tally.changed_values}")
-    assert tally.total() >= 150
+    assert tally.total() >= 130  # the CI size: a smaller sweep fails here
     kinds = {target for target, _ in tally.counts if target.startswith("report (")}
     assert kinds == {f"report ({kind})" for kind in ("flip 4 KiB", "flip bytes", "truncate",
                                                      "zero 4 KiB")}
