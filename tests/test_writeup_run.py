@@ -16,6 +16,8 @@ from harness.pages.writeup import collect
 from harness.profile.processes import package_environment
 from harness.project import default_project_path, load_project
 
+REPO = Path(__file__).resolve().parent.parent
+
 REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 SIZE = [1024, 1024, 1024]
 
@@ -243,3 +245,19 @@ def test_bench_rows_show_gb_per_second_when_the_project_has_a_bytes_model(tmp_pa
     assert "1024x1024x1024: 5.000000 ms (429.5 GFLOP/s, 12.5 GB/s)" in render_page(
         page, writeup, "md")
     assert "<td class=\"n\">12.5</td>" in render_page(page, writeup, "html")
+
+
+@pytest.mark.parametrize(("project", "judged_by_bytes"), [
+    ("kernels/sgemm", False),  # counts FLOPs and bytes, no bandwidth limit: a GEMM
+    ("kernels/reduction", True),  # counts both, and stands beside a device copy
+    ("kernels/softmax_triton", True),
+])
+def test_the_index_judges_a_chain_by_gflops_unless_it_stands_beside_a_bandwidth_limit(
+        project: str, judged_by_bytes: bool) -> None:
+    from harness.pages.writeup import Chain
+    from harness.rundir.manifest import ProjectRecord
+
+    loaded = load_project(REPO / project)
+    assert Chain.from_project(loaded).counts_bytes is judged_by_bytes
+    record = ProjectRecord.model_validate_json(json.dumps(recorded(REPO / project, [[1024]])))
+    assert Chain.from_record(record).counts_bytes is judged_by_bytes

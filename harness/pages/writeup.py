@@ -291,7 +291,10 @@ class Chain:
     baseline: str | None = None  # the first variant's name (its key in speedups)
     baseline_title: str | None = None
     limits: tuple[Named, ...] = ()
-    counts_bytes: bool = True  # unknown (an older run): what bench.json holds decides
+    # the index judges by GB/s: the project counts bytes, and either no FLOPs or a bandwidth
+    # limit to stand beside (a device copy); a GEMM that counts both is judged by GFLOP/s.
+    # Unknown (an older run): what bench.json holds decides
+    counts_bytes: bool = True
     dims: tuple[str, ...] = ()  # the size's dimension names, where known
     folder: Path | None = None  # kernel sources beside the SASS: a loaded project's only
     # (FLOPs, bytes) at a size: the manifest's recorded counts, or a loaded project's model
@@ -312,7 +315,8 @@ class Chain:
             baseline=project.baseline.name if project.variants else None,
             baseline_title=project.baseline.title if project.variants else None,
             limits=tuple(Named(limit.name, limit.key) for limit in project.limits),
-            counts_bytes=project.bytes is not None,
+            counts_bytes=project.bytes is not None
+            and (project.flops is None or bool(project.limits)),
             dims=tuple(project.dims),
             folder=project.folder,
             work=lambda size: _project_work(project, size),
@@ -329,7 +333,9 @@ class Chain:
             baseline=record.baseline,
             baseline_title=record.baseline_title,
             limits=tuple(Named(limit.name, limit.key) for limit in record.limits),
-            counts_bytes=record.work_model.bytes if record.work_model is not None else True,
+            counts_bytes=record.work_model.bytes
+            and (not record.work_model.flops or bool(record.limits))
+            if record.work_model is not None else True,
             dims=tuple(record.dims or ()),
             work=_recorded_work(record),
         )
