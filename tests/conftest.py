@@ -91,20 +91,23 @@ def pytest_configure(config: pytest.Config) -> None:
 # Modules whose tests share one worker with other modules' tests: every GPU test, one after
 # the other (they never share the GPU); the history tests (one PostgreSQL server); the tests
 # that run the documented commands (each such command run once, tests/cli_examples.py); the
-# tests that read the reduction run's pages (written up once, tests/reduction_run.py).
+# tests that read the reduction run's pages (written up once, tests/reduction_run.py); the
+# tests that read every committed report in-process (each read once, packed_fixtures).
 WORKER_GROUPS = {
     "gpu": re.compile(r"(^|/)test_\w+_gpu\.py$"),
     "postgresql": re.compile(r"(^|/)test_history_\w+\.py$"),
     "examples": re.compile(r"(^|/)test_(docs|readme_commands|check_command)\.py$"),
     "reduction run": re.compile(r"(^|/)test_(reduction_pages|writeup_side_by_side)\.py$"),
+    "fixture reports": re.compile(
+        r"(^|/)test_(findings_claims|zoo_pages|pages_set|profile_metrics_raw)\.py$"),
 }
 
 
 # The groups that take longest, handed out first so that no worker is left running one of
 # them alone at the end; the others follow, most tests first.
-LONG_GROUPS = ("examples", "tests/test_details_page.py", "tests/test_fuzz.py",
+LONG_GROUPS = ("fixture reports", "examples", "tests/test_details_page.py", "tests/test_fuzz.py",
                "tests/test_signals.py", "tests/test_diff_fixture.py", "postgresql",
-               "tests/test_data_not_code.py", "tests/test_findings_claims.py")
+               "tests/test_data_not_code.py")
 
 
 def worker_group(nodeid: str) -> str:

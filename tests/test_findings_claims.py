@@ -14,11 +14,10 @@ import re
 from pathlib import Path
 
 import pytest
-from packed_fixtures import reports
+from packed_fixtures import cached_profiles, reports
 
 from harness.findings import evidence, pipes, run_rules, vectorization
 from harness.findings.model import Finding
-from harness.report.builder import load_kernel_reports
 from harness.report.model import InstructionClass, KernelReport, OpcodeCount, PipeUse
 
 ROOT = Path(__file__).parent.parent
@@ -36,9 +35,9 @@ def _all_reports() -> list[Path]:
     return [path for folder in FOLDERS for path in reports(folder)]
 
 
-@functools.cache
 def _profiles(path: Path) -> tuple[KernelReport, ...]:
-    return tuple(load_kernel_reports(path))
+    # read once per test process, shared with the other modules that read the fixtures
+    return tuple(cached_profiles(path))
 
 
 @functools.cache
