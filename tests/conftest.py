@@ -99,7 +99,7 @@ WORKER_GROUPS = {
     "examples": re.compile(r"(^|/)test_(docs|readme_commands|check_command)\.py$"),
     "reduction run": re.compile(r"(^|/)test_(reduction_pages|writeup_side_by_side)\.py$"),
     "fixture reports": re.compile(
-        r"(^|/)test_(findings_claims|zoo_pages|pages_set|profile_metrics_raw)\.py$"),
+        r"(^|/)test_(findings_claims|findings_prose|zoo_pages|pages_set|profile_metrics_raw)\.py$"),
 }
 
 
