@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,6 +32,11 @@ NAIVE_SMEM_REPORT = FIXTURES / "h100_sgemm_naive_smem.ncu-rep"
 NAIVE_SMEM_RAW_CSV = FIXTURES / "h100_sgemm_naive_smem.raw.csv"
 NAIVE_SMEM_DETAILS = FIXTURES / "h100_sgemm_naive_smem.details.txt.gz"
 GOLDEN = Path(__file__).parent / "golden"
+
+# Python's default, where the environment turns it off (PYTHONDONTWRITEBYTECODE): pytest keeps
+# each test module's rewritten asserts in __pycache__ (ignored by git), so each xdist worker,
+# and the next run, reads them instead of rewriting some 190 modules at every collection.
+sys.dont_write_bytecode = False
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
