@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 from harness.diff import STALL_PREFIX, STALL_SUFFIX
 from harness.history.series import Series
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 DPI = 80
 MAX_TICKS = 8
@@ -31,7 +33,17 @@ COUNTER_PANELS: tuple[tuple[str, tuple[str, ...], float], ...] = (
 )
 
 
+def _figure(width: float, height: float) -> Figure:
+    # matplotlib is imported where a figure is drawn: the commands that only add or check
+    # runs never pay for it
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=DPI)
+
+
 def _png(figure: Figure) -> bytes:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     buffer = io.BytesIO()
     FigureCanvasAgg(figure).print_png(buffer)
     return buffer.getvalue()
@@ -87,7 +99,7 @@ def series_figure(series: Series, step_indices: Sequence[int],
     rows = 1 + int(np.ceil(len(panels) / columns))
     # a fixed layout: matplotlib's constrained layout measures every label again, a third of
     # the time of a thousand-run figure
-    figure = Figure(figsize=(10.0, 2.4 * rows), dpi=DPI)
+    figure = _figure(10.0, 2.4 * rows)
     grid = figure.add_gridspec(rows, columns, left=0.07, right=0.98, top=0.94, bottom=0.08,
                                hspace=0.75, wspace=0.25)
     time_axes = figure.add_subplot(grid[0, :])
@@ -129,7 +141,7 @@ def _time_panel(axes: Axes, series: Series, x: np.ndarray, steps: Sequence[int])
 def gpu_figure(group: Sequence[Series], order: dict[int, int]) -> bytes:
     """One kernel on several GPU models side by side: each one's best time / its time (1 is
     that GPU's best), on the common order in which runs were added."""
-    figure = Figure(figsize=(10.0, 2.6), dpi=DPI)
+    figure = _figure(10.0, 2.6)
     figure.subplots_adjust(left=0.07, right=0.98, top=0.88, bottom=0.18)
     axes = figure.add_subplot()
     for color, series in zip(COLORS, group, strict=False):
