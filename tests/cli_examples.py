@@ -52,6 +52,9 @@ def run_here(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[s
         result = CliRunner().invoke(main, args)
     finally:
         os.chdir(before)
+    # a crash is no exit status a gate may accept: click's runner would report it as 1
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
     return subprocess.CompletedProcess(args, result.exit_code, result.stdout, result.stderr)
 
 

@@ -33,9 +33,10 @@ NAIVE_SMEM_RAW_CSV = FIXTURES / "h100_sgemm_naive_smem.raw.csv"
 NAIVE_SMEM_DETAILS = FIXTURES / "h100_sgemm_naive_smem.details.txt.gz"
 GOLDEN = Path(__file__).parent / "golden"
 
-# Python's default, where the environment turns it off (PYTHONDONTWRITEBYTECODE): pytest keeps
-# each test module's rewritten asserts in __pycache__ (ignored by git), so each xdist worker,
-# and the next run, reads them instead of rewriting some 190 modules at every collection.
+# Python's default, where the environment turns it off (PYTHONDONTWRITEBYTECODE), for the whole
+# test process: pytest keeps each test module's rewritten asserts in __pycache__ (ignored by
+# git, as are the harness modules' bytecode written beside them), so each xdist worker, and the
+# next run, reads them instead of rewriting every test module at every collection.
 sys.dont_write_bytecode = False
 
 
@@ -105,7 +106,8 @@ WORKER_GROUPS = {
     "examples": re.compile(r"(^|/)test_(docs|readme_commands|check_command)\.py$"),
     "reduction run": re.compile(r"(^|/)test_(reduction_pages|writeup_side_by_side)\.py$"),
     "fixture reports": re.compile(
-        r"(^|/)test_(findings_claims|findings_prose|zoo_pages|pages_set|profile_metrics_raw)\.py$"),
+        r"(^|/)test_(findings_claims|findings_prose|findings_coalescing|zoo_pages|pages_set"
+        r"|profile_metrics_raw|roofline|sass_hotspots)\.py$"),
 }
 
 

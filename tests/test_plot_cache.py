@@ -78,6 +78,13 @@ def test_a_kept_file_that_is_no_plot_is_drawn_anew(cache: Path) -> None:
     kept_files.keep(cache, kept.name, b"gflops\0caption\0<svg onload=alert(1)>", 1 << 20)
     assert plot_cache.kept_or_drawn("gflops_chart", "()", draw)[2].startswith(PNG)
     assert draw.calls == 3
+    # a name that would leave the pages' plots/ folder, with a real PNG behind it
+    kept_files.keep(cache, kept.name, b"../../escape\0caption\0" + PNG + b"x", 1 << 20)
+    assert plot_cache.kept_or_drawn("gflops_chart", "()", draw)[0] == "gflops"
+    assert draw.calls == 4
+    kept_files.keep(cache, kept.name, b"stalls_2\0caption\0" + PNG + b"x", 1 << 20)
+    assert plot_cache.kept_or_drawn("gflops_chart", "()", draw)[0] == "stalls_2"  # a plain stem
+    assert draw.calls == 4
 
 
 def test_real_charts_come_back_byte_for_byte(cache: Path) -> None:

@@ -30,7 +30,8 @@ def test_every_plot_renders_with_gaps():
         assert plot.data_uri.startswith("data:image/png;base64,iVBORw0KGgo")
 
 
-def test_same_data_same_bytes():
+def test_same_data_same_bytes(monkeypatch):
+    monkeypatch.setenv("NCUH_REPORT_CACHE", "off")  # drawn twice, not kept and read back
     first = gflops_chart(["a"], [1.0], reference=2.0).png
     assert first == gflops_chart(["a"], [1.0], reference=2.0).png
     assert to_data_uri(b"x") == "data:image/png;base64,eA=="

@@ -261,3 +261,21 @@ def test_the_index_judges_a_chain_by_gflops_unless_it_stands_beside_a_bandwidth_
     assert Chain.from_project(loaded).counts_bytes is judged_by_bytes
     record = ProjectRecord.model_validate_json(json.dumps(recorded(REPO / project, [[1024]])))
     assert Chain.from_record(record).counts_bytes is judged_by_bytes
+
+
+@pytest.mark.parametrize(("flops", "bytes_", "limits", "judged_by_bytes"), [
+    (False, True, False, True),  # only bytes: GB/s
+    (True, False, False, False),  # only FLOPs: GFLOP/s
+    (True, True, False, False),  # both, no limit: a GEMM
+    (True, True, True, True),  # both, beside a device copy
+    (False, False, False, False),  # neither: nothing to show as GB/s
+])
+def test_the_index_metric_from_a_recorded_work_model(flops: bool, bytes_: bool, limits: bool,
+                                                     judged_by_bytes: bool) -> None:
+    from harness.pages.writeup import Chain
+    from harness.rundir.manifest import ProjectRecord
+
+    block = recorded(REPO / ("kernels/reduction" if limits else "kernels/sgemm"), [[1024]])
+    block["work_model"] = {**block["work_model"], "flops": flops, "bytes": bytes_}
+    record = ProjectRecord.model_validate_json(json.dumps(block))
+    assert Chain.from_record(record).counts_bytes is judged_by_bytes

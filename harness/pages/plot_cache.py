@@ -2,17 +2,19 @@
 neither imports matplotlib nor draws.
 
 A plot is a pure function of its chart's inputs: the key is a hash of the drawing code
-(plots.py), matplotlib's and Pillow's versions, the chart's name and the `repr` of its inputs
-(exact for floats). The drawing runs under matplotlib's default settings, so a user's
-matplotlibrc cannot make one key stand for two pictures. What is kept is a caption and PNG
-bytes, read back through `harness.util.read_kept` from a private folder; `NCUH_REPORT_CACHE=off`
-reads and keeps nothing here either.
+(plots.py, and roofline.py whose derived values a chart plots), matplotlib's and Pillow's
+versions, the chart's name and the `repr` of its inputs (exact for floats). The drawing runs
+under matplotlib's default settings, so a user's matplotlibrc cannot make one key stand for two
+pictures. What is kept is a file name stem, a caption and PNG bytes, read back through
+`harness.util.read_kept` from a private folder and served only as a plain stem and a PNG;
+`NCUH_REPORT_CACHE=off` reads and keeps nothing here either.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.metadata
+import re
 import sys
 from collections.abc import Callable
 from functools import cache
@@ -24,7 +26,11 @@ FOLDER = "_plots"
 SUFFIX = ".png.z"
 KEEP_BYTES = 64 * 1024 * 1024  # a chain's six plots are about 200 KB
 _FORMAT = 1
-_DRAWING_CODE = Path(__file__).resolve().with_name("plots.py")
+# what a plot is drawn from: the charts, and the roofline's derived values they plot
+_DRAWING_CODE = (Path(__file__).resolve().with_name("plots.py"),
+                 Path(__file__).resolve().parent.parent / "report" / "roofline.py")
+# a kept plot's name becomes a file name under the pages' plots/ folder: a plain stem only
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
 _SEPARATOR = b"\0"  # after each text (UTF-8, never holding NUL), before the PNG
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -32,7 +38,8 @@ _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 @cache
 def _drawer_fingerprint() -> bytes:
     digest = hashlib.sha256(f"{_FORMAT}|{sys.version}".encode())
-    digest.update(_DRAWING_CODE.read_bytes())
+    for source in _DRAWING_CODE:
+        digest.update(source.read_bytes())
     for package in ("matplotlib", "pillow"):
         try:
             digest.update(f"|{package} {importlib.metadata.version(package)}".encode())
@@ -52,10 +59,10 @@ def _key(chart: str, inputs: str) -> str | None:
 def _unpacked(data: bytes) -> tuple[str, str, bytes] | None:
     name, _, rest = data.partition(_SEPARATOR)
     caption, _, png = rest.partition(_SEPARATOR)
-    if not png.startswith(_PNG_SIGNATURE):
+    if not png.startswith(_PNG_SIGNATURE) or not _NAME.fullmatch(name.decode("ascii", "replace")):
         return None
     try:
-        return name.decode("utf-8"), caption.decode("utf-8"), png
+        return name.decode("ascii"), caption.decode("utf-8"), png
     except UnicodeDecodeError:
         return None
 
