@@ -20,7 +20,14 @@ from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
-from harness.util import cache_dir, cache_wanted, keep_file, mark_used, private_folder, read_kept
+from harness.util import (
+    cache_dir,
+    cache_wanted,
+    keep_packed,
+    mark_used,
+    private_folder,
+    read_kept,
+)
 
 FOLDER = "_plots"
 SUFFIX = ".png.z"
@@ -85,6 +92,6 @@ def kept_or_drawn(chart: str, inputs: str,
         mark_used(path)
         return found
     name, caption, png = draw()
-    keep_file(target, path.name,
-              name.encode() + _SEPARATOR + caption.encode() + _SEPARATOR + png, KEEP_BYTES)
+    keep_packed(target, path.name,
+                name.encode() + _SEPARATOR + caption.encode() + _SEPARATOR + png, KEEP_BYTES)
     return name, caption, png

@@ -291,9 +291,8 @@ class Chain:
     baseline: str | None = None  # the first variant's name (its key in speedups)
     baseline_title: str | None = None
     limits: tuple[Named, ...] = ()
-    # the index judges by GB/s: the project counts bytes, and either no FLOPs or a bandwidth
-    # limit to stand beside (a device copy); a GEMM that counts both is judged by GFLOP/s.
-    # Unknown (an older run): what bench.json holds decides
+    # the index judges by GB/s (`_judged_by_bytes`); unknown (an older run): what bench.json
+    # holds decides
     counts_bytes: bool = True
     dims: tuple[str, ...] = ()  # the size's dimension names, where known
     folder: Path | None = None  # kernel sources beside the SASS: a loaded project's only
@@ -315,8 +314,8 @@ class Chain:
             baseline=project.baseline.name if project.variants else None,
             baseline_title=project.baseline.title if project.variants else None,
             limits=tuple(Named(limit.name, limit.key) for limit in project.limits),
-            counts_bytes=project.bytes is not None
-            and (project.flops is None or bool(project.limits)),
+            counts_bytes=_judged_by_bytes(project.bytes is not None, project.flops is not None,
+                                          bool(project.limits)),
             dims=tuple(project.dims),
             folder=project.folder,
             work=lambda size: _project_work(project, size),
@@ -333,13 +332,19 @@ class Chain:
             baseline=record.baseline,
             baseline_title=record.baseline_title,
             limits=tuple(Named(limit.name, limit.key) for limit in record.limits),
-            counts_bytes=record.work_model.bytes
-            and (not record.work_model.flops or bool(record.limits))
+            counts_bytes=_judged_by_bytes(record.work_model.bytes, record.work_model.flops,
+                                          bool(record.limits))
             if record.work_model is not None else True,
             dims=tuple(record.dims or ()),
             work=_recorded_work(record),
         )
 
+
+
+def _judged_by_bytes(counts_bytes: bool, counts_flops: bool, has_limits: bool) -> bool:
+    """Whether the index shows GB/s: the project counts bytes, and either no FLOPs or a
+    bandwidth limit to stand beside (a device copy); a GEMM that counts both shows GFLOP/s."""
+    return counts_bytes and (not counts_flops or has_limits)
 
 def _loaded_chain(project: Path) -> Chain | None:
     """The project the user named (--project): loaded, so its module runs."""

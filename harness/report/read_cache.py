@@ -176,8 +176,8 @@ def fetch(key: str, where: Path | None = None) -> list[Any] | None:
             return None
         data, path = found
         profiles = _ModelUnpickler(io.BytesIO(data)).load()
-    # RuntimeError: no home directory; the rest: a missing, cut or foreign entry
-    except (OSError, RuntimeError, zlib.error, pickle.UnpicklingError, EOFError,
+    # RuntimeError: no home directory; the rest: a cut or foreign pickle
+    except (OSError, RuntimeError, pickle.UnpicklingError, EOFError,
             AttributeError, ImportError, TypeError, ValueError, MemoryError):
         return None
     # what `keep` writes: a list of kernel reports (whole, or summaries); anything else is
@@ -207,7 +207,7 @@ def fetch_text(key: str) -> str | None:
             return None
         data, path = found
         text = data.decode("utf-8")
-    except (OSError, RuntimeError, zlib.error, UnicodeDecodeError, MemoryError):
+    except (OSError, RuntimeError, UnicodeDecodeError, MemoryError):
         return None
     mark_used(path)
     return text

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         SWITCH_ENV as CACHE_SWITCH_ENV,
     )
     from harness.util.kept_files import (
-        keep as keep_file,
+        keep as keep_packed,
     )
     from harness.util.kept_files import (
         mark_used,
@@ -79,7 +79,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "atomic_path": ("harness.util.atomic", "atomic_path"),
     "atomic_write_text": ("harness.util.atomic", "atomic_write_text"),
     "cache_dir": ("harness.util.user_cache", "cache_dir"),
-    "keep_file": ("harness.util.kept_files", "keep"),
+    "keep_packed": ("harness.util.kept_files", "keep"),
     "cache_wanted": ("harness.util.kept_files", "wanted"),
     "CACHE_SWITCH_ENV": ("harness.util.kept_files", "SWITCH_ENV"),
     "mark_used": ("harness.util.kept_files", "mark_used"),
@@ -119,7 +119,7 @@ __all__ = [
     "file_kind",
     "holds_bad_text",
     "html_text",
-    "keep_file",
+    "keep_packed",
     "load_json",
     "load_toml",
     "mark_used",
