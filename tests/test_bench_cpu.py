@@ -425,6 +425,7 @@ def test_environment_without_any_tool_is_all_none(monkeypatch) -> None:
 # --- tuning --------------------------------------------------------------------------------
 
 H100 = "NVIDIA H100 80GB HBM3"
+H200 = "NVIDIA H200"
 
 
 def test_sweep_enumerates_the_whole_product_and_filters_before_compiling() -> None:
@@ -442,22 +443,27 @@ def test_sweep_enumerates_the_whole_product_and_filters_before_compiling() -> No
     assert variant.params in valid or SGEMM.problems(variant, variant.params, size) != []
 
 
-def test_the_bundled_project_ships_h100_winners_that_a_fresh_install_finds(
+def test_the_bundled_project_ships_h100_and_h200_winners_that_a_fresh_install_finds(
     tmp_path: Path, monkeypatch
 ) -> None:
-    # A fresh install: no user cache at all. Only the H100 has winners of the current source;
-    # other 9.0 GPUs borrow them (next test).
+    # A fresh install: no user cache at all. The H100 and the H200 have winners of the current
+    # source at each size; other 9.0 GPUs borrow them (next test).
     monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path / "empty"))
     variant = SGEMM.variant("autotuned")
     shipped = TuneCache(shipped_path(SGEMM))
-    assert {e["gpu"] for e in shipped.entries} == {H100}
+    assert {e["gpu"] for e in shipped.entries} == {H100, H200}
     assert all(e["source_sha256"] == source_fingerprint(SGEMM, variant) for e in shipped.entries)
-    for text in ("1024", "2048", "4096"):
-        size = SGEMM.parse_size(text)
-        resolved = resolve_params(SGEMM, variant, size, H100)
-        assert resolved.origin == "shipped"
-        assert resolved.params == {**variant.params, **shipped.get(H100, "autotuned", size)
-                                   ["params"]}
+    for gpu in (H100, H200):
+        for text in ("1024", "2048", "4096"):
+            size = SGEMM.parse_size(text)
+            resolved = resolve_params(SGEMM, variant, size, gpu)
+            assert resolved.origin == "shipped"
+            assert resolved.params == {**variant.params, **shipped.get(gpu, "autotuned", size)
+                                       ["params"]}
+    # the two cards differ at 4096: the H200's winner keeps four stages in flight, not three
+    big = SGEMM.parse_size("4096")
+    assert resolve_params(SGEMM, variant, big, H100).params["STAGES"] == 3
+    assert resolve_params(SGEMM, variant, big, H200).params["STAGES"] == 4
     # the H100's winner at 1024 (a 64x256 tile, K split over two blocks) is not the default
     small = resolve_params(SGEMM, variant, SGEMM.parse_size("1024"), H100).params
     assert (small["BM"], small["BN"], small["SPLIT"]) == (64, 256, 2)
@@ -479,10 +485,12 @@ def test_a_gpu_model_without_winners_borrows_those_of_its_compute_capability(
                           user=empty, shipped=shipped)
     assert pcie.params == h100.params and pcie.params != variant.params
     assert pcie.origin == f"shipped for {H100} (same compute capability 9.0)"
-    h200 = resolve_params(SGEMM, variant, size, "NVIDIA H200", compute_capability="9.0",
-                          user=empty, shipped=shipped)
-    assert h200.params == h100.params
-    assert h200.origin == f"shipped for {H100} (same compute capability 9.0)"
+    # an H200 NVL takes the H200's (a longer shared name than the H100's)
+    nvl = resolve_params(SGEMM, variant, SGEMM.parse_size("4096"), "NVIDIA H200 NVL",
+                         compute_capability="9.0", user=empty, shipped=shipped)
+    assert nvl.origin == f"shipped for {H200} (same compute capability 9.0)"
+    assert nvl.params == resolve_params(SGEMM, variant, SGEMM.parse_size("4096"), H200,
+                                        user=empty, shipped=shipped).params
     # another architecture, or an unknown one, keeps the defaults
     for cc in ("8.0", "9.1", None):
         other = resolve_params(SGEMM, variant, size, "NVIDIA A100-SXM4-80GB",
