@@ -252,6 +252,11 @@ def _check_tiles(family: str, p: dict[str, int]) -> list[str]:
         elif p["BM"] % p["SPLIT"] != 0:
             problems.append(f"BM={p['BM']} must be a multiple of SPLIT={p['SPLIT']} "
                             "(each block of a cluster writes BM/SPLIT rows)")
+        elif p["SPLIT"] > 1 and (p["BM"] // p["SPLIT"]) * (p["BN"] // 4) % 32 != 0:
+            # Every lane of a warp must take the summing loop equally often: the cluster
+            # barrier after it is `.aligned`, which a warp must reach converged.
+            problems.append(f"a {p['BM'] // p['SPLIT']}x{p['BN']} slice of the tile per block "
+                            "must be a multiple of 32 float4 (SPLIT > 1)")
     if problems:
         return problems
 

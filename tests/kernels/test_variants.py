@@ -160,6 +160,9 @@ def test_default_launch_geometry_at_4096() -> None:
         ("autotuned", {"STAGES": 8, "BK": 32}, "shared memory"),
         ("autotuned", {"SPLIT": 16}, "SPLIT=16 must be between 1 and 8"),
         ("autotuned", {"BM": 64, "WM": 32, "SPLIT": 3}, "BM=64 must be a multiple of SPLIT=3"),
+        # 2 rows of 8 float4 per block: half a warp's lanes would sum once more than the rest
+        ("autotuned", {"BM": 16, "BN": 32, "WM": 16, "TM": 4, "WN": 32, "TN": 4, "SPLIT": 8},
+         "a 2x32 slice of the tile per block must be a multiple of 32 float4"),
         ("autotuned", {"TM": 16, "TN": 16, "WM": 64, "WN": 128}, "would spill"),
         ("double_buffered", {"BOGUS": 1}, "unknown parameter 'BOGUS'"),
         # THREADS follows from the tiles: it is not a parameter one can set.
@@ -212,6 +215,9 @@ def test_multistage_geometry_with_and_without_split() -> None:
     split = {**p, "BN": 256, "BK": 16, "WM": 32, "TN": 8, "MIN_BLOCKS": 1, "STAGES": 4,
              "SPLIT": 2}
     assert validate_params(v, split, (1024, 1024, 1024)) == []
+    # the same one-warp tile split four ways sums 32 float4 per block: every lane equally often
+    one_warp = {**p, "BM": 16, "BN": 32, "WM": 16, "TM": 4, "WN": 32, "TN": 4, "SPLIT": 4}
+    assert validate_params(v, one_warp, (1024, 1024, 1024)) == []
     assert threads_per_block(v, split) == 256
     # Two blocks (one cluster) per tile of C, partial edge tiles included.
     assert grid_for(v, split, (1024, 1024, 1024)) == (16 * 4 * 2, 1, 1)
