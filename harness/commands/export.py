@@ -9,16 +9,14 @@ from __future__ import annotations
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
 
 import click
 
 from harness.commands.options import kernel_option, out_alias_option, out_option
 from harness.errors import NcuhError, printable
-from harness.report import EXPORT_FORMATS, exported_text
-from harness.rundir import is_run_directory, load_run, run_inputs
+from harness.report import EXPORT_FORMATS, exported
+from harness.rundir import is_run_directory
 from harness.util import atomic_path, refuse_inputs
 
 
@@ -42,15 +40,30 @@ def export(report: Path, out: Path | None, output_alias: Path | None, fmt: str,
     output = out or output_alias
     # Nothing is written before the whole table is known to be readable: a bad report leaves
     # no file (an output file is written aside and renamed; stdout gets the table at once).
-    if output is not None:
-        refuse_inputs(output, run_inputs(report) if is_run_directory(report) else [report])
     if is_run_directory(report):
+        # imported here: the run's pydantic models cost a report's export its start-up
+        from harness.rundir import run_inputs
+
+        if output is not None:
+            refuse_inputs(output, run_inputs(report))
         if fmt != "csv":
             raise NcuhError(f"{report}: a run directory exports as CSV only (its metrics.csv)")
         _export_run(report, output, kernel_regex)
         return
-    text, rows = exported_text(report, kernel_regex, fmt)  # type: ignore[arg-type]
-    _write(output, lambda stream: stream.write(text), rows)
+    if output is not None:
+        refuse_inputs(output, [report])
+    made = exported(report, kernel_regex, fmt)  # type: ignore[arg-type]
+    if output is None:
+        buffer = getattr(sys.stdout, "buffer", None)  # a StringIO in place of stdout has none
+        if buffer is None:
+            sys.stdout.write(b"".join(made.pieces).decode())
+            return
+        sys.stdout.flush()
+        made.write(buffer)
+        return
+    with atomic_path(output) as tmp, tmp.open("wb") as stream:
+        made.write(stream)
+    click.echo(printable(f"wrote {made.rows:,} rows to {output}"), err=True)
 
 
 def _export_run(run_dir: Path, output: Path | None, kernel_regex: str | None) -> None:
@@ -58,6 +71,7 @@ def _export_run(run_dir: Path, output: Path | None, kernel_regex: str | None) ->
     `ncuh profile --metrics-csv` makes it (`harness.report.export_metrics_csv`: each report read
     in processes of its own, in parts at once)."""
     from harness.report import export_metrics_csv as metrics
+    from harness.rundir import load_run
 
     reports = [(entry.label, entry.report) for entry in load_run(run_dir).entries
                if entry.ok and entry.report is not None]
@@ -70,12 +84,3 @@ def _export_run(run_dir: Path, output: Path | None, kernel_regex: str | None) ->
         metrics(table, reports, kernel_regex=kernel_regex)
         with table.open(encoding="utf-8", newline="") as stream:
             shutil.copyfileobj(stream, sys.stdout)
-
-
-def _write(output: Path | None, write: Callable[[TextIO], object], rows: int) -> None:
-    if output is None:
-        write(sys.stdout)
-        return
-    with atomic_path(output) as tmp, tmp.open("w", encoding="utf-8", newline="") as stream:
-        write(stream)
-    click.echo(printable(f"wrote {rows:,} rows to {output}"), err=True)

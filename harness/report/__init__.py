@@ -34,7 +34,7 @@ if TYPE_CHECKING:
         stall_label,
     )
     from harness.report.ncu_import import import_ncu_report
-    from harness.report.report_export import exported_text
+    from harness.report.report_export import exported
     from harness.report.report_view import (
         DETAILS,
         VIEW_FORMATS,
@@ -75,7 +75,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "export_columns": ("harness.report.reportfile", "export_columns"),
     "every_metric": ("harness.report.builder", "every_metric"),
     "export_metrics_csv": ("harness.report.metrics_export", "metrics"),
-    "exported_text": ("harness.report.report_export", "exported_text"),
+    "exported": ("harness.report.report_export", "exported"),
     "hotspots": ("harness.report.sass_hotspots", "hotspots"),
     "import_ncu_report": ("harness.report.ncu_import", "import_ncu_report"),
     "limiters_of": ("harness.report.model", "limiters_of"),
@@ -112,7 +112,7 @@ __all__ = [
     "export_columns",
     "export_metrics",
     "export_metrics_csv",
-    "exported_text",
+    "exported",
     "hotspots",
     "import_ncu_report",
     "limiters_of",

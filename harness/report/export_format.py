@@ -11,7 +11,9 @@ import csv
 import io
 import json
 import math
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+import zlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, BinaryIO, Literal, TextIO
 
 from harness.report.reportfile import EXPORT_COLUMNS, ExportColumns
 
@@ -99,3 +101,23 @@ def export_text(table: ExportColumns | pd.DataFrame, fmt: ExportFormat = "csv") 
     write_export(table, buffer, fmt)
     return buffer.getvalue()
 
+
+
+@dataclass(frozen=True)
+class Exported:
+    """An export's text as UTF-8 pieces, in order, and its row count. Where it is to be kept,
+    `packed` holds each piece packed (zlib) where it was made: `read_cache.keep_text` takes
+    them as they are."""
+
+    pieces: list[bytes]
+    rows: int
+    packed: list[bytes] | None = None
+
+    def write(self, stream: BinaryIO) -> None:
+        for piece in self.pieces:
+            stream.write(piece)
+
+
+def packed_piece(piece: bytes, pack: bool) -> bytes | None:
+    """`piece` packed as a kept export's part is (zlib, fastest), if it is to be kept."""
+    return zlib.compress(piece, 1) if pack else None

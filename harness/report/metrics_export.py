@@ -148,22 +148,6 @@ def _export_part(task: _Part) -> tuple[Path, int]:
     return Path(handle.name), len(columns)
 
 
-def csv_in_parts(report: Path, kernel_regex: str | None, jobs: int) -> tuple[str, int]:
-    """`ncuh export`'s CSV of one report (header included) and its row count, made by `jobs`
-    forked processes at once, each a contiguous part; the calling process must not have read
-    a report (see `metrics`)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="ncuh-export-") as scratch:
-        tasks = [_Part(None, report, (index, jobs), Path(scratch), kernel_regex)
-                 for index in range(jobs)]
-        parts = _run_parts(tasks, jobs, in_this_process=False)
-        texts = [",".join(EXPORT_COLUMNS) + "\n"]
-        for part_path, _ in parts:
-            texts.append(part_path.read_text(encoding="utf-8"))
-    return "".join(texts), sum(rows for _, rows in parts)
-
-
 def _prepare_export() -> None:
     """The imports an export needs, done before its report exists."""
     import_ncu_report()

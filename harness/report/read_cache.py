@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.report.model import KernelReport
 from harness.report.ncu_import import import_ncu_report
 from harness.util import (
     CACHE_SWITCH_ENV,
@@ -182,6 +181,8 @@ def fetch(key: str, where: Path | None = None) -> list[Any] | None:
         return None
     # what `keep` writes: a list of kernel reports (whole, or summaries); anything else is
     # not ours
+    from harness.report.model import KernelReport  # here: an export's start needs no model
+
     if not isinstance(profiles, list) or not all(isinstance(p, KernelReport) for p in profiles):
         return None
     if where is None:
@@ -199,27 +200,24 @@ def keep(key: str, profiles: list[Any], where: Path | None = None) -> bool:
     return _store(key, data, where)
 
 
-def fetch_text(key: str) -> str | None:
-    """A text kept under `key` by `keep_text`; None where there is none readable."""
+def fetch_text(key: str) -> bytes | None:
+    """The UTF-8 text kept under `key` by `keep_text`; None where there is none readable."""
     try:
         found = _kept_bytes(f"{key}{TEXT_SUFFIX}", None)
         if found is None:
             return None
         data, path = found
-        text = data.decode("utf-8")
+        data.decode("utf-8")  # served only whole and valid: it is written out as it is
     except (OSError, RuntimeError, UnicodeDecodeError, MemoryError):
         return None
     mark_used(path)
-    return text
+    return data
 
 
-def keep_text(key: str, text: str) -> bool:
-    """Keep a text made from a report (an export) under `key`; False where it cannot be."""
-    try:
-        data = zlib.compress(text.encode("utf-8"), 1)
-    except UnicodeEncodeError:
-        return False
-    return _store(key, data, None, suffix=TEXT_SUFFIX)
+def keep_text(key: str, packed: list[bytes]) -> bool:
+    """Keep a text made from a report (an export) under `key`, given as its parts packed
+    apart (zlib streams, one after another); False where it cannot be."""
+    return _store(key, b"".join(packed), None, suffix=TEXT_SUFFIX)
 
 
 def keep_file(key: str, entry: Path) -> bool:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise, repeat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -232,8 +233,17 @@ def reports_opened() -> int:
 def open_report(path: Path | str) -> LoadedReport:
     """Validate and load a report; `ReportError` (one line) for anything that is not a
     complete report with at least one profiled kernel."""
-    global _opened
     path = Path(path)
+    context, places = load_context(path)
+    kernels = [kernel_ref(path, context, kernel_id, place)
+               for kernel_id, place in enumerate(places)]
+    return LoadedReport(path=path, context=context, kernels=kernels)
+
+
+def load_context(path: Path) -> tuple[Any, list[tuple[int, int]]]:
+    """The ncu_report context of a checked report file and where its kernels are, in report
+    order: (range index, action index) each. No kernel is decoded yet (`kernel_ref` does)."""
+    global _opened
     check_report_file(path)
     ncu_report = import_ncu_report()
     _opened += 1
@@ -241,25 +251,21 @@ def open_report(path: Path | str) -> LoadedReport:
         context = ncu_report.load_report(str(path))
     except Exception as error:  # ncu_report raises plain exceptions for unreadable files
         raise ReportError(f"ncu_report cannot load {path}: {error}") from None
-
-    function_name = ncu_report.IAction.NameBase_FUNCTION
-    kernels: list[KernelRef] = []
-    for range_index in range(context.num_ranges()):
-        profile_range = context.range_by_idx(range_index)
-        for action_index in range(profile_range.num_actions()):
-            action = profile_range.action_by_idx(action_index)
-            kernels.append(
-                KernelRef(
-                    kernel_id=len(kernels),
-                    name=_kernel_identity(path, len(kernels), action, function_name),
-                    range_index=range_index,
-                    action_index=action_index,
-                    action=action,
-                )
-            )
-    if not kernels:
+    places = [(range_index, action_index) for range_index in range(context.num_ranges())
+              for action_index in range(context.range_by_idx(range_index).num_actions())]
+    if not places:
         raise ReportError(f"{path} holds no profiled kernels")
-    return LoadedReport(path=path, context=context, kernels=kernels)
+    return context, places
+
+
+def kernel_ref(path: Path, context: Any, kernel_id: int, place: tuple[int, int]) -> KernelRef:
+    """Kernel `kernel_id` of a loaded context, decoded and checked (`_kernel_identity`)."""
+    range_index, action_index = place
+    action = context.range_by_idx(range_index).action_by_idx(action_index)
+    function_name = import_ncu_report().IAction.NameBase_FUNCTION
+    return KernelRef(kernel_id=kernel_id,
+                     name=_kernel_identity(path, kernel_id, action, function_name),
+                     range_index=range_index, action_index=action_index, action=action)
 
 
 MAX_REGEX_CHARS = 1000  # a kernel filter is a name or a few alternatives
@@ -317,13 +323,22 @@ class ExportColumns:
 
 
 def _accessor(ncu_report: Any, name: str) -> Any:
-    """The unbound `IMetric.<name>` method, looked up once per export rather than per metric.
+    """The `IMetric.<name>` accessor, looked up once per export rather than per metric.
 
-    The raw SWIG functions (`_ncu_report.IMetric_<name>`) would be about 10% faster, but the
-    copy of ncu_report shipped with Nsight Compute 2025.3.1 crashes in them under Python 3.12
-    (seen on the H200 machine), so only the public methods are used.
+    The raw SWIG function (`_ncu_report.IMetric_<name>`, which the public method only calls)
+    saves a Python call per value, about a third of reading one. The copy of ncu_report that
+    ships with Nsight Compute 2025.3.1 (under its `extras/python`) crashed in them under Python
+    3.12, so that copy keeps the public methods; the PyPI package gets the raw ones.
     """
-    return getattr(ncu_report.IMetric, name)
+    raw = getattr(getattr(ncu_report, "_ncu_report", None), f"IMetric_{name}", None)
+    if raw is None or _shipped_with_ncu(ncu_report):
+        return getattr(ncu_report.IMetric, name)
+    return raw
+
+
+def _shipped_with_ncu(ncu_report: Any) -> bool:
+    parts = Path(getattr(ncu_report, "__file__", None) or "extras/python").parts
+    return any(a == "extras" and b == "python" for a, b in pairwise(parts))
 
 
 ExportPart = tuple[int, int]  # (index, count): the index-th of `count` contiguous slices
@@ -353,10 +368,29 @@ def _part_bounds(
     return bounds[index], bounds[index + 1]
 
 
-def _collect(
+@dataclass(frozen=True)
+class MetricRecord:
+    """One metric of one kernel as the export reads it: its aggregate row and its instances."""
+
+    kernel_id: int
+    kernel: str
+    metric: str
+    unit: str
+    value: Any  # float, int, str, or None (no aggregate value)
+    labels: list[str]  # one per instance: its correlation id as text, or "#<index>"
+    values: list[Any]  # one per instance, as `value`
+    # Every label is a number or "#<index>": no cell of it needs quoting or a guard.
+    plain_labels: bool
+    # Every instance value is a number or None.
+    plain_values: bool
+
+
+def metric_records(
     kernels: Iterable[KernelRef], ncu_report: Any, part: ExportPart = (0, 1),
     wanted: Callable[[str], bool] | None = None, instances: bool = True,
-) -> ExportColumns:
+) -> Iterator[MetricRecord]:
+    """Every (kernel, metric) of `kernels` in report order, or the `part` of them (see
+    `_part_bounds`): the parts of an export, concatenated in order, are the whole export."""
     metric_cls = ncu_report.IMetric
     as_double = _accessor(ncu_report, "as_double")
     as_string = _accessor(ncu_report, "as_string")
@@ -375,8 +409,6 @@ def _collect(
     has_value = _accessor(ncu_report, "has_value")
     unit_of = _accessor(ncu_report, "unit")
 
-    # Every (kernel, metric) in report order; a part takes one contiguous slice of them, so
-    # the parts of an export, concatenated in order, are the whole export.
     work = [(kernel, name) for kernel in kernels for name in kernel.action.metric_names()
             if wanted is None or wanted(name)]
     first, stop = _part_bounds(work, part, num_instances)
@@ -384,45 +416,58 @@ def _collect(
     # asked alone, derived__memory_l2_theoretical_sectors_global_excessive says "byte", asked
     # after the metrics before it (as a whole export asks them) "sector", as ncu's raw page
     # does. A part that starts later asks those units first, so each part says what the whole
-    # export says.
+    # export says. A name's unit is asked once (about 10 us a call): within one report it is
+    # the same in every kernel, which the export's byte-identity tests hold to.
+    units: dict[str, str] = {}
     for kernel, metric_name in work[:first]:
-        unit_of(kernel.action.metric_by_name(metric_name))
-    out = ExportColumns()
+        if metric_name not in units:
+            units[metric_name] = unit_of(kernel.action.metric_by_name(metric_name))
     for kernel, metric_name in work[first:stop]:
-        kernel_id, kernel_name = kernel.kernel_id, kernel.name
         metric = kernel.action.metric_by_name(metric_name)
-        unit = unit_of(metric)
+        unit = units.get(metric_name)
+        if unit is None:
+            unit = units[metric_name] = unit_of(metric)
         reader = readers.get(kind(metric))
         count = num_instances(metric) if instances else 0
         # Sampled (PM sampling) ratios have instances but no aggregate: ncu prints an
         # empty cell where ncu_report's accessor would answer 0.
         value = reader(metric) if reader is not None and has_value(metric) else None
         indices = range(count)
+        plain = True
         if count and has_correlation_ids(metric):
             ids = correlation_ids(metric)
             id_reader = readers.get(kind(ids, 0))
-            labels = (
-                [str(id_reader(ids, i)) for i in indices]
-                if id_reader is not None
-                else [f"#{i}" for i in indices]
-            )
+            if id_reader is None:
+                labels = [f"#{i}" for i in indices]
+            else:
+                labels = list(map(str, map(id_reader, repeat(ids, count), indices)))
+                plain = id_reader is not as_string
         else:
             labels = [f"#{i}" for i in indices]
         instance_reader = readers.get(kind(metric, 0)) if count else None
         if instance_reader is None:
-            instance_values: list[Any] = [None] * count
+            values: list[Any] = [None] * count
         else:
-            instance_values = [instance_reader(metric, i) for i in indices]
+            values = list(map(instance_reader, repeat(metric, count), indices))
+        yield MetricRecord(kernel.kernel_id, kernel.name, metric_name, unit, value, labels,
+                           values, plain, instance_reader is not as_string)
 
-        rows = count + 1
-        out.kernel_id.extend([kernel_id] * rows)
-        out.kernel.extend([kernel_name] * rows)
-        out.metric.extend([metric_name] * rows)
-        out.unit.extend([unit] * rows)
+
+def _collect(
+    kernels: Iterable[KernelRef], ncu_report: Any, part: ExportPart = (0, 1),
+    wanted: Callable[[str], bool] | None = None, instances: bool = True,
+) -> ExportColumns:
+    out = ExportColumns()
+    for record in metric_records(kernels, ncu_report, part, wanted, instances):
+        rows = len(record.values) + 1
+        out.kernel_id.extend([record.kernel_id] * rows)
+        out.kernel.extend([record.kernel] * rows)
+        out.metric.extend([record.metric] * rows)
+        out.unit.extend([record.unit] * rows)
         out.instance.append("")
-        out.instance.extend(labels)
-        out.value.append(value)
-        out.value.extend(instance_values)
+        out.instance.extend(record.labels)
+        out.value.append(record.value)
+        out.value.extend(record.values)
     return out
 
 

@@ -16,13 +16,19 @@ if TYPE_CHECKING:
         ManifestEntry,
         Run,
         RunEntry,
-        is_run_directory,
         load_bench,
         load_run,
         run_inputs,
         source_reports,
     )
-    from harness.rundir.names import BENCH, BENCH_SCHEMA, MANIFEST, METRICS, RUN_SCHEMA
+    from harness.rundir.names import (
+        BENCH,
+        BENCH_SCHEMA,
+        MANIFEST,
+        METRICS,
+        RUN_SCHEMA,
+        is_run_directory,
+    )
     from harness.rundir.schema import describe, validate
 
 # public name -> (module, attribute), imported on first use so that importing the package does
@@ -43,7 +49,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "Run": ("harness.rundir.manifest", "Run"),
     "RunEntry": ("harness.rundir.manifest", "RunEntry"),
     "describe": ("harness.rundir.schema", "describe"),
-    "is_run_directory": ("harness.rundir.manifest", "is_run_directory"),
+    "is_run_directory": ("harness.rundir.names", "is_run_directory"),
     "load_bench": ("harness.rundir.manifest", "load_bench"),
     "load_run": ("harness.rundir.manifest", "load_run"),
     "validate": ("harness.rundir.schema", "validate"),

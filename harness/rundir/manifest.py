@@ -24,6 +24,7 @@ from harness.rundir.names import BENCH_SCHEMA as BENCH_SCHEMA
 from harness.rundir.names import MANIFEST as MANIFEST
 from harness.rundir.names import METRICS as METRICS
 from harness.rundir.names import RUN_SCHEMA as RUN_SCHEMA
+from harness.rundir.names import is_run_directory as is_run_directory
 from harness.rundir.schema import validate
 from harness.util import load_json, read_text
 
@@ -262,10 +263,6 @@ def _parse_json(text: str, path: Path) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ReportError(f"{path}: not a JSON object")
     return data
-
-
-def is_run_directory(path: Path) -> bool:
-    return path.is_dir() and (path / MANIFEST).is_file()
 
 
 def load_run(path: Path | str) -> Run:

@@ -5,8 +5,15 @@ importing the readers, whose pydantic models cost a start-up that `ncuh profile`
 ncu runs.
 """
 
+from pathlib import Path
+
 MANIFEST = "manifest.json"
 BENCH = "bench.json"
 METRICS = "metrics.csv"
 RUN_SCHEMA = "ncuh.run/1"
 BENCH_SCHEMA = "ncuh.bench/1"
+
+
+def is_run_directory(path: Path) -> bool:
+    """A folder holding a manifest: what a command taking a run or a report is given."""
+    return path.is_dir() and (path / MANIFEST).is_file()

@@ -58,13 +58,25 @@ def read_kept(path: Path) -> bytes | None:
             if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PACKED_BYTES:
                 return None
             packed = stream.read(MAX_PACKED_BYTES + 1)
-        inflater = zlib.decompressobj()
-        data = inflater.decompress(packed, MAX_PLAIN_BYTES)
+        return _inflated(packed)
     except (OSError, zlib.error, MemoryError):
         return None
-    if inflater.unconsumed_tail or not inflater.eof:
-        return None
-    return data
+
+
+def _inflated(packed: bytes) -> bytes | None:
+    """The bytes of one or more zlib streams one after another (parts packed apart, as an
+    export's are), at most `MAX_PLAIN_BYTES` in all; None if a stream is cut short."""
+    members: list[bytes] = []
+    left = MAX_PLAIN_BYTES
+    while True:
+        inflater = zlib.decompressobj()
+        members.append(inflater.decompress(packed, left))
+        left -= len(members[-1])
+        if inflater.unconsumed_tail or not inflater.eof:
+            return None
+        packed = inflater.unused_data
+        if not packed:
+            return b"".join(members)
 
 
 def mark_used(path: Path) -> None:

@@ -1,0 +1,148 @@
+"""`ncuh export`'s CSV made a metric at a time and in forked pieces: the bytes csv.writer wrote."""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import subprocess
+import sys
+import zlib
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from harness.report import read_cache
+from harness.report.export_format import spreadsheet_text
+from harness.report.export_lines import _Piece, _shared, csv_cell
+from harness.util import kept_files
+
+ROOT = Path(__file__).resolve().parent.parent
+FOUR_KERNELS = ROOT / "tests" / "fixtures" / "reduction_h100_2p26" / "sequential_67108864.ncu-rep"
+ONE_KERNEL = ROOT / "reports" / "runs" / "sgemm-h200-256" / "register_tiled_256.ncu-rep"
+
+cells = st.one_of(
+    st.none(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(alphabet=st.sampled_from(list('ab ,"\r\n\t=+-@#;\'é0.1e')), max_size=12),
+    st.text(max_size=8),
+)
+
+
+@given(st.lists(cells, min_size=2, max_size=6))
+def test_a_row_of_cells_is_what_csv_writer_writes(row: list[object]) -> None:
+    expected = io.StringIO()
+    csv.writer(expected, lineterminator="\n").writerow([spreadsheet_text(c) for c in row])
+    assert ",".join(csv_cell(c) for c in row) + "\n" == expected.getvalue()
+
+
+def test_cells_that_need_quotes_or_a_guard() -> None:
+    assert csv_cell('void k<1, 2>(float*)') == '"void k<1, 2>(float*)"'
+    assert csv_cell('say "hi"') == '"say ""hi"""'
+    assert csv_cell("=HYPERLINK(1)") == "'=HYPERLINK(1)"
+    assert csv_cell("-1.5") == "-1.5"  # a number stays a number
+    assert (csv_cell(None), csv_cell(3), csv_cell(0.1), csv_cell("#4")) == ("", "3", "0.1", "#4")
+
+
+_COMPARE = """
+import hashlib, sys
+from pathlib import Path
+from harness.report.export_format import export_text
+from harness.report.export_lines import export_csv
+from harness.report.reportfile import export_columns
+from harness.util import kept_files
+report, mode, jobs = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
+regex = None if sys.argv[4] == "-" else sys.argv[4]
+if mode == "writer":  # the csv.writer path, which `ncuh export` took before
+    data = export_text(export_columns(report, kernel_regex=regex), "csv").encode()
+else:
+    made = export_csv(report, regex, jobs, pack=mode == "packed")
+    data = b"".join(made.pieces)
+    if made.packed is not None:  # the kept entry: its row count, then the same bytes
+        rows, _, kept = kept_files._inflated(b"".join(made.packed)).partition(b"\\n")
+        assert kept == data and int(rows) == made.rows
+print(data.count(b"\\n"), hashlib.sha256(data).hexdigest())
+"""
+
+
+def _digest(report: Path, mode: str, jobs: int, regex: str | None) -> str:
+    """Each reading in a process of its own, as `ncuh export` reads a report (ncu_report keeps
+    what a process asked before)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-c", _COMPARE, str(report), mode, str(jobs), regex or "-"],
+        env=env, capture_output=True, check=True, text=True).stdout
+
+
+@pytest.mark.parametrize("report", [FOUR_KERNELS, ONE_KERNEL], ids=["four_kernels", "one"])
+def test_the_export_in_pieces_is_the_bytes_csv_writer_wrote(report: Path) -> None:
+    writer = _digest(report, "writer", 1, None)
+    assert int(writer.split()[0]) > 10_000
+    # one process; two and three (a piece per kernel, or parts by rows where there are fewer
+    # kernels than processes); packed as the cache keeps it
+    for jobs in (1, 2, 3):
+        assert _digest(report, "plain", jobs, None) == writer, jobs
+    assert _digest(report, "packed", 2, None) == writer
+    # a kernel filter decodes every kernel here, then splits by rows
+    filtered = _digest(report, "writer", 1, "sgemm|reduce")
+    assert _digest(report, "plain", 3, "sgemm|reduce") == filtered
+
+
+def _numbered(index: int) -> _Piece:
+    data = f"piece {index}\n".encode()
+    return _Piece(data, zlib.compress(data), 1)
+
+
+def test_pieces_come_back_in_order_whoever_made_them() -> None:
+    pieces = _shared(9, _numbered, 3)
+    assert [p.data for p in pieces] == [f"piece {i}\n".encode() for i in range(9)]
+    assert [p.packed for p in pieces] == [zlib.compress(p.data) for p in pieces]
+
+
+def test_a_piece_a_child_failed_to_make_is_made_here() -> None:
+    here = os.getpid()
+
+    def only_here(index: int) -> _Piece:
+        if os.getpid() != here and index % 2:
+            raise RuntimeError("failed in a child")
+        return _numbered(index)
+
+    assert [p.data for p in _shared(8, only_here, 2)] == [f"piece {i}\n".encode()
+                                                         for i in range(8)]
+
+
+def test_a_piece_that_fails_here_too_is_raised_and_no_child_is_left() -> None:
+    def broken(index: int) -> _Piece:
+        if index == 5:
+            raise ValueError("piece 5 cannot be made")
+        return _numbered(index)
+
+    with pytest.raises(ValueError, match="piece 5"):
+        _shared(8, broken, 3)
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # every child was reaped
+
+
+def test_a_kept_text_of_streams_packed_apart_reads_as_one(tmp_path: Path) -> None:
+    parts = [b"2\nkernel_id,kernel\n", b"0,a\n", b"1,b\n"]
+    entry = tmp_path / "entry.txt.z"
+    entry.write_bytes(b"".join(zlib.compress(part) for part in parts))
+    assert kept_files.read_kept(entry) == b"".join(parts)
+    # a last stream cut short is no entry at all
+    entry.write_bytes(b"".join(zlib.compress(part) for part in parts)[:-3])
+    assert kept_files.read_kept(entry) is None
+
+
+def test_an_export_read_back_from_the_cache_is_the_export(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_CACHE_DIR": str(tmp_path),
+           read_cache.SWITCH_ENV: "on"}
+    run = [sys.executable, "-m", "harness", "export", str(FOUR_KERNELS)]
+    first = subprocess.run(run, env=env, capture_output=True, check=True).stdout
+    assert list((tmp_path / read_cache.CACHE_FOLDER).glob(f"*{read_cache.TEXT_SUFFIX}"))
+    again = subprocess.run(run, env=env, capture_output=True, check=True).stdout
+    uncached = subprocess.run(run, env={**env, read_cache.SWITCH_ENV: "off"},
+                              capture_output=True, check=True).stdout
+    assert first == again == uncached and first.startswith(b"kernel_id,kernel,metric,")
