@@ -399,8 +399,16 @@ def _source_line(action: Any, pc: int) -> str | None:
     return f"{file_name.rsplit('/', 1)[-1]}:{line}"
 
 
+# Instructions whose SASS text is read: the most sampled ones, which are all that the pages
+# show (`sass_hotspots.hotspots`, five a kernel). ncu_report disassembles at each call, about
+# a tenth of a millisecond an instruction, which for every instruction of a large kernel cost
+# more than the rest of its reading.
+SASS_TEXTS = 32
+
+
 def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...]:
-    """Every instruction ncu counted (inst_executed by PC) or sampled, with its counters."""
+    """Every instruction ncu counted (inst_executed by PC) or sampled, with its counters; the
+    text of the `SASS_TEXTS` most sampled (the rest have "")."""
     executed = _by_pc(metrics, "inst_executed")
     samples: dict[int, dict[str, int]] = {}
     for name in metrics:
@@ -408,11 +416,14 @@ def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...
             for pc, value in _by_pc(metrics, name).items():
                 if value:
                     samples.setdefault(pc, {})[name[len(PCSAMP_PREFIX):]] = int(value)
+    # ranked as hotspots ranks them: most samples first, ties by address
+    hottest = sorted(samples, key=lambda pc: (-sum(samples[pc].values()), pc))[:SASS_TEXTS]
+    texts = {pc: " ".join(str(action.sass_by_pc(pc) or "").split()) for pc in hottest}
     result = []
     for pc in sorted(set(executed) | set(samples)):
         result.append(SassInstruction(
             pc=pc,
-            sass=" ".join(str(action.sass_by_pc(pc) or "").split()),
+            sass=texts.get(pc, ""),
             executed=executed.get(pc, 0.0),
             source=_source_line(action, pc),
             stall_samples=samples.get(pc, {}),

@@ -543,16 +543,12 @@ class SassInstruction:
     """One SASS instruction of the kernel and the per-instruction counters at its PC."""
 
     pc: int
-    sass: str  # e.g. "LDG.E R4, desc[UR4][R2.64]"
+    # e.g. "LDG.E R4, desc[UR4][R2.64]"; read for the most sampled instructions only
+    # (`builder.SASS_TEXTS`), "" for the rest
+    sass: str
     executed: float  # warp-level executions (inst_executed)
     source: str | None = None  # "file.cu:42" with -lineinfo
     stall_samples: Mapping[str, int] = field(default_factory=dict)  # reason -> samples
-
-    @property
-    def opcode(self) -> str:
-        """The mnemonic without modifiers or predicate: "@P0 STG.E.64 [..]" -> "STG"."""
-        words = [w for w in self.sass.split() if not w.startswith("@")]
-        return words[0].split(".")[0] if words else ""
 
 
 @dataclass(frozen=True)
