@@ -44,7 +44,7 @@ from harness.report.ncu_import import import_ncu_report
 from harness.report.reportfile import (
     KernelRef,
     LoadedReport,
-    collect_columns,
+    metric_records,
     open_report,
     reports_opened,
     select_kernels,
@@ -119,22 +119,25 @@ def _all_metrics(kernel: KernelRef, wanted: Callable[[str], bool] | None = None,
     """Every metric (or every `wanted` one) of the kernel, read as `ncuh export` reads them
     (one reader of values: base units, strings and enums as ncu prints them, instances by
     correlation id unless left out)."""
-    columns = collect_columns([kernel], import_ncu_report(), wanted, instances)
-    rows: dict[str, list[int]] = {}
-    for index, name in enumerate(columns.metric):
-        rows.setdefault(name, []).append(index)
+    # every value (and unit) first, then the labels: the order ncu_report was always asked in
+    records = list(metric_records([kernel], import_ncu_report(), wanted=wanted,
+                                  instances=instances))
     metrics: dict[str, Metric] = {}
-    for name, indices in rows.items():
-        aggregate, *instances = indices
-        value = columns.value[aggregate]
+    for record in records:
+        value = record.value
         if isinstance(value, (bool, int, float)):
             value = float(value)
-        metric = kernel.action.metric_by_name(name)
+        metric = kernel.action.metric_by_name(record.metric)
         label = str(metric.label() or "") if metric is not None else ""
-        metrics[name] = Metric(
-            name=name, label=label, unit=str(columns.unit[aggregate] or ""), value=value,
-            instances=tuple((columns.instance[i], float(columns.value[i])) for i in instances
-                            if isinstance(columns.value[i], (int, float))),
+        if record.plain_values and None not in record.values:  # numbers: all kept
+            numbers = tuple(zip(record.labels, map(float, record.values), strict=True))
+        else:
+            numbers = tuple((instance, float(number)) for instance, number
+                            in zip(record.labels, record.values, strict=True)
+                            if isinstance(number, (int, float)))
+        metrics[record.metric] = Metric(
+            name=record.metric, label=label, unit=str(record.unit or ""), value=value,
+            instances=numbers,
         )
     return metrics
 

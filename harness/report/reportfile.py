@@ -471,14 +471,6 @@ def _collect(
     return out
 
 
-def collect_columns(kernels: Iterable[KernelRef], ncu_report: Any,
-                    wanted: Callable[[str], bool] | None = None,
-                    instances: bool = True) -> ExportColumns:
-    """Every metric (or every `wanted` one) of the given kernels as export columns (the
-    profile builder's reader); without `instances`, the aggregate rows alone."""
-    return _collect(kernels, ncu_report, wanted=wanted, instances=instances)
-
-
 def export_columns(
     report_or_path: LoadedReport | Path | str,
     kernel_regex: str | None = None,
