@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from harness.report import read_cache
 from harness.report.export_format import spreadsheet_text
-from harness.report.export_lines import _Piece, _shared, csv_cell
+from harness.report.export_lines import csv_cell
 from harness.util import kept_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,41 +89,6 @@ def test_the_export_in_pieces_is_the_bytes_csv_writer_wrote(report: Path) -> Non
     # a kernel filter decodes every kernel here, then splits by rows
     filtered = _digest(report, "writer", 1, "sgemm|reduce")
     assert _digest(report, "plain", 3, "sgemm|reduce") == filtered
-
-
-def _numbered(index: int) -> _Piece:
-    data = f"piece {index}\n".encode()
-    return _Piece(data, zlib.compress(data), 1)
-
-
-def test_pieces_come_back_in_order_whoever_made_them() -> None:
-    pieces = _shared(9, _numbered, 3)
-    assert [p.data for p in pieces] == [f"piece {i}\n".encode() for i in range(9)]
-    assert [p.packed for p in pieces] == [zlib.compress(p.data) for p in pieces]
-
-
-def test_a_piece_a_child_failed_to_make_is_made_here() -> None:
-    here = os.getpid()
-
-    def only_here(index: int) -> _Piece:
-        if os.getpid() != here and index % 2:
-            raise RuntimeError("failed in a child")
-        return _numbered(index)
-
-    assert [p.data for p in _shared(8, only_here, 2)] == [f"piece {i}\n".encode()
-                                                         for i in range(8)]
-
-
-def test_a_piece_that_fails_here_too_is_raised_and_no_child_is_left() -> None:
-    def broken(index: int) -> _Piece:
-        if index == 5:
-            raise ValueError("piece 5 cannot be made")
-        return _numbered(index)
-
-    with pytest.raises(ValueError, match="piece 5"):
-        _shared(8, broken, 3)
-    with pytest.raises(ChildProcessError):
-        os.waitpid(-1, os.WNOHANG)  # every child was reaped
 
 
 def test_a_kept_text_of_streams_packed_apart_reads_as_one(tmp_path: Path) -> None:

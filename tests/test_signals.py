@@ -139,6 +139,24 @@ def test_writeup_into_a_new_folder_publishes_nothing(run: Path, tmp_path: Path,
     assert not list(tmp_path.glob(".pages*"))  # no staging folder
 
 
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
+                    reason="plots are drawn beside the pages only with a second core")
+@pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
+def test_writeup_stopped_while_its_plots_are_drawn_leaves_no_drawer(
+        run: Path, tmp_path: Path, sig: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NCUH_REPORT_CACHE", "off")  # no plot kept: every one is drawn
+    paused = Paused(["writeup", str(run), "--out", "pages", "--format", "md"],
+                    "drawing plots", tmp_path)
+    drawers = _children(paused.process.pid)
+    assert drawers  # the plot drawer, drawing or waiting
+    paused.signal(sig)
+    code, said = paused.end()
+    assert code == 128 + sig, said
+    assert "Traceback" not in said
+    assert not (tmp_path / "pages").exists()
+    assert not [pid for pid in drawers if _alive(pid)]
+
+
 @pytest.fixture(scope="module")
 def old_pages(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The pages of `small_run`'s run, written once for the module, every Markdown page's

@@ -45,11 +45,16 @@ def writeup(sources: tuple[Path, ...], out: Path | None, fmt: str,
     Run directories and reports are data: writeup never imports a module they name or
     carry, and only --project (here or as `ncuh --project`) runs a project's code.
     """
-    from harness.pages import collect, write
+    from harness.pages.plot_drawer import plot_drawer
 
-    result = collect(sources, project_path(project))
-    out = out or _default_out()
-    rendered = write(result, out, fmt)  # type: ignore[arg-type]
+    # the drawer is forked first, before any report is opened (and before the pages' own
+    # imports, which it does not need), to draw while they are read
+    with plot_drawer() as drawer:
+        from harness.pages import collect, write
+
+        result = collect(sources, project_path(project))
+        out = out or _default_out()
+        rendered = write(result, out, fmt, drawer)  # type: ignore[arg-type]
     click.echo(printable(f"wrote {len(result.pages)} page(s), {len(rendered.files)} file(s) "
                          f"under {out}"))
     for path in rendered.files:

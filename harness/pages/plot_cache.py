@@ -74,24 +74,46 @@ def _unpacked(data: bytes) -> tuple[str, str, bytes] | None:
         return None
 
 
+def kept(chart: str, inputs: str) -> tuple[str, str, bytes] | None:
+    """The (file name stem, caption, PNG) kept for `chart` and `inputs` (their repr); None
+    where none is kept, or nothing may be."""
+    path = _entry(chart, inputs)
+    if path is None:
+        return None
+    data = read_kept(path) if private_folder(path.parent) else None
+    found = _unpacked(data) if data is not None else None
+    if found is not None:
+        mark_used(path)
+    return found
+
+
+def keep(chart: str, inputs: str, drawn: tuple[str, str, bytes]) -> None:
+    """Keep what `chart` drew for `inputs`, where plots may be kept."""
+    path = _entry(chart, inputs)
+    if path is None:
+        return
+    name, caption, png = drawn
+    keep_packed(path.parent, path.name,
+                name.encode() + _SEPARATOR + caption.encode() + _SEPARATOR + png, KEEP_BYTES)
+
+
+def _entry(chart: str, inputs: str) -> Path | None:
+    key = _key(chart, inputs) if cache_wanted() else None
+    if key is None:
+        return None
+    try:
+        return cache_dir() / FOLDER / f"{key}{SUFFIX}"
+    except RuntimeError:  # no home directory
+        return None
+
+
 def kept_or_drawn(chart: str, inputs: str,
                   draw: Callable[[], tuple[str, str, bytes]]) -> tuple[str, str, bytes]:
     """The (file name stem, caption, PNG) of `chart` for `inputs` (their repr): kept from an
     earlier drawing, else drawn by `draw` and kept."""
-    key = _key(chart, inputs) if cache_wanted() else None
-    try:
-        target = cache_dir() / FOLDER
-    except RuntimeError:  # no home directory
-        key = None
-    if key is None:
-        return draw()
-    path = target / f"{key}{SUFFIX}"
-    data = read_kept(path) if private_folder(target) else None
-    found = _unpacked(data) if data is not None else None
+    found = kept(chart, inputs)
     if found is not None:
-        mark_used(path)
         return found
-    name, caption, png = draw()
-    keep_packed(target, path.name,
-                name.encode() + _SEPARATOR + caption.encode() + _SEPARATOR + png, KEEP_BYTES)
-    return name, caption, png
+    drawn = draw()
+    keep(chart, inputs, drawn)
+    return drawn

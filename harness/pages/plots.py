@@ -12,10 +12,10 @@ import base64
 import functools
 import io
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from harness.pages.plot_cache import kept_or_drawn
+from harness.pages import plot_cache
 from harness.report import Roofline
 
 if TYPE_CHECKING:
@@ -52,6 +52,32 @@ def to_data_uri(png: bytes) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
+@dataclass(frozen=True)
+class ChartCall:
+    """One chart of the index and what it is drawn from: `CHARTS[chart](*args, **options)`."""
+
+    chart: str
+    args: tuple[Any, ...]
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def inputs(self) -> str:
+        """What the chart's kept plot is keyed by (`plot_cache`): the repr of its inputs."""
+        return repr((self.args, sorted(self.options.items())))
+
+    def kept(self) -> Plot | None:
+        """The plot kept from an earlier drawing, without drawing."""
+        found = plot_cache.kept(self.chart, self.inputs())
+        return Plot(*found) if found is not None else None
+
+    def drawn(self) -> Plot:
+        """The plot, kept or drawn here (and kept)."""
+        return CHARTS[self.chart](*self.args, **self.options)
+
+
+# The index's charts by name, each drawn once for the same inputs (`_kept`).
+CHARTS: dict[str, Callable[..., Plot]] = {}
+
+
 def _kept(chart: Callable[..., Plot]) -> Callable[..., Plot]:
     """`chart`, drawn once for the same inputs under matplotlib's defaults and kept."""
 
@@ -65,10 +91,24 @@ def _kept(chart: Callable[..., Plot]) -> Callable[..., Plot]:
                 plot = chart(*args, **options)
             return plot.name, plot.title, plot.png
 
-        inputs = repr((args, sorted(options.items())))
-        return Plot(*kept_or_drawn(chart.__name__, inputs, draw))
+        inputs = ChartCall(chart.__name__, args, options).inputs()
+        return Plot(*plot_cache.kept_or_drawn(chart.__name__, inputs, draw))
 
+    CHARTS[chart.__name__] = kept
     return kept
+
+
+def warm_up() -> None:
+    """Import what drawing needs and draw one small figure with text (fonts loaded), so that
+    processes forked after this draw at once (`plot_drawer`)."""
+    import matplotlib
+
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()
+        fig, ax = _figure()
+        ax.set_title("warm-up")
+        ax.bar([0, 1], [1.0, 2.0])
+        _png(fig)
 
 
 def _figure() -> tuple[Figure, Axes]:

@@ -19,20 +19,20 @@ from markupsafe import Markup
 
 from harness.errors import ReportError, printable
 from harness.pages.markdown_html import markdown_to_html
-from harness.pages.plots import (
-    Plot,
-    bandwidth_chart,
-    bound_unit_chart,
-    gflops_chart,
-    instruction_mix_chart,
-    occupancy_chart,
-    roofline_chart,
-    stall_chart,
-)
+from harness.pages.plot_drawer import PlotDrawer
+from harness.pages.plots import ChartCall, Plot
 from harness.pages.side_by_side import KeyValue
 from harness.pages.writeup import KernelPage, Writeup, index_pages
 from harness.report import Hotspot, Listing
-from harness.util import holds_bad_text, md_fenced, md_one_line, md_prose, md_text, write_file_set
+from harness.util import (
+    holds_bad_text,
+    md_fenced,
+    md_one_line,
+    md_prose,
+    md_text,
+    pause_at,
+    write_file_set,
+)
 
 Format = Literal["md", "html", "both"]
 PLOTS_DIR = "plots"
@@ -151,8 +151,34 @@ class Rendered:
     files: tuple[Path, ...]
 
 
-def build_plots(writeup: Writeup) -> list[Plot]:
+def build_plots(writeup: Writeup, drawer: PlotDrawer | None = None) -> list[Plot]:
     """The index plots of the chain (at the largest profiled size for runs)."""
+    return _PendingPlots(plot_calls(writeup), drawer).plots()
+
+
+class _PendingPlots:
+    """The index plots: kept ones read back at once, the others handed to `drawer` (where one
+    was started) to draw while the command goes on, or drawn here when asked for."""
+
+    def __init__(self, calls: list[ChartCall], drawer: PlotDrawer | None) -> None:
+        self._calls = calls
+        self._kept = [call.kept() for call in calls]
+        missing = [call for call, plot in zip(calls, self._kept, strict=True) if plot is None]
+        if drawer is not None and not (missing and drawer.submit(missing)):
+            drawer.stop()  # nothing to draw, or it cannot: the plots not kept are drawn here
+            drawer = None
+        self._drawer = drawer
+        self._missing = len(missing)
+
+    def plots(self) -> list[Plot]:
+        answers = self._drawer.results() if self._drawer is not None else []
+        drawn = iter(answers + [None] * (self._missing - len(answers)))
+        return [plot or next(drawn) or call.drawn()
+                for call, plot in zip(self._calls, self._kept, strict=True)]
+
+
+def plot_calls(writeup: Writeup) -> list[ChartCall]:
+    """The index's charts and their inputs (at the largest profiled size for runs)."""
     pages = index_pages(writeup)
     if not pages:
         return []
@@ -163,26 +189,29 @@ def build_plots(writeup: Writeup) -> list[Plot]:
         for p in pages
     ]
     occupancy = [p.profile.occupancy if p.profile else None for p in pages]
-    return [
-        bandwidth_chart(labels, [p.gbps for p in pages], writeup.reference_gbps,
-                        writeup.reference_name or "reference", writeup.limit_gbps,
-                        writeup.limit_name or "limit")
+    throughput = (
+        ChartCall("bandwidth_chart", (
+            labels, [p.gbps for p in pages], writeup.reference_gbps,
+            writeup.reference_name or "reference", writeup.limit_gbps,
+            writeup.limit_name or "limit"))
         if writeup.bytes_model else
-        gflops_chart(labels, [p.gflops for p in pages], writeup.reference_gflops,
-                     writeup.reference_name or "reference"),
-        stall_chart(labels, stalls),
-        roofline_chart(labels, [p.roofline for p in pages]),
-        occupancy_chart(
+        ChartCall("gflops_chart", (labels, [p.gflops for p in pages], writeup.reference_gflops,
+                                   writeup.reference_name or "reference")))
+    return [
+        throughput,
+        ChartCall("stall_chart", (labels, stalls)),
+        ChartCall("roofline_chart", (labels, [p.roofline for p in pages])),
+        ChartCall("occupancy_chart", (
             labels,
             [o.theoretical_pct if o else None for o in occupancy],
             [o.achieved_pct if o else None for o in occupancy],
             [", ".join(o.limiters) if o else "" for o in occupancy],
-        ),
-        instruction_mix_chart(labels, [
+        )),
+        ChartCall("instruction_mix_chart", (labels, [
             {c.name: c.share_pct for c in p.profile.instruction_classes} if p.profile else {}
-            for p in pages]),
-        bound_unit_chart(labels, [_bound_label(p) for p in pages],
-                         [_value(p, "bound_unit") for p in pages]),
+            for p in pages])),
+        ChartCall("bound_unit_chart", (labels, [_bound_label(p) for p in pages],
+                                       [_value(p, "bound_unit") for p in pages])),
     ]
 
 
@@ -238,7 +267,8 @@ def _style() -> str:
     return (_template_dir() / "style.css").read_text(encoding="utf-8")
 
 
-def write(writeup: Writeup, out: Path | str, fmt: Format = "both") -> Rendered:
+def write(writeup: Writeup, out: Path | str, fmt: Format = "both",
+          drawer: PlotDrawer | None = None) -> Rendered:
     """Write the index and every page under `out` as one set; return the files written.
 
     Everything is rendered first, then written into a temporary sibling of `out` and moved
@@ -247,7 +277,16 @@ def write(writeup: Writeup, out: Path | str, fmt: Format = "both") -> Rendered:
     """
     out = Path(out)
     formats: tuple[Literal["md", "html"], ...] = ("md", "html") if fmt == "both" else (fmt,)
-    plots = build_plots(writeup)
+    # the drawer draws the plots not kept while the pages are rendered here
+    pending = _PendingPlots(plot_calls(writeup), drawer)
+    pause_at("drawing plots")
+    pages: dict[str, str | bytes] = {}
+    for page in writeup.pages:
+        for f in formats:
+            pages[f"{page.slug}.{f}"] = render_page(page, writeup, f)
+            if holds_bad_text(pages[f"{page.slug}.{f}"]):
+                raise ReportError(f"{page.source} is corrupt: it holds text that is not UTF-8")
+    plots = pending.plots()
     contents: dict[str, str | bytes] = {}
     for f in formats:
         contents[f"index.{f}"] = render_index(writeup, plots, f)
@@ -259,11 +298,7 @@ def write(writeup: Writeup, out: Path | str, fmt: Format = "both") -> Rendered:
     if "md" in formats:
         for plot in plots:
             contents[f"{PLOTS_DIR}/{plot.name}.png"] = plot.png
-    for page in writeup.pages:
-        for f in formats:
-            contents[f"{page.slug}.{f}"] = render_page(page, writeup, f)
-            if holds_bad_text(contents[f"{page.slug}.{f}"]):
-                raise ReportError(f"{page.source} is corrupt: it holds text that is not UTF-8")
+    contents.update(pages)
     if holds_bad_text([text for text in contents.values() if isinstance(text, str)]):
         raise ReportError(f"{', '.join(writeup.sources)}: a source holds text that is not UTF-8")
     indexes = [f"index.{f}" for f in formats]

@@ -40,7 +40,7 @@ from harness.findings import (
 )
 from harness.pages.gpu_comparison import GpuComparison, compare_gpus
 from harness.pages.side_by_side import Change, KeyValue, key_values, since_previous
-from harness.project import Project, Size, open_project, size_text
+from harness.project import Project, Size, size_text
 from harness.report import (
     Hotspot,
     KernelReport,
@@ -346,8 +346,11 @@ def _judged_by_bytes(counts_bytes: bool, counts_flops: bool, has_limits: bool) -
     bandwidth limit to stand beside (a device copy); a GEMM that counts both shows GFLOP/s."""
     return counts_bytes and (not counts_flops or has_limits)
 
+
 def _loaded_chain(project: Path) -> Chain | None:
     """The project the user named (--project): loaded, so its module runs."""
+    # imported here: the project file's schema costs a writeup of runs alone its start-up
+    from harness.project import open_project
 
     try:
         return Chain.from_project(open_project(project))

@@ -1,13 +1,14 @@
 """Read the reports a command is about to need at once, in forked processes, one per core.
 
-`read_ahead(paths)` splits the reports not yet kept (`harness.report.read_cache`) into one
-share per core, largest first; this process reads one share while a forked child reads each
-other, and what they built is handed over (`read_cache.hand_over`) to `load_kernel_reports`.
-A process reads its share in turn: ncu_report's first report in a process costs several times
-the next ones (its disassembler and metric tables start), so a process per report would cost
-more than it saves. Children are forked only from a process that has opened no report: the
-disassembler starts a thread, after which a fork can hang. A report a child could not read is
-read again by the command itself, which then says what is wrong.
+`read_ahead(paths)` reads the reports not yet kept (`harness.report.read_cache`) in this
+process and forked children, one per core, each taking the next report, largest first, as it
+is free; what they built is handed over (`read_cache.hand_over`) to `load_kernel_reports`,
+a child's report as soon as this process has nothing left to read. A process reads reports in
+turn: ncu_report's first report in a process costs several times the next ones (its
+disassembler and metric tables start), so a process per report would cost more than it saves.
+Children are forked only from a process that has opened no report: the disassembler starts a
+thread, after which a fork can hang. A report a child could not read is read again by the
+command itself, which then says what is wrong.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import struct
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -57,28 +59,77 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None,
     jobs = min(jobs or os.cpu_count() or 1, 8, len(todo), total // SHARE_BYTES)
     if jobs < 2:
         return 0
-    own, *others = _shares(todo, jobs)
-    # reading ahead is optional: no temporary folder or no fork (a full disk, too many
+    # largest first: the last reports taken are the small ones, so the processes end together
+    queue = sorted(todo.items(), key=lambda item: -_size(item[1]))
+    # reading ahead is optional: no temporary folder, pipe or fork (a full disk, too many
     # processes) leaves every report to the command, which reads it as it always does
     try:
         with tempfile.TemporaryDirectory(prefix="ncuh-read-") as handoff:
-            folder = Path(handoff)
-            with _children(others, folder, wanted):
-                # this process reads a share too, while the children read theirs: only theirs
-                # pay for a second disassembler and for the way back
-                for key, path in own:
-                    built = _built(path, wanted)
-                    if built is not None:
-                        _hand_over(key, built.profiles, built.alone, wanted)
-            for key, _ in (item for share in others for item in share):
-                for alone in (True, False):
-                    entry = read_cache.entry_path(key, folder / _FOLDERS[alone])
-                    profiles = read_cache.fetch(key, entry.parent)
-                    if profiles is not None:
-                        _hand_over(key, profiles, alone, wanted, entry)
+            _read_shared(queue, jobs, Path(handoff), wanted)
     except OSError:
         return 0
     return len(todo)
+
+
+def _read_shared(queue: list[tuple[str, Path]], jobs: int, handoff: Path,
+                 wanted: Wanted | None) -> None:
+    """Read `queue` in this process and `jobs - 1` forked children, each taking the next report
+    as it is free; a child announces each report it kept into `handoff`, which this process
+    takes up as soon as it has nothing left to read (a pipe of indices each way)."""
+    offered_read, offered = os.pipe()
+    announced, announce = os.pipe()
+    children: set[int] = set()
+    try:
+        for _ in range(jobs - 1):
+            pid = os.fork()
+            if pid == 0:
+                _child(queue, offered_read, offered, announce, handoff, wanted)
+            children.add(pid)
+        os.close(announce)
+        announce = -1
+        for index in range(len(queue)):  # 4 bytes a write: a pipe never splits one
+            os.write(offered, _INDEX.pack(index))
+        os.close(offered)
+        offered = -1
+        # this process reads too, while the children read: only theirs pay for a second
+        # disassembler and for the way back
+        for index in _taken(offered_read):
+            key, path = queue[index]
+            built = _built(path, wanted)
+            if built is not None:
+                _hand_over(key, built.profiles, built.alone, wanted)
+        # then what the children kept, each as it is announced; the pipe ends with them
+        for index in _taken(announced):
+            key, _ = queue[index]
+            for alone in (True, False):
+                entry = read_cache.entry_path(key, handoff / _FOLDERS[alone])
+                profiles = read_cache.fetch(key, entry.parent)
+                if profiles is not None:
+                    _hand_over(key, profiles, alone, wanted, entry)
+        for pid in list(children):  # these children only: another's exit status stays its own
+            os.waitpid(pid, 0)
+            children.discard(pid)
+    finally:
+        # an interrupt: no child reads on after the command is gone
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        for pid in children:
+            with contextlib.suppress(OSError):
+                os.waitpid(pid, 0)
+        for handle in (offered_read, offered, announced, announce):
+            if handle >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(handle)
+
+
+_INDEX = struct.Struct("<I")
+
+
+def _taken(pipe: int) -> Iterator[int]:
+    """Indices read from `pipe`, one at a time, until it ends."""
+    while raw := os.read(pipe, _INDEX.size):
+        yield _INDEX.unpack(raw)[0]
 
 
 def _kept(key: str) -> bool:
@@ -127,51 +178,20 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _shares(todo: dict[str, Path], jobs: int) -> list[list[tuple[str, Path]]]:
-    """`jobs` lists of reports of about equal bytes: the largest first, each to the lightest."""
-    shares: list[list[tuple[str, Path]]] = [[] for _ in range(jobs)]
-    loads = [0] * jobs
-    for key, path in sorted(todo.items(), key=lambda item: -_size(item[1])):
-        lightest = loads.index(min(loads))
-        shares[lightest].append((key, path))
-        loads[lightest] += _size(path)
-    return shares
-
-
-@contextlib.contextmanager
-def _children(shares: list[list[tuple[str, Path]]], handoff: Path,
-              wanted: Wanted | None) -> Iterator[None]:
-    """One forked child per share for the block; the block's end waits for them all."""
-    running: set[int] = set()
-    try:
-        for share in shares:
-            pid = os.fork()
-            if pid == 0:
-                _child(share, handoff, wanted)
-            running.add(pid)
-        yield
-        for pid in list(running):  # these children only: another's exit status stays its own
-            os.waitpid(pid, 0)
-            running.discard(pid)
-    finally:
-        # an interrupt: no child reads on after the command is gone
-        for pid in running:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        for pid in running:
-            with contextlib.suppress(OSError):
-                os.waitpid(pid, 0)
-
-
-def _child(share: list[tuple[str, Path]], handoff: Path, wanted: Wanted | None) -> None:
-    """Build each report's typed reports into the hand-off folder, then end at once (no
-    cleanup of the parent's: its atexit handlers and buffers are not this process's)."""
+def _child(queue: list[tuple[str, Path]], offered_read: int, offered: int, announce: int,
+           handoff: Path, wanted: Wanted | None) -> None:
+    """Build each report taken into the hand-off folder and announce it, until none is left;
+    then end at once (no cleanup of the parent's: its atexit handlers and buffers are not this
+    process's)."""
     try:
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, signal.SIG_DFL)
-        for key, path in share:
+        os.close(offered)  # else the queue never ends for this child
+        for index in _taken(offered_read):
+            key, path = queue[index]
             built = _built(path, wanted)
             if built is not None:
                 read_cache.keep(key, built.profiles, handoff / _FOLDERS[built.alone])
+                os.write(announce, _INDEX.pack(index))
     finally:
         os._exit(0)

@@ -9,24 +9,20 @@ character csv may quote (`csv_cell`, tested against `csv.writer`): the text is t
 
 A report is opened once, its kernels not yet decoded. Processes forked from the one that opened
 it (ncu_report keeps no threads, so a fork copies a whole, quiet reader) then each take the next
-kernel from a pipe, decode it and write its lines, until none is left; the pieces are joined in
-report order. Each piece is packed (zlib) where it was made when the export is to be kept. A
-report of fewer kernels than processes is decoded first and split by rows instead.
+kernel as they are free (`harness.util.made_at_once`), decode it and write its lines; the
+pieces are joined in report order. Each piece is packed (zlib) where it was made when the
+export is to be kept. A report of fewer kernels than processes is decoded first and split by
+rows instead.
 """
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
-import os
 import re
-import signal
 import struct
-import tempfile
-import threading
 import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,7 +41,7 @@ from harness.report.reportfile import (
     metric_records,
     select_kernels,
 )
-from harness.util import column_holds_bad_text, pause_at
+from harness.util import column_holds_bad_text, made_at_once, may_fork_now
 
 HEADER = ",".join(EXPORT_COLUMNS) + "\n"
 # A text cell with one of these is quoted by csv.writer, or not, as its Python decides (3.11
@@ -116,11 +112,6 @@ def part_text(kernels: Iterable[KernelRef], part: ExportPart, where: Path) -> tu
     return "".join(lines), len(lines)
 
 
-def may_fork_now() -> bool:
-    """Whether a child forked here is a safe copy: no other thread may hold a lock it needs."""
-    return hasattr(os, "fork") and threading.active_count() == 1
-
-
 @dataclass(frozen=True)
 class _Piece:
     """One piece of the export: its CSV bytes, their packed stream (b"" unpacked), its rows."""
@@ -128,6 +119,19 @@ class _Piece:
     data: bytes
     packed: bytes
     rows: int
+
+    def encoded(self) -> bytes:
+        """The piece as one item of `made_at_once` (`decoded` reads it back)."""
+        return _SIZES.pack(self.rows, len(self.data)) + self.data + self.packed
+
+    @classmethod
+    def decoded(cls, item: bytes) -> _Piece:
+        rows, size = _SIZES.unpack_from(item)
+        data = item[_SIZES.size:_SIZES.size + size]
+        return cls(data, item[_SIZES.size + size:], rows)
+
+
+_SIZES = struct.Struct("<QQ")  # rows, CSV bytes
 
 
 def export_csv(report_path: Path, kernel_regex: str | None, jobs: int,
@@ -140,19 +144,23 @@ def export_csv(report_path: Path, kernel_regex: str | None, jobs: int,
         # A piece per kernel, taken by whichever process is free: each decodes and checks only
         # the kernels it takes, and asks their units from their first metric on, as a reading
         # of one kernel alone does (a kernel's size is not known before it is decoded).
-        def kernel_piece(index: int) -> _Piece:
+        def kernel_piece(index: int) -> bytes:
             kernel = kernel_ref(report_path, context, index, places[index])
-            return _piece([kernel], (0, 1), report_path, pack)
+            return _piece([kernel], (0, 1), report_path, pack).encoded()
 
-        return _whole(_shared(len(places), kernel_piece, jobs), pack)
+        return _whole(_pieces(len(places), kernel_piece, jobs), pack)
     kernels = [kernel_ref(report_path, context, i, place) for i, place in enumerate(places)]
     kernels = select_kernels(LoadedReport(report_path, context, kernels), kernel_regex)
     if jobs <= 1:
         return _whole([_piece(kernels, (0, 1), report_path, pack)], pack)
     # Fewer kernels than processes (or a filter, which reads every name): the kernels are
     # decoded here, then split by rows (`metric_records` asks the units before a part's start).
-    return _whole(_shared(jobs, lambda index: _piece(kernels, (index, jobs), report_path, pack),
-                          jobs), pack)
+    return _whole(_pieces(jobs, lambda index: _piece(kernels, (index, jobs), report_path,
+                                                     pack).encoded(), jobs), pack)
+
+
+def _pieces(count: int, make: Callable[[int], bytes], jobs: int) -> list[_Piece]:
+    return [_Piece.decoded(item) for item in made_at_once(count, make, jobs)]
 
 
 def _piece(kernels: list[KernelRef], part: ExportPart, where: Path, pack: bool) -> _Piece:
@@ -171,94 +179,3 @@ def _whole(pieces: list[_Piece], pack: bool) -> Exported:
         return Exported(data, rows)
     kept = [zlib.compress(f"{rows}\n".encode() + head, 1), *(piece.packed for piece in pieces)]
     return Exported(data, rows, kept)
-
-
-def _shared(count: int, make: Callable[[int], _Piece], jobs: int) -> list[_Piece]:
-    """Pieces 0..count-1 made by `jobs` processes at once, this one and forked children, each
-    taking the next piece from a pipe of indices as it is free; in order."""
-    taken, offered = os.pipe()
-    made: dict[int, _Piece] = {}
-    with tempfile.TemporaryDirectory(prefix="ncuh-export-") as scratch:
-        children = [_fork_taker(taken, offered, make, Path(scratch) / f"{n}.pieces")
-                    for n in range(1, jobs)]
-        try:
-            for index in range(count):  # 4 bytes a write: a pipe never splits one
-                os.write(offered, _INDEX.pack(index))
-            os.close(offered)
-            offered = -1
-            made.update(_take(taken, make))
-            pause_at("export parts")
-            for n, pid in enumerate(children, start=1):
-                _, status = os.waitpid(pid, 0)
-                children[n - 1] = 0  # reaped
-                if os.waitstatus_to_exitcode(status) != 0:
-                    # A piece that failed: made here, where its failure is told as it is.
-                    continue
-                made.update(_read_pieces(Path(scratch) / f"{n}.pieces"))
-        finally:
-            _end(children)
-            for handle in (taken, offered):
-                if handle >= 0:
-                    os.close(handle)
-    return [made[index] if index in made else make(index) for index in range(count)]
-
-
-_INDEX = struct.Struct("<I")
-
-
-def _take(taken: int, make: Callable[[int], _Piece]) -> Iterator[tuple[int, _Piece]]:
-    """Make the pieces whose indices this process takes from the pipe, until it is empty."""
-    while True:
-        raw = os.read(taken, _INDEX.size)
-        if not raw:
-            return
-        index = _INDEX.unpack(raw)[0]
-        yield index, make(index)
-
-
-def _fork_taker(taken: int, offered: int, make: Callable[[int], _Piece], out: Path) -> int:
-    """A child that makes the pieces it takes and writes them to `out` (`_read_pieces` reads
-    them); its pid."""
-    pid = os.fork()
-    if pid:
-        return pid
-    status = 1
-    try:
-        # Ctrl-C reaches the whole process group: it is the parent's to handle; SIGTERM and
-        # SIGHUP end the child at once rather than run the parent's handlers.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)
-        os.close(offered)  # else the pipe never ends for this child
-        with out.open("wb") as stream:
-            for index, piece in _take(taken, make):
-                stream.write(f"{index} {piece.rows} {len(piece.data)} {len(piece.packed)}\n"
-                             .encode())
-                stream.write(piece.data)
-                stream.write(piece.packed)
-        status = 0
-    finally:
-        os._exit(status)  # never return into the parent's stack (its cleanups are its own)
-
-
-def _read_pieces(path: Path) -> Iterator[tuple[int, _Piece]]:
-    """The pieces a child wrote, with their indices."""
-    data = memoryview(path.read_bytes())
-    at = 0
-    while at < len(data):
-        end = bytes(data[at:at + 64]).index(b"\n") + at
-        index, rows, size, packed = (int(n) for n in bytes(data[at:end]).split())
-        at = end + 1
-        yield index, _Piece(bytes(data[at:at + size]), bytes(data[at + size:at + size + packed]),
-                            rows)
-        at += size + packed
-
-
-def _end(children: list[int]) -> None:
-    """Kill and reap the children still running (an interrupt, or a failed part)."""
-    for pid in children:
-        if pid:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(OSError):
-                os.waitpid(pid, 0)

@@ -419,6 +419,7 @@ def metric_records(
     # export says. A name's unit is asked once (about 10 us a call): within one report it is
     # the same in every kernel, which the export's byte-identity tests hold to.
     units: dict[str, str] = {}
+    seen: dict[str, str] = {}
     for kernel, metric_name in work[:first]:
         if metric_name not in units:
             units[metric_name] = unit_of(kernel.action.metric_by_name(metric_name))
@@ -440,7 +441,10 @@ def metric_records(
             if id_reader is None:
                 labels = [f"#{i}" for i in indices]
             else:
-                labels = list(map(str, map(id_reader, repeat(ids, count), indices)))
+                # one text per id: a kernel's per-PC metrics share their labels (smaller
+                # and quicker to pickle: what `read_cache` keeps)
+                labels = [seen.setdefault(label, label) for label
+                          in map(str, map(id_reader, repeat(ids, count), indices))]
                 plain = id_reader is not as_string
         else:
             labels = [f"#{i}" for i in indices]

@@ -1,5 +1,6 @@
 """Small helpers every stage uses: atomic output, input-file checks, the user's cache
-folder and the files kept in it, where ncu is installed, and Markdown escaping of data.
+folder and the files kept in it, where ncu is installed, Markdown escaping of data, and work
+shared with forked children.
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
         versioned_roots,
     )
     from harness.util.user_cache import CACHE_ENV, cache_dir
+    from harness.util.work_queue import made_at_once, may_fork_now
 
 # public name -> (module, attribute), imported on first use so that importing the package does
 # no work; not cached here, so a test that replaces the attribute in its module is seen.
@@ -101,6 +103,8 @@ _HOMES: dict[str, tuple[str, str]] = {
     "regular_file": ("harness.util.input_file", "regular_file"),
     "version_key": ("harness.util.ncu_locate", "version_key"),
     "versioned_roots": ("harness.util.ncu_locate", "versioned_roots"),
+    "made_at_once": ("harness.util.work_queue", "made_at_once"),
+    "may_fork_now": ("harness.util.work_queue", "may_fork_now"),
 }
 
 __all__ = [
@@ -122,7 +126,9 @@ __all__ = [
     "keep_packed",
     "load_json",
     "load_toml",
+    "made_at_once",
     "mark_used",
+    "may_fork_now",
     "md_fenced",
     "md_one_line",
     "md_prose",

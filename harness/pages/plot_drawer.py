@@ -1,0 +1,186 @@
+"""Draw a writeup's plots beside its reading.
+
+Importing matplotlib and drawing the index's six charts take a writeup about as long as
+reading half its reports, on one core, after the reading. `PlotDrawer.start` forks a process
+before any report is opened; it imports matplotlib and draws a first small figure at once,
+while the command reads its reports. Once the pages' data is known, the command hands it the
+charts that are not kept (`submit`) and renders its pages; the drawer draws them with a forked
+child per further core (`harness.util.made_at_once`), which inherit the warm matplotlib, and
+sends the plots back (`results`).
+
+It is forked before a report is opened: ncu_report's disassembler starts a thread, after which
+a fork can hang. Matplotlib's Agg canvas starts none, so the drawer's own forks are safe. What
+crosses the pipes is the command's own data (chart inputs one way, PNGs the other), never a
+file's. Whatever goes wrong in the drawer, the command draws the plot itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+import signal
+import struct
+from collections.abc import Iterator, Sequence
+
+from harness.pages.plots import CHARTS, ChartCall, Plot
+from harness.util import made_at_once
+
+_LENGTH = struct.Struct("<Q")
+
+
+class PlotDrawer:
+    """A forked process that draws charts on request; see the module's docstring."""
+
+    def __init__(self, pid: int, requests: int, answers: int, jobs: int) -> None:
+        self._pid = pid
+        self._requests = requests  # write end: the charts to draw
+        self._answers = answers  # read end: the plots drawn
+        self._jobs = jobs
+
+    @classmethod
+    def start(cls) -> PlotDrawer | None:
+        """A drawer, where a second core would draw; None where this process should draw
+        (one core, no fork, or a report already opened here)."""
+        from harness.report.builder import may_fork
+
+        jobs = _cores()
+        if jobs < 2 or not hasattr(os, "fork") or not may_fork():
+            return None
+        try:
+            request_read, requests = os.pipe()
+            answers, answer_write = os.pipe()
+            pid = os.fork()
+        except OSError:
+            return None
+        if pid == 0:
+            _serve(request_read, requests, answers, answer_write, jobs)
+        os.close(request_read)
+        os.close(answer_write)
+        return cls(pid, requests, answers, jobs)
+
+    def submit(self, calls: Sequence[ChartCall]) -> bool:
+        """Hand the drawer `calls`; False where it could not take them."""
+        try:
+            _send(self._requests, pickle.dumps(list(calls), protocol=pickle.HIGHEST_PROTOCOL))
+        except (OSError, pickle.PicklingError):
+            return False
+        return True
+
+    def results(self) -> list[Plot | None]:
+        """The plots of the calls submitted, in order; None for each it could not draw."""
+        try:
+            plots = pickle.loads(_received(self._answers))
+        except (OSError, EOFError, pickle.UnpicklingError, ValueError):
+            plots = None
+        self.stop()
+        if not isinstance(plots, list):
+            return []
+        return [Plot(*plot) if _is_plot(plot) else None for plot in plots]
+
+    def stop(self) -> None:
+        """End the drawer (drawing or not) and close its pipes; it is reaped here."""
+        if self._pid:
+            with contextlib.suppress(OSError):
+                os.kill(self._pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.waitpid(self._pid, 0)
+            self._pid = 0
+        for handle in (self._requests, self._answers):
+            with contextlib.suppress(OSError):
+                os.close(handle)
+        self._requests = self._answers = -1
+
+
+@contextlib.contextmanager
+def plot_drawer() -> Iterator[PlotDrawer | None]:
+    """A drawer for the block (or None), ended with it."""
+    drawer = PlotDrawer.start()
+    try:
+        yield drawer
+    finally:
+        if drawer is not None:
+            drawer.stop()
+
+
+def _is_plot(drawn: object) -> bool:
+    return (isinstance(drawn, tuple) and len(drawn) == 3 and isinstance(drawn[0], str)
+            and isinstance(drawn[1], str) and isinstance(drawn[2], bytes))
+
+
+def _cores() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def _send(handle: int, data: bytes) -> None:
+    view = memoryview(_LENGTH.pack(len(data)) + data)
+    while view:
+        view = view[os.write(handle, view):]
+
+
+def _received(handle: int) -> bytes:
+    """One message of `_send`'s; EOFError where the pipe ends first."""
+    (size,) = _LENGTH.unpack(_read_exactly(handle, _LENGTH.size))
+    return _read_exactly(handle, size)
+
+
+def _read_exactly(handle: int, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = os.read(handle, min(left, 1 << 20))
+        if not chunk:
+            raise EOFError("the pipe ended")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _serve(request_read: int, requests: int, answers: int, answer_write: int,
+           jobs: int) -> None:
+    """The drawer: warm up, wait for the charts, draw them in `jobs` forked processes, answer;
+    then end at once (the command's cleanups are not this process's)."""
+    status = 1
+    try:
+        # Ctrl-C reaches the whole process group: the command handles it and ends this one.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        os.close(requests)  # else the requests never end when the command is gone
+        os.close(answers)
+        from harness.pages.plots import warm_up
+
+        warm_up()
+        try:
+            calls = pickle.loads(_received(request_read))
+        except EOFError:  # the command ended, or needed no plot
+            calls = []
+        if calls:
+            _send(answer_write, pickle.dumps(_drawn(calls, jobs),
+                                             protocol=pickle.HIGHEST_PROTOCOL))
+        status = 0
+    finally:
+        os._exit(status)
+
+
+# drawn first, as they take longest: the others then fill in around them
+_SLOWEST = ("roofline_chart", "instruction_mix_chart", "stall_chart")
+
+
+def _drawn(calls: list[ChartCall], jobs: int) -> list[tuple[str, str, bytes]]:
+    """Each call's (name, caption, PNG), drawn here and in forked children at once."""
+    order = sorted(range(len(calls)), key=lambda index: (
+        _SLOWEST.index(calls[index].chart) if calls[index].chart in _SLOWEST else len(_SLOWEST),
+        index))
+
+    def draw(position: int) -> bytes:
+        call = calls[order[position]]
+        plot = CHARTS[call.chart](*call.args, **call.options)
+        return pickle.dumps((plot.name, plot.title, plot.png))
+
+    drawn = made_at_once(len(calls), draw, jobs)
+    results: list[tuple[str, str, bytes]] = [("", "", b"")] * len(calls)
+    for position, item in enumerate(drawn):
+        results[order[position]] = pickle.loads(item)
+    return results
