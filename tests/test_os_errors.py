@@ -54,18 +54,13 @@ def leftovers(folder: Path) -> list[str]:
 
 @pytest.mark.parametrize("code", [errno.EROFS, errno.EACCES, errno.ENOSPC, errno.EDQUOT])
 def test_export_os_failure_while_writing_is_one_line(tmp_path, monkeypatch, code) -> None:
-    from harness.commands import export as export_command
+    from harness.report.export_format import Exported
 
-    write_output = export_command._write
+    def fail_midway(self, stream) -> None:  # the command's own atomic output, failing mid-table
+        stream.write(b"kernel_id,kernel\n")
+        raise OSError(code, os.strerror(code))
 
-    def fail_midway(output, write, rows) -> None:
-        def fail(stream) -> None:
-            stream.write("kernel_id,kernel\n")
-            raise OSError(code, os.strerror(code))
-
-        write_output(output, fail, rows)  # the command's own atomic output, failing mid-table
-
-    monkeypatch.setattr(export_command, "_write", fail_midway)
+    monkeypatch.setattr(Exported, "write", fail_midway)
     out = tmp_path / "m.csv"
     line = one_line_error(invoke("export", REPORT, "-o", out), str(out), os.strerror(code))
     assert line.startswith("ncuh: error: cannot write")

@@ -14,10 +14,26 @@ def _numbered(index: int) -> bytes:
 
 
 def test_items_come_back_in_order_whoever_made_them() -> None:
-    items = made_at_once(9, _numbered, 3)
+    here = os.getpid()
+    made_by_a_child, told = os.pipe()
+
+    def numbered(index: int) -> bytes:
+        if os.getpid() != here:
+            os.write(told, b"x")
+        elif not waited:  # this process makes nothing before a child has made an item
+            os.read(made_by_a_child, 1)
+            waited.append(True)
+        return _numbered(index)
+
+    waited: list[bool] = []
+    try:
+        items = made_at_once(9, numbered, 3)
+    finally:
+        os.close(made_by_a_child)
+        os.close(told)
     assert [item.split()[1] for item in items] == [str(i).encode() for i in range(9)]
-    # more than one process made them (each takes the next index as it is free)
-    assert len({item.split()[3] for item in items}) > 1
+    makers = {item.split()[3] for item in items}
+    assert len(makers) > 1 and str(here).encode() in makers
 
 
 def test_one_job_or_one_item_is_made_here() -> None:

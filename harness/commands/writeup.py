@@ -45,11 +45,11 @@ def writeup(sources: tuple[Path, ...], out: Path | None, fmt: str,
     Run directories and reports are data: writeup never imports a module they name or
     carry, and only --project (here or as `ncuh --project`) runs a project's code.
     """
-    from harness.pages.plot_drawer import plot_drawer
+    from harness.pages import started_drawer
 
     # the drawer is forked first, before any report is opened (and before the pages' own
     # imports, which it does not need), to draw while they are read
-    with plot_drawer() as drawer:
+    with started_drawer() as drawer:
         from harness.pages import collect, write
 
         result = collect(sources, project_path(project))

@@ -1,5 +1,6 @@
 """Iteration pages: a run's reports and findings collected into a `Writeup`
-(`collect`), rendered to Markdown and self-contained HTML with plots (`write`).
+(`collect`), rendered to Markdown and self-contained HTML with plots (`write`), which a
+`started_drawer` begun before the reading draws beside it.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from harness import lazy_face
 
 if TYPE_CHECKING:
     from harness.pages.markdown_html import markdown_to_html
+    from harness.pages.plot_drawer import PlotDrawer, started_drawer
     from harness.pages.render import write
     from harness.pages.writeup import KernelPage, Writeup, collect, index_pages
 
@@ -32,6 +34,8 @@ _HOMES: dict[str, tuple[str, str]] = {
     "index_pages": ("harness.pages.writeup", "index_pages"),
     "markdown_to_html": ("harness.pages.markdown_html", "markdown_to_html"),
     "write": ("harness.pages.render", "write"),
+    "PlotDrawer": ("harness.pages.plot_drawer", "PlotDrawer"),
+    "started_drawer": ("harness.pages.plot_drawer", "started_drawer"),
 }
 
 __all__ = [
@@ -41,6 +45,7 @@ __all__ = [
     "GpuKernel",
     "KernelPage",
     "KeyValue",
+    "PlotDrawer",
     "Writeup",
     "bound_unit",
     "collect",
@@ -50,6 +55,7 @@ __all__ = [
     "markdown_to_html",
     "render_index",
     "since_previous",
+    "started_drawer",
     "write",
 ]
 

@@ -42,7 +42,7 @@ class PlotDrawer:
     def start(cls) -> PlotDrawer | None:
         """A drawer, where a second core would draw; None where this process should draw
         (one core, no fork, or a report already opened here)."""
-        from harness.report.builder import may_fork
+        from harness.report import may_fork
 
         jobs = _cores()
         if jobs < 2 or not hasattr(os, "fork") or not may_fork():
@@ -93,7 +93,7 @@ class PlotDrawer:
 
 
 @contextlib.contextmanager
-def plot_drawer() -> Iterator[PlotDrawer | None]:
+def started_drawer() -> Iterator[PlotDrawer | None]:
     """A drawer for the block (or None), ended with it."""
     drawer = PlotDrawer.start()
     try:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         every_metric,
         load_kernel_reports,
         load_kernel_summaries,
+        may_fork,
     )
     from harness.report.export_format import EXPORT_FORMATS, write_export
     from harness.report.instruction_classes import MATH_CLASSES
@@ -81,6 +82,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "limiters_of": ("harness.report.model", "limiters_of"),
     "load_kernel_reports": ("harness.report.builder", "load_kernel_reports"),
     "load_kernel_summaries": ("harness.report.builder", "load_kernel_summaries"),
+    "may_fork": ("harness.report.builder", "may_fork"),
     "profile_views": ("harness.report.report_view", "profile_views"),
     "read_ahead": ("harness.report.batch_read", "read_ahead"),
     "render_text": ("harness.report.report_view", "render_text"),
@@ -118,6 +120,7 @@ __all__ = [
     "limiters_of",
     "load_kernel_reports",
     "load_kernel_summaries",
+    "may_fork",
     "open_report",
     "profile_views",
     "read_ahead",

@@ -1,18 +1,15 @@
-"""`ncuh export`'s CSV of one report: formatted a metric at a time, read in forked parts.
+"""`ncuh export`'s CSV of one report: formatted a metric at a time, read in forked pieces.
 
-`csv.writer` formats every cell of every row. An export's rows repeat their metric's kernel,
-name and unit on every instance, and nearly all of its instance labels and values are numbers,
-so each metric's repeated cells are formatted once and each instance row is one f-string. A
-text cell is what `spreadsheet_text` makes of it, quoted by csv.writer where it holds a
-character csv may quote (`csv_cell`, tested against `csv.writer`): the text is the one
-`write_export` writes, byte for byte.
+An export's rows repeat their metric's kernel, name and unit on every instance, and nearly all
+of its labels and values are numbers: each metric's repeated cells are formatted once and each
+instance row is one f-string. A text cell is what `spreadsheet_text` makes of it, quoted by
+csv.writer where it holds a character csv may quote (`csv_cell`, tested against csv.writer):
+the bytes are those `write_export` writes.
 
-A report is opened once, its kernels not yet decoded. Processes forked from the one that opened
-it (ncu_report keeps no threads, so a fork copies a whole, quiet reader) then each take the next
-kernel as they are free (`harness.util.made_at_once`), decode it and write its lines; the
-pieces are joined in report order. Each piece is packed (zlib) where it was made when the
-export is to be kept. A report of fewer kernels than processes is decoded first and split by
-rows instead.
+The report is opened once, its kernels not yet decoded; processes forked from this one (which
+ncu_report leaves without threads) each take the next kernel as they are free
+(`harness.util.made_at_once`), decode it and format it, packing it (zlib) where it is to be
+kept. A report of fewer kernels than processes is decoded first and split by rows instead.
 """
 
 from __future__ import annotations
