@@ -121,7 +121,7 @@ def _all_metrics(kernel: KernelRef, wanted: Callable[[str], bool] | None = None,
     correlation id unless left out)."""
     # every value (and unit) first, then the labels: the order ncu_report was always asked in
     records = list(metric_records([kernel], import_ncu_report(), wanted=wanted,
-                                  instances=instances))
+                                  instances=instances, share_labels=True))
     metrics: dict[str, Metric] = {}
     for record in records:
         value = record.value

@@ -388,9 +388,11 @@ class MetricRecord:
 def metric_records(
     kernels: Iterable[KernelRef], ncu_report: Any, part: ExportPart = (0, 1),
     wanted: Callable[[str], bool] | None = None, instances: bool = True,
+    share_labels: bool = False,
 ) -> Iterator[MetricRecord]:
     """Every (kernel, metric) of `kernels` in report order, or the `part` of them (see
-    `_part_bounds`): the parts of an export, concatenated in order, are the whole export."""
+    `_part_bounds`): the parts of an export, concatenated in order, are the whole export.
+    With `share_labels`, equal instance labels are one string object."""
     metric_cls = ncu_report.IMetric
     as_double = _accessor(ncu_report, "as_double")
     as_string = _accessor(ncu_report, "as_string")
@@ -419,7 +421,7 @@ def metric_records(
     # export says. A name's unit is asked once (about 10 us a call): within one report it is
     # the same in every kernel, which the export's byte-identity tests hold to.
     units: dict[str, str] = {}
-    seen: dict[str, str] = {}
+    seen: dict[str, str] | None = {} if share_labels else None
     for kernel, metric_name in work[:first]:
         if metric_name not in units:
             units[metric_name] = unit_of(kernel.action.metric_by_name(metric_name))
@@ -441,10 +443,11 @@ def metric_records(
             if id_reader is None:
                 labels = [f"#{i}" for i in indices]
             else:
-                # one text per id: a kernel's per-PC metrics share their labels (smaller
-                # and quicker to pickle: what `read_cache` keeps)
-                labels = [seen.setdefault(label, label) for label
-                          in map(str, map(id_reader, repeat(ids, count), indices))]
+                labels = list(map(str, map(id_reader, repeat(ids, count), indices)))
+                if seen is not None:
+                    # one text per id: a kernel's per-PC metrics then share their labels,
+                    # which a pickle (what `read_cache` keeps) writes once
+                    labels = [seen.setdefault(label, label) for label in labels]
                 plain = id_reader is not as_string
         else:
             labels = [f"#{i}" for i in indices]
