@@ -127,8 +127,9 @@ class _Piece:
     @classmethod
     def decoded(cls, item: bytes) -> _Piece:
         rows, size = _SIZES.unpack_from(item)
-        data = item[_SIZES.size:_SIZES.size + size]
-        return cls(data, item[_SIZES.size + size:], rows)
+        view = memoryview(item)  # the piece's bytes are written out as they are: no copies
+        return cls(view[_SIZES.size:_SIZES.size + size],  # type: ignore[arg-type]
+                   view[_SIZES.size + size:], rows)  # type: ignore[arg-type]
 
 
 _SIZES = struct.Struct("<QQ")  # rows, CSV bytes

@@ -90,13 +90,13 @@ def _fork_taker(taken: int, offered: int, make: Callable[[int], bytes], out: Pat
 
 
 def _delivered(path: Path) -> Iterator[tuple[int, bytes]]:
-    """The items a child wrote, with their indices."""
-    data = path.read_bytes()
+    """The items a child wrote, with their indices (views of the file's bytes, not copies)."""
+    data = memoryview(path.read_bytes())
     at = 0
     while at < len(data):
         index, size = _ITEM.unpack_from(data, at)
         at += _ITEM.size
-        yield index, data[at:at + size]
+        yield index, data[at:at + size]  # type: ignore[misc]
         at += size
 
 
