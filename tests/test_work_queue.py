@@ -27,7 +27,7 @@ def test_items_come_back_in_order_whoever_made_them() -> None:
 
     waited: list[bool] = []
     try:
-        items = made_at_once(9, numbered, 3)
+        items = [bytes(item) for item in made_at_once(9, numbered, 3)]
     finally:
         os.close(made_by_a_child)
         os.close(told)
@@ -38,8 +38,8 @@ def test_items_come_back_in_order_whoever_made_them() -> None:
 
 def test_one_job_or_one_item_is_made_here() -> None:
     here = str(os.getpid()).encode()
-    assert all(item.split()[3] == here for item in made_at_once(4, _numbered, 1))
-    assert made_at_once(1, _numbered, 8)[0].split()[3] == here
+    assert all(bytes(item).split()[3] == here for item in made_at_once(4, _numbered, 1))
+    assert bytes(made_at_once(1, _numbered, 8)[0]).split()[3] == here
     assert made_at_once(0, _numbered, 8) == []
 
 
@@ -51,7 +51,7 @@ def test_an_item_a_child_failed_to_make_is_made_here() -> None:
             raise RuntimeError("failed in a child")
         return _numbered(index)
 
-    items = made_at_once(8, only_here, 2)
+    items = [bytes(item) for item in made_at_once(8, only_here, 2)]
     assert [item.split()[1] for item in items] == [str(i).encode() for i in range(8)]
     assert all(item.split()[3] == str(here).encode() for item in items[1::2])
 

@@ -1,7 +1,8 @@
 """Items made at once by this process and forked children, each taking the next as it is free.
 
 `made_at_once(count, make, jobs)` makes items 0..count-1 (`make(index) -> bytes`) in this
-process and `jobs - 1` forked children. The indices wait in a pipe (4 bytes a write, which a
+process and `jobs - 1` forked children; a child's item comes back as a view of the file it
+wrote (a memoryview: bytes-like, not copied). The indices wait in a pipe (4 bytes a write, which a
 pipe never splits); each process takes the next one when it is free, so a few large items do
 not leave one process with most of the work. A child writes what it made to a file of its own
 and exits. An item a child did not deliver (it failed, or was killed) is made here, where its
