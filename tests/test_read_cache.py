@@ -235,3 +235,32 @@ def test_what_a_killed_writer_left_an_hour_ago_is_pruned(tmp_path: Path,
     os.utime(old, (0, 0))
     assert read_cache.keep_text("t" * 40, [zlib.compress(b"a table")])
     assert not old.exists() and new.exists()
+
+
+def test_the_reader_key_follows_the_installed_ncu_report_version(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kept reading is keyed by ncu_report's installed version: the name of its metadata
+    folder beside the package (read without importing importlib.metadata)."""
+    import types
+
+    package = tmp_path / "ncu_report"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "_ncu_report.so").write_bytes(b"library")
+    os.utime(package / "_ncu_report.so", (0, 0))
+    module = types.SimpleNamespace(__file__=str(package / "__init__.py"))
+    monkeypatch.setattr(read_cache, "import_ncu_report", lambda: module)
+
+    def fingerprint(version: str) -> bytes:
+        for old in tmp_path.glob("ncu_report-*.dist-info"):
+            old.rmdir()
+        (tmp_path / f"ncu_report-{version}.dist-info").mkdir()
+        read_cache._reader_fingerprint.cache_clear()
+        return read_cache._reader_fingerprint()
+
+    try:
+        one, again, other = (fingerprint("2026.3.1"), fingerprint("2026.3.1"),
+                             fingerprint("2026.4.0"))
+    finally:
+        read_cache._reader_fingerprint.cache_clear()
+    assert one == again != other

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
-import importlib.metadata
 import io
 import pickle
 import stat
@@ -96,11 +95,11 @@ def _reader_fingerprint() -> bytes:
             digest.update(source.read_bytes())
     module = import_ncu_report()
     digest.update(str(getattr(module, "__file__", "")).encode())
-    # ncu_report carries no __version__: its installed metadata, else its own files' bytes
-    try:
-        digest.update(importlib.metadata.version("ncu-report").encode())
-    except importlib.metadata.PackageNotFoundError:
-        digest.update(str(getattr(module, "__version__", "")).encode())
+    # ncu_report carries no __version__: the name of its installed metadata folder holds it
+    # (read here rather than through importlib.metadata, whose import costs every command)
+    package = Path(str(getattr(module, "__file__", "."))).parent
+    digest.update(" ".join(sorted(p.name for p in package.parent.glob("ncu_report-*-info")))
+                  .encode())
     for library in sorted(Path(str(getattr(module, "__file__", "."))).parent.glob("*.so")):
         with contextlib.suppress(OSError):
             stat_result = library.stat()
