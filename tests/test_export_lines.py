@@ -56,7 +56,7 @@ from harness.report.reportfile import export_columns
 from harness.util import kept_files
 report, mode, jobs = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 regex = None if sys.argv[4] == "-" else sys.argv[4]
-if mode == "writer":  # the csv.writer path, which `ncuh export` took before
+if mode == "writer":  # the table written by csv.writer (`write_export`)
     data = export_text(export_columns(report, kernel_regex=regex), "csv").encode()
 else:
     made = export_csv(report, regex, jobs, pack=mode == "packed")
@@ -111,3 +111,74 @@ def test_an_export_read_back_from_the_cache_is_the_export(tmp_path: Path) -> Non
     uncached = subprocess.run(run, env={**env, read_cache.SWITCH_ENV: "off"},
                               capture_output=True, check=True).stdout
     assert first == again == uncached and first.startswith(b"kernel_id,kernel,metric,")
+
+
+def test_streams_past_the_bound_are_no_entry(tmp_path: Path,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kept_files, "MAX_PLAIN_BYTES", 8)
+    entry = tmp_path / "entry.txt.z"
+    entry.write_bytes(zlib.compress(b"12345678"))  # exactly the bound: whole
+    assert kept_files.read_kept(entry) == b"12345678"
+    # the bound reached by the first stream: a second one is not inflated without a bound
+    entry.write_bytes(zlib.compress(b"12345678") + zlib.compress(b"x" * 1000))
+    assert kept_files.read_kept(entry) is None
+
+
+def test_the_copy_shipped_with_nsight_compute_keeps_the_public_accessors() -> None:
+    import types
+
+    from harness.report.reportfile import _accessor
+
+    def raw(metric: object) -> str:
+        return "raw"
+
+    class IMetric:
+        def as_double(self) -> str:
+            return "public"
+
+    def module(file: str) -> object:
+        return types.SimpleNamespace(__file__=file, IMetric=IMetric,
+                                     _ncu_report=types.SimpleNamespace(IMetric_as_double=raw))
+
+    pypi = module("/venv/lib/python3.12/site-packages/ncu_report/__init__.py")
+    shipped = module("/opt/nvidia/nsight-compute/2025.3.1/extras/python/ncu_report.py")
+    assert _accessor(pypi, "as_double") is raw
+    assert _accessor(shipped, "as_double") is IMetric.as_double
+    # a copy without the raw function keeps the public one too
+    bare = types.SimpleNamespace(__file__=pypi.__file__, IMetric=IMetric)
+    assert _accessor(bare, "as_double") is IMetric.as_double
+
+
+def _result_payloads(data: bytes) -> list[tuple[int, int]]:
+    """(offset, size) of each kernel's result payload (the block walk of check_report_file)."""
+    import struct
+
+    from harness.report import reportfile
+
+    offset, found = 8 + struct.unpack("<I", data[4:8])[0], []
+    while offset < len(data):
+        header_size = struct.unpack("<I", data[offset:offset + 4])[0]
+        fields = reportfile._varint_fields(data[offset + 4:offset + 4 + header_size])
+        if fields.get(2):
+            found.append((offset + 4 + header_size, fields.get(5, 0)))
+        offset += 4 + header_size + fields.get(5, 0)
+    return found
+
+
+def test_a_report_with_corrupt_kernels_names_the_first_one_whoever_read_it(
+        tmp_path: Path) -> None:
+    data = bytearray(FOUR_KERNELS.read_bytes())
+    for start, size in [_result_payloads(bytes(data))[k] for k in (1, 3)]:
+        for at in range(start + size // 3, start + size // 3 + 64):
+            data[at] ^= 0xFF
+    report = tmp_path / "two_corrupt.ncu-rep"
+    report.write_bytes(data)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), read_cache.SWITCH_ENV: "off"}
+    for _ in range(3):  # each process may take either kernel first
+        done = subprocess.run([sys.executable, "-m", "harness", "export", str(report), "-o",
+                               str(tmp_path / "out.csv")], env=env, capture_output=True,
+                              text=True)
+        assert done.returncode == 2
+        assert done.stderr.startswith(f"ncuh: error: {report} is corrupt: kernel 1 ")
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        assert not (tmp_path / "out.csv").exists()

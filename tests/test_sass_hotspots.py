@@ -161,3 +161,44 @@ def test_zoo_reports_list_their_imported_python_source():
     assert ">    8  " in md and "atomicAdd(total, in[i]);" in md
     html = render_page(page, writeup, "html")
     assert html.count('<details class="listing"') == len({h.source for h in spots})
+
+
+def test_only_the_most_sampled_instructions_are_disassembled(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """ncu_report disassembles at each `sass_by_pc`: a kernel's reading asks it for the
+    `SASS_TEXTS` most sampled instructions only, which hold every hot spot the pages show."""
+    from harness.report import builder, reportfile
+    from harness.report.model import Metric
+
+    # this process's note that it disassembled is the test's alone
+    monkeypatch.setattr(reportfile, "_disassembler_started", False)
+
+    class Action:
+        def __init__(self) -> None:
+            self.asked: list[int] = []
+
+        def sass_by_pc(self, pc: int) -> str:
+            self.asked.append(pc)
+            return f"FFMA  R{pc}, R1, R2, R{pc}"
+
+        def source_info(self, pc: int) -> None:
+            return None
+
+    pcs = range(0x100, 0x100 + 16 * 100, 16)  # 100 instructions, every one executed
+    samples = {pc: (pc - 0x100) // 16 % 60 for pc in pcs}  # 0..59 samples: 98 sampled
+    metrics = {
+        "inst_executed": Metric("inst_executed", "", "inst", None,
+                                tuple((str(pc), 10.0) for pc in pcs)),
+        f"{builder.PCSAMP_PREFIX}long_scoreboard": Metric(
+            f"{builder.PCSAMP_PREFIX}long_scoreboard", "", "", None,
+            tuple((str(pc), float(n)) for pc, n in samples.items())),
+    }
+    action = Action()
+    sass = builder._sass(action, metrics)
+    assert len(sass) == 100 and len(action.asked) == builder.SASS_TEXTS == 32
+    hottest = sorted(samples, key=lambda pc: (-samples[pc], pc))[:32]
+    assert sorted(action.asked) == sorted(hottest)
+    texts = {i.pc: i.sass for i in sass}
+    assert texts[hottest[0]] == f"FFMA R{hottest[0]}, R1, R2, R{hottest[0]}"  # spaces folded
+    assert sum(1 for text in texts.values() if text) == 32
+    assert builder.disassembler_started()

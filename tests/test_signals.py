@@ -145,6 +145,9 @@ def test_writeup_into_a_new_folder_publishes_nothing(run: Path, tmp_path: Path,
 def test_writeup_stopped_while_its_plots_are_drawn_leaves_no_drawer(
         run: Path, tmp_path: Path, sig: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NCUH_REPORT_CACHE", "off")  # no plot kept: every one is drawn
+    scratch = tmp_path / "tmp"  # where the drawer's children write their plots
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
     paused = Paused(["writeup", str(run), "--out", "pages", "--format", "md"],
                     "drawing plots", tmp_path)
     drawers = _children(paused.process.pid)
@@ -155,6 +158,7 @@ def test_writeup_stopped_while_its_plots_are_drawn_leaves_no_drawer(
     assert "Traceback" not in said
     assert not (tmp_path / "pages").exists()
     assert not [pid for pid in drawers if _alive(pid)]
+    assert list(scratch.iterdir()) == []  # no scratch folder left behind
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,12 @@
 """Draw a writeup's plots beside its reading.
 
-Importing matplotlib and drawing the index's six charts take a writeup about as long as
-reading half its reports, on one core, after the reading. `PlotDrawer.start` forks a process
-before any report is opened; it imports matplotlib and draws a first small figure at once,
-while the command reads its reports. Once the pages' data is known, the command hands it the
-charts that are not kept (`submit`) and renders its pages; the drawer draws them with a forked
-child per further core (`harness.util.made_at_once`), which inherit the warm matplotlib, and
-sends the plots back (`results`).
+Importing matplotlib and drawing the index's six charts would otherwise take one core after
+the reading, while the others wait. `PlotDrawer.start` forks a process before any report is
+opened; it imports matplotlib and draws a first small figure at once, while the command reads
+its reports. Once the pages' data is known, the command hands it the charts that are not kept
+(`submit`) and renders its pages; the drawer draws them with a forked child per further core
+(`harness.util.made_at_once`), which inherit the warm matplotlib, and sends the plots back
+(`results`). `stop` ends it and its children, which share a process group of their own.
 
 It is forked before a report is opened: ncu_report's disassembler starts a thread, after which
 a fork can hang. Matplotlib's Agg canvas starts none, so the drawer's own forks are safe. What
@@ -21,10 +21,11 @@ import os
 import pickle
 import signal
 import struct
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 
 from harness.pages.plots import CHARTS, ChartCall, Plot
-from harness.util import made_at_once
+from harness.util import forked, made_at_once
 
 _LENGTH = struct.Struct("<Q")
 
@@ -47,14 +48,21 @@ class PlotDrawer:
         jobs = _cores()
         if jobs < 2 or not hasattr(os, "fork") or not may_fork():
             return None
+        opened: list[int] = []
         try:
             request_read, requests = os.pipe()
+            opened += [request_read, requests]
             answers, answer_write = os.pipe()
-            pid = os.fork()
+            opened += [answers, answer_write]
+            pid = forked(_server(request_read, requests, answers, answer_write, jobs))
         except OSError:
+            for handle in opened:
+                os.close(handle)
             return None
-        if pid == 0:
-            _serve(request_read, requests, answers, answer_write, jobs)
+        # a process group of its own (set on both sides of the fork, whichever runs first):
+        # `stop` then ends the drawer and the children it draws with, together
+        with contextlib.suppress(OSError):
+            os.setpgid(pid, pid)
         os.close(request_read)
         os.close(answer_write)
         return cls(pid, requests, answers, jobs)
@@ -79,12 +87,18 @@ class PlotDrawer:
         return [Plot(*plot) if _is_plot(plot) else None for plot in plots]
 
     def stop(self) -> None:
-        """End the drawer (drawing or not) and close its pipes; it is reaped here."""
+        """End the drawer and the children it draws with, drawing or not, and close its
+        pipes. SIGTERM first, which the drawer turns into an exception that ends its children
+        and removes their scratch folder; SIGKILL for the group if it has not ended soon."""
         if self._pid:
-            with contextlib.suppress(OSError):
-                os.kill(self._pid, signal.SIGKILL)
-            with contextlib.suppress(OSError):
-                os.waitpid(self._pid, 0)
+            _signal_group(self._pid, signal.SIGTERM)
+            deadline = time.monotonic() + _STOP_WAIT_S
+            while not os.waitpid(self._pid, os.WNOHANG)[0]:
+                if time.monotonic() > deadline:
+                    _signal_group(self._pid, signal.SIGKILL)
+                    os.waitpid(self._pid, 0)
+                    break
+                time.sleep(0.005)
             self._pid = 0
         for handle in (self._requests, self._answers):
             with contextlib.suppress(OSError):
@@ -101,6 +115,18 @@ def started_drawer() -> Iterator[PlotDrawer | None]:
     finally:
         if drawer is not None:
             drawer.stop()
+
+
+_STOP_WAIT_S = 2.0  # how long a stopped drawer may take to clean up after itself
+
+
+def _signal_group(pid: int, signum: int) -> None:
+    """`signum` to the drawer's process group, or to the drawer where it has none yet."""
+    try:
+        os.killpg(pid, signum)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signum)
 
 
 def _is_plot(drawn: object) -> bool:
@@ -137,16 +163,17 @@ def _read_exactly(handle: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def _serve(request_read: int, requests: int, answers: int, answer_write: int,
-           jobs: int) -> None:
-    """The drawer: warm up, wait for the charts, draw them in `jobs` forked processes, answer;
-    then end at once (the command's cleanups are not this process's)."""
-    status = 1
-    try:
-        # Ctrl-C reaches the whole process group: the command handles it and ends this one.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+def _server(request_read: int, requests: int, answers: int, answer_write: int,
+            jobs: int) -> Callable[[], None]:
+    """The drawer's work (`forked`): warm up, wait for the charts, draw them with `jobs`
+    processes, answer."""
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            os.setpgid(0, 0)
+        # SIGTERM (`stop`) ends the drawing as an exception would: its children are ended
+        # and their scratch folder removed before this process ends.
+        signal.signal(signal.SIGTERM, _stopped)
         os.close(requests)  # else the requests never end when the command is gone
         os.close(answers)
         from harness.pages.plots import warm_up
@@ -155,13 +182,14 @@ def _serve(request_read: int, requests: int, answers: int, answer_write: int,
         try:
             calls = pickle.loads(_received(request_read))
         except EOFError:  # the command ended, or needed no plot
-            calls = []
-        if calls:
-            _send(answer_write, pickle.dumps(_drawn(calls, jobs),
-                                             protocol=pickle.HIGHEST_PROTOCOL))
-        status = 0
-    finally:
-        os._exit(status)
+            return
+        _send(answer_write, pickle.dumps(_drawn(calls, jobs), protocol=pickle.HIGHEST_PROTOCOL))
+
+    return serve
+
+
+def _stopped(signum: int, frame: object) -> None:
+    raise SystemExit(1)
 
 
 # drawn first, as they take longest: the others then fill in around them

@@ -23,12 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.report import read_cache
+from harness.util import forked
 
 if TYPE_CHECKING:
     from harness.report.builder import BuiltReport
 
 Wanted = Callable[[str], bool]
 SHARE_BYTES = 3 * 1024 * 1024  # the least bytes of reports worth a process of their own
+MAX_QUEUE = 16_000  # report indices in one pipe (4 bytes each, a pipe holds 64 KiB)
 
 
 def read_ahead(paths: Iterable[Path], jobs: int | None = None,
@@ -60,7 +62,8 @@ def read_ahead(paths: Iterable[Path], jobs: int | None = None,
     if jobs < 2:
         return 0
     # largest first: the last reports taken are the small ones, so the processes end together
-    queue = sorted(todo.items(), key=lambda item: -_size(item[1]))
+    # (at most what a pipe holds of their indices: more would be read by the command itself)
+    queue = sorted(todo.items(), key=lambda item: -_size(item[1]))[:MAX_QUEUE]
     # reading ahead is optional: no temporary folder, pipe or fork (a full disk, too many
     # processes) leaves every report to the command, which reads it as it always does
     try:
@@ -81,10 +84,8 @@ def _read_shared(queue: list[tuple[str, Path]], jobs: int, handoff: Path,
     children: set[int] = set()
     try:
         for _ in range(jobs - 1):
-            pid = os.fork()
-            if pid == 0:
-                _child(queue, offered_read, offered, announce, handoff, wanted)
-            children.add(pid)
+            children.add(forked(_child(queue, offered_read, offered, announced, announce,
+                                       handoff, wanted)))
         os.close(announce)
         announce = -1
         for index in range(len(queue)):  # 4 bytes a write: a pipe never splits one
@@ -178,20 +179,19 @@ def _size(path: Path) -> int:
         return 0
 
 
-def _child(queue: list[tuple[str, Path]], offered_read: int, offered: int, announce: int,
-           handoff: Path, wanted: Wanted | None) -> None:
-    """Build each report taken into the hand-off folder and announce it, until none is left;
-    then end at once (no cleanup of the parent's: its atexit handlers and buffers are not this
-    process's)."""
-    try:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
+def _child(queue: list[tuple[str, Path]], offered_read: int, offered: int, announced: int,
+           announce: int, handoff: Path, wanted: Wanted | None) -> Callable[[], None]:
+    """A child's work (`forked`): build each report taken into the hand-off folder and
+    announce it, until none is left."""
+
+    def read() -> None:
         os.close(offered)  # else the queue never ends for this child
+        os.close(announced)  # the parent's end: a parent gone is then a broken pipe here
         for index in _taken(offered_read):
             key, path = queue[index]
             built = _built(path, wanted)
             if built is not None:
                 read_cache.keep(key, built.profiles, handoff / _FOLDERS[built.alone])
                 os.write(announce, _INDEX.pack(index))
-    finally:
-        os._exit(0)
+
+    return read

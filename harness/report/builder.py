@@ -44,7 +44,9 @@ from harness.report.ncu_import import import_ncu_report
 from harness.report.reportfile import (
     KernelRef,
     LoadedReport,
+    disassembler_started,
     metric_records,
+    note_disassembler,
     open_report,
     reports_opened,
     select_kernels,
@@ -403,9 +405,8 @@ def _source_line(action: Any, pc: int) -> str | None:
 
 
 # Instructions whose SASS text is read: the most sampled ones, which are all that the pages
-# show (`sass_hotspots.hotspots`, five a kernel). ncu_report disassembles at each call, about
-# a tenth of a millisecond an instruction, which for every instruction of a large kernel cost
-# more than the rest of its reading.
+# show (`sass_hotspots.hotspots`, five a kernel). ncu_report disassembles at each call: for
+# every instruction of a large kernel, that cost more than the rest of its reading.
 SASS_TEXTS = 32
 
 
@@ -421,6 +422,8 @@ def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...
                     samples.setdefault(pc, {})[name[len(PCSAMP_PREFIX):]] = int(value)
     # ranked as hotspots ranks them: most samples first, ties by address
     hottest = sorted(samples, key=lambda pc: (-sum(samples[pc].values()), pc))[:SASS_TEXTS]
+    if hottest:
+        note_disassembler()
     texts = {pc: " ".join(str(action.sass_by_pc(pc) or "").split()) for pc in hottest}
     result = []
     for pc in sorted(set(executed) | set(samples)):
@@ -516,14 +519,9 @@ def build_kernel_report(kernel: KernelRef) -> KernelReport:
 # another way (export, details views, a summary of a few metrics), may not.
 _signatures: set[int] = set()  # metric names of the reports asked in that order
 _in_order = 0  # how many reports were opened and asked in that order
-# Whether this process listed SASS: ncu_report's disassembler then runs a thread of its own,
-# and a fork can hang.
-_disassembled = False
-
-
 def may_fork() -> bool:
     """Whether a child forked now reads reports as a fresh process would, and safely."""
-    return reports_opened() == 0 and not _disassembled
+    return reports_opened() == 0 and not disassembler_started()
 
 
 def _asked(report: LoadedReport, in_order: bool = True) -> bool:
@@ -550,10 +548,8 @@ class BuiltReport:
 
 def build_report_file(path: Path | str) -> BuiltReport:
     """Open a report and build the profile of every kernel, asking ncu_report."""
-    global _disassembled
     report = open_report(path)
     alone = _asked(report)
-    _disassembled = True
     return BuiltReport([build_kernel_report(kernel) for kernel in report.kernels], alone)
 
 

@@ -33,6 +33,7 @@ from harness.report.reportfile import (
     KernelRef,
     LoadedReport,
     MetricRecord,
+    disassembler_started,
     kernel_ref,
     load_context,
     metric_records,
@@ -116,8 +117,8 @@ def part_text(kernels: Iterable[KernelRef], part: ExportPart, where: Path) -> tu
 class _Piece:
     """One piece of the export: its CSV bytes, their packed stream (b"" unpacked), its rows."""
 
-    data: bytes
-    packed: bytes
+    data: bytes | memoryview
+    packed: bytes | memoryview
     rows: int
 
     def encoded(self) -> bytes:
@@ -125,11 +126,10 @@ class _Piece:
         return _SIZES.pack(self.rows, len(self.data)) + self.data + self.packed
 
     @classmethod
-    def decoded(cls, item: bytes) -> _Piece:
+    def decoded(cls, item: bytes | memoryview) -> _Piece:
         rows, size = _SIZES.unpack_from(item)
         view = memoryview(item)  # the piece's bytes are written out as they are: no copies
-        return cls(view[_SIZES.size:_SIZES.size + size],  # type: ignore[arg-type]
-                   view[_SIZES.size + size:], rows)  # type: ignore[arg-type]
+        return cls(view[_SIZES.size:_SIZES.size + size], view[_SIZES.size + size:], rows)
 
 
 _SIZES = struct.Struct("<QQ")  # rows, CSV bytes
@@ -140,7 +140,8 @@ def export_csv(report_path: Path, kernel_regex: str | None, jobs: int,
     """The CSV of one report (header included), made by `jobs` processes at once where this
     process may fork, else here; with `pack`, each piece is also packed where it was made."""
     context, places = load_context(report_path)
-    jobs = jobs if may_fork_now() else 1
+    # no fork after SASS was listed here (the disassembler's thread) or beside a thread
+    jobs = jobs if may_fork_now() and not disassembler_started() else 1
     if kernel_regex is None and len(places) >= jobs > 1:
         # A piece per kernel, taken by whichever process is free: each decodes and checks only
         # the kernels it takes, and asks their units from their first metric on, as a reading

@@ -213,7 +213,7 @@ def fetch_text(key: str) -> bytes | None:
     return data
 
 
-def keep_text(key: str, packed: list[bytes]) -> bool:
+def keep_text(key: str, packed: list[bytes | memoryview]) -> bool:
     """Keep a text made from a report (an export) under `key`, given as its parts packed
     apart (zlib streams, one after another); False where it cannot be."""
     return _store(key, b"".join(packed), None, suffix=TEXT_SUFFIX)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import zlib
 from pathlib import Path
 
 from harness.report import read_cache
-from harness.report.export_format import Exported, ExportFormat, export_text, packed_piece
+from harness.report.export_format import Exported, ExportFormat, export_text
 from harness.report.reportfile import export_columns
 
 
@@ -44,8 +45,9 @@ def _export(report: Path, kernel_regex: str | None, fmt: ExportFormat, pack: boo
     table = export_columns(report, kernel_regex=kernel_regex)
     text = export_text(table, fmt).encode()
     rows = len(table)
-    packed = [packed_piece(f"{rows}\n".encode() + text, True)] if pack else None
-    return Exported([text], rows, packed)  # type: ignore[arg-type]
+    packed: list[bytes | memoryview] | None = (
+        [zlib.compress(f"{rows}\n".encode() + text, 1)] if pack else None)
+    return Exported([text], rows, packed)
 
 
 def _cores() -> int:

@@ -230,6 +230,21 @@ def reports_opened() -> int:
     return _opened
 
 
+# Whether this process listed SASS: ncu_report's disassembler then runs a thread of its own,
+# after which a fork can hang.
+_disassembler_started = False
+
+
+def note_disassembler() -> None:
+    """Note that SASS is about to be listed here (`disassembler_started`)."""
+    global _disassembler_started
+    _disassembler_started = True
+
+
+def disassembler_started() -> bool:
+    return _disassembler_started
+
+
 def open_report(path: Path | str) -> LoadedReport:
     """Validate and load a report; `ReportError` (one line) for anything that is not a
     complete report with at least one profiled kernel."""
@@ -326,7 +341,7 @@ def _accessor(ncu_report: Any, name: str) -> Any:
     """The `IMetric.<name>` accessor, looked up once per export rather than per metric.
 
     The raw SWIG function (`_ncu_report.IMetric_<name>`, which the public method only calls)
-    saves a Python call per value, about a third of reading one. The copy of ncu_report that
+    saves a Python call per value read. The copy of ncu_report that
     ships with Nsight Compute 2025.3.1 (under its `extras/python`) crashed in them under Python
     3.12, so that copy keeps the public methods; the PyPI package gets the raw ones.
     """
@@ -418,8 +433,9 @@ def metric_records(
     # asked alone, derived__memory_l2_theoretical_sectors_global_excessive says "byte", asked
     # after the metrics before it (as a whole export asks them) "sector", as ncu's raw page
     # does. A part that starts later asks those units first, so each part says what the whole
-    # export says. A name's unit is asked once (about 10 us a call): within one report it is
-    # the same in every kernel, which the export's byte-identity tests hold to.
+    # export says. A name's unit is asked once: within one report it is the same in every
+    # kernel (ncu_report keeps the first answer for a name), which the export's byte-identity
+    # tests hold to.
     units: dict[str, str] = {}
     seen: dict[str, str] | None = {} if share_labels else None
     for kernel, metric_name in work[:first]:

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
         versioned_roots,
     )
     from harness.util.user_cache import CACHE_ENV, cache_dir
-    from harness.util.work_queue import made_at_once, may_fork_now
+    from harness.util.work_queue import forked, made_at_once, may_fork_now
 
 # public name -> (module, attribute), imported on first use so that importing the package does
 # no work; not cached here, so a test that replaces the attribute in its module is seen.
@@ -103,6 +103,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "regular_file": ("harness.util.input_file", "regular_file"),
     "version_key": ("harness.util.ncu_locate", "version_key"),
     "versioned_roots": ("harness.util.ncu_locate", "versioned_roots"),
+    "forked": ("harness.util.work_queue", "forked"),
     "made_at_once": ("harness.util.work_queue", "made_at_once"),
     "may_fork_now": ("harness.util.work_queue", "may_fork_now"),
 }
@@ -121,6 +122,7 @@ __all__ = [
     "column_holds_bad_text",
     "deferred_signals",
     "file_kind",
+    "forked",
     "holds_bad_text",
     "html_text",
     "keep_packed",

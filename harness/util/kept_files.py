@@ -69,6 +69,8 @@ def _inflated(packed: bytes) -> bytes | None:
     members: list[bytes] = []
     left = MAX_PLAIN_BYTES
     while True:
+        if left <= 0:  # a further stream past the bound (a max_length of 0 would mean none)
+            return None
         inflater = zlib.decompressobj()
         members.append(inflater.decompress(packed, left))
         left -= len(members[-1])

@@ -1,15 +1,15 @@
 """Items made at once by this process and forked children, each taking the next as it is free.
 
 `made_at_once(count, make, jobs)` makes items 0..count-1 (`make(index) -> bytes`) in this
-process and `jobs - 1` forked children; a child's item comes back as a view of the file it
-wrote (a memoryview: bytes-like, not copied). The indices wait in a pipe (4 bytes a write, which a
-pipe never splits); each process takes the next one when it is free, so a few large items do
-not leave one process with most of the work. A child writes what it made to a file of its own
-and exits. An item a child did not deliver (it failed, or was killed) is made here, where its
-failure is raised as it is.
+process and up to `jobs - 1` forked children. The indices wait in a pipe (4 bytes a write,
+which a pipe never splits); each process takes the next one when it is free, so a few large
+items do not leave one process with most of the work. A child writes each item it made to a
+file of its own as it goes, and a child's item comes back as a view of that file (bytes-like,
+not copied). An item nobody delivered (its maker failed, or was killed) is made here, in
+order, where its failure is raised as it is: the first failing index, whoever met it first.
 
-The children are forked: the caller must hold no thread (`may_fork_now`), and `make` must be
-safe to run in a copy of this process.
+`forked(child)` forks a child that runs `child` and ends, which any code here forks through.
+The caller must hold no thread (`may_fork_now`), and `make` must be safe in a copy of it.
 """
 
 from __future__ import annotations
@@ -23,36 +23,76 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+Item = bytes | memoryview  # what `make` returns, or a view of what a child wrote
+
 _INDEX = struct.Struct("<I")
 _ITEM = struct.Struct("<IQ")  # index, length
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def may_fork_now() -> bool:
-    """Whether a child forked here is a safe copy: no other thread may hold a lock it needs."""
+    """Whether this process runs one Python thread (a fork copies no other thread's work in
+    progress). A native thread, such as ncu_report's disassembler's, is the caller's to rule
+    out (`harness.report.reportfile.disassembler_started`)."""
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
-def made_at_once(count: int, make: Callable[[int], bytes], jobs: int) -> list[bytes]:
+def forked(child: Callable[[], None]) -> int:
+    """Fork a child that runs `child` and then ends (status 0, or 1 if it raised); its pid.
+
+    Signals are held across the fork, so none lands in the child before it has let Ctrl-C
+    go to the parent (which ends it) and SIGTERM and SIGHUP end it at once: a child never
+    unwinds into the parent's code. OSError where the fork fails."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        pid = os.fork()
+    except OSError:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
+    if pid:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        return pid
+    status = 1
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        child()
+        status = 0
+    finally:
+        os._exit(status)  # never return into the parent's stack (its cleanups are its own)
+
+
+def made_at_once(count: int, make: Callable[[int], Item], jobs: int) -> list[Item]:
     """What `make` made of each index, in order; see the module's docstring."""
     if jobs <= 1 or count <= 1 or not may_fork_now():
         return [make(index) for index in range(count)]
     taken, offered = os.pipe()
-    made: dict[int, bytes] = {}
+    made: dict[int, Item] = {}
+    children: list[int] = []
     with tempfile.TemporaryDirectory(prefix="ncuh-work-") as scratch:
-        children = []
         try:
             for number in range(1, min(jobs, count)):
-                children.append(_fork_taker(taken, offered, make, Path(scratch) / f"{number}"))
-            for index in range(count):
-                os.write(offered, _INDEX.pack(index))
-            os.close(offered)
-            offered = -1
-            made.update((index, make(index)) for index in _taken(taken))
+                try:
+                    children.append(forked(_taker(taken, offered, make,
+                                                  Path(scratch) / f"{number}")))
+                except OSError:  # no more processes: fewer hands
+                    break
+            try:
+                failed = _offer_and_take(taken, offered, count, make, made)
+            finally:
+                os.close(offered)
+                offered = -1
+            if not failed:
+                for index in _taken(taken):
+                    if not _make_here(make, index, made):
+                        break
             for number, pid in enumerate(children, start=1):
-                _, status = os.waitpid(pid, 0)
+                os.waitpid(pid, 0)
                 children[number - 1] = 0  # reaped
-                if os.waitstatus_to_exitcode(status) == 0:
-                    made.update(_delivered(Path(scratch) / f"{number}"))
+                # whatever its status: the items it wrote whole are whole
+                made.update(_delivered(Path(scratch) / f"{number}"))
         finally:
             _end(children)
             for handle in (taken, offered):
@@ -61,43 +101,67 @@ def made_at_once(count: int, make: Callable[[int], bytes], jobs: int) -> list[by
     return [made[index] if index in made else make(index) for index in range(count)]
 
 
+def _offer_and_take(taken: int, offered: int, count: int, make: Callable[[int], Item],
+                    made: dict[int, Item]) -> bool:
+    """Put every index in the pipe; while it is full, make one item here (so more items
+    than a pipe holds never wait on children that may be gone). True when an item failed
+    here: it is made again, in order, at the end."""
+    os.set_blocking(offered, False)
+    index = 0
+    while index < count:
+        try:
+            os.write(offered, _INDEX.pack(index))
+            index += 1
+        except BlockingIOError:  # full: a taken index makes room
+            (next_index,) = _INDEX.unpack(os.read(taken, _INDEX.size))
+            if not _make_here(make, next_index, made):
+                return True
+    return False
+
+
+def _make_here(make: Callable[[int], Item], index: int, made: dict[int, Item]) -> bool:
+    try:
+        made[index] = make(index)
+    except Exception:
+        return False  # stop taking: the in-order pass raises the first failing index
+    return True
+
+
 def _taken(taken: int) -> Iterator[int]:
     """The indices this process takes from the pipe, one at a time, until it is empty."""
     while raw := os.read(taken, _INDEX.size):
         yield _INDEX.unpack(raw)[0]
 
 
-def _fork_taker(taken: int, offered: int, make: Callable[[int], bytes], out: Path) -> int:
-    """A child that makes the items it takes and writes them to `out`; its pid."""
-    pid = os.fork()
-    if pid:
-        return pid
-    status = 1
-    try:
-        # Ctrl-C reaches the whole process group: it is the parent's to handle; SIGTERM and
-        # SIGHUP end the child at once rather than run the parent's handlers.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+def _taker(taken: int, offered: int, make: Callable[[int], Item],
+           out: Path) -> Callable[[], None]:
+    """A child's work: make the items it takes and write each to `out` as it is made."""
+
+    def take() -> None:
         os.close(offered)  # else the pipe never ends for this child
         with out.open("wb") as stream:
             for index in _taken(taken):
                 item = make(index)
                 stream.write(_ITEM.pack(index, len(item)))
                 stream.write(item)
-        status = 0
-    finally:
-        os._exit(status)  # never return into the parent's stack (its cleanups are its own)
+                stream.flush()  # an item written whole stays whole if a later one fails
+
+    return take
 
 
-def _delivered(path: Path) -> Iterator[tuple[int, bytes]]:
-    """The items a child wrote, with their indices (views of the file's bytes, not copies)."""
-    data = memoryview(path.read_bytes())
+def _delivered(path: Path) -> Iterator[tuple[int, Item]]:
+    """The items a child wrote whole, with their indices (views of the file, not copies)."""
+    try:
+        data = memoryview(path.read_bytes())
+    except OSError:  # it never started
+        return
     at = 0
-    while at < len(data):
+    while at + _ITEM.size <= len(data):
         index, size = _ITEM.unpack_from(data, at)
+        if at + _ITEM.size + size > len(data):
+            return  # cut short: the child ended while writing it
         at += _ITEM.size
-        yield index, data[at:at + size]  # type: ignore[misc]
+        yield index, data[at:at + size]
         at += size
 
 
