@@ -37,11 +37,15 @@ except ChildProcessError:
 
 
 def _written(mode: str, out: Path) -> dict[str, bytes]:
+    scratch = out.with_name(f"{out.name}-tmp")  # where the drawer's children write
+    scratch.mkdir()
     # nothing kept: every plot is drawn, by the drawer or here
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_REPORT_CACHE": "off"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_REPORT_CACHE": "off",
+           "TMPDIR": str(scratch)}
     said = subprocess.run([sys.executable, "-c", _WRITE, mode, str(out), str(RUN)], env=env,
                           capture_output=True, check=True, text=True).stdout
     assert said.strip() == "no child left"
+    assert list(scratch.iterdir()) == []  # its scratch folder went with it
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*"))
             if p.is_file()}
 

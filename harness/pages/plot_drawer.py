@@ -6,7 +6,8 @@ opened; it imports matplotlib and draws a first small figure at once, while the 
 its reports. Once the pages' data is known, the command hands it the charts that are not kept
 (`submit`) and renders its pages; the drawer draws them with a forked child per further core
 (`harness.util.made_at_once`), which inherit the warm matplotlib, and sends the plots back
-(`results`). `stop` ends it and its children, which share a process group of their own.
+(`results`). `stop` kills it and its children, which share a process group of their own,
+and removes the folder they wrote into, which this process made.
 
 It is forked before a report is opened: ncu_report's disassembler starts a thread, after which
 a fork can hang. Matplotlib's Agg canvas starts none, so the drawer's own forks are safe. What
@@ -19,10 +20,13 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+import shutil
 import signal
 import struct
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 from harness.pages.plots import CHARTS, ChartCall, Plot
 from harness.util import forked, made_at_once
@@ -33,11 +37,11 @@ _LENGTH = struct.Struct("<Q")
 class PlotDrawer:
     """A forked process that draws charts on request; see the module's docstring."""
 
-    def __init__(self, pid: int, requests: int, answers: int, jobs: int) -> None:
+    def __init__(self, pid: int, requests: int, answers: int, scratch: Path) -> None:
         self._pid = pid
         self._requests = requests  # write end: the charts to draw
         self._answers = answers  # read end: the plots drawn
-        self._jobs = jobs
+        self._scratch = scratch  # where the drawer's children write: this process removes it
 
     @classmethod
     def start(cls) -> PlotDrawer | None:
@@ -49,15 +53,20 @@ class PlotDrawer:
         if jobs < 2 or not hasattr(os, "fork") or not may_fork():
             return None
         opened: list[int] = []
+        scratch = None
         try:
+            # made here, so that this process removes it whatever becomes of the drawer
+            scratch = Path(tempfile.mkdtemp(prefix="ncuh-plots-"))
             request_read, requests = os.pipe()
             opened += [request_read, requests]
             answers, answer_write = os.pipe()
             opened += [answers, answer_write]
-            pid = forked(_server(request_read, requests, answers, answer_write, jobs))
+            pid = forked(_server(request_read, requests, answers, answer_write, jobs, scratch))
         except OSError:
             for handle in opened:
                 os.close(handle)
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
             return None
         # a process group of its own (set on both sides of the fork, whichever runs first):
         # `stop` then ends the drawer and the children it draws with, together
@@ -65,7 +74,7 @@ class PlotDrawer:
             os.setpgid(pid, pid)
         os.close(request_read)
         os.close(answer_write)
-        return cls(pid, requests, answers, jobs)
+        return cls(pid, requests, answers, scratch)
 
     def submit(self, calls: Sequence[ChartCall]) -> bool:
         """Hand the drawer `calls`; False where it could not take them."""
@@ -87,19 +96,15 @@ class PlotDrawer:
         return [Plot(*plot) if _is_plot(plot) else None for plot in plots]
 
     def stop(self) -> None:
-        """End the drawer and the children it draws with, drawing or not, and close its
-        pipes. SIGTERM first, which the drawer turns into an exception that ends its children
-        and removes their scratch folder; SIGKILL for the group if it has not ended soon."""
+        """End the drawer and the children it draws with, drawing or not (SIGKILL to its
+        process group), reap it, remove their scratch folder and close its pipes."""
         if self._pid:
-            _signal_group(self._pid, signal.SIGTERM)
-            deadline = time.monotonic() + _STOP_WAIT_S
-            while not os.waitpid(self._pid, os.WNOHANG)[0]:
-                if time.monotonic() > deadline:
-                    _signal_group(self._pid, signal.SIGKILL)
-                    os.waitpid(self._pid, 0)
-                    break
-                time.sleep(0.005)
+            _signal_group(self._pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.waitpid(self._pid, 0)
+            _group_gone(self._pid)
             self._pid = 0
+        shutil.rmtree(self._scratch, ignore_errors=True)
         for handle in (self._requests, self._answers):
             with contextlib.suppress(OSError):
                 os.close(handle)
@@ -117,7 +122,7 @@ def started_drawer() -> Iterator[PlotDrawer | None]:
             drawer.stop()
 
 
-_STOP_WAIT_S = 2.0  # how long a stopped drawer may take to clean up after itself
+_GROUP_WAIT_S = 1.0  # how long the drawer's killed children may take to be gone
 
 
 def _signal_group(pid: int, signum: int) -> None:
@@ -127,6 +132,18 @@ def _signal_group(pid: int, signum: int) -> None:
     except OSError:
         with contextlib.suppress(OSError):
             os.kill(pid, signum)
+
+
+def _group_gone(group: int) -> None:
+    """Wait, briefly, until no process of `group` is left: a killed child ends its last
+    write before the scratch folder is removed."""
+    deadline = time.monotonic() + _GROUP_WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(group, 0)
+        except OSError:  # no process left in the group
+            return
+        time.sleep(0.002)
 
 
 def _is_plot(drawn: object) -> bool:
@@ -163,17 +180,14 @@ def _read_exactly(handle: int, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def _server(request_read: int, requests: int, answers: int, answer_write: int,
-            jobs: int) -> Callable[[], None]:
+def _server(request_read: int, requests: int, answers: int, answer_write: int, jobs: int,
+            scratch: Path) -> Callable[[], None]:
     """The drawer's work (`forked`): warm up, wait for the charts, draw them with `jobs`
-    processes, answer."""
+    processes writing into `scratch`, answer."""
 
     def serve() -> None:
         with contextlib.suppress(OSError):
             os.setpgid(0, 0)
-        # SIGTERM (`stop`) ends the drawing as an exception would: its children are ended
-        # and their scratch folder removed before this process ends.
-        signal.signal(signal.SIGTERM, _stopped)
         os.close(requests)  # else the requests never end when the command is gone
         os.close(answers)
         from harness.pages.plots import warm_up
@@ -183,20 +197,18 @@ def _server(request_read: int, requests: int, answers: int, answer_write: int,
             calls = pickle.loads(_received(request_read))
         except EOFError:  # the command ended, or needed no plot
             return
-        _send(answer_write, pickle.dumps(_drawn(calls, jobs), protocol=pickle.HIGHEST_PROTOCOL))
+        drawn = _drawn(calls, jobs, scratch)
+        _send(answer_write, pickle.dumps(drawn, protocol=pickle.HIGHEST_PROTOCOL))
 
     return serve
-
-
-def _stopped(signum: int, frame: object) -> None:
-    raise SystemExit(1)
 
 
 # drawn first, as they take longest: the others then fill in around them
 _SLOWEST = ("roofline_chart", "instruction_mix_chart", "stall_chart")
 
 
-def _drawn(calls: list[ChartCall], jobs: int) -> list[tuple[str, str, bytes]]:
+def _drawn(calls: list[ChartCall], jobs: int,
+           scratch: Path) -> list[tuple[str, str, bytes]]:
     """Each call's (name, caption, PNG), drawn here and in forked children at once."""
     order = sorted(range(len(calls)), key=lambda index: (
         _SLOWEST.index(calls[index].chart) if calls[index].chart in _SLOWEST else len(_SLOWEST),
@@ -207,7 +219,7 @@ def _drawn(calls: list[ChartCall], jobs: int) -> list[tuple[str, str, bytes]]:
         plot = CHARTS[call.chart](*call.args, **call.options)
         return pickle.dumps((plot.name, plot.title, plot.png))
 
-    drawn = made_at_once(len(calls), draw, jobs)
+    drawn = made_at_once(len(calls), draw, jobs, scratch)
     results: list[tuple[str, str, bytes]] = [("", "", b"")] * len(calls)
     for position, item in enumerate(drawn):
         results[order[position]] = pickle.loads(item)

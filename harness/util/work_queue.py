@@ -64,40 +64,49 @@ def forked(child: Callable[[], None]) -> int:
         os._exit(status)  # never return into the parent's stack (its cleanups are its own)
 
 
-def made_at_once(count: int, make: Callable[[int], Item], jobs: int) -> list[Item]:
-    """What `make` made of each index, in order; see the module's docstring."""
+def made_at_once(count: int, make: Callable[[int], Item], jobs: int,
+                 scratch: Path | None = None) -> list[Item]:
+    """What `make` made of each index, in order; see the module's docstring. The children
+    write into `scratch` where it is given (its owner removes it), else into a temporary
+    folder of this call's."""
     if jobs <= 1 or count <= 1 or not may_fork_now():
         return [make(index) for index in range(count)]
+    if scratch is not None:
+        return _made_with_children(count, make, jobs, scratch)
+    with tempfile.TemporaryDirectory(prefix="ncuh-work-") as folder:
+        return _made_with_children(count, make, jobs, Path(folder))
+
+
+def _made_with_children(count: int, make: Callable[[int], Item], jobs: int,
+                        scratch: Path) -> list[Item]:
     taken, offered = os.pipe()
     made: dict[int, Item] = {}
     children: list[int] = []
-    with tempfile.TemporaryDirectory(prefix="ncuh-work-") as scratch:
-        try:
-            for number in range(1, min(jobs, count)):
-                try:
-                    children.append(forked(_taker(taken, offered, make,
-                                                  Path(scratch) / f"{number}")))
-                except OSError:  # no more processes: fewer hands
-                    break
+    try:
+        for number in range(1, min(jobs, count)):
             try:
-                failed = _offer_and_take(taken, offered, count, make, made)
-            finally:
-                os.close(offered)
-                offered = -1
-            if not failed:
-                for index in _taken(taken):
-                    if not _make_here(make, index, made):
-                        break
-            for number, pid in enumerate(children, start=1):
-                os.waitpid(pid, 0)
-                children[number - 1] = 0  # reaped
-                # whatever its status: the items it wrote whole are whole
-                made.update(_delivered(Path(scratch) / f"{number}"))
+                children.append(forked(_taker(taken, offered, make, scratch / f"{number}")))
+            except OSError:  # no more processes: fewer hands
+                break
+        try:
+            failed = _offer_and_take(taken, offered, count, make, made)
         finally:
-            _end(children)
-            for handle in (taken, offered):
-                if handle >= 0:
-                    os.close(handle)
+            os.close(offered)
+            offered = -1
+        if not failed:
+            for index in _taken(taken):
+                if not _make_here(make, index, made):
+                    break
+        for number, pid in enumerate(children, start=1):
+            os.waitpid(pid, 0)
+            children[number - 1] = 0  # reaped
+            # whatever its status: the items it wrote whole are whole
+            made.update(_delivered(scratch / f"{number}"))
+    finally:
+        _end(children)
+        for handle in (taken, offered):
+            if handle >= 0:
+                os.close(handle)
     return [made[index] if index in made else make(index) for index in range(count)]
 
 
