@@ -6,13 +6,12 @@ opened; it imports matplotlib and draws a first small figure at once, while the 
 its reports. Once the pages' data is known, the command hands it the charts that are not kept
 (`submit`) and renders its pages; the drawer draws them with a forked child per further core
 (`harness.util.made_at_once`), which inherit the warm matplotlib, and sends the plots back
-(`results`). `stop` kills it and its children, which share a process group of their own,
-and removes the folder they wrote into, which this process made.
+(`results`). `stop` kills it and its children (a process group of their own) and removes
+the folder they wrote into, which this process made.
 
 It is forked before a report is opened: ncu_report's disassembler starts a thread, after which
-a fork can hang. Matplotlib's Agg canvas starts none, so the drawer's own forks are safe. What
-crosses the pipes is the command's own data (chart inputs one way, PNGs the other), never a
-file's. Whatever goes wrong in the drawer, the command draws the plot itself.
+a fork can hang; Agg starts none. The pipes carry the command's own data, never a file's.
+Whatever goes wrong in the drawer, the command draws the plot itself.
 """
 
 from __future__ import annotations
