@@ -101,16 +101,24 @@ def test_a_kept_text_of_streams_packed_apart_reads_as_one(tmp_path: Path) -> Non
     assert kept_files.read_kept(entry) is None
 
 
-def test_an_export_read_back_from_the_cache_is_the_export(tmp_path: Path) -> None:
+def test_an_export_is_kept_when_asked_again_and_read_back_the_same(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_CACHE_DIR": str(tmp_path),
            read_cache.SWITCH_ENV: "on"}
     run = [sys.executable, "-m", "harness", "export", str(FOUR_KERNELS)]
+    folder = tmp_path / read_cache.CACHE_FOLDER
+
+    def entries(suffix: str) -> list[Path]:
+        return list(folder.glob(f"*{suffix}"))
+
     first = subprocess.run(run, env=env, capture_output=True, check=True).stdout
-    assert list((tmp_path / read_cache.CACHE_FOLDER).glob(f"*{read_cache.TEXT_SUFFIX}"))
-    again = subprocess.run(run, env=env, capture_output=True, check=True).stdout
+    assert not entries(read_cache.TEXT_SUFFIX) and len(entries(read_cache.ASKED_SUFFIX)) == 1
+    second = subprocess.run(run, env=env, capture_output=True, check=True).stdout
+    assert len(entries(read_cache.TEXT_SUFFIX)) == 1 and not entries(read_cache.ASKED_SUFFIX)
+    third = subprocess.run(run, env=env, capture_output=True, check=True).stdout  # read back
     uncached = subprocess.run(run, env={**env, read_cache.SWITCH_ENV: "off"},
                               capture_output=True, check=True).stdout
-    assert first == again == uncached and first.startswith(b"kernel_id,kernel,metric,")
+    assert first == second == third == uncached
+    assert first.startswith(b"kernel_id,kernel,metric,")
 
 
 def test_streams_past_the_bound_are_no_entry(tmp_path: Path,

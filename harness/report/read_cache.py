@@ -41,6 +41,7 @@ from harness.util import (
 CACHE_FOLDER = "_reports"
 SUFFIX = ".pickle.z"
 TEXT_SUFFIX = ".txt.z"  # an export's table (`keep_text`)
+ASKED_SUFFIX = ".asked.z"  # an export asked for once, kept when asked again (`asked_again`)
 SWITCH_ENV = CACHE_SWITCH_ENV  # "off": every report is read from the file, nothing kept
 KEEP_BYTES = 512 * 1024 * 1024  # entries are about a fifth of their report
 _FORMAT = 1
@@ -213,10 +214,31 @@ def fetch_text(key: str) -> bytes | None:
     return data
 
 
+def asked_again(key: str) -> bool:
+    """Whether the text under `key` was asked for before (and not kept); the first time, a
+    note of it is kept instead. A text is kept from its second asking on: a one-off export
+    takes no room in the cache, and a first one does not wait for its packing."""
+    try:
+        target = folder()
+        if not usable(target):
+            return False
+        note = target / f"{key}{ASKED_SUFFIX}"
+        if note.is_file():
+            return True
+        store(target, note.name, zlib.compress(b"", 1))
+    except (OSError, RuntimeError):
+        pass
+    return False
+
+
 def keep_text(key: str, packed: list[bytes | memoryview]) -> bool:
     """Keep a text made from a report (an export) under `key`, given as its parts packed
     apart (zlib streams, one after another); False where it cannot be."""
-    return _store(key, b"".join(packed), None, suffix=TEXT_SUFFIX)
+    kept = _store(key, b"".join(packed), None, suffix=TEXT_SUFFIX)
+    if kept:
+        with contextlib.suppress(OSError, RuntimeError):
+            (folder() / f"{key}{ASKED_SUFFIX}").unlink(missing_ok=True)
+    return kept
 
 
 def keep_file(key: str, entry: Path) -> bool:

@@ -1,8 +1,9 @@
 """`ncuh export` of one report: its table kept under the user cache, or made in parts.
 
-The CSV or JSON text is what `write_export` writes; it is kept (`read_cache.keep_text`) under
-a key of the report's bytes, the reader, the format and the kernel filter, and read back while
-they are unchanged. It stays UTF-8 bytes from where it is made to where it is written.
+The CSV or JSON text is what `write_export` writes; from the second export of the same report
+on, it is kept (`read_cache.keep_text`) under a key of the report's bytes, the reader, the
+format and the kernel filter, and read back while they are unchanged. It stays UTF-8 bytes
+from where it is made to where it is written.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ def exported(report: Path, kernel_regex: str | None = None,
         rows, _, text = (kept or b"").partition(b"\n")
         if kept is not None and rows.isdigit():
             return Exported([text], int(rows))
-    made = _export(report, kernel_regex, fmt, pack=key is not None)
+    # kept from its second asking on (`read_cache.asked_again`): a first export packs nothing
+    made = _export(report, kernel_regex, fmt,
+                   pack=key is not None and read_cache.asked_again(key))
     if key is not None and made.packed is not None:
         read_cache.keep_text(key, made.packed)
     return made
