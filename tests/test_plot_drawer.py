@@ -50,14 +50,19 @@ def _written(mode: str, out: Path) -> dict[str, bytes]:
             if p.is_file()}
 
 
-def test_pages_drawn_beside_are_the_pages_drawn_here(tmp_path: Path) -> None:
-    here = _written("here", tmp_path / "here")
-    beside = _written("drawer", tmp_path / "beside")
-    assert beside == here
-    plots = [name for name in here if name.startswith("plots/")]
-    assert len(plots) == 6 and all(here[name].startswith(b"\x89PNG") for name in plots)
+@pytest.fixture(scope="module")
+def drawn_here(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The pages with every plot drawn by the command itself (no drawer)."""
+    return _written("here", tmp_path_factory.mktemp("pages") / "here")
+
+
+def test_pages_drawn_beside_are_the_pages_drawn_here(tmp_path: Path,
+                                                     drawn_here: dict[str, bytes]) -> None:
+    assert _written("drawer", tmp_path / "beside") == drawn_here
+    plots = [name for name in drawn_here if name.startswith("plots/")]
+    assert len(plots) == 6 and all(drawn_here[name].startswith(b"\x89PNG") for name in plots)
 
 
 def test_a_drawer_gone_before_it_answers_leaves_the_plots_to_the_command(
-        tmp_path: Path) -> None:
-    assert _written("killed", tmp_path / "killed") == _written("here", tmp_path / "here")
+        tmp_path: Path, drawn_here: dict[str, bytes]) -> None:
+    assert _written("killed", tmp_path / "killed") == drawn_here
