@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from harness.pages.plots import CHARTS, ChartCall, Plot
-from harness.util import forked, made_at_once
+from harness.util import forked, made_at_once, usable_cores
 
 _LENGTH = struct.Struct("<Q")
 
@@ -48,7 +48,7 @@ class PlotDrawer:
         (one core, no fork, or a report already opened here)."""
         from harness.report import may_fork
 
-        jobs = _cores()
+        jobs = usable_cores()
         if jobs < 2 or not hasattr(os, "fork") or not may_fork():
             return None
         opened: list[int] = []
@@ -148,12 +148,6 @@ def _group_gone(group: int) -> None:
 def _is_plot(drawn: object) -> bool:
     return (isinstance(drawn, tuple) and len(drawn) == 3 and isinstance(drawn[0], str)
             and isinstance(drawn[1], str) and isinstance(drawn[2], bytes))
-
-
-def _cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
 
 
 def _send(handle: int, data: bytes) -> None:

@@ -16,14 +16,13 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import struct
 import tempfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.report import read_cache
-from harness.util import forked
+from harness.util import forked, put_index, taken_indices
 
 if TYPE_CHECKING:
     from harness.report.builder import BuiltReport
@@ -88,19 +87,19 @@ def _read_shared(queue: list[tuple[str, Path]], jobs: int, handoff: Path,
                                        handoff, wanted)))
         os.close(announce)
         announce = -1
-        for index in range(len(queue)):  # 4 bytes a write: a pipe never splits one
-            os.write(offered, _INDEX.pack(index))
+        for index in range(len(queue)):
+            put_index(offered, index)
         os.close(offered)
         offered = -1
         # this process reads too, while the children read: only theirs pay for a second
         # disassembler and for the way back
-        for index in _taken(offered_read):
+        for index in taken_indices(offered_read):
             key, path = queue[index]
             built = _built(path, wanted)
             if built is not None:
                 _hand_over(key, built.profiles, built.alone, wanted)
         # then what the children kept, each as it is announced; the pipe ends with them
-        for index in _taken(announced):
+        for index in taken_indices(announced):
             key, _ = queue[index]
             for alone in (True, False):
                 entry = read_cache.entry_path(key, handoff / _FOLDERS[alone])
@@ -122,15 +121,6 @@ def _read_shared(queue: list[tuple[str, Path]], jobs: int, handoff: Path,
             if handle >= 0:
                 with contextlib.suppress(OSError):
                     os.close(handle)
-
-
-_INDEX = struct.Struct("<I")
-
-
-def _taken(pipe: int) -> Iterator[int]:
-    """Indices read from `pipe`, one at a time, until it ends."""
-    while raw := os.read(pipe, _INDEX.size):
-        yield _INDEX.unpack(raw)[0]
 
 
 def _kept(key: str) -> bool:
@@ -187,11 +177,11 @@ def _child(queue: list[tuple[str, Path]], offered_read: int, offered: int, annou
     def read() -> None:
         os.close(offered)  # else the queue never ends for this child
         os.close(announced)  # the parent's end: a parent gone is then a broken pipe here
-        for index in _taken(offered_read):
+        for index in taken_indices(offered_read):
             key, path = queue[index]
             built = _built(path, wanted)
             if built is not None:
                 read_cache.keep(key, built.profiles, handoff / _FOLDERS[built.alone])
-                os.write(announce, _INDEX.pack(index))
+                put_index(announce, index)
 
     return read

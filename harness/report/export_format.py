@@ -119,6 +119,6 @@ class Exported:
             stream.write(piece)
 
 
-def packed_piece(piece: bytes, pack: bool) -> bytes | None:
-    """`piece` packed as a kept export's part is (zlib, fastest), if it is to be kept."""
-    return zlib.compress(piece, 1) if pack else None
+def pack_piece(piece: bytes) -> bytes:
+    """`piece` packed as a kept export's part is: one zlib stream, at the fastest level."""
+    return zlib.compress(piece, 1)

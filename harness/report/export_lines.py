@@ -18,14 +18,13 @@ import csv
 import io
 import re
 import struct
-import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.errors import ReportError
-from harness.report.export_format import Exported, packed_piece, spreadsheet_text
+from harness.report.export_format import Exported, pack_piece, spreadsheet_text
 from harness.report.ncu_import import import_ncu_report
 from harness.report.reportfile import (
     EXPORT_COLUMNS,
@@ -168,7 +167,7 @@ def _pieces(count: int, make: Callable[[int], bytes], jobs: int) -> list[_Piece]
 def _piece(kernels: list[KernelRef], part: ExportPart, where: Path, pack: bool) -> _Piece:
     text, rows = part_text(kernels, part, where)
     data = text.encode()
-    return _Piece(data, packed_piece(data, pack) or b"", rows)
+    return _Piece(data, pack_piece(data) if pack else b"", rows)
 
 
 def _whole(pieces: list[_Piece], pack: bool) -> Exported:
@@ -179,5 +178,5 @@ def _whole(pieces: list[_Piece], pack: bool) -> Exported:
     data = [head, *(piece.data for piece in pieces)]
     if not pack:
         return Exported(data, rows)
-    kept = [zlib.compress(f"{rows}\n".encode() + head, 1), *(piece.packed for piece in pieces)]
+    kept = [pack_piece(f"{rows}\n".encode() + head), *(piece.packed for piece in pieces)]
     return Exported(data, rows, kept)

@@ -9,13 +9,12 @@ from where it is made to where it is written.
 from __future__ import annotations
 
 import hashlib
-import os
-import zlib
 from pathlib import Path
 
 from harness.report import read_cache
-from harness.report.export_format import Exported, ExportFormat, export_text
+from harness.report.export_format import Exported, ExportFormat, export_text, pack_piece
 from harness.report.reportfile import export_columns
+from harness.util import usable_cores
 
 
 def exported(report: Path, kernel_regex: str | None = None,
@@ -44,17 +43,11 @@ def _export(report: Path, kernel_regex: str | None, fmt: ExportFormat, pack: boo
     if fmt == "csv":
         from harness.report.export_lines import export_csv
 
-        return export_csv(report, kernel_regex, jobs=min(_cores(), 8), pack=pack)
+        return export_csv(report, kernel_regex, jobs=min(usable_cores(), 8), pack=pack)
     table = export_columns(report, kernel_regex=kernel_regex)
     text = export_text(table, fmt).encode()
     rows = len(table)
     packed: list[bytes | memoryview] | None = (
-        [zlib.compress(f"{rows}\n".encode() + text, 1)] if pack else None)
+        [pack_piece(f"{rows}\n".encode() + text)] if pack else None)
     return Exported([text], rows, packed)
 
-
-def _cores() -> int:
-    """The cores this process may run on (a container's or `taskset`'s share, not the host's)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1

@@ -61,7 +61,14 @@ if TYPE_CHECKING:
         versioned_roots,
     )
     from harness.util.user_cache import CACHE_ENV, cache_dir
-    from harness.util.work_queue import forked, made_at_once, may_fork_now
+    from harness.util.work_queue import (
+        forked,
+        made_at_once,
+        may_fork_now,
+        put_index,
+        taken_indices,
+        usable_cores,
+    )
 
 # public name -> (module, attribute), imported on first use so that importing the package does
 # no work; not cached here, so a test that replaces the attribute in its module is seen.
@@ -106,6 +113,9 @@ _HOMES: dict[str, tuple[str, str]] = {
     "forked": ("harness.util.work_queue", "forked"),
     "made_at_once": ("harness.util.work_queue", "made_at_once"),
     "may_fork_now": ("harness.util.work_queue", "may_fork_now"),
+    "put_index": ("harness.util.work_queue", "put_index"),
+    "taken_indices": ("harness.util.work_queue", "taken_indices"),
+    "usable_cores": ("harness.util.work_queue", "usable_cores"),
 }
 
 __all__ = [
@@ -140,12 +150,15 @@ __all__ = [
     "pause_at",
     "private_folder",
     "prune",
+    "put_index",
     "read_kept",
     "read_text",
     "refuse_inputs",
     "regular_file",
     "store",
+    "taken_indices",
     "terminate_as_interrupt",
+    "usable_cores",
     "version_key",
     "versioned_roots",
     "write_file_set",

@@ -30,6 +30,24 @@ _ITEM = struct.Struct("<IQ")  # index, length
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+def usable_cores() -> int:
+    """The cores this process may run on (a container's or `taskset`'s share, not the host's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def put_index(pipe: int, index: int) -> None:
+    """Write one index to `pipe` in one write of 4 bytes, which a pipe never splits."""
+    os.write(pipe, _INDEX.pack(index))
+
+
+def taken_indices(pipe: int) -> Iterator[int]:
+    """The indices this process takes from `pipe`, one at a time, until it ends."""
+    while raw := os.read(pipe, _INDEX.size):
+        yield _INDEX.unpack(raw)[0]
+
+
 def may_fork_now() -> bool:
     """Whether this process runs one Python thread (a fork copies no other thread's work in
     progress). A native thread, such as ncu_report's disassembler's, is the caller's to rule
@@ -94,7 +112,7 @@ def _made_with_children(count: int, make: Callable[[int], Item], jobs: int,
             os.close(offered)
             offered = -1
         if not failed:
-            for index in _taken(taken):
+            for index in taken_indices(taken):
                 if not _make_here(make, index, made):
                     break
         for number, pid in enumerate(children, start=1):
@@ -119,7 +137,7 @@ def _offer_and_take(taken: int, offered: int, count: int, make: Callable[[int], 
     index = 0
     while index < count:
         try:
-            os.write(offered, _INDEX.pack(index))
+            put_index(offered, index)
             index += 1
         except BlockingIOError:  # full: a taken index makes room
             (next_index,) = _INDEX.unpack(os.read(taken, _INDEX.size))
@@ -136,12 +154,6 @@ def _make_here(make: Callable[[int], Item], index: int, made: dict[int, Item]) -
     return True
 
 
-def _taken(taken: int) -> Iterator[int]:
-    """The indices this process takes from the pipe, one at a time, until it is empty."""
-    while raw := os.read(taken, _INDEX.size):
-        yield _INDEX.unpack(raw)[0]
-
-
 def _taker(taken: int, offered: int, make: Callable[[int], Item],
            out: Path) -> Callable[[], None]:
     """A child's work: make the items it takes and write each to `out` as it is made."""
@@ -149,7 +161,7 @@ def _taker(taken: int, offered: int, make: Callable[[int], Item],
     def take() -> None:
         os.close(offered)  # else the pipe never ends for this child
         with out.open("wb") as stream:
-            for index in _taken(taken):
+            for index in taken_indices(taken):
                 item = make(index)
                 stream.write(_ITEM.pack(index, len(item)))
                 stream.write(item)
