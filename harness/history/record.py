@@ -25,7 +25,6 @@ from harness.diff import (
     KernelKey,
     load_side,
     load_thresholds,
-    read_sides_ahead,
 )
 from harness.errors import ReportError
 from harness.report import RuleResult
@@ -172,7 +171,6 @@ def read_run(path: Path | str) -> RunRecord:
     def wanted(name: str) -> bool:
         return kept_metric(name, keep)
 
-    read_sides_ahead(path, wanted=wanted)
     side = load_side(path, wanted=wanted)
     manifest_bytes = (path / "manifest.json").read_bytes()
     bench = path / "bench.json"

@@ -1,6 +1,6 @@
 """Iteration pages: a run's reports and findings collected into a `Writeup`
-(`collect`), rendered to Markdown and self-contained HTML with plots (`write`), which a
-`started_drawer` begun before the reading draws beside it.
+(`collect`), rendered to Markdown and self-contained HTML with plots (`write`), which
+`plot_workers` started before the reading draw beside it.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from harness import lazy_face
 
 if TYPE_CHECKING:
     from harness.pages.markdown_html import markdown_to_html
-    from harness.pages.plot_drawer import PlotDrawer, started_drawer
+    from harness.pages.plots import plot_workers
     from harness.pages.render import write
     from harness.pages.writeup import KernelPage, Writeup, collect, index_pages
 
@@ -34,8 +34,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "index_pages": ("harness.pages.writeup", "index_pages"),
     "markdown_to_html": ("harness.pages.markdown_html", "markdown_to_html"),
     "write": ("harness.pages.render", "write"),
-    "PlotDrawer": ("harness.pages.plot_drawer", "PlotDrawer"),
-    "started_drawer": ("harness.pages.plot_drawer", "started_drawer"),
+    "plot_workers": ("harness.pages.plots", "plot_workers"),
 }
 
 __all__ = [
@@ -45,7 +44,6 @@ __all__ = [
     "GpuKernel",
     "KernelPage",
     "KeyValue",
-    "PlotDrawer",
     "Writeup",
     "bound_unit",
     "collect",
@@ -53,9 +51,9 @@ __all__ = [
     "index_pages",
     "key_values",
     "markdown_to_html",
+    "plot_workers",
     "render_index",
     "since_previous",
-    "started_drawer",
     "write",
 ]
 

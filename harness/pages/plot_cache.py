@@ -22,7 +22,7 @@ from pathlib import Path
 
 from harness.util import (
     cache_dir,
-    cache_wanted,
+    is_cache_on,
     keep_packed,
     mark_used,
     private_folder,
@@ -98,7 +98,7 @@ def keep(chart: str, inputs: str, drawn: tuple[str, str, bytes]) -> None:
 
 
 def _entry(chart: str, inputs: str) -> Path | None:
-    key = _key(chart, inputs) if cache_wanted() else None
+    key = _key(chart, inputs) if is_cache_on() else None
     if key is None:
         return None
     try:

@@ -11,13 +11,11 @@ from typing import TYPE_CHECKING
 from harness import lazy_face
 
 if TYPE_CHECKING:
-    from harness.report.batch_read import read_ahead
     from harness.report.builder import (
         build_kernel_report,
         every_metric,
         load_kernel_reports,
         load_kernel_summaries,
-        may_fork,
     )
     from harness.report.export_format import EXPORT_FORMATS, write_export
     from harness.report.instruction_classes import MATH_CLASSES
@@ -82,9 +80,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "limiters_of": ("harness.report.model", "limiters_of"),
     "load_kernel_reports": ("harness.report.builder", "load_kernel_reports"),
     "load_kernel_summaries": ("harness.report.builder", "load_kernel_summaries"),
-    "may_fork": ("harness.report.builder", "may_fork"),
     "profile_views": ("harness.report.report_view", "profile_views"),
-    "read_ahead": ("harness.report.batch_read", "read_ahead"),
     "render_text": ("harness.report.report_view", "render_text"),
     "render_view": ("harness.report.report_view", "render"),
     "report_views": ("harness.report.report_view", "report_views"),
@@ -120,10 +116,8 @@ __all__ = [
     "limiters_of",
     "load_kernel_reports",
     "load_kernel_summaries",
-    "may_fork",
     "open_report",
     "profile_views",
-    "read_ahead",
     "render_text",
     "render_view",
     "report_views",

@@ -19,7 +19,6 @@ if TYPE_CHECKING:
         load_bench,
         load_run,
         run_inputs,
-        source_reports,
     )
     from harness.rundir.names import (
         BENCH,
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
 _HOMES: dict[str, tuple[str, str]] = {
     "ProjectRecord": ("harness.rundir.manifest", "ProjectRecord"),
     "run_inputs": ("harness.rundir.manifest", "run_inputs"),
-    "source_reports": ("harness.rundir.manifest", "source_reports"),
     "BENCH": ("harness.rundir.names", "BENCH"),
     "BENCH_SCHEMA": ("harness.rundir.names", "BENCH_SCHEMA"),
     "BenchFile": ("harness.rundir.manifest", "BenchFile"),
@@ -73,7 +71,6 @@ __all__ = [
     "load_bench",
     "load_run",
     "run_inputs",
-    "source_reports",
     "validate",
 ]
 

@@ -1,6 +1,6 @@
 """Small helpers every stage uses: atomic output, input-file checks, the user's cache
 folder and the files kept in it, where ncu is installed, Markdown escaping of data, and work
-shared with forked children.
+shared with forked worker processes.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         atomic_path,
         atomic_write_text,
     )
+    from harness.util.env_switch import switched_off
     from harness.util.input_file import (
         column_holds_bad_text,
         holds_bad_text,
@@ -23,12 +24,7 @@ if TYPE_CHECKING:
         regular_file,
     )
     from harness.util.kept_files import (
-        SWITCH_ENV as CACHE_SWITCH_ENV,
-    )
-    from harness.util.kept_files import (
-        keep as keep_packed,
-    )
-    from harness.util.kept_files import (
+        is_cache_on,
         mark_used,
         private_folder,
         prune,
@@ -36,7 +32,7 @@ if TYPE_CHECKING:
         store,
     )
     from harness.util.kept_files import (
-        wanted as cache_wanted,
+        keep as keep_packed,
     )
     from harness.util.markdown_text import (
         code_span,
@@ -60,15 +56,8 @@ if TYPE_CHECKING:
         version_key,
         versioned_roots,
     )
+    from harness.util.process_pool import forked_pool, parallel_map, usable_cores
     from harness.util.user_cache import CACHE_ENV, cache_dir
-    from harness.util.work_queue import (
-        forked,
-        made_at_once,
-        may_fork_now,
-        put_index,
-        taken_indices,
-        usable_cores,
-    )
 
 # public name -> (module, attribute), imported on first use so that importing the package does
 # no work; not cached here, so a test that replaces the attribute in its module is seen.
@@ -89,8 +78,8 @@ _HOMES: dict[str, tuple[str, str]] = {
     "atomic_write_text": ("harness.util.atomic", "atomic_write_text"),
     "cache_dir": ("harness.util.user_cache", "cache_dir"),
     "keep_packed": ("harness.util.kept_files", "keep"),
-    "cache_wanted": ("harness.util.kept_files", "wanted"),
-    "CACHE_SWITCH_ENV": ("harness.util.kept_files", "SWITCH_ENV"),
+    "is_cache_on": ("harness.util.kept_files", "is_cache_on"),
+    "switched_off": ("harness.util.env_switch", "switched_off"),
     "mark_used": ("harness.util.kept_files", "mark_used"),
     "private_folder": ("harness.util.kept_files", "private_folder"),
     "prune": ("harness.util.kept_files", "prune"),
@@ -110,53 +99,47 @@ _HOMES: dict[str, tuple[str, str]] = {
     "regular_file": ("harness.util.input_file", "regular_file"),
     "version_key": ("harness.util.ncu_locate", "version_key"),
     "versioned_roots": ("harness.util.ncu_locate", "versioned_roots"),
-    "forked": ("harness.util.work_queue", "forked"),
-    "made_at_once": ("harness.util.work_queue", "made_at_once"),
-    "may_fork_now": ("harness.util.work_queue", "may_fork_now"),
-    "put_index": ("harness.util.work_queue", "put_index"),
-    "taken_indices": ("harness.util.work_queue", "taken_indices"),
-    "usable_cores": ("harness.util.work_queue", "usable_cores"),
+    "forked_pool": ("harness.util.process_pool", "forked_pool"),
+    "parallel_map": ("harness.util.process_pool", "parallel_map"),
+    "usable_cores": ("harness.util.process_pool", "usable_cores"),
 }
 
 __all__ = [
     "CACHE_ENV",
-    "CACHE_SWITCH_ENV",
     "PAUSE_ENV",
     "atomic_directory",
     "atomic_file_set",
     "atomic_path",
     "atomic_write_text",
     "cache_dir",
-    "cache_wanted",
     "code_span",
     "column_holds_bad_text",
     "deferred_signals",
     "file_kind",
-    "forked",
+    "forked_pool",
     "holds_bad_text",
     "html_text",
+    "is_cache_on",
     "keep_packed",
     "load_json",
     "load_toml",
-    "made_at_once",
     "mark_used",
-    "may_fork_now",
     "md_fenced",
     "md_one_line",
     "md_prose",
     "md_text",
     "ncu_executable",
     "ncu_install_dirs",
+    "parallel_map",
     "pause_at",
     "private_folder",
     "prune",
-    "put_index",
     "read_kept",
     "read_text",
     "refuse_inputs",
     "regular_file",
     "store",
-    "taken_indices",
+    "switched_off",
     "terminate_as_interrupt",
     "usable_cores",
     "version_key",

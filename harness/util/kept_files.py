@@ -18,6 +18,8 @@ import time
 import zlib
 from pathlib import Path
 
+from harness.util.env_switch import switched_off
+
 # Past these a kept file is not one of ours (a planted file, a link to a device, a zlib bomb)
 # and is read as none.
 MAX_PACKED_BYTES = 256 * 1024 * 1024
@@ -27,9 +29,9 @@ SWITCH_ENV = "NCUH_REPORT_CACHE"  # "off": nothing is read back or kept
 _STALE_S = 3600  # what a process killed while writing left behind, pruned after an hour
 
 
-def wanted() -> bool:
+def is_cache_on() -> bool:
     """Whether kept files are read and written (`NCUH_REPORT_CACHE` is not "off")."""
-    return os.environ.get(SWITCH_ENV, "").strip().lower() not in ("off", "0", "no", "false")
+    return not switched_off(SWITCH_ENV)
 
 
 def private_folder(target: Path) -> bool:

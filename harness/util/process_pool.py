@@ -1,0 +1,123 @@
+"""Work shared with worker processes forked from this one, through `concurrent.futures`.
+
+`forked_pool` is a `ProcessPoolExecutor` whose workers are all forked when it starts: they
+begin with this process's imports and data, run a warm-up where one is given, and leave
+Ctrl-C to this process (SIGTERM and SIGHUP end a worker at once). Signals are held across the
+fork, so none lands in a worker before it has set that up. The workers are killed when the
+block ends, whether it ended well or by an exception (an interrupt): nothing they were still
+doing is wanted then. `parallel_map` maps a function over indices with such a pool.
+
+A pool is started before this process starts threads of its own: ncu_report's disassembler
+runs one, after which a fork can hang. `usable_cores` is the one count of cores that every
+caller sizes its work by.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
+
+T = TypeVar("T")
+_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (a container's or `taskset`'s share, not the host's)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
+def _worker_started(warm_up: Callable[..., None] | None, args: tuple[Any, ...]) -> None:
+    """A worker's first step: its signals, then its warm-up."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: ours to end
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _SIGNALS)
+    if warm_up is not None:
+        warm_up(*args)
+
+
+@contextlib.contextmanager
+def forked_pool(workers: int, warm_up: Callable[..., None] | None = None,
+                args: tuple[Any, ...] = ()) -> Iterator[ProcessPoolExecutor | None]:
+    """A pool of `workers` forked processes, each having run `warm_up(*args)` (passed on by
+    the fork, never pickled); None where there is no fork or it fails: the caller then works
+    in this process."""
+    if workers < 1 or not hasattr(os, "fork"):
+        yield None
+        return
+    # imported here: counting cores, or working alone, needs neither
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_worker_started, initargs=(warm_up, args))
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    try:
+        pool.submit(int)  # with a fork context, the first task forks every worker at once
+        started = True
+    except OSError:  # no more processes
+        started = False
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    try:
+        yield pool if started else None
+    finally:
+        _end(pool)
+
+
+def _end(pool: ProcessPoolExecutor) -> None:
+    """Kill the pool's workers and wait for them to be gone."""
+    # ProcessPoolExecutor kills its workers itself from Python 3.14 (kill_workers); before,
+    # its processes are reached through the attribute that holds them.
+    kill = getattr(pool, "kill_workers", None)
+    if kill is not None:
+        kill()
+    else:
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
+            with contextlib.suppress(OSError, ValueError):
+                process.kill()
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+_make: Callable[[int], Any] | None = None  # in a worker of `parallel_map`: what it maps
+
+
+def _set_make(make: Callable[[int], Any]) -> None:
+    global _make
+    _make = make
+
+
+def _made(index: int) -> Any:
+    assert _make is not None
+    return _make(index)
+
+
+def parallel_map(make: Callable[[int], T], count: int, jobs: int) -> list[T]:
+    """`[make(0), ..., make(count - 1)]`, made by up to `jobs` forked workers (where `jobs`
+    and `count` are over one), each taking the next index as it is free. `make` is passed on
+    by the fork (it may hold what cannot be pickled); what it returns comes back pickled. An
+    index whose worker died is made here; a `make` that raised raises here, the first failing
+    index first."""
+    if jobs <= 1 or count <= 1:
+        return [make(index) for index in range(count)]
+    from concurrent.futures.process import BrokenProcessPool
+
+    with forked_pool(min(jobs, count), _set_make, (make,)) as pool:
+        if pool is None:
+            return [make(index) for index in range(count)]
+        futures = [pool.submit(_made, index) for index in range(count)]
+        made: list[T] = []
+        for index, future in enumerate(futures):
+            try:
+                made.append(future.result())
+            except BrokenProcessPool:  # a worker died (killed, out of memory)
+                made.append(make(index))
+        return made
