@@ -86,21 +86,27 @@ except ReportError as error:
 
 def test_workers_leave_ctrl_c_to_the_parent_and_end_on_sigterm() -> None:
     said = _run("""
-import multiprocessing, os, signal
+import multiprocessing, os, signal, time
+from concurrent.futures.process import BrokenProcessPool
 from harness.util import forked_pool
 def dispositions():
     return (signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
             signal.getsignal(signal.SIGTERM) is signal.SIG_DFL,
             signal.pthread_sigmask(signal.SIG_BLOCK, []) == set())
 signal.signal(signal.SIGTERM, lambda *_: print("the parent's handler ran in a worker"))
-with forked_pool(2) as pool:
+with forked_pool(1) as pool:
     print(pool.submit(dispositions).result())
-    pids = [worker.pid for worker in multiprocessing.active_children()]
-    os.kill(pids[0], signal.SIGTERM)
-    os.waitid(os.P_PID, pids[0], os.WEXITED | os.WNOWAIT)
-    print("a worker ended on SIGTERM")
+    busy = pool.submit(time.sleep, 60)
+    (worker,) = multiprocessing.active_children()
+    os.kill(worker.pid, signal.SIGINT)  # ignored: the worker goes on
+    os.kill(worker.pid, signal.SIGTERM)
+    try:
+        busy.result()
+    except BrokenProcessPool:
+        print("the worker ended on SIGTERM")
 """ + _LEFT)
-    assert said.splitlines() == ["(True, True, True)", "a worker ended on SIGTERM", "left: 0"]
+    assert said.splitlines() == ["(True, True, True)", "the worker ended on SIGTERM",
+                                 "left: 0"]
 
 
 def test_an_exception_in_the_block_ends_the_workers() -> None:

@@ -202,6 +202,14 @@ def only_run(out: Path) -> Path:
     return children[0]
 
 
+def export_run(*args: str) -> subprocess.CompletedProcess[str]:
+    """`ncuh export ARGS` in a process of its own, as a user runs it: a run's reports are
+    exported by forked workers, which a process running threads (this test's) does not fork."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    return subprocess.run([sys.executable, "-m", "harness", "export", *args], env=env,
+                          capture_output=True, text=True, check=False)
+
+
 def error_lines(result: Any) -> list[str]:
     stderr = result.stderr if hasattr(result, "stderr") else result.output
     return [line for line in stderr.splitlines() if line.startswith("ncuh: error:")]
@@ -831,13 +839,13 @@ def test_metrics_csv_is_opt_in_and_ncuh_export_of_the_run_writes_it_later(
     assert list(fake_ncu.worker_times) == ["environment"]  # no export child was started
 
     later = tmp_path / "later.csv"
-    exported = CliRunner().invoke(main, ["export", str(run.path), "-o", str(later)])
-    assert exported.exit_code == 0, exported.output
+    exported = export_run(str(run.path), "-o", str(later))
+    assert exported.returncode == 0, exported.stderr
     written = (only_run(with_table) / "metrics.csv").read_bytes()
     assert later.read_bytes() == written
     rows = written.count(b"\n") - 1
     assert exported.stderr == f"wrote {rows:,} rows to {later}\n"
-    to_stdout = CliRunner().invoke(main, ["export", str(run.path)])
+    to_stdout = export_run(str(run.path))
     assert to_stdout.stdout.encode() == written
 
 
@@ -849,8 +857,8 @@ def test_export_of_a_run_directory_is_csv_only_and_refuses_a_broken_run(
                      "--size", "512", "--out", str(tmp_path / "runs")])
     assert result.exit_code == 1, result.output  # one entry failed, three have reports
     run_dir = only_run(tmp_path / "runs")
-    result = CliRunner().invoke(main, ["export", str(run_dir), "-o", str(tmp_path / "t.csv")])
-    assert result.exit_code == 0, result.output
+    exported = export_run(str(run_dir), "-o", str(tmp_path / "t.csv"))
+    assert exported.returncode == 0, exported.stderr
     labels = {line.split(",", 1)[0] for line in
               (tmp_path / "t.csv").read_text(encoding="utf-8").splitlines()[1:]}
     assert labels == {"naive_256", "naive_512", "register_tiled_512"}  # the failed one: none
@@ -863,9 +871,9 @@ def test_export_of_a_run_directory_is_csv_only_and_refuses_a_broken_run(
     # A later report is broken: the earlier ones' rows are not left behind either.
     (run_dir / "register_tiled_512.ncu-rep").write_bytes(b"not a report")
     for output in (["-o", str(tmp_path / "t.csv")], []):
-        result = CliRunner().invoke(main, ["export", str(run_dir), *output])
-        assert result.exit_code == 2 and len(error_lines(result)) == 1, result.output
-        assert result.stdout == ""
+        exported = export_run(str(run_dir), *output)
+        assert exported.returncode == 2 and len(error_lines(exported)) == 1, exported.stderr
+        assert exported.stdout == ""
         assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # no part, no temp
     (run_dir / "naive_256.ncu-rep").unlink()
     result = CliRunner().invoke(main, ["export", str(run_dir)])
@@ -881,8 +889,8 @@ def test_export_of_a_run_directory_takes_a_kernel_filter(
                      "--out", str(tmp_path / "runs")])
     assert result.exit_code == 0, result.output
     run_dir = only_run(tmp_path / "runs")
-    result = CliRunner().invoke(main, ["export", str(run_dir), "-k", "regex:smem"])
-    assert result.exit_code == 0, result.output
-    rows = [line.split(",")[:3] for line in result.stdout.splitlines()[1:]]
+    exported = export_run(str(run_dir), "-k", "regex:smem")
+    assert exported.returncode == 0, exported.stderr
+    rows = [line.split(",")[:3] for line in exported.stdout.splitlines()[1:]]
     assert {(label, kernel) for label, _, kernel in rows} == {
         ("naive_256", "sgemm_smem"), ("register_tiled_256", "sgemm_smem")}

@@ -410,11 +410,15 @@ def _source_line(action: Any, pc: int) -> str | None:
 SASS_TEXTS = 32
 
 
+def _stall_samples(name: str) -> bool:
+    """A stall reason's samples by PC (not those of its warps not issued, which nothing
+    reads)."""
+    return name.startswith(PCSAMP_PREFIX) and not name.endswith("_not_issued")
+
+
 def _per_pc(name: str) -> bool:
-    """The per-instruction metrics `_sass` reads: executions and stall samples by PC (the
-    samples of each reason, not those of its warps not issued)."""
-    return name == "inst_executed" or (name.startswith(PCSAMP_PREFIX)
-                                       and not name.endswith("_not_issued"))
+    """The per-instruction metrics `_sass` reads: executions and stall samples by PC."""
+    return name == "inst_executed" or _stall_samples(name)
 
 
 def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...]:
@@ -424,7 +428,7 @@ def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...
     executed = _by_pc(metrics, "inst_executed")
     samples: dict[int, dict[str, int]] = {}
     for name in metrics:
-        if _per_pc(name) and name != "inst_executed":
+        if _stall_samples(name):
             for pc, value in _by_pc(metrics, name).items():
                 if value:
                     samples.setdefault(pc, {})[name[len(PCSAMP_PREFIX):]] = int(value)
@@ -527,6 +531,8 @@ def build_kernel_report(kernel: KernelRef) -> KernelReport:
 Way = Literal["profiles", "summaries"]
 _readings: set[tuple[Way, int]] = set()  # how each report was read, and its metric names
 _counted = 0  # how many reports were opened and read one of those ways
+
+
 def _asked(report: LoadedReport, way: Way | None) -> bool:
     """Note that `report` (just opened) is read `way`; whether it then reads as it would
     alone: every report opened before was read the same way and had the same names."""

@@ -122,8 +122,8 @@ class _Piece:
 def export_csv(report_path: Path, kernel_regex: str | None, jobs: int,
                pack: bool = False) -> Exported:
     """The CSV of one report (header included), made by `jobs` forked workers at once, or here
-    (one job); with `pack`, each piece is also packed where it was made. A caller forks no
-    worker after this process listed SASS (ncu_report's disassembler runs a thread)."""
+    (one job, or no worker to be had); with `pack`, each piece is also packed where it was
+    made."""
     context, places = load_context(report_path)
     if kernel_regex is None and len(places) >= jobs > 1:
         # A piece per kernel, taken by whichever process is free: each decodes and checks only

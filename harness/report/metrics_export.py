@@ -81,16 +81,18 @@ class _Part:
 
 def _run_parts(tasks: list[_Part], jobs: int, *, in_this_process: bool
                ) -> list[tuple[Path, int]]:
-    """One report's parts, in forked workers unless there is one job and this process may
-    read the report itself (it reads no other)."""
+    """One report's parts, in forked workers unless there is one job (or no worker to be
+    had) and this process may read the report itself (it reads no other)."""
     if in_this_process and (jobs <= 1 or len(tasks) <= 1):
         return [_export_part(task) for task in tasks]
     from concurrent.futures.process import BrokenProcessPool
 
     with forked_pool(jobs) as pool:
+        if pool is None and in_this_process:  # no worker to be had: the parts one by one
+            return [_export_part(task) for task in tasks]
         if pool is None:
             raise NcuhError(f"{tasks[0].report}: no worker process could be started to "
-                            "export it")
+                            "export it apart from the other reports")
         futures = [pool.submit(_export_part, task) for task in tasks]
         pause_at("export parts")
         try:

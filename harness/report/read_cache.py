@@ -187,7 +187,7 @@ def asked_again(key: str) -> bool:
     return False
 
 
-def keep_text(key: str, packed: list[bytes | memoryview]) -> bool:
+def keep_text(key: str, packed: list[bytes]) -> bool:
     """Keep a text made from a report (an export) under `key`, given as its parts packed
     apart (zlib streams, one after another); False where it cannot be."""
     kept = _store(key, b"".join(packed), suffix=TEXT_SUFFIX)

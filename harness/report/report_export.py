@@ -47,7 +47,7 @@ def _export(report: Path, kernel_regex: str | None, fmt: ExportFormat, pack: boo
     table = export_columns(report, kernel_regex=kernel_regex)
     text = export_text(table, fmt).encode()
     rows = len(table)
-    packed: list[bytes | memoryview] | None = (
+    packed: list[bytes] | None = (
         [pack_piece(f"{rows}\n".encode() + text)] if pack else None)
     return Exported([text], rows, packed)
 

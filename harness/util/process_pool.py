@@ -7,9 +7,11 @@ fork, so none lands in a worker before it has set that up. The workers are kille
 block ends, whether it ended well or by an exception (an interrupt): nothing they were still
 doing is wanted then. `parallel_map` maps a function over indices with such a pool.
 
-A pool is started before this process starts threads of its own: ncu_report's disassembler
-runs one, after which a fork can hang. `usable_cores` is the one count of cores that every
-caller sizes its work by.
+A fork copies only the thread that forks: a lock another thread holds (ncu_report's
+disassembler runs one once a report's SASS is listed) would stay held in the worker, which
+could then hang. So a process that runs more than one thread gets no pool, and works alone;
+a command starts its pool before it reads a report. `usable_cores` is the one count of
+cores that every caller sizes its work by.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -34,6 +38,18 @@ def usable_cores() -> int:
     return os.cpu_count() or 1
 
 
+_EXITING_S = 1.0  # the most a pool's threads, joined, may take to be gone from the system
+
+
+def _threads() -> set[int]:
+    """The threads this process runs (native ids): all of them where the system lists them,
+    else those Python started."""
+    try:
+        return {int(name) for name in os.listdir("/proc/self/task")}
+    except OSError:  # no /proc
+        return {thread.native_id or 0 for thread in threading.enumerate()}
+
+
 def _worker_started(warm_up: Callable[..., None] | None, args: tuple[Any, ...]) -> None:
     """A worker's first step: its signals, then its warm-up."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: ours to end
@@ -48,9 +64,9 @@ def _worker_started(warm_up: Callable[..., None] | None, args: tuple[Any, ...]) 
 def forked_pool(workers: int, warm_up: Callable[..., None] | None = None,
                 args: tuple[Any, ...] = ()) -> Iterator[ProcessPoolExecutor | None]:
     """A pool of `workers` forked processes, each having run `warm_up(*args)` (passed on by
-    the fork, never pickled); None where there is no fork or it fails: the caller then works
-    in this process."""
-    if workers < 1 or not hasattr(os, "fork"):
+    the fork, never pickled); None where there is no fork, this process runs other threads,
+    or the fork fails: the caller then works in this process."""
+    if workers < 1 or not hasattr(os, "fork") or len(_threads()) > 1:
         yield None
         return
     # imported here: counting cores, or working alone, needs neither
@@ -74,7 +90,8 @@ def forked_pool(workers: int, warm_up: Callable[..., None] | None = None,
 
 
 def _end(pool: ProcessPoolExecutor) -> None:
-    """Kill the pool's workers and wait for them to be gone."""
+    """Kill the pool's workers and wait for them, and for the pool's own threads, to be
+    gone (the next pool of this process is then not refused for them)."""
     # ProcessPoolExecutor kills its workers itself from Python 3.14 (kill_workers); before,
     # its processes are reached through the attribute that holds them.
     kill = getattr(pool, "kill_workers", None)
@@ -84,7 +101,14 @@ def _end(pool: ProcessPoolExecutor) -> None:
         for process in list((getattr(pool, "_processes", None) or {}).values()):
             with contextlib.suppress(OSError, ValueError):
                 process.kill()
+    threads = [thread for thread in threading.enumerate()
+               if thread is not threading.current_thread()]
     pool.shutdown(wait=True, cancel_futures=True)
+    # joined, the pool's threads may still be exiting: the system lists them a moment longer
+    ended = {thread.native_id for thread in threads if not thread.is_alive()}
+    deadline = time.monotonic() + _EXITING_S
+    while ended & _threads() and time.monotonic() < deadline:
+        time.sleep(0.001)
 
 
 _make: Callable[[int], Any] | None = None  # in a worker of `parallel_map`: what it maps
