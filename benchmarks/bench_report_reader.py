@@ -17,10 +17,11 @@ kept from its second asking on). Targets (2 cores):
                                               program: 20 pages)
     ncuh history add A            <  1.0 s
 
-A, B, FULL and MANY default to the recorded H100 data committed xz-packed under
-benchmarks/data/ (`h100_sgemm_4096_a.tar.xz`, `..._b.tar.xz`: one run directory each;
-`h100_full_8_kernels_1024.tar.xz`: full/<timestamp>/ with one report;
-`h100_full_20_kernels_pytorch.ncu-rep.xz`: one report), unpacked into a temporary folder. A
+A, B, FULL and MANY default to the recorded data committed xz-packed under benchmarks/data/
+(H100: `h100_sgemm_4096_a.tar.xz`, `..._b.tar.xz`: one run directory each;
+`h100_full_8_kernels_1024.tar.xz`: full/<timestamp>/ with one report; H200:
+`h200_full_20_kernels_pytorch.ncu-rep.xz`: one report of examples/transformer_step.py's
+training step), unpacked into a temporary folder. A
 run directory or a report (or an .xz-packed report, such as
 benchmarks/data/h200_five_variants_1024.ncu-rep.xz) may be named directly instead; MANY may
 also be a folder of reports, all written up at once. Prints one line per figure (PASS when
@@ -52,7 +53,7 @@ DEFAULTS = {
     "run_a": DATA / "h100_sgemm_4096_a.tar.xz",
     "run_b": DATA / "h100_sgemm_4096_b.tar.xz",
     "full": DATA / "h100_full_8_kernels_1024.tar.xz",
-    "many": DATA / "h100_full_20_kernels_pytorch.ncu-rep.xz",
+    "many": DATA / "h200_full_20_kernels_pytorch.ncu-rep.xz",
 }
 TARGETS_S = {"report": 0.5, "export": 1.0, "diff": 1.5, "writeup": 2.5, "writeup_full": 3.0,
              "writeup_many": 5.0, "history_add": 1.0}

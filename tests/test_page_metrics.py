@@ -25,9 +25,11 @@ RUNS = ROOT / "reports" / "runs"
 
 
 def _sources() -> dict[str, list[Path]]:
-    """Every committed report once (the fixtures that copy a report of `reports/` are left
-    out), by the writeup that shows it: runs as runs, so pages stand beside the previous
-    iteration's."""
+    """Every committed report of the tests and samples once (the fixtures that copy a report
+    of `reports/` are left out), by the writeup that shows it: runs as runs, so pages stand
+    beside the previous iteration's. Left out: the first-pass reports of a whole program
+    (`fixtures/program`: a thousand launches, one metric each) and the reading benchmark's
+    data."""
     runs = {run.name: [run] for run in sorted(RUNS.iterdir()) if (run / "manifest.json").is_file()}
     shown = {path.read_bytes() for path in (ROOT / "reports").rglob("*.ncu-rep")}
     own = [path for path in reports(FIXTURES) if path.read_bytes() not in shown]
@@ -64,11 +66,14 @@ class _Asked(dict):  # type: ignore[type-arg]
 
 
 def _with_every_metric(path: Path | str, kernel_regex: str | None = None) -> list[KernelReport]:
-    """The profiles of `load_kernel_reports`, each holding every metric of its kernel."""
+    """The profiles of `load_kernel_reports`, each holding every metric of its kernel (the
+    instances of those it declares: a name read that it does not declare fails the test
+    whatever its values)."""
     profiles = cached_profiles(Path(path), kernel_regex)
     kernels = {kernel.kernel_id: kernel for kernel in open_report(path).kernels}
-    return [dataclasses.replace(profile, metrics=_Asked(builder.read_metrics(
-        kernels[profile.kernel_id]))) for profile in profiles]
+    return [dataclasses.replace(profile, metrics=_Asked({
+        **builder.read_metrics(kernels[profile.kernel_id], instances=False),
+        **profile.metrics})) for profile in profiles]
 
 
 def _written(sources: list[Path]) -> dict[str, str]:
