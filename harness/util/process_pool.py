@@ -137,11 +137,16 @@ def parallel_map(make: Callable[[int], T], count: int, jobs: int) -> list[T]:
     with forked_pool(min(jobs, count), _set_make, (make,)) as pool:
         if pool is None:
             return [make(index) for index in range(count)]
-        futures = [pool.submit(_made, index) for index in range(count)]
-        made: list[T] = []
-        for index, future in enumerate(futures):
+        futures = []
+        for index in range(count):
             try:
-                made.append(future.result())
-            except BrokenProcessPool:  # a worker died (killed, out of memory)
+                futures.append(pool.submit(_made, index))
+            except BrokenProcessPool:  # a worker died already: the rest is made here
+                break
+        made: list[T] = []
+        for index in range(count):
+            try:
+                made.append(futures[index].result() if index < len(futures) else make(index))
+            except BrokenProcessPool:  # its worker died (killed, out of memory)
                 made.append(make(index))
         return made
