@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.util import forked_pool, parallel_map, usable_cores
+from harness.util import parallel_map, usable_cores, worker_pool
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -88,13 +88,13 @@ def test_workers_leave_ctrl_c_to_the_parent_and_end_on_sigterm() -> None:
     said = _run("""
 import multiprocessing, os, signal, time
 from concurrent.futures.process import BrokenProcessPool
-from harness.util import forked_pool
+from harness.util import worker_pool
 def dispositions():
     return (signal.getsignal(signal.SIGINT) is signal.SIG_IGN,
             signal.getsignal(signal.SIGTERM) is signal.SIG_DFL,
             signal.pthread_sigmask(signal.SIG_BLOCK, []) == set())
 signal.signal(signal.SIGTERM, lambda *_: print("the parent's handler ran in a worker"))
-with forked_pool(1) as pool:
+with worker_pool(1) as pool:
     print(pool.submit(dispositions).result())
     busy = pool.submit(time.sleep, 60)
     (worker,) = multiprocessing.active_children()
@@ -112,9 +112,9 @@ with forked_pool(1) as pool:
 def test_an_exception_in_the_block_ends_the_workers() -> None:
     said = _run("""
 import time
-from harness.util import forked_pool
+from harness.util import worker_pool
 try:
-    with forked_pool(2) as pool:
+    with worker_pool(2) as pool:
         pool.submit(time.sleep, 60)  # a worker busy for a minute
         raise KeyboardInterrupt
 except KeyboardInterrupt:
@@ -123,8 +123,25 @@ except KeyboardInterrupt:
     assert said.splitlines() == ["interrupted", "left: 0"]
 
 
+def test_beside_threads_a_pool_forks_nothing_and_spawns_where_asked() -> None:
+    said = _run("""
+import os, threading
+from harness.util import worker_pool
+stop = threading.Event()
+beside = threading.Thread(target=stop.wait)
+beside.start()
+with worker_pool(1) as pool:
+    print(pool is None)
+with worker_pool(1, spawn_beside_threads=True) as pool:
+    print(pool.submit(os.getpid).result() != os.getpid())
+stop.set()
+beside.join()
+""" + _LEFT)
+    assert said.splitlines() == ["True", "True", "left: 0"]
+
+
 def test_no_worker_is_no_pool() -> None:
-    with forked_pool(0) as pool:
+    with worker_pool(0) as pool:
         assert pool is None
     assert usable_cores() >= 1
 
@@ -133,10 +150,10 @@ def test_no_worker_is_no_pool() -> None:
 def test_the_parent_keeps_its_signals_after_starting_a_pool() -> None:
     said = _run("""
 import signal
-from harness.util import forked_pool
+from harness.util import worker_pool
 def warm_up(word):
     print(word, flush=True)
-with forked_pool(1, warm_up, ("warm",)) as pool:
+with worker_pool(1, warm_up, ("warm",)) as pool:
     print(pool.submit(int).result(), signal.pthread_sigmask(signal.SIG_BLOCK, []) == set())
 """ + _LEFT)
     assert said.splitlines() == ["warm", "0 True", "left: 0"]

@@ -28,7 +28,6 @@ from harness.cli import main
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
 from harness.profile.ncu_command import NcuSettings
-from harness.report import metrics_export
 from harness.report.reportfile import export_metrics
 from harness.rundir.manifest import load_run
 
@@ -138,7 +137,7 @@ class FakeNcu:
         return action  # (status, output)
 
     def worker(self, args: list[str]) -> tuple[int, str]:
-        """The real metrics worker, in this process; the environment worker's answer."""
+        """The real metrics worker, in a process of its own; the environment worker's answer."""
         started = time.monotonic()
         if self.barrier is not None:
             self.barrier.wait()  # BrokenBarrierError when the other worker is not running
@@ -156,17 +155,12 @@ class FakeNcu:
             # test_profile_worker).
             env = {**ENVIRONMENT, "ncu_path": args[1], "ncu_version": "2025.3.1.0"}
             return 0, profile_worker.RESULT_PREFIX + json.dumps(env) + "\n"
-        # The worker's own code, without redirecting stdout: exports run on several threads.
-        parsed = metrics_export._parser().parse_args(args[1:])
-        pairs = [(label, Path(report)) for label, _, report in
-                 (item.partition("=") for item in parsed.pairs)]
-        jobs = parsed.jobs
-        if parsed.after is not None:  # started beside its ncu: wait for the go-ahead
-            go, jobs = profile_worker.wait_for_go(parsed.after)
-            if not go:
-                return 0, profile_worker.RESULT_PREFIX + '{"rows": 0, "skipped": true}\n'
-        rows = metrics_export.metrics(parsed.out, pairs, jobs=jobs)
-        return 0, profile_worker.RESULT_PREFIX + json.dumps({"rows": rows}) + "\n"
+        # The real worker, in a process of its own as `ncuh profile` starts it: it reads each
+        # report as a fresh process does (this one has read others), and forks its parts.
+        done = subprocess.run([sys.executable, "-m", "harness.report.metrics_export",
+                               *args[1:]], env=_fresh_environment(), capture_output=True,
+                              text=True, check=False)
+        return done.returncode, done.stdout + done.stderr
 
     @property
     def profiled(self) -> list[list[str]]:
@@ -202,12 +196,16 @@ def only_run(out: Path) -> Path:
     return children[0]
 
 
+def _fresh_environment() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+
 def export_run(*args: str) -> subprocess.CompletedProcess[str]:
-    """`ncuh export ARGS` in a process of its own, as a user runs it: a run's reports are
-    exported by forked workers, which a process running threads (this test's) does not fork."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
-    return subprocess.run([sys.executable, "-m", "harness", "export", *args], env=env,
-                          capture_output=True, text=True, check=False)
+    """`ncuh export ARGS` in a process of its own, as a user runs it (ncu_report answers a few
+    units from what its process read before: this test process has read other reports)."""
+    return subprocess.run([sys.executable, "-m", "harness", "export", *args],
+                          env=_fresh_environment(), capture_output=True, text=True,
+                          check=False)
 
 
 def error_lines(result: Any) -> list[str]:
@@ -808,14 +806,11 @@ def test_the_manifest_environment_joins_the_runners_cuda_fields_and_the_probe(
 def test_metrics_csv_has_a_label_column_and_matches_ncuh_export(
     tmp_path: Path, fake_ncu: FakeNcu
 ) -> None:
-    from harness.report.export_format import export_text
-    from harness.report.reportfile import export_columns
-
     result = invoke(["--variant", "naive", "--size", "256", "--metrics-csv", "--out",
                      str(tmp_path)])
     assert result.exit_code == 0, result.output
     lines = (only_run(tmp_path) / "metrics.csv").read_text(encoding="utf-8").splitlines()
-    exported = export_text(export_columns(SMALL_REPORT)).splitlines()
+    exported = export_run(str(SMALL_REPORT)).stdout.splitlines()
     assert lines[0] == "label," + exported[0]
     assert len(lines) == len(exported)
     assert all(line == "naive_256," + row for line, row in zip(lines[1:], exported[1:],

@@ -1,7 +1,7 @@
 """Every metric as ncuh reads it equals ncu's raw page (`--page raw --csv`) for every zoo
 report, in base units: the one reader of values that the export, the summaries of `ncuh diff`
-and the page metrics share (`builder.read_metrics`), asked after the kernel's reading for the
-pages, as the summaries ask it after the details view."""
+and the page metrics share (`builder.read_metrics`), asked after the details view as a
+summary and a page ask it (ncu_report answers a few units from what was asked before)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from ncu_units import matches_printed
 from packed_fixtures import cached_profiles, reports
 
 from harness.report.builder import read_metrics
+from harness.report.report_view import build_view
 from harness.report.reportfile import open_report
 
 # committed packed with xz (`packed_fixtures`)
@@ -31,6 +32,7 @@ def test_profile_metrics_equal_ncu_raw_page(report: Path) -> None:
     assert profile.name == raw["Kernel Name"].split("(")[0].strip() or profile.name in raw[
         "Kernel Name"]
     [kernel] = open_report(report).kernels
+    build_view(kernel)  # first, where this process read nothing of the report (a kept profile)
     every = read_metrics(kernel)
     # the page's metrics are those of the one reader
     assert profile.metrics and all(every[name] == metric

@@ -242,18 +242,20 @@ def test_the_runner_without_nvtx_fails_in_one_line_before_compiling(
 def test_metrics_export_in_parallel_parts_equals_the_serial_export(
     tmp_path: Path, jobs: int
 ) -> None:
-    from harness.report.export_format import export_text
-    from harness.report.reportfile import export_columns
-
     out = tmp_path / "run" / "metrics.csv"
     out.parent.mkdir()
-    # in a worker process of its own, as `ncuh profile` runs it: one thread, so it forks
+    # in a worker process of its own, as `ncuh profile` runs it: one thread, so it forks; the
+    # serial export too, in a process of its own (this one has read other reports, which
+    # changes a few units ncu_report answers)
+    environment = post._worker_environment()
     status, output = lib.run_command(
         _export([str(out), f"a={SMALL_REPORT}", f"b={SMALL_REPORT}", "--jobs", str(jobs)]),
-        post._worker_environment())
+        environment)
     assert status == 0, output
     rows = json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):])["rows"]
-    serial = export_text(export_columns(SMALL_REPORT)).splitlines()
+    serial = subprocess.run([sys.executable, "-m", "harness", "export", str(SMALL_REPORT)],
+                            env=environment, capture_output=True, text=True,
+                            check=True).stdout.splitlines()
     lines = out.read_text(encoding="utf-8").splitlines()
     assert rows == 2 * (len(serial) - 1) == len(lines) - 1
     assert lines[0] == "label," + serial[0]

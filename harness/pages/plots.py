@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.pages import plot_cache
 from harness.report import Roofline
-from harness.util import forked_pool, usable_cores
+from harness.util import usable_cores, worker_pool
 
 if TYPE_CHECKING:
     from concurrent.futures import Executor
@@ -115,7 +115,7 @@ def plot_workers() -> Iterator[Executor | None]:
     """Processes forked now, one per further core, that import matplotlib and draw a first
     figure while this process goes on (reading its reports), then draw the charts they are
     handed (`draw_chart`); None on one core, where this process draws."""
-    with forked_pool(min(usable_cores() - 1, PLOT_WORKERS), warm_up) as pool:
+    with worker_pool(min(usable_cores() - 1, PLOT_WORKERS), warm_up) as pool:
         yield pool
 
 

@@ -23,7 +23,7 @@ from harness.profile import WORKER_RESULT_PREFIX, wait_for_go
 from harness.report.export_format import spreadsheet_column, spreadsheet_text
 from harness.report.ncu_import import import_ncu_report
 from harness.report.reportfile import EXPORT_COLUMNS, export_columns
-from harness.util import forked_pool, pause_at, usable_cores
+from harness.util import pause_at, usable_cores, worker_pool
 
 if TYPE_CHECKING:
     import argparse
@@ -36,15 +36,15 @@ def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = Non
     Streamed with the csv module from `export_columns` (as `ncuh export` does): no pandas,
     which would add about a second to every `ncuh profile`. The export is split into `jobs`
     (default: up to 8, one per core) contiguous parts holding about as many rows each, written
-    by forked workers at once (`harness.util.forked_pool`), then joined in order; each part
+    by workers at once (`harness.util.worker_pool`), then joined in order; each part
     still opens the whole report, which bounds the gain.
 
     Several reports are exported one after another, each in children of its own: ncu_report
     keeps a derived metric's unit per process, the first report's definition winning (an
     earlier `pages` report's `derived__memory_l2_theoretical_sectors_global_excessive` is in
-    bytes, a `full` one's in sectors), so no process reads two reports. The workers are forked,
-    so the calling process must not have read a report itself: this worker's own process and
-    `ncuh export` read none before.
+    bytes, a `full` one's in sectors), so no process reads two reports: a pool per report,
+    whose workers are forked from a process that has read none (this worker's own process,
+    `ncuh export`), or spawned beside threads.
     """
     import shutil
     import tempfile
@@ -87,7 +87,9 @@ def _run_parts(tasks: list[_Part], jobs: int, *, in_this_process: bool
         return [_export_part(task) for task in tasks]
     from concurrent.futures.process import BrokenProcessPool
 
-    with forked_pool(jobs) as pool:
+    # beside threads, the parts of several reports are read by spawned workers: each report in
+    # processes of its own, whatever this process read before
+    with worker_pool(jobs, spawn_beside_threads=not in_this_process) as pool:
         if pool is None and in_this_process:  # no worker to be had: the parts one by one
             return [_export_part(task) for task in tasks]
         if pool is None:

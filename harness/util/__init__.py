@@ -56,7 +56,7 @@ if TYPE_CHECKING:
         version_key,
         versioned_roots,
     )
-    from harness.util.process_pool import forked_pool, parallel_map, usable_cores
+    from harness.util.process_pool import parallel_map, usable_cores, worker_pool
     from harness.util.user_cache import CACHE_ENV, cache_dir
 
 # public name -> (module, attribute), imported on first use so that importing the package does
@@ -99,7 +99,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "regular_file": ("harness.util.input_file", "regular_file"),
     "version_key": ("harness.util.ncu_locate", "version_key"),
     "versioned_roots": ("harness.util.ncu_locate", "versioned_roots"),
-    "forked_pool": ("harness.util.process_pool", "forked_pool"),
+    "worker_pool": ("harness.util.process_pool", "worker_pool"),
     "parallel_map": ("harness.util.process_pool", "parallel_map"),
     "usable_cores": ("harness.util.process_pool", "usable_cores"),
 }
@@ -116,7 +116,6 @@ __all__ = [
     "column_holds_bad_text",
     "deferred_signals",
     "file_kind",
-    "forked_pool",
     "holds_bad_text",
     "html_text",
     "is_cache_on",
@@ -144,6 +143,7 @@ __all__ = [
     "usable_cores",
     "version_key",
     "versioned_roots",
+    "worker_pool",
     "write_file_set",
 ]
 

@@ -1,17 +1,19 @@
-"""Work shared with worker processes forked from this one, through `concurrent.futures`.
+"""Work shared with worker processes, through `concurrent.futures`.
 
-`forked_pool` is a `ProcessPoolExecutor` whose workers are all forked when it starts: they
-begin with this process's imports and data, run a warm-up where one is given, and leave
-Ctrl-C to this process (SIGTERM and SIGHUP end a worker at once). Signals are held across the
-fork, so none lands in a worker before it has set that up. The workers are killed when the
-block ends, whether it ended well or by an exception (an interrupt): nothing they were still
-doing is wanted then. `parallel_map` maps a function over indices with such a pool.
+`worker_pool` is a `ProcessPoolExecutor` whose workers all start with it: forked, they begin
+with this process's imports and data, run a warm-up where one is given, and leave Ctrl-C to
+this process (SIGTERM and SIGHUP end a worker at once). Signals are held while they start, so
+none lands in a worker before it has set that up. The workers are killed when the block ends,
+whether it ended well or by an exception (an interrupt): nothing they were still doing is
+wanted then. `parallel_map` maps a function over indices with such a pool.
 
 A fork copies only the thread that forks: a lock another thread holds (ncu_report's
 disassembler runs one once a report's SASS is listed) would stay held in the worker, which
-could then hang. So a process that runs more than one thread gets no pool, and works alone;
-a command starts its pool before it reads a report. `usable_cores` is the one count of
-cores that every caller sizes its work by.
+could then hang. So beside other threads a pool forks nothing: there is none (the caller
+works alone), or, where the work must be done apart from this process, its workers are
+spawned (fresh interpreters, which take longer to start). A command starts its pool before
+it reads a report. `usable_cores` is the one count of cores that every caller sizes its work
+by.
 """
 
 from __future__ import annotations
@@ -61,23 +63,28 @@ def _worker_started(warm_up: Callable[..., None] | None, args: tuple[Any, ...]) 
 
 
 @contextlib.contextmanager
-def forked_pool(workers: int, warm_up: Callable[..., None] | None = None,
-                args: tuple[Any, ...] = ()) -> Iterator[ProcessPoolExecutor | None]:
-    """A pool of `workers` forked processes, each having run `warm_up(*args)` (passed on by
-    the fork, never pickled); None where there is no fork, this process runs other threads,
-    or the fork fails: the caller then works in this process."""
-    if workers < 1 or not hasattr(os, "fork") or len(_threads()) > 1:
+def worker_pool(workers: int, warm_up: Callable[..., None] | None = None,
+                args: tuple[Any, ...] = (), *, spawn_beside_threads: bool = False
+                ) -> Iterator[ProcessPoolExecutor | None]:
+    """A pool of `workers` processes, each having run `warm_up(*args)`: forked (`warm_up` and
+    `args` passed on by the fork, never pickled) where this process runs one thread; beside
+    others, spawned with `spawn_beside_threads` (then `warm_up`, `args` and every task are
+    pickled), else none. None also where the system has no fork or no process to spare: the
+    caller then works in this process."""
+    one_thread = len(_threads()) == 1
+    if workers < 1 or not hasattr(os, "fork") or not (one_thread or spawn_beside_threads):
         yield None
         return
     # imported here: counting cores, or working alone, needs neither
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_worker_started, initargs=(warm_up, args))
-    held = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    context = multiprocessing.get_context("fork" if one_thread else "spawn")
+    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_worker_started,
+                               initargs=(warm_up, args))
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)  # a worker starts with them held
     try:
-        pool.submit(int)  # with a fork context, the first task forks every worker at once
+        pool.submit(int)  # the first task starts the workers (with a fork context, all of them)
         started = True
     except OSError:  # no more processes
         started = False
@@ -134,7 +141,7 @@ def parallel_map(make: Callable[[int], T], count: int, jobs: int) -> list[T]:
         return [make(index) for index in range(count)]
     from concurrent.futures.process import BrokenProcessPool
 
-    with forked_pool(min(jobs, count), _set_make, (make,)) as pool:
+    with worker_pool(min(jobs, count), _set_make, (make,)) as pool:
         if pool is None:
             return [make(index) for index in range(count)]
         futures = []
