@@ -114,7 +114,8 @@ PLOT_WORKERS = 6  # at most one a chart of the index
 def plot_workers() -> Iterator[Executor | None]:
     """Processes forked now, one per further core, that import matplotlib and draw a first
     figure while this process goes on (reading its reports), then draw the charts they are
-    handed (`draw_chart`); None on one core, where this process draws."""
+    handed (`draw_chart`); None on one core, or beside other threads (`worker_pool`), where
+    this process draws."""
     with worker_pool(min(usable_cores() - 1, PLOT_WORKERS), warm_up) as pool:
         yield pool
 
