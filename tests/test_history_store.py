@@ -122,8 +122,18 @@ def test_an_empty_database_is_not_a_store_until_a_run_is_added(store_url: str) -
     else:
         with pytest.raises(HistoryError, match="holds no ncuh history yet"):
             open_store(store_url)
-    open_store(store_url, create=True).close()
-    open_store(store_url).close()  # now it is one
+    opened = open_store(store_url, create=True)  # opening makes nothing: the first add does
+    assert (opened.count(), opened.runs(), opened.project()) == (0, [], None)
+    opened.close()
+    if "://" not in store_url:
+        assert not Path(store_url).exists() and not Path(store_url).parent.exists()
+    else:
+        with pytest.raises(HistoryError, match="holds no ncuh history yet"):
+            open_store(store_url)
+    opened = open_store(store_url, create=True)
+    opened.add(recorded("base"), sha(1))
+    opened.close()
+    assert open_store(store_url).count() == 1  # now it is one
 
 
 def test_concurrent_adds_from_two_processes_lose_nothing(store_url: str, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,16 +99,6 @@ class KernelRecord:
                 "rules": list(self.rules), "samples_ms": list(self.samples_ms)}
         return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 6)
 
-    @classmethod
-    def from_row(cls, name: str, size: str | None, ordinal: int, function: str | None,
-                 device: str | None, payload: bytes) -> KernelRecord:
-        data = json.loads(zlib.decompress(payload))
-        return cls(name=name, size=parse_size(size), ordinal=ordinal, function=function,
-                   device=device, compute_capability=data.get("cc"),
-                   metrics={k: float(v) for k, v in data["metrics"].items()},
-                   units=dict(data["units"]), rules=tuple(data["rules"]),
-                   samples_ms=tuple(float(x) for x in data["samples_ms"]))
-
     def kernel_data(self, samples_ms: tuple[float, ...] | None = None,
                     source: str = "history") -> KernelData:
         """The kernel as diff reads one (optionally with other samples, e.g. pooled)."""
@@ -142,24 +133,8 @@ class RunRecord:
         return json.dumps([f.to_json() for f in self.failed], separators=(",", ":"))
 
 
-def parse_failed(text: str) -> tuple[FailedEntry, ...]:
-    """The failed entries of a stored run (as `RunRecord.failed_json` wrote them)."""
-    return tuple(FailedEntry(item["label"], KernelKey(item["key"]["name"],
-                                                      parse_size_list(item["key"]["size"]),
-                                                      item["key"]["ordinal"]), item["error"])
-                 for item in json.loads(text))
-
-
-def parse_size_list(size: list[int] | None) -> Size | None:
-    return tuple(size) if size else None
-
-
 def size_text(size: Size | None) -> str | None:
     return "x".join(str(n) for n in size) if size else None
-
-
-def parse_size(text: str | None) -> Size | None:
-    return tuple(int(n) for n in text.split("x")) if text else None
 
 
 def read_run(path: Path | str) -> RunRecord:
@@ -191,7 +166,9 @@ def read_run(path: Path | str) -> RunRecord:
 
 
 def _kernel_record(kernel: KernelData, keep: frozenset[str]) -> KernelRecord:
-    metrics = {n: v for n, v in kernel.metrics.items() if kept_metric(n, keep)}
+    # a value that is no finite number (ncu's NaN) is not collected: JSON has no NaN
+    metrics = {n: v for n, v in kernel.metrics.items()
+               if kept_metric(n, keep) and math.isfinite(v)}
     rules = tuple({"name": r.name, "title": r.title, "type": r.type,
                    "speedup_pct": r.speedup_pct}
                   for r in kernel.rules if r.type in ADVICE_TYPES)

@@ -26,14 +26,17 @@ if TYPE_CHECKING:
         SWITCH_ENV as CACHE_SWITCH_ENV,
     )
     from harness.util.kept_files import (
-        keep as keep_packed,
-    )
-    from harness.util.kept_files import (
+        inflated,
         mark_used,
+        owned_privately,
         private_folder,
         prune,
         read_kept,
+        read_owned,
         store,
+    )
+    from harness.util.kept_files import (
+        keep as keep_packed,
     )
     from harness.util.kept_files import (
         wanted as cache_wanted,
@@ -92,6 +95,9 @@ _HOMES: dict[str, tuple[str, str]] = {
     "cache_wanted": ("harness.util.kept_files", "wanted"),
     "CACHE_SWITCH_ENV": ("harness.util.kept_files", "SWITCH_ENV"),
     "mark_used": ("harness.util.kept_files", "mark_used"),
+    "inflated": ("harness.util.kept_files", "inflated"),
+    "owned_privately": ("harness.util.kept_files", "owned_privately"),
+    "read_owned": ("harness.util.kept_files", "read_owned"),
     "private_folder": ("harness.util.kept_files", "private_folder"),
     "prune": ("harness.util.kept_files", "prune"),
     "read_kept": ("harness.util.kept_files", "read_kept"),
@@ -135,6 +141,7 @@ __all__ = [
     "forked",
     "holds_bad_text",
     "html_text",
+    "inflated",
     "keep_packed",
     "load_json",
     "load_toml",
@@ -147,11 +154,13 @@ __all__ = [
     "md_text",
     "ncu_executable",
     "ncu_install_dirs",
+    "owned_privately",
     "pause_at",
     "private_folder",
     "prune",
     "put_index",
     "read_kept",
+    "read_owned",
     "read_text",
     "refuse_inputs",
     "regular_file",
