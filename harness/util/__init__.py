@@ -1,6 +1,6 @@
 """Small helpers every stage uses: atomic output, input-file checks, the user's cache
-folder and the files kept in it, where ncu is installed, Markdown escaping of data, and work
-shared with forked children.
+folder and the files kept in it, where ncu is installed, Markdown escaping of data, the
+user's kernel regex, and work shared with forked children.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         versioned_roots,
     )
     from harness.util.user_cache import CACHE_ENV, cache_dir
+    from harness.util.user_regex import compiled_kernel_regex
     from harness.util.work_queue import (
         forked,
         made_at_once,
@@ -104,6 +105,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "store": ("harness.util.kept_files", "store"),
     "code_span": ("harness.util.markdown_text", "code_span"),
     "column_holds_bad_text": ("harness.util.input_file", "column_holds_bad_text"),
+    "compiled_kernel_regex": ("harness.util.user_regex", "compiled_kernel_regex"),
     "holds_bad_text": ("harness.util.input_file", "holds_bad_text"),
     "html_text": ("harness.util.markdown_text", "html_text"),
     "md_fenced": ("harness.util.markdown_text", "fenced"),
@@ -136,6 +138,7 @@ __all__ = [
     "cache_wanted",
     "code_span",
     "column_holds_bad_text",
+    "compiled_kernel_regex",
     "deferred_signals",
     "file_kind",
     "forked",
