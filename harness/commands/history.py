@@ -131,7 +131,7 @@ def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
     """
     from harness.commands.diff import emit
     from harness.diff import load_thresholds
-    from harness.history import check_runs, open_store
+    from harness.history import check_runs, open_store, unjudged
     from harness.util import refuse_inputs
 
     opened = open_store(store, project_dir(project))
@@ -141,9 +141,11 @@ def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
         runs = opened.runs(branch=branch)
     finally:
         opened.close()
-    result = check_runs(runs, load_thresholds(config), since, step_pct)
-    if result is None:
+    thresholds = load_thresholds(config)
+    result = check_runs(runs, thresholds, since, step_pct)
+    if result is None and fmt == "md":
         click.echo(printable(f"ncuh history check: nothing to judge yet: no earlier run on "
                              f"{runs[-1].gpu or 'this GPU'} in {opened.name}"))
         return
-    emit(result, fmt, out)  # a history check reads like a diff against the series
+    # JSON and JUnit readers get their own format even with nothing to judge yet
+    emit(result or unjudged(runs, thresholds), fmt, out)

@@ -18,7 +18,7 @@ from harness import lazy_face
 
 if TYPE_CHECKING:
     from harness.history.changes import Step, series_steps
-    from harness.history.gate import check_runs
+    from harness.history.gate import check_runs, unjudged
     from harness.history.ingest import add_runs
     from harness.history.record import KernelRecord, RunRecord, read_run
     from harness.history.series import Series, SeriesKey, build_series
@@ -38,6 +38,7 @@ _HOMES: dict[str, str] = {
     "Step": "harness.history.changes",
     "series_steps": "harness.history.changes",
     "check_runs": "harness.history.gate",
+    "unjudged": "harness.history.gate",
     "add_runs": "harness.history.ingest",
     "KernelRecord": "harness.history.record",
     "RunRecord": "harness.history.record",
@@ -81,6 +82,7 @@ __all__ = [
     "read_run",
     "series_steps",
     "store_target",
+    "unjudged",
     "write_trends",
 ]
 

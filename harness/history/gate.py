@@ -75,6 +75,19 @@ def check_runs(runs: list[StoredRun], thresholds: Thresholds, since: str | None 
                       thresholds, broken)
 
 
+def unjudged(runs: list[StoredRun], thresholds: Thresholds) -> DiffResult:
+    """The newest run when there is nothing to judge it by (`check_runs` gave None), as diff
+    shows kernels of one side only: every one of its kernels added, nothing compared (exit
+    0). JSON and JUnit readers then get a document of their own format."""
+    newest = runs[-1]
+    base_side = Side(path=Path(f"history (no earlier run on {newest.gpu or 'this GPU'})"),
+                     kind="run", environment=_environment(newest), kernels=())
+    kernels = tuple(k.kernel_data() for k in newest.kernels if k.time_ms is not None)
+    cur_side = Side(path=Path(newest.short_commit), kind="run",
+                    environment=_environment(newest), kernels=kernels)
+    return DiffResult(base_side, cur_side, (), kernels, (), (), thresholds)
+
+
 def _settled(history: Series, threshold_pct: float, direction: Direction,
              thresholds: Thresholds) -> list[Point]:
     """The points since the series' last confirmed step (at most CONTEXT_RUNS of them)."""

@@ -159,10 +159,18 @@ def read_run(path: Path | str) -> RunRecord:
     project = manifest.get("project")
     return RunRecord(
         source=path.resolve(), fingerprint=digest.hexdigest(), manifest=manifest,
-        project=project.get("name") if isinstance(project, dict) else None,
-        gpu=side.environment.gpu, compute_capability=side.environment.compute_capability,
-        ncu_version=side.environment.ncu_version, started_at=manifest.get("started_at"),
-        git_commit=manifest.get("git_commit"), kernels=kernels, failed=side.failed)
+        project=_text(project.get("name")) if isinstance(project, dict) else None,
+        gpu=_text(side.environment.gpu),
+        compute_capability=_text(side.environment.compute_capability),
+        ncu_version=_text(side.environment.ncu_version),
+        started_at=_text(manifest.get("started_at")),
+        git_commit=_text(manifest.get("git_commit")), kernels=kernels, failed=side.failed)
+
+
+def _text(value: object) -> str | None:
+    """A manifest's value as the text a store keeps (a GPU name written as a number is
+    that number's text)."""
+    return None if value is None else str(value)
 
 
 def _kernel_record(kernel: KernelData, keep: frozenset[str]) -> KernelRecord:

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from harness.util.markdown_text import (
         code_span,
         html_text,
+        template_value,
     )
     from harness.util.markdown_text import (
         fenced as md_fenced,
@@ -82,6 +83,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "load_toml": ("harness.util.input_file", "load_toml"),
     "load_json": ("harness.util.input_file", "load_json"),
     "refuse_inputs": ("harness.util.atomic", "refuse_inputs"),
+    "refuse_input_folders": ("harness.util.atomic", "refuse_input_folders"),
     "terminate_as_interrupt": ("harness.util.signals", "terminate_as_interrupt"),
     "pause_at": ("harness.util.signals", "pause_at"),
     "deferred_signals": ("harness.util.signals", "deferred_signals"),
@@ -108,6 +110,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "compiled_kernel_regex": ("harness.util.user_regex", "compiled_kernel_regex"),
     "holds_bad_text": ("harness.util.input_file", "holds_bad_text"),
     "html_text": ("harness.util.markdown_text", "html_text"),
+    "template_value": ("harness.util.markdown_text", "template_value"),
     "md_fenced": ("harness.util.markdown_text", "fenced"),
     "md_one_line": ("harness.util.markdown_text", "one_line"),
     "md_prose": ("harness.util.markdown_text", "prose"),
@@ -165,10 +168,12 @@ __all__ = [
     "read_kept",
     "read_owned",
     "read_text",
+    "refuse_input_folders",
     "refuse_inputs",
     "regular_file",
     "store",
     "taken_indices",
+    "template_value",
     "terminate_as_interrupt",
     "usable_cores",
     "version_key",
