@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from history_support import (  # noqa: F401  (the pg_server and store_url fixtures)
+    engine_of,
     pg_server_fixture,
     recorded,
     samples,
@@ -98,20 +99,12 @@ def test_a_newer_schema_is_refused_and_an_unknown_older_one_too(store_url: str) 
     with pytest.raises(HistoryError, match="schema version 99 is newer than this ncuh's "
                                            r"\(1\); upgrade ncuh"):
         open_store(store_url)
-    reopened_engine = _engine_of(store_url)
+    reopened_engine = engine_of(store_url)
     with reopened_engine.begin() as conn:
         conn.execute(text(f"UPDATE {history_tables.schema_version.name} SET version = 0"))
     reopened_engine.dispose()
     with pytest.raises(HistoryError, match="schema version 0 cannot be migrated to 1"):
         open_store(store_url)
-
-
-def _engine_of(url: str):  # type: ignore[no-untyped-def]
-    from sqlalchemy import create_engine
-
-    if "://" not in url:
-        return create_engine(f"sqlite:///{url}")
-    return create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
 
 
 def test_an_empty_database_is_not_a_store_until_a_run_is_added(store_url: str) -> None:

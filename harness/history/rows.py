@@ -78,7 +78,10 @@ def whole(value: object, field: str) -> int:
 def _kind(value: object) -> str:
     if isinstance(value, str):
         return f"the text {_shown(value)}"
-    return "nothing" if value is None else f"a {type(value).__name__}"
+    if value is None:
+        return "nothing"
+    name = type(value).__name__
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name}"
 
 
 def _shown(value: str) -> str:

@@ -23,54 +23,54 @@ _SECRET_KEY = re.compile(r"(?:^|_|ssl)pass(?:word|wd)?$|secret|token", re.IGNORE
 _MAX_PORT = 65535
 
 
-def _userinfo_end(rest: str) -> int:
-    """Where the user part of `rest` (the URL after `scheme://`, before its query) ends: the
-    last `@` of the authority, so that a password holding `@` is masked whole; -1 for none."""
-    first = rest.find("@")
-    if first < 0:
-        return -1
-    slash = rest.find("/", first)
-    return rest.rfind("@", 0, len(rest) if slash < 0 else slash)
+def _password_span(rest: str) -> tuple[int, int] | None:
+    """Where the password after the user lies in `rest` (the URL after `scheme://`): from the
+    `:` before the first `@` to the last `@`, so that a password holding `@`, `/`, `?` or `#`
+    is covered whole (an `@` in the path or query widens it: more is masked, never less)."""
+    first_at, colon = rest.find("@"), rest.find(":")
+    if first_at < 0 or not 0 <= colon < first_at:
+        return None
+    return colon + 1, rest.rfind("@")
 
 
-def _split(url: str) -> tuple[str, str, str, str]:
-    """(scheme and `://`, user part, the rest of the authority and path, query) of `url`."""
-    scheme, separator, rest = url.partition("://")
-    if not separator:
-        return "", "", url, ""
-    rest, _, query = rest.partition("?")
-    at = _userinfo_end(rest)
-    return scheme + separator, rest[:at + 1] if at >= 0 else "", rest[at + 1:], query
-
-
-def _secret_pairs(query: str) -> list[tuple[str, str]]:
+def _query_secrets(query: str) -> list[tuple[str, str]]:
+    """(key, value) of each query parameter whose value is a secret."""
     pairs = [part.partition("=") for part in query.split("&") if part]
-    return [(key, value) for key, _, value in pairs if _SECRET_KEY.search(unquote(key))]
+    return [(key, value) for key, _, value in pairs if value and _SECRET_KEY.search(unquote(key))]
+
+
+def _parts(url: str) -> tuple[str, str, str, str]:
+    """`url` as (scheme and `://`, the rest up to its password, the rest after its password
+    up to the query, the query)."""
+    scheme, separator, rest = url.partition("://")
+    span = _password_span(rest) if separator else None
+    head, tail = (rest[:span[0]], rest[span[1]:]) if span else ("", rest)
+    tail, _, query = tail.partition("?")
+    return scheme + separator, head, tail, query
 
 
 def secrets(url: str) -> list[str]:
-    """The passwords `url` carries, as written and decoded."""
-    _, user, _, query = _split(url)
+    """The passwords `url` carries, as written and decoded, and each part of one up to an `@`
+    in it (what a driver would take for the password)."""
+    _, separator, rest = url.partition("://")
+    span = _password_span(rest) if separator else None
     found = []
-    if ":" in user:
-        found.append(user[:-1].partition(":")[2])
-    found += [value for _, value in _secret_pairs(query)]
+    if span is not None:
+        start, end = span
+        found += [rest[start:at] for at in range(start, end + 1) if rest[at] == "@"]
+    found += [value for _, value in _query_secrets(_parts(url)[3])]
     return [s for text in found for s in {text, unquote(text)} if s]
 
 
 def masked(url: str) -> str:
     """`url` with each password it carries replaced by `***`."""
-    scheme, user, rest, query = _split(url)
-    if ":" in user:
-        user = f"{user.partition(':')[0]}:{MASK}@"
-    if query:
-        parts = []
-        for part in query.split("&"):
-            key, equals, value = part.partition("=")
-            parts.append(f"{key}={MASK}" if equals and value and _SECRET_KEY.search(
-                unquote(key)) else part)
-        query = "&".join(parts)
-    return f"{scheme}{user}{rest}" + (f"?{query}" if query else "")
+    scheme, head, tail, query = _parts(url)
+    if head:
+        head += MASK
+    secret_keys = {key for key, _ in _query_secrets(query)}
+    shown = "&".join(f"{part.partition('=')[0]}={MASK}" if part.partition("=")[0] in secret_keys
+                     else part for part in query.split("&")) if query else ""
+    return f"{scheme}{head}{tail}" + (f"?{shown}" if query else "")
 
 
 def hidden(text: str, url: str) -> str:
