@@ -20,14 +20,13 @@ if TYPE_CHECKING:
     from harness.history.changes import Step, series_steps
     from harness.history.gate import check_runs, unjudged
     from harness.history.ingest import add_runs
-    from harness.history.record import KernelRecord, RunRecord, read_run
+    from harness.history.record import KernelRecord, RunRecord, StoredRun, read_run
     from harness.history.series import Series, SeriesKey, build_series
     from harness.history.steps import Point, StepFound, find_steps
     from harness.history.store import (
         AddOutcome,
         HistoryError,
         Store,
-        StoredRun,
         open_store,
         store_target,
     )
@@ -52,7 +51,7 @@ _HOMES: dict[str, str] = {
     "AddOutcome": "harness.history.store",
     "HistoryError": "harness.history.store",
     "Store": "harness.history.store",
-    "StoredRun": "harness.history.store",
+    "StoredRun": "harness.history.record",
     "open_store": "harness.history.store",
     "store_target": "harness.history.store",
     "Trends": "harness.history.trends",

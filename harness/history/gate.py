@@ -21,9 +21,10 @@ from harness.diff import (
     Thresholds,
 )
 from harness.history.changes import STEP_PCT, kernel_diff, step_thresholds, time_rule
+from harness.history.record import StoredRun
 from harness.history.series import Series, build_series, series_key
 from harness.history.steps import CONTEXT_RUNS, Point, find_steps
-from harness.history.store import HistoryError, StoredRun
+from harness.history.store import HistoryError
 
 
 def check_runs(runs: list[StoredRun], thresholds: Thresholds, since: str | None = None,

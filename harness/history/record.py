@@ -3,7 +3,7 @@
 A run directory is read the way `ncuh diff` reads one (`load_side`), then cut down to the
 metrics that trends, change points and diff's explanation use, so a stored run is a few
 kilobytes rather than its reports. `KernelRecord.kernel_data()` gives the kernel back in the
-form diff judges and explains.
+form diff judges and explains; a `StoredRun` is a run as the store gives it back.
 """
 
 from __future__ import annotations
@@ -131,6 +131,29 @@ class RunRecord:
 
     def failed_json(self) -> str:
         return json.dumps([f.to_json() for f in self.failed], separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as the store holds it, with its kernels (in the order they were recorded)."""
+
+    id: int
+    commit: str
+    branch: str | None
+    tag: str | None
+    project: str | None
+    gpu: str | None
+    compute_capability: str | None
+    ncu_version: str | None
+    started_at: str | None
+    added_at: str
+    source: str
+    kernels: tuple[KernelRecord, ...]
+    failed: tuple[FailedEntry, ...] = ()
+
+    @property
+    def short_commit(self) -> str:
+        return self.commit[:10]
 
 
 def size_text(size: Size | None) -> str | None:

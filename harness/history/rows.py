@@ -13,14 +13,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Column
 
 from harness.diff import FailedEntry, KernelKey
 from harness.history import tables
-from harness.history.record import KernelRecord, RunRecord, Size
+from harness.history.record import KernelRecord, RunRecord, Size, StoredRun
 from harness.util import inflated, load_json
 
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024  # packed; one kernel's payload is a few kilobytes
@@ -203,28 +202,10 @@ def failed(value: object) -> tuple[FailedEntry, ...]:
     return tuple(entries)
 
 
-@dataclass(frozen=True)
-class RunRow:
-    """The checked values of a row of `ncuh_runs` (its kernels are read apart)."""
-
-    id: int
-    commit: str
-    branch: str | None
-    tag: str | None
-    project: str | None
-    gpu: str | None
-    compute_capability: str | None
-    ncu_version: str | None
-    started_at: str | None
-    added_at: str
-    source: str
-    failed: tuple[FailedEntry, ...]
-
-
-def run(row: Mapping[str, Any]) -> RunRow:
-    """A row of `ncuh_runs`, every value checked."""
+def run(row: Mapping[str, Any]) -> StoredRun:
+    """A row of `ncuh_runs`, every value checked (its kernels are read apart)."""
     c = tables.runs.c
-    return RunRow(
+    return StoredRun(
         id=whole(row["id"], "id"),
         commit=str(_column(row, c.commit_sha, optional=False)),
         branch=_column(row, c.branch, optional=True),
@@ -236,6 +217,7 @@ def run(row: Mapping[str, Any]) -> RunRow:
         started_at=_column(row, c.started_at, optional=True),
         added_at=str(_column(row, c.added_at, optional=False)),
         source=str(_column(row, c.source, optional=False)),
+        kernels=(),
         failed=failed(row["failed"]),
     )
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harness.history.record import KernelRecord, Size, size_text
+from harness.history.record import KernelRecord, Size, StoredRun, size_text
 from harness.history.steps import Point
-from harness.history.store import HistoryError, StoredRun
+from harness.history.store import HistoryError
 from harness.util import compiled_kernel_regex
 
 

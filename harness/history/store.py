@@ -17,7 +17,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -36,10 +36,9 @@ from sqlalchemy import (
 from sqlalchemy.engine import URL
 from sqlalchemy.exc import DBAPIError, IntegrityError, NoSuchModuleError
 
-from harness.diff import FailedEntry
 from harness.errors import NcuhError
 from harness.history import rows, tables
-from harness.history.record import KernelRecord, RunRecord, size_text
+from harness.history.record import KernelRecord, RunRecord, StoredRun, size_text
 from harness.history.store_url import hidden, masked, parsed
 
 DEFAULT_STORE = Path(".ncuh") / "history.sqlite"
@@ -52,29 +51,6 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
 
 class HistoryError(NcuhError):
     """The history store is missing, corrupt, unreachable, of another version or project."""
-
-
-@dataclass(frozen=True)
-class StoredRun:
-    """A run as the store holds it, with its kernels (in the order they were recorded)."""
-
-    id: int
-    commit: str
-    branch: str | None
-    tag: str | None
-    project: str | None
-    gpu: str | None
-    compute_capability: str | None
-    ncu_version: str | None
-    started_at: str | None
-    added_at: str
-    source: str
-    kernels: tuple[KernelRecord, ...]
-    failed: tuple[FailedEntry, ...] = ()
-
-    @property
-    def short_commit(self) -> str:
-        return self.commit[:10]
 
 
 @dataclass(frozen=True)
@@ -137,22 +113,16 @@ class Store:
             if kernel is not None:
                 kq = kq.where(tables.kernels.c.name == kernel)
             kernel_rows = conn.execute(kq).mappings().all()
-        checked = {row["id"]: self._checked(rows.run, row, f"run {row['id']}")
-                   for row in run_rows}
+        checked: dict[int, StoredRun] = {
+            row["id"]: self._checked(rows.run, row, f"run {row['id']}") for row in run_rows}
         by_run: dict[int, list[KernelRecord]] = {}
         for row in kernel_rows:
             run = checked.get(row["run_id"])
             if run is not None:  # a kernel of a run not read (another branch's)
                 by_run.setdefault(run.id, []).append(self._checked(
-                    rows.kernel, row, f"run {run.id} at {run.commit[:10]}, kernel row "
+                    rows.kernel, row, f"run {run.id} at {run.short_commit}, kernel row "
                                       f"{row['id']}"))
-        return [StoredRun(id=r.id, commit=r.commit, branch=r.branch, tag=r.tag,
-                          project=r.project, gpu=r.gpu,
-                          compute_capability=r.compute_capability,
-                          ncu_version=r.ncu_version, started_at=r.started_at,
-                          added_at=r.added_at, source=r.source,
-                          kernels=tuple(by_run.get(r.id, ())), failed=r.failed)
-                for r in checked.values()]
+        return [replace(r, kernels=tuple(by_run.get(r.id, ()))) for r in checked.values()]
 
     def _checked(self, check: Callable[[Any], Any], row: Any, where: str) -> Any:
         try:

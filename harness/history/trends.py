@@ -18,8 +18,9 @@ from markupsafe import Markup
 from harness.diff import Thresholds, load_thresholds
 from harness.history import plots
 from harness.history.changes import STEP_PCT, Step, series_steps, step_thresholds
+from harness.history.record import StoredRun
 from harness.history.series import Series, build_series
-from harness.history.store import HistoryError, StoredRun
+from harness.history.store import HistoryError
 from harness.util import md_text, template_value, write_file_set
 
 IMAGES = "img"
