@@ -10,6 +10,7 @@ store ncuh writes reads back, on SQLite as on PostgreSQL, whose columns enforce 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from collections.abc import Mapping
@@ -20,7 +21,7 @@ from sqlalchemy import Column
 from harness.diff import FailedEntry, KernelKey
 from harness.history import tables
 from harness.history.record import KernelRecord, RunRecord, Size, StoredRun
-from harness.util import inflated, load_json
+from harness.util import inflated
 
 MAX_PAYLOAD_BYTES = 16 * 1024 * 1024  # packed; one kernel's payload is a few kilobytes
 MAX_PAYLOAD_PLAIN_BYTES = 64 * 1024 * 1024
@@ -62,10 +63,44 @@ def number(value: object, field: str) -> float:
     """`value` as a finite number (JSON's int or float; not a bool, not a string)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise Damage(f"{field}: {_kind(value)}, not a number")
-    result = float(value)
+    try:
+        result = float(value)
+    except OverflowError:
+        result = math.inf
     if not math.isfinite(result):
-        raise Damage(f"{field}: {value} is not a finite number")
+        raise Damage(f"{field}: {str(value)[:40]} is not a finite number")
     return result
+
+
+def _number_map(value: object, field: str) -> dict[str, float]:
+    """A JSON object of names and finite numbers (the common case checked at once: a store
+    holds thousands of them)."""
+    result = {}
+    for key, item in _mapping(value, field).items():
+        if type(item) is float and item - item == 0.0 and len(key) <= MAX_TEXT_CHARS:
+            result[key] = item  # finite: inf - inf and nan - nan are nan
+        else:
+            text(key, f"{field} name", MAX_TEXT_CHARS)
+            result[key] = number(item, f"{field}[{_shown(key)}]")
+    return result
+
+
+def _text_map(value: object, field: str) -> dict[str, str]:
+    """A JSON object of names and texts."""
+    result = {}
+    for key, item in _mapping(value, field).items():
+        if type(item) is not str or len(key) > MAX_TEXT_CHARS or len(item) > MAX_TEXT_CHARS:
+            text(key, f"{field} name", MAX_TEXT_CHARS)
+            item = str(text(item, f"{field}[{_shown(key)}]", MAX_TEXT_CHARS, optional=True) or "")
+        result[key] = item
+    return result
+
+
+def _number_list(value: object, field: str) -> tuple[float, ...]:
+    items = _list(value, field)
+    if all(type(x) is float and x - x == 0.0 for x in items):
+        return tuple(items)
+    return tuple(number(x, f"{field}[{i}]") for i, x in enumerate(items))
 
 
 def whole(value: object, field: str) -> int:
@@ -127,10 +162,18 @@ def payload(blob: object) -> dict[str, Any]:
 
 
 def _json(plain: bytes, field: str) -> object:
+    """JSON bytes parsed. A store is read whole, thousands of payloads at a time, so they are
+    not first scanned for their depth as an input file is (`load_json`): the parser's own
+    recursion limit stops a deep document, and every value is then checked against the shape
+    ncuh writes, which refuses anything nested where it is not."""
     try:
-        return load_json(plain.decode("utf-8"), field, error=Damage)
+        return json.loads(plain.decode("utf-8"))
     except UnicodeDecodeError:
         raise Damage(f"{field}: not UTF-8 text") from None
+    except RecursionError:
+        raise Damage(f"{field}: JSON nested too deeply") from None
+    except ValueError as problem:  # JSONDecodeError, and a number too long to convert
+        raise Damage(f"{field}: not valid JSON ({problem})") from None
 
 
 def _mapping(value: object, field: str) -> dict[Any, Any]:
@@ -158,8 +201,6 @@ def kernel(row: Mapping[str, Any]) -> KernelRecord:
     """A row of `ncuh_kernels` as the kernel it records."""
     c = tables.kernels.c
     data = payload(row["payload"])
-    metrics = _mapping(data["metrics"], "payload metrics")
-    units = _mapping(data["units"], "payload units")
     return KernelRecord(
         name=str(_column(row, c.name, optional=False)),
         size=size(_column(row, c.size, optional=True)),
@@ -168,15 +209,11 @@ def kernel(row: Mapping[str, Any]) -> KernelRecord:
         device=_column(row, c.device, optional=True),
         compute_capability=text(data["cc"], "payload cc", limit(tables.runs.c.compute_capability),
                                 optional=True),
-        metrics={str(text(k, "payload metric name", MAX_TEXT_CHARS)):
-                 number(v, f"payload metrics[{_shown(k)}]") for k, v in metrics.items()},
-        units={str(text(k, "payload unit name", MAX_TEXT_CHARS)):
-               str(text(v, f"payload units[{_shown(k)}]", MAX_TEXT_CHARS, optional=True) or "")
-               for k, v in units.items()},
+        metrics=_number_map(data["metrics"], "payload metrics"),
+        units=_text_map(data["units"], "payload units"),
         rules=tuple(_rule(r, f"payload rules[{i}]")
                     for i, r in enumerate(_list(data["rules"], "payload rules"))),
-        samples_ms=tuple(number(x, f"payload samples_ms[{i}]")
-                         for i, x in enumerate(_list(data["samples_ms"], "payload samples_ms"))),
+        samples_ms=_number_list(data["samples_ms"], "payload samples_ms"),
     )
 
 
