@@ -379,3 +379,28 @@ def test_a_bad_regex_or_step_is_one_line(store: str, tmp_path: Path) -> None:
     assert not out.exists()
     accepted = ncuh("history", "check", "--store", store, "--step", "0.1")
     assert accepted.exit_code in (0, 1), accepted.output
+
+
+def test_an_older_store_is_upgraded_by_add_alone(store: str, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    from sqlalchemy import text
+
+    from harness.history import store as store_module
+
+    steps: list[int] = []
+
+    def migrate(conn: object) -> None:  # a migration from version 0: here, a note in the store
+        conn.execute(text("UPDATE ncuh_store_info SET value = 'migrated'"))  # type: ignore[attr-defined]
+        steps.append(0)
+
+    monkeypatch.setitem(store_module.MIGRATIONS, 0, migrate)
+    execute(store, "UPDATE ncuh_schema_version SET version = 0")
+    line = one_error_line(ncuh("history", "check", "--store", store))
+    assert line == (f"ncuh: error: history store {store}: its schema is older than this ncuh's "
+                    "(1); the next `ncuh history add` upgrades it")
+    assert steps == []
+    run = write_run(tmp_path, "run", NAIVE_PAGES, None, project=None)
+    assert ncuh("history", "add", run, "--commit", "c3", "--store", store).exit_code == 0
+    assert steps == [0]
+    upgraded = open_store(store)
+    assert upgraded.project() == "migrated" and upgraded.count() == 3

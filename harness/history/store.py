@@ -153,9 +153,10 @@ class Store:
         return self.ready or self.file is None or self.file.exists()
 
     def _holds_history(self, conn: Connection) -> bool:
-        """Whether the tables are there: a store made since it was opened holds them now."""
+        """Whether ncuh's tables of this version are there: a store made (or upgraded) since it
+        was opened holds them now."""
         if not self.ready:
-            self.ready = _schema_state(conn, self.name) != "empty"
+            self.ready = _schema_state(conn, self.name) == "ours"
         return self.ready
 
     # --- writing -----------------------------------------------------------------------------
@@ -287,7 +288,11 @@ def open_store(store: str | Path | None = None, project_dir: Path | None = None,
         engine.dispose()
         raise HistoryError(f"history store {name}: holds no ncuh history yet "
                            "(`ncuh history add` records runs)")
-    opened.ready = state != "empty"
+    if state == "older" and not create:
+        engine.dispose()
+        raise HistoryError(f"history store {name}: its schema is older than this ncuh's "
+                           f"({tables.SCHEMA_VERSION}); the next `ncuh history add` upgrades it")
+    opened.ready = state == "ours"
     return opened
 
 
