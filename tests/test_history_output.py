@@ -118,7 +118,7 @@ def test_checks_json_and_junit_always_parse(gpu: object, tmp_path: Path) -> None
         assert (data["summary"]["kernels"], data["summary"]["added"]) == \
             ((0, 1) if n == 1 else (1, 0))
         junit = ncuh("history", "check", "--store", store, "--format", "junit")
-        assert junit.exit_code == 0
+        assert junit.exit_code == 0 and not RAW.search(junit.output)
         root = ET.fromstring(junit.stdout.encode())
         assert root.tag == "testsuites" and int(root.get("tests", "0")) == 1
     markdown = ncuh("history", "check", "--store", store)

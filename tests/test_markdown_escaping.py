@@ -157,13 +157,13 @@ def test_code_span_and_fence_cannot_be_closed_by_data(value: str) -> None:
     assert [t.type for t in fence] == ["fence", "paragraph_open", "inline", "paragraph_close"]
 
 
-def test_junit_with_control_characters_in_names_stays_well_formed() -> None:
+def test_junit_with_control_and_bidi_characters_in_names_stays_well_formed() -> None:
     import xml.etree.ElementTree as ET
 
     from harness.diff.junit import render_junit
 
     def make(n: int) -> str:
-        return f"k\x00\x01\x1b[31m<x>&{n}"
+        return f"k\x00\x01\x1b[31m\u202e<x>&{n}"
 
     base = _side("gpu", "base", [KernelData(KernelKey(make(1)), make(1), "r", metrics={
         "gpu__time_duration.sum": 1e6})])
@@ -171,4 +171,4 @@ def test_junit_with_control_characters_in_names_stays_well_formed() -> None:
         "gpu__time_duration.sum": 3e6})])
     root = ET.fromstring(render_junit(diff_runs(base, cur)))
     (case,) = root.iter("testcase")
-    assert case.get("name") == "k\ufffd\ufffd\ufffd[31m<x>&1"
+    assert case.get("name") == "k\\x00\\x01\\x1b[31m\\u202e<x>&1"  # each shown as itself
