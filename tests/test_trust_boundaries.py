@@ -75,6 +75,22 @@ def test_a_named_project_that_cannot_load_is_a_named_error(tmp_path: Path) -> No
     assert len(load(NAIVE_SMEM_REPORT).findings()) > 0  # without it, the report reads
 
 
+def test_plot_text_from_data_is_never_mathtext(tmp_path: Path, cache: Path) -> None:
+    """A variant named with `$...$` is drawn as those characters: matplotlib's mathtext
+    parser would refuse `\\x` (and a drawing must never depend on what a name holds)."""
+    import json
+
+    run = tmp_path / "run"
+    shutil.copytree(RUN, run)
+    manifest = (run / "manifest.json").read_text(encoding="utf-8")
+    (run / "manifest.json").write_text(
+        manifest.replace('"naive"', json.dumps("naive $\\x$")), encoding="utf-8")
+    result = ncuh("writeup", run, "--out", tmp_path / "pages", "--format", "md")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "pages" / "00_naive_x__256x256x256.md").is_file()
+    assert len(list((tmp_path / "pages" / "plots").glob("*.png"))) >= 2
+
+
 # --- caches ----------------------------------------------------------------------------------
 
 
