@@ -25,8 +25,8 @@ from harness.project.expr import (
     evaluate,
 )
 from harness.project.loader import MAX_VARIANTS
-from harness.report.reportfile import MAX_REGEX_CHARS
 from harness.util.input_file import MAX_JSON_DEPTH, json_depth, load_json, load_toml
+from harness.util.user_regex import MAX_REGEX_CHARS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPORT = FIXTURES / "h200_naive_256.ncu-rep"

@@ -69,6 +69,12 @@ class Result:
         if self.kind == "bench":
             raise ReportError(f"{self.path}: bench results alone have no profiled kernel; "
                               "profile with --bench for pages with timings")
+        if self.project is not None:
+            # named here, a project that cannot load is an error (`ProjectError`, with its
+            # cause), not pages without its strategies; loaded once, `collect` reuses it
+            from harness.project import open_project
+
+            open_project(self.project)
         return collect([self.path], self.project)
 
     @property
@@ -160,13 +166,16 @@ class Result:
              fmt: Literal["md", "html", "both"] = "md") -> str | Path:
         """The pages: with `out`, every page and the plots written there as `ncuh writeup`
         writes them, and the index's path returned; without, the index page's text (no
-        plots) in `fmt` ("md" or "html")."""
+        plots) in `fmt` ("md" or "html"). `out` inside the run read is an `OutputError`, as
+        in `ncuh writeup`: inputs are never written."""
         from harness.pages import render_index, write
+        from harness.util import refuse_input_folders
 
         if out is None:
             if fmt == "both":
                 raise ValueError("fmt='both' needs out=: a folder for both")
             return render_index(self.writeup, [], fmt)
+        refuse_input_folders(out, [self.path])  # as `ncuh writeup`: `OutputError`
         rendered = write(self.writeup, Path(out), fmt)
         return next(path for path in rendered.files if path.name.startswith("index."))
 
