@@ -17,7 +17,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -433,20 +433,17 @@ def _alive(pid: int) -> bool:
 
 
 def test_run_command_kills_ncu_and_its_children_when_interrupted(
-    tmp_path: Path, ctrl_c_raises: None
+    tmp_path: Path, ctrl_c_raises: Callable[[Path, int], threading.Thread]
 ) -> None:
     pids = tmp_path / "pids"
     # Stands in for ncu: a parent that starts a long-running child (the runner) and waits.
     script = f"sleep 60 & echo $$ $! > {shlex.quote(str(pids))}; wait"
-    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            lib.run_command(["sh", "-c", script])
-    finally:
-        timer.cancel()
+    interrupter = ctrl_c_raises(pids, 2)  # once both are up
+    with pytest.raises(KeyboardInterrupt):
+        lib.run_command(["sh", "-c", script])
+    interrupter.join()
     parent, child = (int(p) for p in pids.read_text().split())
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a bound only a child that is never killed reaches
     while (_alive(parent) or _alive(child)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _alive(parent) and not _alive(child)
