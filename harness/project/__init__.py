@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from harness import lazy_face
 
 if TYPE_CHECKING:
-    from harness.project.check import signature_problems
+    from harness.project.check import signature_problem, signature_problems
     from harness.project.loader import load_project, open_project
     from harness.project.locate import (
         OUTSIDE_ENV,
@@ -42,6 +42,7 @@ _HOMES: dict[str, str] = {
     "find_project": "harness.project.locate",
     "inside_project": "harness.project.locate",
     "load_project": "harness.project.loader",
+    "signature_problem": "harness.project.check",
     "signature_problems": "harness.project.check",
     "open_project": "harness.project.loader",
     "Launch": "harness.project.model",
@@ -75,6 +76,7 @@ __all__ = [
     "parse_size",
     "parse_sizes",
     "parse_value",
+    "signature_problem",
     "signature_problems",
     "size_text",
 ]
