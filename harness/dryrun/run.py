@@ -9,6 +9,7 @@ and one that crashes is named: either is one problem line.
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing
 import os
 import signal
@@ -57,6 +58,7 @@ def run_here(path: Path, arch: str) -> DryRun:
 
 
 def _child(path: Path, arch: str, connection: Connection) -> None:
+    faulthandler.disable()  # a crash is named by the parent, not dumped on the terminal
     quiet = os.open(os.devnull, os.O_WRONLY)
     os.dup2(quiet, 1)
     os.dup2(quiet, 2)

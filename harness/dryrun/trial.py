@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,10 +107,36 @@ class _VariantState:
     ran: bool = False  # ran whole at one size
     judged: bool = True  # every callable of it finished wherever it ran
     done: bool = False  # stopped: no further sizes
+    told: set[tuple[str, str]] = field(default_factory=set)  # launch problems named, by kind
 
 
 def _name(function: Any) -> str:
     return getattr(function, "__name__", type(function).__name__)
+
+
+_ABOUT_A_VARIANT = re.compile(r"^variant '([^']+)' (at size \S+: .*)$")
+
+
+def _grouped(lines: list[str]) -> tuple[str, ...]:
+    """Lines that say the same of several variants (a launcher they share) said once."""
+    groups: dict[str, list[str]] = {}
+    for line in lines:
+        match = _ABOUT_A_VARIANT.match(line)
+        key = match[2] if match else line
+        groups.setdefault(key, []).append(match[1] if match else "")
+    return tuple(key if names == [""] else
+                 f"variant{'s' if len(names) > 1 else ''} "
+                 f"{', '.join(repr(name) for name in names)} {key}"
+                 for key, names in groups.items())
+
+
+def _none_of(readers: list[str]) -> str:
+    """"f never reads it", "neither f nor g reads it", "none of f, g, h reads it"."""
+    if len(readers) == 1:
+        return f"{readers[0]} never reads it"
+    if len(readers) == 2:
+        return f"neither {readers[0]} nor {readers[1]} reads it"
+    return f"none of {', '.join(readers)} reads it"
 
 
 def _sizes(project: Project) -> list[Size]:
@@ -161,7 +188,7 @@ class Trial:
                                       " either")
                 break
         self._unused_parameters()
-        return DryRun(tuple(self.problems), tuple(self.warnings), tuple(self.notes),
+        return DryRun(_grouped(self.problems), tuple(self.warnings), _grouped(self.notes),
                       tuple(self.sizes_run), tuple(self.ran))
 
     def _at(self, size: Size, first: bool) -> bool:
@@ -207,8 +234,8 @@ class Trial:
             self._memory_stop = True
             if too_much.on_gpu:
                 self.warnings.append(f"{where}: {text} allocates more than "
-                                     f"{_gib(too_much.limit)}, what a {self.target.arch} GPU "
-                                     f"holds at most{self._one_number(args)}")
+                                     f"{_gib(too_much.limit)}, more than any "
+                                     f"{self.target.arch} GPU holds{self._one_number(args)}")
             else:
                 self.notes.append(f"{where}: {text} not run: it allocates more than the "
                                   f"{_gib(too_much.limit)} `ncuh check` stands in for on the "
@@ -358,14 +385,15 @@ class Trial:
         except _Stopped:
             state.done, state.judged = True, False
             return
-        found = len(self.problems)
-        self._launches(where, variant, calls)
+        for label, problem in self._launch_problems(variant, calls):
+            kind = (label, re.sub(r"\d+", "#", problem))  # once a variant, not once a size
+            if kind not in state.told:
+                state.told.add(kind)
+                self.problems.append(f"{where}: {label}: {problem}")
         if whole:
             self._outputs_written(where, text, inputs, given, marked, calls)
             state.ran = True
             self.ran[f"variant {variant.name}"] = None
-        if len(self.problems) > found:
-            state.done = True  # named at this size: not again at every larger one
 
     def _accepts(self, variant: Variant, size: Size, params: _ReadParams, where: str) -> bool:
         if variant.constraints is None:
@@ -415,6 +443,12 @@ class Trial:
 
     def _launches(self, where: str, variant: Variant | None, calls: list[KernelCall]) -> None:
         """Each launch's geometry and arguments, one line per problem."""
+        self.problems += [f"{where}: {label}: {problem}"
+                          for label, problem in self._launch_problems(variant, calls)]
+
+    def _launch_problems(self, variant: Variant | None, calls: list[KernelCall]
+                         ) -> Iterator[tuple[str, str]]:
+        """(which launch, its problem) for each problem of each launch."""
         for index, call in enumerate(calls):
             label = (f"launch {index + 1} of {len(calls)} ({call.kernel})" if len(calls) > 1
                      else f"the launch of {call.kernel!r}")
@@ -426,7 +460,7 @@ class Trial:
             if call.code is not None and self._kernel(call) is None and not checked:
                 problems.append(f"no extern \"C\" __global__ {call.kernel!r} in its "
                                 f"{'source' if call.via == 'launch' else 'code'}")
-            self.problems += [f"{where}: {label}: {problem}" for problem in problems]
+            yield from ((label, problem) for problem in problems)
 
     # ------------------------------------------------------------------ parameters
 
@@ -446,7 +480,7 @@ class Trial:
                 near = difflib.get_close_matches(key, sorted(words | {
                     k for other in self.project.variants for k in other.params} - {key}), n=1)
                 nowhere = (f"not in {variant.source}, and " if variant.source else "") + \
-                    f"{' nor '.join(readers)} never read{'s' if len(readers) == 1 else ''} it"
+                    _none_of(readers)
                 hint = f"; did you mean {near[0]}?" if near else ""
                 self.warnings.append(f"variant {variant.name!r}: parameter {key} is used "
                                      f"nowhere: {nowhere}{hint}")

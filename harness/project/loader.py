@@ -373,9 +373,9 @@ def _tolerance(path: Path, value: float | str, find: Any) -> Callable[[Size], fl
 
     def tolerance(size: Size) -> float:
         result = float(function(size))
-        if not (math.isfinite(result) and result > 0):  # inf would pass every result
+        if not (math.isfinite(result) and result >= 0):  # inf would pass every result
             raise ProjectError(f"{path}: key 'problem.tolerance': {value} gave {result!r} at "
-                               f"size {size}; expected a finite number > 0")
+                               f"size {size}; expected a finite number >= 0 (0: exact)")
         return result
 
     return tolerance

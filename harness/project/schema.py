@@ -49,15 +49,23 @@ class ProblemTable(_Table):
     outputs: Annotated[list[Identifier], Field(min_length=1)]
     poison: list[Identifier] | None = None
     expected: CallableName
-    # finite: `inf` (or 1e309, which TOML reads as inf) would let every result pass
-    tolerance: Annotated[StrictFloat | StrictInt, Field(gt=0, allow_inf_nan=False)] \
+    # finite: `inf` (or 1e309, which TOML reads as inf) would let every result pass; 0 is an
+    # exact comparison, bit for bit
+    tolerance: Annotated[StrictFloat | StrictInt, Field(ge=0, allow_inf_nan=False)] \
         | CallableName = 1e-4
-    compare: Literal["relative_frobenius", "max_abs", "allclose"] = "relative_frobenius"
+    compare: Literal["relative_frobenius", "max_abs", "allclose", "exact"] = "relative_frobenius"
     rtol: Annotated[StrictFloat | StrictInt, Field(ge=0, allow_inf_nan=False)] = 1e-5
     atol: Annotated[StrictFloat | StrictInt, Field(ge=0, allow_inf_nan=False)] = 1e-8
     flops: NonEmpty | None = None
     bytes: NonEmpty | None = None
     summary_min_size: Annotated[StrictInt, Field(ge=1)] | None = None
+
+    @model_validator(mode="after")
+    def _exact_takes_no_tolerance(self) -> ProblemTable:
+        if self.compare == "exact" and "tolerance" in self.model_fields_set:
+            raise ValueError("key 'tolerance': compare = \"exact\" takes no tolerance (every "
+                             "element must equal the truth); remove one of the two")
+        return self
 
     @model_validator(mode="after")
     def _dims_are_not_size_methods(self) -> ProblemTable:
