@@ -318,7 +318,7 @@ BAD_FILES = {
     "bad tolerance": (_edit('tolerance = "tolerance_for"', 'tolerance = "1e-3x"'),
                       "key 'problem.tolerance': expected a number", "or a callable name"),
     "negative tolerance": (_edit('tolerance = "tolerance_for"', "tolerance = -1"),
-                           "key 'problem.tolerance': expected a number > 0", "got -1"),
+                           "key 'problem.tolerance': expected a number >= 0", "got -1"),
     "empty dims": (_edit('dims = ["n"]', "dims = []"), "key 'problem.dims'",
                    "expected at least 1 item"),
     "missing module": (_edit('module = "scale_project"', 'module = "no_such_module"'),

@@ -10,6 +10,7 @@ project's Python on the CPU with stand-ins for the GPU (`harness.dryrun`). Probl
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import click
 
@@ -17,31 +18,53 @@ from harness.commands.options import open_chosen_project, project_option
 from harness.errors import ProjectError, error_line, printable
 from harness.gpu import (
     DEFAULT_ARCH,
-    compile_problems,
+    compile_variants,
     find_nvrtc,
     kernel_problems,
     nvrtc_install_hint,
     parameter_problems,
 )
-from harness.project import Project, signature_problems
+from harness.project import Project, signature_problems, variants_named
 
 
-def project_problems(project: Project, arch: str, compile: bool = True) -> list[str]:
-    """Every problem `ncuh check` finds in `project` before running it, one line each ([]
-    when none)."""
+class Found(NamedTuple):
+    """What `ncuh check` finds before it runs the project: problems and notes, one line
+    each, and the variants it did not compile."""
+
+    problems: list[str]
+    notes: list[str]
+    uncompiled: tuple[str, ...] = ()
+
+
+def project_problems(project: Project, arch: str, compile: bool = True) -> Found:
+    """Every problem `ncuh check` finds in `project` before running it ([] when none)."""
     problems = signature_problems(project)
-    nvrtc = find_nvrtc() if compile else None
-    compiled: dict[str, list[str]] = {}  # an error -> the variants it stops
+    to_compile = []
     for variant in project.variants:
-        found = kernel_problems(project, variant)
-        problems += found
-        problems += parameter_problems(project, variant)
-        if nvrtc is not None and not found:
-            for error in compile_problems(project, variant, nvrtc, arch):
-                compiled.setdefault(error, []).append(repr(variant.name))
-    for error, names in compiled.items():
-        problems.append(f"variant{'s' if len(names) > 1 else ''} {', '.join(names)}: {error}")
-    return problems
+        try:
+            found = kernel_problems(project, variant)
+            problems += found + parameter_problems(project, variant)
+        except ProjectError as error:  # a source that cannot be read: once per source
+            problems += [line for line in error.problems if line not in problems]
+            continue
+        if not found:
+            to_compile.append(variant)
+    nvrtc = find_nvrtc() if compile else None
+    if nvrtc is None:
+        return Found(problems, [])
+    compiled = compile_variants(project, to_compile, nvrtc, arch)
+    failed: dict[str, list[str]] = {}  # an error -> the variants it stops
+    for name, errors in compiled.problems.items():
+        for error in errors:
+            failed.setdefault(error, []).append(name)
+    problems += [f"{variants_named(names)}: {error}" for error, names in failed.items()]
+    notes = []
+    if compiled.skipped:
+        shown = ", ".join(compiled.skipped[:3]) + (", ..." if len(compiled.skipped) > 3 else "")
+        notes.append(f"{len(compiled.skipped)} variant(s) not compiled ({shown}): `ncuh check` "
+                     f"compiles at most {compiled.limit} distinct programs (sources and their "
+                     "macros); each of the rest compiles when it runs")
+    return Found(problems, notes, compiled.skipped)
 
 
 def _ran(found: object, project: Project) -> str:
@@ -86,7 +109,9 @@ def check(arch: str, compile_: bool, run: bool, project: Path | None) -> None:
     elif compile_ and compiled:
         click.echo(f"note: NVRTC not found, variants not compiled: install ncuh's nvrtc extra "
                    f"({nvrtc_install_hint()})", err=True)
-    problems = project_problems(loaded, arch, compile=nvrtc is not None)
+    problems, notes, uncompiled = project_problems(loaded, arch, compile=nvrtc is not None)
+    for note in notes:
+        click.echo(printable(f"note: {note}"), err=True)
     warnings: tuple[str, ...] = ()
     if run:
         from harness.dryrun import dry_run
@@ -104,6 +129,7 @@ def check(arch: str, compile_: bool, run: bool, project: Path | None) -> None:
     if problems:
         click.echo(printable(f"ncuh: {len(problems)} problem(s) in {loaded.path}"), err=True)
         raise SystemExit(2)
+    compiled = [v for v in compiled if v.name not in uncompiled]
     done = f", {len(compiled)} compiled for {arch}" if nvrtc is not None else ""
     warned = f", {len(warnings)} warning(s)" if warnings else ""
     click.echo(f"ok: {len(loaded.variants)} variant(s) checked{done}{warned}")

@@ -35,9 +35,9 @@ from harness.dryrun.cupy_standin import (
 )
 from harness.dryrun.launches import argument_problems, geometry_problems, written_ranges
 from harness.dryrun.targets import GiB
-from harness.errors import NcuhError, one_line
+from harness.errors import NcuhError, ProjectError, one_line
 from harness.gpu import Kernel, Parameter, kernels, program_text, source_words
-from harness.project import Launch, Project, Size, Variant, signature_problem
+from harness.project import Launch, Project, Size, Variant, signature_problem, variants_named
 
 # The inputs of one size may take this much of the host's memory (a GPU's worth would not fit).
 HOST_LIMIT = 4 * GiB
@@ -124,9 +124,7 @@ def _grouped(lines: list[str]) -> tuple[str, ...]:
         match = _ABOUT_A_VARIANT.match(line)
         key = match[2] if match else line
         groups.setdefault(key, []).append(match[1] if match else "")
-    return tuple(key if names == [""] else
-                 f"variant{'s' if len(names) > 1 else ''} "
-                 f"{', '.join(repr(name) for name in names)} {key}"
+    return tuple(key if names == [""] else f"{variants_named(names)} {key}"
                  for key, names in groups.items())
 
 
@@ -174,7 +172,7 @@ class Trial:
         self.states = {variant.name: _VariantState() for variant in project.variants}
         self.inputs: dict[str, Any] = {}  # those of the size under way
         self._memory_stop = False  # the last size stopped for its memory
-        self._kernels: dict[str, dict[str, Kernel]] = {}
+        self._programs: dict[str, str | None] = {}  # source -> what NVRTC compiles
 
     # ------------------------------------------------------------------ the whole run
 
@@ -409,7 +407,7 @@ class Trial:
                        variant.defines, size, params)
         planned = self._call(where, text, "launch", variant.launch, size, params, given)  # type: ignore[arg-type]
         recorded = list(self.recorder.calls)  # launched from inside `launch` itself
-        program = program_text(self.project.folder, variant.source or "")
+        program = self._program(variant)
         calls = []
         for item in planned if isinstance(planned, (list, tuple)) else [planned]:
             if not isinstance(item, (Launch, dict)):
@@ -428,13 +426,24 @@ class Trial:
 
     # ------------------------------------------------------------------ launches
 
+    def _program(self, variant: Variant) -> str | None:
+        """What NVRTC compiles for `variant` (None: no source, or one check names as
+        unreadable)."""
+        if not variant.source:
+            return None
+        if variant.source not in self._programs:
+            try:
+                self._programs[variant.source] = program_text(self.project.folder,
+                                                              variant.source)
+            except ProjectError:
+                self._programs[variant.source] = None
+        return self._programs[variant.source]
+
     def _kernel(self, call: KernelCall) -> Kernel | None:
         """The extern "C" __global__ a launch names, in the code it comes from."""
         if call.code is None:
             return None
-        if call.code not in self._kernels:
-            self._kernels[call.code] = kernels(call.code)
-        kernel = self._kernels[call.code].get(call.kernel)
+        kernel = kernels(call.code).get(call.kernel)
         return kernel if kernel is not None and kernel.extern_c else None
 
     def _parameters(self, call: KernelCall) -> tuple[Parameter, ...] | None:
@@ -469,9 +478,10 @@ class Trial:
             state = self.states[variant.name]
             if not (state.ran and state.judged):
                 continue  # not judged: some callable of it did not run
-            words: set[str] = set()
-            if variant.source:
-                words = source_words(program_text(self.project.folder, variant.source))
+            program = self._program(variant)
+            if variant.source and program is None:
+                continue  # a source that cannot be read: check names it
+            words = source_words(program) if program else set()
             readers = [_name(f) for f in (variant.launch, variant.defines, variant.call,
                                           variant.constraints) if f is not None]
             for key in variant.params:

@@ -9,6 +9,7 @@ a default itself (`#define NAME`) needs no variant to define it.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -117,8 +118,10 @@ def source_words(text: str) -> set[str]:
     return set(_WORD.findall(_code(text)))
 
 
+@functools.lru_cache(maxsize=16)  # each variant of a source asks again
 def kernels(text: str) -> dict[str, Kernel]:
-    """Every `__global__` function defined (with a body) in `text`, by name."""
+    """Every `__global__` function defined (with a body) in `text`, by name (the dict is
+    shared: do not change it)."""
     code = _code(text)
     blocks = [(m.end() - 1, _block_end(code, m.end() - 1))
               for m in _EXTERN_C_BLOCK.finditer(code)]

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         find_project,
         inside_project,
     )
-    from harness.project.model import Launch, Limit, Project, Reference, Variant
+    from harness.project.model import Launch, Limit, Project, Reference, Variant, variants_named
     from harness.project.size import Size, parse_size, parse_sizes, parse_value, size_text
 
 # public name -> the module that defines it
@@ -50,6 +50,7 @@ _HOMES: dict[str, str] = {
     "Project": "harness.project.model",
     "Reference": "harness.project.model",
     "Variant": "harness.project.model",
+    "variants_named": "harness.project.model",
     "Size": "harness.project.size",
     "parse_size": "harness.project.size",
     "parse_sizes": "harness.project.size",
@@ -79,6 +80,7 @@ __all__ = [
     "signature_problem",
     "signature_problems",
     "size_text",
+    "variants_named",
 ]
 
 __getattr__, __dir__ = lazy_face(__name__, _HOMES)
