@@ -263,7 +263,7 @@ def test_init_writes_a_project_that_list_reads_from_anywhere(tmp_path: Path,
     assert result.exit_code == 0, result.output
     assert sorted(p.relative_to(tmp_path / "mine").as_posix()
                   for p in (tmp_path / "mine").rglob("*") if p.is_file()) == [
-        "conftest.py", "ncuh.toml", "notes/naive.md", "notes/vectorized.md", "saxpy.cu",
+        "ncuh.toml", "notes/naive.md", "notes/vectorized.md", "saxpy.cu",
         "saxpy_project.py", "test_saxpy.py"]
     (tmp_path / "mine" / "sub").mkdir()
     monkeypatch.chdir(tmp_path / "mine" / "sub")  # found from a folder below
