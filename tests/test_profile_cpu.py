@@ -495,7 +495,7 @@ def test_no_cupy_before_anything_runs(
 ) -> None:
     monkeypatch.setattr(lib, "cupy_installed", lambda: False)
     result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path)])
-    line = assert_one_error_line(result, "no GPU")
+    line = assert_one_error_line(result, "no NVIDIA GPU visible")
     root = Path(__file__).resolve().parents[1]  # this checkout, installed editable
     assert f"(pip install -e '{root}[cuda13]'," in line
     golden("no_cupy", line.replace(str(root), "CHECKOUT"))

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 _HOMES: dict[str, tuple[str, str]] = {
     "nvrtc_install_hint": ("harness.gpu.nvrtc", "nvrtc_install_hint"),
     "cupy_install_hint": ("harness.gpu.env", "cupy_install_hint"),
+    "no_cupy_reason": ("harness.gpu.env", "no_cupy_reason"),
     "parameter_problems": ("harness.gpu.source_check", "parameter_problems"),
     "kernel_problems": ("harness.gpu.source_check", "kernel_problems"),
     "kernels": ("harness.gpu.source_check", "kernels"),
@@ -110,6 +111,7 @@ __all__ = [
     "gpu_unavailable_reason",
     "kernel_problems",
     "kernels",
+    "no_cupy_reason",
     "nvrtc_install_hint",
     "parameter_problems",
     "parse_ncu_version",
