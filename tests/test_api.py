@@ -71,6 +71,28 @@ def test_repr_html_is_the_summary_escaped() -> None:
     assert "<script" not in shown
 
 
+def test_repr_html_says_n_a_where_a_value_is_missing_never_none() -> None:
+    shown = load(ROOT / "reports" / "runs" / "sgemm-h200-256")._repr_html_()
+    assert "None" not in shown
+    assert shown.count("<td>n/a</td>") == 2  # no reference in that run: no % of it
+
+
+def test_repr_html_of_many_bench_results_stays_short(tmp_path: Path) -> None:
+    import json
+
+    from harness.api.result import HTML_ROWS
+
+    bench = json.loads((ROOT / "tests" / "fixtures" / "h200_bench_small.json").read_text())
+    bench["results"] = [{**result, "size": [size, size, size]}
+                        for size in range(1, 41) for result in bench["results"]]  # 600 rows
+    (tmp_path / "bench.json").write_text(json.dumps(bench))
+    result = load(tmp_path / "bench.json")
+    assert len(result.to_dataframe()) == 600
+    shown = result._repr_html_()
+    assert shown.count("<tr>") == HTML_ROWS + 1  # the rows shown and the "..." row
+    assert len(shown) < 16_000 and "None" not in shown and "q1_ms" not in shown
+
+
 def test_page_text_and_written_pages(tmp_path: Path) -> None:
     result = load(NAIVE_SMEM_REPORT)
     text = result.page()

@@ -230,6 +230,16 @@ def test_the_shell_examples_that_need_no_gpu_run(tmp_path: Path) -> None:
     assert {"writeup", "diff", "report", "export", "init", "list", "check"} <= set(ran), ran
 
 
+def test_the_quickstart_quotes_what_its_writeup_prints() -> None:
+    page = (DOCS / "index.md").read_text()
+    quoted = page[page.index("```text\nwrote "):].split("```")[1].removeprefix("text\n")
+    out = local("/tmp/ncuh-pages")  # the same command as the page's example: run once for both
+    completed = run_once(("--project", "kernels/reduction", "writeup",
+                          "reports/runs/reduction-h100-2p26", "--out", out))
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == quoted.replace("/tmp/ncuh-pages", out)
+
+
 def test_every_performance_figure_has_a_date_a_card_and_a_command() -> None:
     text = (DOCS / "performance.md").read_text()
     table = text[text.index("| figure |"):text.index("## The tools")]
