@@ -178,8 +178,10 @@ class Result:
         title = html.escape(f"{self.kind}: {self.path.name}")
         table = (self._bench_frame().drop(columns=["q1_ms", "q3_ms", "min_ms"])
                  if self.kind == "bench" else self.summary())
-        for column in table.select_dtypes(include="object"):  # None is no NaN to pandas
-            table[column] = table[column].where(table[column].notna(), "n/a")
+        for column in table.columns:  # None is no NaN to pandas, nor to `na_rep`
+            missing = table[column].map(lambda value: value is None)
+            if missing.any():
+                table[column] = table[column].where(~missing, "n/a")
         return f"<h4>ncuh {title}</h4>\n" + table.to_html(
             index=False, na_rep="n/a", float_format=_number, max_rows=HTML_ROWS, border=0)
 
