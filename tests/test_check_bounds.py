@@ -125,3 +125,14 @@ def test_a_source_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     source.write_bytes(raw[:40] + b"\xff\xfe" + raw[40:])
     _one_problem(folder, f"{source}: not UTF-8 text (byte 40 is 0xff); CUDA sources are read "
                          "as UTF-8")
+
+
+def test_the_check_page_states_the_bounds_the_code_holds() -> None:
+    from harness.dryrun import HOST_LIMIT, TIMEOUT_S
+
+    page = (ROOT / "docs" / "check.md").read_text()
+    bounds = page[page.index("## Bounds"):]
+    for said in (f"a source is at most {MAX_SOURCE_BYTES // 1024} KiB",
+                 f"at most {nvrtc_module.MAX_COMPILES} of them",
+                 f"may take {HOST_LIMIT // 2**30} GiB", f"may run {TIMEOUT_S:g} s"):
+        assert said in " ".join(bounds.split()), said
