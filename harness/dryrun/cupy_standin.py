@@ -21,6 +21,11 @@ from typing import Any
 
 import numpy
 
+try:
+    from numpy.lib.array_utils import byte_bounds
+except ImportError:  # NumPy before 2.0 has it at the top
+    from numpy import byte_bounds  # type: ignore[attr-defined,no-redef]
+
 from harness.dryrun.blocked import Blocked, NotStoodIn
 from harness.dryrun.targets import Target
 
@@ -94,7 +99,7 @@ def _recorder() -> Recorder:
 
 def extent(value: Any) -> tuple[int, int]:
     """The bytes an array (or a view of one) spans: (first address, one past the last)."""
-    low, high = numpy.lib.array_utils.byte_bounds(numpy.asarray(value))
+    low, high = byte_bounds(numpy.asarray(value))
     return int(low), int(high)
 
 
@@ -443,8 +448,32 @@ def _numpy_type(name: str) -> numpy.dtype | None:
 # --- the device, streams, the runtime -------------------------------------------------------
 
 
-class Device:
+class _Inert:
+    """A CuPy object whose work the dry run has no need of: it is used, synchronizes and is a
+    context manager; anything else of CuPy's stops the run, named (`cupy_name`)."""
+
+    cupy_name = "cupy"
+
+    def use(self) -> _Inert:
+        return self
+
+    def synchronize(self) -> None:
+        pass
+
+    def __enter__(self) -> _Inert:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        raise NotStoodIn(f"{self.cupy_name}.{name}")
+
+
+class Device(_Inert):
     """`cupy.cuda.Device(i)`: the target GPU, whatever its number."""
+
+    cupy_name = "cupy.cuda.Device"
 
     def __init__(self, device: int | None = None) -> None:
         self.id = 0 if device is None else int(device)
@@ -458,58 +487,30 @@ class Device:
         target = _recorder().target
         return f"{target.major}{target.minor}"
 
-    def use(self) -> None:
-        pass
 
-    def synchronize(self) -> None:
-        pass
-
-    def __enter__(self) -> Device:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def __getattr__(self, name: str) -> Any:
-        raise NotStoodIn(f"cupy.cuda.Device.{name}")
-
-
-class Stream:
+class Stream(_Inert):
     """`cupy.cuda.Stream`: work on it is recorded like any other."""
 
+    cupy_name = "cupy.cuda.Stream"
     null: Stream
 
     def __init__(self, null: bool = False, non_blocking: bool = False, ptds: bool = False
                  ) -> None:
         self.ptr = 0 if null else id(self)
 
-    def synchronize(self) -> None:
-        pass
-
-    def use(self) -> Stream:
-        return self
-
-    def __enter__(self) -> Stream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-    def __getattr__(self, name: str) -> Any:
-        raise NotStoodIn(f"cupy.cuda.Stream.{name}")
-
 
 Stream.null = Stream(null=True)
 
 
-class Event:
+class Event(_Inert):
+    """`cupy.cuda.Event`: recorded and waited on at once."""
+
+    cupy_name = "cupy.cuda.Event"
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         pass
 
     def record(self, stream: Any = None) -> None:
-        pass
-
-    def synchronize(self) -> None:
         pass
 
 

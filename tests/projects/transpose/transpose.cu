@@ -9,9 +9,13 @@ extern "C" __global__ void transpose_naive(const float *__restrict__ x, float *_
     if (row < rows && col < cols) out[(size_t)col * rows + row] = x[(size_t)row * cols + col];
 }
 
-extern "C" __global__ void transpose_tiled(const float *__restrict__ x, float *__restrict__ out,
-                                           int rows, int cols) {
-    __shared__ float tile[TILE][TILE];
+// A block moves one tile: it reads TILE rows of x along them (coalesced) into shared memory,
+// then writes them out as columns of out, again along rows. PAD floats at the end of each tile
+// row shift a tile column across the shared-memory banks.
+template <int PAD>
+__device__ void transpose_through_tile(const float *__restrict__ x, float *__restrict__ out,
+                                       int rows, int cols) {
+    __shared__ float tile[TILE][TILE + PAD];
     int col = blockIdx.x * TILE + threadIdx.x;
     int row = blockIdx.y * TILE + threadIdx.y;
     for (int j = 0; j < TILE; j += BLOCK_ROWS)
@@ -25,20 +29,14 @@ extern "C" __global__ void transpose_tiled(const float *__restrict__ x, float *_
             out[(size_t)(row + j) * rows + col] = tile[threadIdx.x][threadIdx.y + j];
 }
 
+extern "C" __global__ void transpose_tiled(const float *__restrict__ x, float *__restrict__ out,
+                                           int rows, int cols) {
+    transpose_through_tile<0>(x, out, rows, cols);
+}
+
 extern "C" __global__ void transpose_padded(const float *__restrict__ x, float *__restrict__ out,
                                             int rows, int cols) {
-    __shared__ float tile[TILE][TILE + 1];
-    int col = blockIdx.x * TILE + threadIdx.x;
-    int row = blockIdx.y * TILE + threadIdx.y;
-    for (int j = 0; j < TILE; j += BLOCK_ROWS)
-        if (row + j < rows && col < cols)
-            tile[threadIdx.y + j][threadIdx.x] = x[(size_t)(row + j) * cols + col];
-    __syncthreads();
-    col = blockIdx.y * TILE + threadIdx.x;
-    row = blockIdx.x * TILE + threadIdx.y;
-    for (int j = 0; j < TILE; j += BLOCK_ROWS)
-        if (row + j < cols && col < rows)
-            out[(size_t)(row + j) * rows + col] = tile[threadIdx.x][threadIdx.y + j];
+    transpose_through_tile<1>(x, out, rows, cols);
 }
 
 extern "C" __global__ void transpose_swizzled(const float *__restrict__ x,
