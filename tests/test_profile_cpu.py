@@ -568,7 +568,7 @@ def test_environment_and_metrics_children_run_at_the_same_time(
     tmp_path: Path, fake_ncu: FakeNcu
 ) -> None:
     # Each worker waits at the barrier for the other: run one after the other, they break it.
-    fake_ncu.barrier = threading.Barrier(2, timeout=10)
+    fake_ncu.barrier = threading.Barrier(2, timeout=60)
     result = invoke(["--variant", "naive", "--size", "256", "--metrics-csv", "--out",
                      str(tmp_path)])
     assert result.exit_code == 0, result.output
