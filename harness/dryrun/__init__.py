@@ -10,8 +10,8 @@ against the target GPU's limits (`targets`) and its kernel's parameters (`launch
 whole run happens in a child process (`run`), one size after another (`trial`).
 """
 
-from harness.dryrun.run import TIMEOUT_S, dry_run, run_here
+from harness.dryrun.run import TIMEOUT_S, dry_run
 from harness.dryrun.targets import Target, target
 from harness.dryrun.trial import HOST_LIMIT, DryRun
 
-__all__ = ["HOST_LIMIT", "TIMEOUT_S", "DryRun", "Target", "dry_run", "run_here", "target"]
+__all__ = ["HOST_LIMIT", "TIMEOUT_S", "DryRun", "Target", "dry_run", "target"]

@@ -32,10 +32,6 @@ class Target:
     multiprocessors: int  # of a typical GPU of the architecture (what the stand-in reports)
     memory: int | None  # bytes of the largest GPU of the architecture, None where unknown
 
-    @property
-    def known(self) -> bool:
-        return self.memory is not None
-
     def device_properties(self) -> dict[str, object]:
         """`cupy.cuda.runtime.getDeviceProperties` of the stand-in GPU (CUDA's field names)."""
         return {
