@@ -105,11 +105,10 @@ def test_init_names_the_nvrtc_extra_only_when_nvrtc_is_missing(tmp_path: Path,
 def test_without_compile_says_nothing_was_compiled() -> None:
     result = run_check(SOFTMAX, "--no-compile")
     assert result.exit_code == 0
+    ran = DRY_RUNS["tests/projects/softmax"][0]
     assert result.stdout.splitlines() == [
         f"project: softmax ({SOFTMAX / 'ncuh.toml'})",
-        "ran on the CPU, NumPy in place of the GPU: inputs at 2 size(s), expected, the "
-        "reference, limit 'device copy', 4 of 4 variant(s)",
-        "ok: 4 variant(s) checked"]
+        f"ran on the CPU, NumPy in place of the GPU: {ran}", "ok: 4 variant(s) checked"]
     assert run_check(SOFTMAX, "--no-compile", "--no-run").stdout.splitlines() == [
         f"project: softmax ({SOFTMAX / 'ncuh.toml'})", "ok: 4 variant(s) checked"]
 
@@ -174,8 +173,8 @@ def test_a_project_file_that_fails_to_load_names_each_problem_on_a_line(tmp_path
     # every other command says the first, and that there are more, on one line
     listed = CliRunner().invoke(main, ["list", "--project", str(tmp_path)])
     assert listed.exit_code == 2
-    assert listed.stderr == (f"ncuh: error: {toml}: missing key 'problem' (and 1 more problem: "
-                             "`ncuh check` names every one)\n")
+    first = f"ncuh: error: {toml}: missing key 'problem'"
+    assert listed.stderr == f"{first} (and 1 more problem: `ncuh check` names every one)\n"
 
 
 # --- signatures ----------------------------------------------------------------------------

@@ -103,8 +103,9 @@ def _describe(value: Any, name: Callable[[Any], str | None]) -> tuple[str, tuple
             return f"a NumPy array of shape {value.shape} in host memory", "host array"
         value = value.reshape(()).dtype.type(value.reshape(()))
     if isinstance(value, numpy.generic):
-        kind = "b" if value.dtype.kind == "b" else value.dtype.kind
-        return f"a {type(value).__name__} ({value})", (kind, value.dtype.itemsize)
+        name = type(value).__name__
+        article = "an" if name[0] in "aeio" else "a"
+        return f"{article} {name} ({value})", (value.dtype.kind, value.dtype.itemsize)
     if isinstance(value, bool):
         return f"a Python bool ({value})", ("b", 1)
     if isinstance(value, int):

@@ -4,15 +4,13 @@ Where the project comes from, first match wins: `--project PATH` (a file or its 
 `$NCUH_PROJECT`, an `ncuh.toml` (or a `pyproject.toml` with `[tool.ncuh]`) in the current
 directory or any parent, and finally the bundled default project.
 
-Every problem is a line that names the file, the key and what was expected, and every problem
-of a file is found before it is refused: one `ProjectError` (exit 2) carries them all (its
-message is the first; `ncuh check` prints each). The problems: TOML syntax, empty or binary
-files, unknown keys and wrong types (the pydantic schema), user modules that are missing or
-fail to import (with their error), callables that do not exist, expressions that are not
-arithmetic on the dims, a `previous` that names no variant, cycles, duplicate names, default
-parameters that the variant's own `constraints` refuse, a project "file" that is a FIFO or a
-device, more than `MAX_VARIANTS` variants, and `source`/`strategy` files outside the project
-folder (unless $NCUH_ALLOW_OUTSIDE_PATHS=1).
+Every problem of a file is found before it is refused, one line each naming the file, the key
+and what was expected; one `ProjectError` (exit 2) carries them all (`ncuh check` prints each):
+TOML syntax, empty or binary files, unknown keys and wrong types (the pydantic schema), user
+modules that are missing or fail to import, callables that do not exist, expressions that are
+not arithmetic on the dims, a `previous` that names no variant, cycles, duplicate names,
+defaults the variant's `constraints` refuse, a FIFO or a device, more than `MAX_VARIANTS`
+variants, and files outside the project folder (unless $NCUH_ALLOW_OUTSIDE_PATHS=1).
 """
 
 from __future__ import annotations
