@@ -6,12 +6,11 @@ import importlib.util
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -194,7 +193,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_an_interrupt_during_post_processing_stops_both_children(
-    tmp_path: Path, ctrl_c_raises: None
+    tmp_path: Path, ctrl_c_raises: Callable[[Path, int], threading.Thread]
 ) -> None:
     pids = tmp_path / "pids"
     # Each stands in for a worker with a grandchild: both process groups must go.
@@ -203,16 +202,13 @@ def test_an_interrupt_during_post_processing_stops_both_children(
     def spawner(argv: Sequence[str], env: dict[str, str] | None) -> lib.Job:
         return lib.start_command(["sh", "-c", script], env)
 
-    timer = threading.Timer(0.7, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            post.post_process(tmp_path, [], Path("ncu"), spawner)
-    finally:
-        timer.cancel()
+    interrupter = ctrl_c_raises(pids, 4)  # once both workers and their children are up
+    with pytest.raises(KeyboardInterrupt):
+        post.post_process(tmp_path, [], Path("ncu"), spawner)
+    interrupter.join()
     started = [int(pid) for pid in pids.read_text().split()]
     assert len(started) == 4
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a bound only a child that is never killed reaches
     while any(_alive(pid) for pid in started) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(pid) for pid in started)

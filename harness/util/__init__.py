@@ -1,6 +1,6 @@
 """Small helpers every stage uses: atomic output, input-file checks, the user's cache
-folder and the files kept in it, where ncu is installed, Markdown escaping of data, and work
-shared with forked worker processes.
+folder and the files kept in it, where ncu is installed, Markdown escaping of data, the
+user's kernel regex, and work shared with forked worker processes.
 """
 
 from __future__ import annotations
@@ -24,11 +24,14 @@ if TYPE_CHECKING:
         regular_file,
     )
     from harness.util.kept_files import (
+        inflated,
         is_cache_on,
         mark_used,
+        owned_privately,
         private_folder,
         prune,
         read_kept,
+        read_owned,
         store,
     )
     from harness.util.kept_files import (
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
     from harness.util.markdown_text import (
         code_span,
         html_text,
+        template_value,
     )
     from harness.util.markdown_text import (
         fenced as md_fenced,
@@ -58,6 +62,7 @@ if TYPE_CHECKING:
     )
     from harness.util.process_pool import parallel_map, usable_cores, worker_pool
     from harness.util.user_cache import CACHE_ENV, cache_dir
+    from harness.util.user_regex import compiled_kernel_regex
 
 # public name -> (module, attribute), imported on first use so that importing the package does
 # no work; not cached here, so a test that replaces the attribute in its module is seen.
@@ -67,6 +72,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "load_toml": ("harness.util.input_file", "load_toml"),
     "load_json": ("harness.util.input_file", "load_json"),
     "refuse_inputs": ("harness.util.atomic", "refuse_inputs"),
+    "refuse_input_folders": ("harness.util.atomic", "refuse_input_folders"),
     "terminate_as_interrupt": ("harness.util.signals", "terminate_as_interrupt"),
     "pause_at": ("harness.util.signals", "pause_at"),
     "deferred_signals": ("harness.util.signals", "deferred_signals"),
@@ -81,14 +87,19 @@ _HOMES: dict[str, tuple[str, str]] = {
     "is_cache_on": ("harness.util.kept_files", "is_cache_on"),
     "switched_off": ("harness.util.env_switch", "switched_off"),
     "mark_used": ("harness.util.kept_files", "mark_used"),
+    "inflated": ("harness.util.kept_files", "inflated"),
+    "owned_privately": ("harness.util.kept_files", "owned_privately"),
+    "read_owned": ("harness.util.kept_files", "read_owned"),
     "private_folder": ("harness.util.kept_files", "private_folder"),
     "prune": ("harness.util.kept_files", "prune"),
     "read_kept": ("harness.util.kept_files", "read_kept"),
     "store": ("harness.util.kept_files", "store"),
     "code_span": ("harness.util.markdown_text", "code_span"),
     "column_holds_bad_text": ("harness.util.input_file", "column_holds_bad_text"),
+    "compiled_kernel_regex": ("harness.util.user_regex", "compiled_kernel_regex"),
     "holds_bad_text": ("harness.util.input_file", "holds_bad_text"),
     "html_text": ("harness.util.markdown_text", "html_text"),
+    "template_value": ("harness.util.markdown_text", "template_value"),
     "md_fenced": ("harness.util.markdown_text", "fenced"),
     "md_one_line": ("harness.util.markdown_text", "one_line"),
     "md_prose": ("harness.util.markdown_text", "prose"),
@@ -114,10 +125,12 @@ __all__ = [
     "cache_dir",
     "code_span",
     "column_holds_bad_text",
+    "compiled_kernel_regex",
     "deferred_signals",
     "file_kind",
     "holds_bad_text",
     "html_text",
+    "inflated",
     "is_cache_on",
     "keep_packed",
     "load_json",
@@ -129,16 +142,20 @@ __all__ = [
     "md_text",
     "ncu_executable",
     "ncu_install_dirs",
+    "owned_privately",
     "parallel_map",
     "pause_at",
     "private_folder",
     "prune",
     "read_kept",
+    "read_owned",
     "read_text",
+    "refuse_input_folders",
     "refuse_inputs",
     "regular_file",
     "store",
     "switched_off",
+    "template_value",
     "terminate_as_interrupt",
     "usable_cores",
     "version_key",
