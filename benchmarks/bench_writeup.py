@@ -79,7 +79,8 @@ def _timed(keep: Path | None) -> tuple[float, int, int]:
         ncuh = Path(sys.executable).with_name("ncuh")
         command = [str(ncuh)] if ncuh.exists() else [sys.executable, "-m", "harness"]
         env = {**os.environ, "NCUH_CACHE_DIR": str(Path(tmp) / "cache")}
-        env.pop("NCUH_REPORT_CACHE", None)
+        for switch in ("NCUH_REPORT_AND_PLOT_CACHE", "NCUH_REPORT_CACHE"):  # the cache on
+            env.pop(switch, None)
         start = time.perf_counter()
         subprocess.run([*command, "writeup", str(run), "--out", str(out)], check=True,
                        stdout=subprocess.DEVNULL, env=env)

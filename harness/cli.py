@@ -18,7 +18,7 @@ import click
 from harness import __version__
 from harness.commands import PROJECT_HELP
 from harness.errors import NcuhError, error_line
-from harness.util import terminate_as_interrupt
+from harness.util import cache_switch_note, terminate_as_interrupt
 
 # command name -> "module:attribute"; the order is the order of `ncuh --help`.
 COMMANDS: dict[str, str] = {
@@ -99,6 +99,9 @@ class LazyGroup(click.Group):
 def main(ctx: click.Context, project: Path | None) -> None:
     """ncuh: run kernel variants under Nsight Compute, explain the reports, gate regressions."""
     ctx.obj = {"project": project}
+    note = cache_switch_note()
+    if note:
+        click.echo(f"ncuh: {note}", err=True)
 
 
 if __name__ == "__main__":  # `python -m harness.cli ...` (`python -m harness`: harness.entry)

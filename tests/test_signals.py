@@ -144,7 +144,7 @@ def test_writeup_into_a_new_folder_publishes_nothing(run: Path, tmp_path: Path,
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_writeup_stopped_while_its_plots_are_drawn_leaves_no_drawer(
         run: Path, tmp_path: Path, sig: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NCUH_REPORT_CACHE", "off")  # no plot kept: every one is drawn
+    monkeypatch.setenv("NCUH_REPORT_AND_PLOT_CACHE", "off")  # no plot kept: every one is drawn
     scratch = tmp_path / "tmp"  # where the drawer's children write their plots
     scratch.mkdir()
     monkeypatch.setenv("TMPDIR", str(scratch))

@@ -8,7 +8,7 @@ ncu_report answers a few derived units from what its process asked before, so an
 only where the reading matches a reading of that report alone (`BuiltReport.alone`). Entries
 are read back by an unpickler that builds only the report model's dataclasses and plain
 containers; the least recently used beyond `KEEP_BYTES` are dropped, and
-`NCUH_REPORT_CACHE=off` reads and keeps nothing.
+`NCUH_REPORT_AND_PLOT_CACHE=off` reads and keeps nothing.
 """
 
 from __future__ import annotations

@@ -23,9 +23,6 @@ if TYPE_CHECKING:
         regular_file,
     )
     from harness.util.kept_files import (
-        SWITCH_ENV as CACHE_SWITCH_ENV,
-    )
-    from harness.util.kept_files import (
         keep as keep_packed,
     )
     from harness.util.kept_files import (
@@ -60,7 +57,8 @@ if TYPE_CHECKING:
         version_key,
         versioned_roots,
     )
-    from harness.util.user_cache import CACHE_ENV, cache_dir
+    from harness.util.user_cache import CACHE_ENV, cache_dir, cache_switch_note
+    from harness.util.user_cache import SWITCH_ENV as CACHE_SWITCH_ENV
     from harness.util.work_queue import (
         forked,
         made_at_once,
@@ -90,7 +88,8 @@ _HOMES: dict[str, tuple[str, str]] = {
     "cache_dir": ("harness.util.user_cache", "cache_dir"),
     "keep_packed": ("harness.util.kept_files", "keep"),
     "cache_wanted": ("harness.util.kept_files", "wanted"),
-    "CACHE_SWITCH_ENV": ("harness.util.kept_files", "SWITCH_ENV"),
+    "CACHE_SWITCH_ENV": ("harness.util.user_cache", "SWITCH_ENV"),
+    "cache_switch_note": ("harness.util.user_cache", "cache_switch_note"),
     "mark_used": ("harness.util.kept_files", "mark_used"),
     "private_folder": ("harness.util.kept_files", "private_folder"),
     "prune": ("harness.util.kept_files", "prune"),
@@ -127,6 +126,7 @@ __all__ = [
     "atomic_path",
     "atomic_write_text",
     "cache_dir",
+    "cache_switch_note",
     "cache_wanted",
     "code_span",
     "column_holds_bad_text",

@@ -18,19 +18,20 @@ import time
 import zlib
 from pathlib import Path
 
+from harness.util.user_cache import OLD_SWITCH_ENV, SWITCH_ENV
+
 # Past these a kept file is not one of ours (a planted file, a link to a device, a zlib bomb)
 # and is read as none.
 MAX_PACKED_BYTES = 256 * 1024 * 1024
 MAX_PLAIN_BYTES = 1024 * 1024 * 1024
 PACKED_GLOB = "*.z"  # every kept file's name ends in .z
-SWITCH_ENV = "NCUH_REPORT_CACHE"  # "off": nothing is read back or kept
 _STALE_S = 3600  # what a process killed while writing left behind, pruned after an hour
 
 
 def wanted() -> bool:
-    """Whether kept files are read and written (`NCUH_REPORT_CACHE` is not "off")."""
-    return os.environ.get(SWITCH_ENV, "").strip().lower() not in ("off", "0", "no", "false")
-
+    """Whether kept files are read and written (`NCUH_REPORT_AND_PLOT_CACHE` is not "off")."""
+    value = os.environ.get(SWITCH_ENV, os.environ.get(OLD_SWITCH_ENV, ""))
+    return value.strip().lower() not in ("off", "0", "no", "false")
 
 def private_folder(target: Path) -> bool:
     """Whether `target` may hold kept files: a folder of this user's that no one else may
