@@ -1,6 +1,6 @@
 """The reduction chain's recorded H100 run (tests/fixtures/reduction_h100_2p26) written up
-with its project, once per test process: several test modules read the same pages
-(tests/conftest.py keeps them on one worker). The writeup is shared: tests only read it."""
+with its project, once per test process: several test modules read the same pages. The
+writeup is shared: tests only read it."""
 
 from __future__ import annotations
 
