@@ -29,7 +29,6 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-NAIVE_SMEM_REPORT = FIXTURES / "h100_sgemm_naive_smem.ncu-rep"
 NAIVE_SMEM_RAW_CSV = FIXTURES / "h100_sgemm_naive_smem.raw.csv"
 NAIVE_SMEM_DETAILS = FIXTURES / "h100_sgemm_naive_smem.details.txt.gz"
 GOLDEN = Path(__file__).parent / "golden"
@@ -161,11 +160,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     for item in gpu_items:
         item.add_marker(pytest.mark.skip(reason=f"gpu test: {reason}"))
-
-
-@pytest.fixture
-def naive_smem_report() -> Path:
-    return NAIVE_SMEM_REPORT
 
 
 @pytest.fixture

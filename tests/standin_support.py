@@ -10,11 +10,12 @@ import os
 from pathlib import Path
 
 import pytest
+from packed_fixtures import H200_NAIVE
 
 from harness.profile import run as lib
 
 STANDINS = Path(__file__).parent / "standins"
-REPORT = Path(__file__).parent / "fixtures" / "h200_naive_256.ncu-rep"
+REPORT = H200_NAIVE
 
 
 @pytest.fixture(name="standins")

@@ -9,7 +9,7 @@ import click
 import pytest
 from click.shell_completion import ShellComplete
 from click.testing import CliRunner
-from conftest import NAIVE_SMEM_REPORT
+from packed_fixtures import NAIVE_SMEM_REPORT
 
 from harness.cli import COMMANDS, main
 from harness.commands.options import KERNEL_HELP, kernel_pattern

@@ -66,13 +66,11 @@ def test_every_rule_is_registered_once():
 
 
 def _reduction(variant: str):
-    from packed_fixtures import reports
+    from packed_fixtures import REDUCTION_RUN
 
     from harness.report.builder import load_kernel_reports
 
-    folder = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
-    [path] = [p for p in reports(folder) if p.name == f"{variant}_67108864.ncu-rep"]
-    return load_kernel_reports(path)[0]
+    return load_kernel_reports(REDUCTION_RUN / f"{variant}_67108864.ncu-rep")[0]
 
 
 def test_warp_shuffle_store_rules_are_set_aside(golden):

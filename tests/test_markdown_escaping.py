@@ -14,8 +14,8 @@ import re
 from typing import Any
 
 import pytest
-from conftest import NAIVE_SMEM_REPORT
 from markdown_it import MarkdownIt
+from packed_fixtures import NAIVE_SMEM_REPORT
 
 from harness.diff.compare import diff_runs
 from harness.diff.inputs import Environment, KernelData, KernelKey, Side

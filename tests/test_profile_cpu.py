@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from packed_fixtures import H100_PAGES_NAIVE, NAIVE_SMEM_REPORT
 
 from harness.cli import main
 from harness.profile import run as lib
@@ -32,10 +33,9 @@ from harness.report import metrics_export
 from harness.report.reportfile import export_metrics
 from harness.rundir.manifest import load_run
 
-NAIVE_SMEM_REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 # What the stand-in ncu writes unless a test needs two kernels: one kernel of the `pages`
 # set, 13 times smaller, so the exports that follow it are quick.
-SMALL_REPORT = Path(__file__).parent / "fixtures" / "h100_pages_naive_1024.ncu-rep"
+SMALL_REPORT = H100_PAGES_NAIVE
 NCU = Path("/opt/nvidia/nsight-compute/2025.3.1/ncu")
 VERSION_OUTPUT = (
     "NVIDIA (R) Nsight Compute Command Line Profiler\n"

@@ -15,6 +15,13 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from packed_fixtures import (
+    H100_PAGES_EARLIER_NAIVE,
+    H100_PAGES_NAIVE,
+    NAIVE_SMEM_REPORT,
+    ncu_page,
+    report,
+)
 
 from harness.errors import NcuhError
 from harness.profile import post
@@ -25,10 +32,10 @@ from harness.report import metrics_export
 from harness.report.reportfile import export_metrics
 from harness.util.atomic import atomic_write_text
 
-REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+REPORT = NAIVE_SMEM_REPORT
 # A one-kernel `pages` report (8,292 rows to REPORT's 96,622): for the tests of how the export
 # is split, joined and started, which any report shows.
-SMALL_REPORT = REPORT.with_name("h100_pages_naive_1024.ncu-rep")
+SMALL_REPORT = H100_PAGES_NAIVE
 
 
 def _export(args: list[str]) -> list[str]:
@@ -309,16 +316,15 @@ def test_an_export_in_parts_says_what_the_whole_export_and_ncu_say(
     assert tables[jobs] == tables[1]
     excessive = [line.split(b",") for line in tables[jobs].splitlines()
                  if b",derived__memory_l2_theoretical_sectors_global_excessive,," in line]
-    raw = pd.read_csv(REPORT.with_suffix(".raw.csv"), nrows=1)
+    raw = pd.read_csv(ncu_page(REPORT, ".raw.csv"), nrows=1)
     assert raw["derived__memory_l2_theoretical_sectors_global_excessive"][0] == "sector"
     assert [row[-1] for row in excessive] == [b"sector", b"sector"]  # both kernels
 
 
 # A `pages` report from before the sectors per instruction left `pages`: it still
 # holds the derived metric whose unit differs from `full`'s.
-PAGES_REPORT = (Path(__file__).parent / "fixtures" / "unit_leak"
-                / "h100_pages_earlier_naive_1024.ncu-rep")
-FULL_REPORT = Path(__file__).parent / "fixtures" / "h100_full_naive_1024.ncu-rep"
+PAGES_REPORT = H100_PAGES_EARLIER_NAIVE
+FULL_REPORT = report(Path(__file__).parent / "fixtures" / "h100_full_naive_1024.ncu-rep")
 EXCESSIVE = "derived__memory_l2_theoretical_sectors_global_excessive"
 
 
@@ -340,8 +346,8 @@ def test_each_report_of_an_export_keeps_the_unit_ncu_gives_it(tmp_path: Path, jo
     units = table[(table["metric"] == EXCESSIVE) & (table["instance"] == "")]
     assert units.set_index("label")["unit"].to_dict() == {"p": "byte", "f": "sector",
                                                           "p2": "byte"}
-    for report, unit in ((PAGES_REPORT, "Mbyte"), (FULL_REPORT, "sector")):
-        raw = pd.read_csv(report.with_suffix(".raw.csv"), nrows=1)
+    for path, unit in ((PAGES_REPORT, "Mbyte"), (FULL_REPORT, "sector")):
+        raw = pd.read_csv(ncu_page(path, ".raw.csv"), nrows=1)
         assert raw[EXCESSIVE][0] == unit
 
 

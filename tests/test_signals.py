@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import test_bench_flow
 from click.testing import CliRunner
+from packed_fixtures import H100_PAGES_NAIVE
 from standin_support import use_standins
 from test_writeup_run import make_run
 
@@ -27,7 +28,7 @@ from harness.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 # one kernel of the `pages` set: what is signalled is the publishing, not the reading
-SMALL_REPORT = ROOT / "tests" / "fixtures" / "h100_pages_naive_1024.ncu-rep"
+SMALL_REPORT = H100_PAGES_NAIVE
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
 

@@ -1,11 +1,13 @@
 """The test suite keeps to its own rules: long prose is pinned in golden files (tests/golden/,
 rewritten with `pytest --update-golden`), not in assert literals; GPU tests take turns; the
-modules handed out first exist (tests/conftest.py)."""
+modules handed out first exist (tests/conftest.py); the fixtures stay small, their reports
+packed, none a copy of a sample in reports/ (tests/fixtures/README.md)."""
 
 from __future__ import annotations
 
 import ast
 import fcntl
+import hashlib
 import re
 import subprocess
 import sys
@@ -106,3 +108,27 @@ def test_a_gpu_test_runs_in_its_turn() -> None:
     """Runs where a GPU answers; elsewhere skips like every GPU test."""
     with pytest.raises(BlockingIOError), (run_folder() / "gpu.lock").open("a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _fixture_files() -> list[Path]:
+    """The files of tests/fixtures a checkout carries (git's list, where there is one)."""
+    listed = subprocess.run(["git", "-C", str(TESTS.parent), "ls-files", "tests/fixtures"],
+                            capture_output=True, text=True, check=False).stdout.split()
+    if listed:
+        return [TESTS.parent / name for name in listed]
+    return [path for path in (TESTS / "fixtures").rglob("*") if path.is_file()]
+
+
+def test_the_fixtures_stay_small_and_every_report_is_packed() -> None:
+    files = _fixture_files()
+    assert sum(path.stat().st_size for path in files) <= 8 * 1024 * 1024
+    assert [path.name for path in files if path.name.endswith(".ncu-rep")] == []
+    assert len([path for path in files if path.name.endswith(".ncu-rep.xz")]) >= 40
+
+
+def test_no_fixture_is_a_copy_of_a_sample_in_reports() -> None:
+    def digest(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    samples = {digest(path) for path in (TESTS.parent / "reports").rglob("*") if path.is_file()}
+    assert [path.name for path in _fixture_files() if digest(path) in samples] == []

@@ -11,7 +11,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from packed_fixtures import cached_profiles, report
+from packed_fixtures import REDUCTION_RUN, cached_profiles, report
 
 from harness.findings import (
     atomics,
@@ -36,7 +36,7 @@ from harness.report.model import KernelReport
 
 # The reports are committed packed with xz (`packed_fixtures`).
 ZOO = Path(__file__).parent / "fixtures" / "zoo"
-REDUCTION = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
+REDUCTION = REDUCTION_RUN
 
 # program -> words its page's TLDR must hold
 PROBLEMS = {
