@@ -15,6 +15,7 @@ whichever worker, and never share the GPU. `-n 0` runs everything in one process
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import fcntl
 import functools
@@ -99,7 +100,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def run_folder() -> Path:
-    """The folder this test run's processes share."""
+    """The folder this test run's processes share; outside a test run (a benchmark that uses the
+    test helpers), one of this process's own, removed when it exits."""
+    if RUN_FOLDER_ENV not in os.environ:
+        folder = tempfile.mkdtemp(prefix="ncuh-test-run-")
+        atexit.register(shutil.rmtree, folder, True)
+        os.environ[RUN_FOLDER_ENV] = folder
     return Path(os.environ[RUN_FOLDER_ENV])
 
 
