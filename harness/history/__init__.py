@@ -7,7 +7,7 @@
 
 `series_steps` finds a series' change points and explains each with diff; `check_runs`
 judges the newest run against its series and returns a diff result. The names are loaded on
-first use, so recording a run does not pay for matplotlib or ruptures.
+first use, so recording a run does not pay for matplotlib.
 """
 
 from __future__ import annotations
