@@ -34,6 +34,21 @@ COMMANDS: dict[str, str] = {
     "diff": "harness.commands.diff:diff",
     "history": "harness.commands.history:history",
 }
+# Each command's short help, which `ncuh --help` lists without importing the commands
+# (tests/test_cli_grammar.py keeps each the command's own).
+SHORT_HELP: dict[str, str] = {
+    "init": "Write a small working project to start from.",
+    "list": "List the project's variants, reference and limits.",
+    "check": "Check the project without a GPU (NVRTC compile).",
+    "bench": "Check every variant's output, then time it.",
+    "profile": "Profile variants (or a program) under Nsight Compute.",
+    "merge": "Join run directories (shards) into one.",
+    "export": "Export every metric of a report or a run as CSV or JSON.",
+    "report": "Print each kernel's sections and ncu's rules.",
+    "writeup": "Write iteration pages (Markdown and HTML) from runs.",
+    "diff": "Compare two runs: regressions, explained; exit 0/1/2.",
+    "history": "Keep runs by commit; trends, steps and a gate.",
+}
 
 
 def _kill_children() -> None:
@@ -48,6 +63,10 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, SHORT_HELP[name]) for name in COMMANDS])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
