@@ -35,7 +35,7 @@ def use_standins(monkeypatch: pytest.MonkeyPatch, folder: Path) -> Path:
     monkeypatch.setenv("NCUH_CACHE_DIR", str(folder.parent / f"{folder.name}.user-cache"))
     monkeypatch.delenv("NCU_HOME", raising=False)
     monkeypatch.setattr(lib, "cupy_installed", lambda: True)
-    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: STANDINS / "ncu")
+    monkeypatch.setattr("harness.util.ncu_executable", lambda: STANDINS / "ncu")
     return log
 
 

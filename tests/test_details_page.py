@@ -259,10 +259,10 @@ def test_cli_print_details_all_adds_the_body_tables():
 
 
 def test_rule_lines_padded_as_ncu_pads_them_only_on_the_report_page():
-    from harness.report.report_view import render, render_text, report_views
+    from harness.report.report_view import render_text, render_view, report_views
 
     views = report_views(SGEMM)
-    padded = [line for line in render(views, "text").splitlines() if line.endswith(" ")]
+    padded = [line for line in render_view(views, "text").splitlines() if line.endswith(" ")]
     assert padded and all(len(line) == 120 for line in padded)  # ncu's width, every one
     # pages that embed the view (writeup) keep no trailing spaces
     assert not [line for line in render_text(views).splitlines() if line.endswith(" ")]

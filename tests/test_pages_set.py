@@ -24,15 +24,15 @@ from packed_fixtures import report as fixture_report
 
 from harness.findings.registry import run_rules
 from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
-from harness.profile.slim_sections import (
+from harness.report.details_layout import EXTRA_HEADER_ROWS, METRIC_OPTIONS
+from harness.report.reportfile import open_report, select_kernels
+from harness.rundir.slim_sections import (
     RULES_LEFT_OUT,
     SLIMMED_SECTIONS,
     THINNED_METRICS,
     added_metrics,
     is_slim,
 )
-from harness.report.details_layout import EXTRA_HEADER_ROWS, METRIC_OPTIONS
-from harness.report.reportfile import open_report, select_kernels
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Every `--set full` report: the chain's, and the zoo's (one per problem class: atomics, FP64,

@@ -54,8 +54,8 @@ def test_pages_needs_fewer_passes_than_full(runs: dict[str, Path]) -> None:
 
 def test_pages_runs_on_the_overlay_and_finds_what_full_finds(runs: dict[str, Path]) -> None:
     from harness.findings.registry import run_rules
-    from harness.profile.slim_sections import SLIMMED_SECTIONS, THINNED_METRICS, is_slim
     from harness.report.builder import load_kernel_reports
+    from harness.rundir.slim_sections import SLIMMED_SECTIONS, THINNED_METRICS, is_slim
 
     pages, full = load_run(runs["pages"]), load_run(runs["full"])
     ncu = pages.manifest["ncu"]

@@ -15,8 +15,8 @@ from harness.util import cache_dir, kept_files, user_cache
 @pytest.fixture
 def bare(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """No cache variable set, and a home of the test's own."""
-    for name in (user_cache.CACHE_ENV, "XDG_CACHE_HOME", user_cache.SWITCH_ENV,
-                 user_cache.OLD_SWITCH_ENV):
+    for name in (user_cache.CACHE_ENV, "XDG_CACHE_HOME", user_cache.CACHE_SWITCH_ENV,
+                 user_cache.OLD_CACHE_SWITCH_ENV):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     return tmp_path
@@ -57,7 +57,7 @@ def test_one_switch_for_reports_and_plots(bare: Path, monkeypatch: pytest.Monkey
         monkeypatch.setenv("NCUH_REPORT_AND_PLOT_CACHE", new)
     if old is not None:
         monkeypatch.setenv("NCUH_REPORT_CACHE", old)
-    assert kept_files.wanted() is on
+    assert kept_files.cache_wanted() is on
 
 
 def test_the_former_name_of_the_switch_gets_a_note(bare: Path,

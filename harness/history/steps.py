@@ -6,12 +6,12 @@ and its noise is estimated robustly from neighbouring differences: sigma = 1.482
 / sqrt(2), which a step barely moves. Binary segmentation (`segmentation.change_points`, as
 ruptures' Binseg does it: fast on a thousand runs where PELT is quadratic) with the l2 cost
 proposes change points under the penalty PENALTY_FACTOR * sigma^2 * ln(n) (BIC's form, made
-stricter), so noise alone rarely pays for a split. Each candidate is then judged the way `ncuh diff` judges timing: the samples
-of the runs either side (bench samples where the runs have them, else the per-run values) must
-differ by more than the threshold and beyond the noise (bootstrap interval and Mann-Whitney),
-and every run on either side must have moved: each run after a step lies beyond every run
-before it, by at least half the threshold from their median (so one outlying run never makes
-a step of the runs around it).
+stricter), so noise alone rarely pays for a split. Each candidate is then judged the way
+`ncuh diff` judges timing: the samples of the runs either side (bench samples where the runs
+have them, else the per-run values) must differ by more than the threshold and beyond the
+noise (bootstrap interval and Mann-Whitney), and every run on either side must have moved:
+each run after a step lies beyond every run before it, by at least half the threshold from
+their median (so one outlying run never makes a step of the runs around it).
 """
 
 from __future__ import annotations

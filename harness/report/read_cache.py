@@ -89,7 +89,7 @@ def _reader_fingerprint() -> bytes:
     """What a kept entry was built by: this package's reading code, ncuh, ncu_report, Python."""
     digest = hashlib.sha256(f"{_FORMAT}|{__version__}|{sys.version}".encode())
     # the reading code, and the slimmed sections the details view consults
-    sources = [*sorted(_PACKAGE.glob("*.py")), _PACKAGE.parent / "profile" / "slim_sections.py"]
+    sources = [*sorted(_PACKAGE.glob("*.py")), _PACKAGE.parent / "rundir" / "slim_sections.py"]
     for source in sources:
         digest.update(source.name.encode())
         with contextlib.suppress(OSError):

@@ -18,7 +18,7 @@ import time
 import zlib
 from pathlib import Path
 
-from harness.util.user_cache import OLD_SWITCH_ENV, SWITCH_ENV
+from harness.util.user_cache import CACHE_SWITCH_ENV, OLD_CACHE_SWITCH_ENV
 
 # Past these a kept file is not one of ours (a planted file, a link to a device, a zlib bomb)
 # and is read as none.
@@ -28,9 +28,9 @@ PACKED_GLOB = "*.z"  # every kept file's name ends in .z
 _STALE_S = 3600  # what a process killed while writing left behind, pruned after an hour
 
 
-def wanted() -> bool:
+def cache_wanted() -> bool:
     """Whether kept files are read and written (`NCUH_REPORT_AND_PLOT_CACHE` is not "off")."""
-    value = os.environ.get(SWITCH_ENV, os.environ.get(OLD_SWITCH_ENV, ""))
+    value = os.environ.get(CACHE_SWITCH_ENV, os.environ.get(OLD_CACHE_SWITCH_ENV, ""))
     return value.strip().lower() not in ("off", "0", "no", "false")
 
 def private_folder(target: Path) -> bool:
@@ -101,7 +101,7 @@ def store(target: Path, name: str, packed: bytes) -> None:
         raise
 
 
-def keep(target: Path, name: str, data: bytes, budget_bytes: int) -> bool:
+def keep_packed(target: Path, name: str, data: bytes, budget_bytes: int) -> bool:
     """Keep `data` packed as `target/name` in a private folder, then prune the folder to
     `budget_bytes`; False where it cannot be kept, which is no error for a cache."""
     try:

@@ -12,8 +12,9 @@ from pathlib import Path
 
 CACHE_ENV = "NCUH_CACHE_DIR"
 # one switch for the kept reports and plots (`harness.util.kept_files`)
-SWITCH_ENV = "NCUH_REPORT_AND_PLOT_CACHE"  # "off": no report or plot is read back or kept
-OLD_SWITCH_ENV = "NCUH_REPORT_CACHE"  # the switch's former name, read where the new one is unset
+CACHE_SWITCH_ENV = "NCUH_REPORT_AND_PLOT_CACHE"  # "off": no report or plot is read back or kept
+# the switch's former name, read where the new one is unset
+OLD_CACHE_SWITCH_ENV = "NCUH_REPORT_CACHE"
 
 
 def cache_dir() -> Path:
@@ -29,6 +30,7 @@ def cache_dir() -> Path:
 
 def cache_switch_note() -> str | None:
     """A note for a user who still sets the switch by its former name."""
-    if OLD_SWITCH_ENV in os.environ and SWITCH_ENV not in os.environ:
-        return f"note: {OLD_SWITCH_ENV} is now named {SWITCH_ENV} (the old name still works)"
+    if OLD_CACHE_SWITCH_ENV in os.environ and CACHE_SWITCH_ENV not in os.environ:
+        return (f"note: {OLD_CACHE_SWITCH_ENV} is now named {CACHE_SWITCH_ENV} "
+                "(the old name still works)")
     return None
