@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from packed_fixtures import REDUCTION_RUN
 
 from harness.report import read_cache
 from harness.report.export_format import spreadsheet_text
@@ -21,7 +22,7 @@ from harness.report.export_lines import csv_cell
 from harness.util import kept_files
 
 ROOT = Path(__file__).resolve().parent.parent
-FOUR_KERNELS = ROOT / "tests" / "fixtures" / "reduction_h100_2p26" / "sequential_67108864.ncu-rep"
+FOUR_KERNELS = REDUCTION_RUN / "sequential_67108864.ncu-rep"
 ONE_KERNEL = ROOT / "reports" / "runs" / "sgemm-h200-256" / "register_tiled_256.ncu-rep"
 
 cells = st.one_of(
@@ -105,7 +106,7 @@ def test_a_kept_text_of_streams_packed_apart_reads_as_one(tmp_path: Path) -> Non
 
 def test_an_export_is_kept_when_asked_again_and_read_back_the_same(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_CACHE_DIR": str(tmp_path),
-           kept_files.SWITCH_ENV: "on"}
+           kept_files.CACHE_SWITCH_ENV: "on"}
     run = [sys.executable, "-m", "harness", "export", str(FOUR_KERNELS)]
     folder = tmp_path / read_cache.CACHE_FOLDER
 
@@ -117,7 +118,7 @@ def test_an_export_is_kept_when_asked_again_and_read_back_the_same(tmp_path: Pat
     second = subprocess.run(run, env=env, capture_output=True, check=True).stdout
     assert len(entries(read_cache.TEXT_SUFFIX)) == 1 and not entries(read_cache.ASKED_SUFFIX)
     third = subprocess.run(run, env=env, capture_output=True, check=True).stdout  # read back
-    uncached = subprocess.run(run, env={**env, kept_files.SWITCH_ENV: "off"},
+    uncached = subprocess.run(run, env={**env, kept_files.CACHE_SWITCH_ENV: "off"},
                               capture_output=True, check=True).stdout
     assert first == second == third == uncached
     assert first.startswith(b"kernel_id,kernel,metric,")
@@ -183,7 +184,7 @@ def test_a_report_with_corrupt_kernels_names_the_first_one_whoever_read_it(
             data[at] ^= 0xFF
     report = tmp_path / "two_corrupt.ncu-rep"
     report.write_bytes(data)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), kept_files.SWITCH_ENV: "off"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), kept_files.CACHE_SWITCH_ENV: "off"}
     for _ in range(3):  # each process may take either kernel first
         done = subprocess.run([sys.executable, "-m", "harness", "export", str(report), "-o",
                                str(tmp_path / "out.csv")], env=env, capture_output=True,

@@ -13,6 +13,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from packed_fixtures import NAIVE_SMEM_REPORT
 
 from harness.report import read_cache
 from harness.util import kept_files
@@ -34,7 +35,7 @@ def _ncuh(args: list[str], env: dict[str, str]) -> bytes:
 def _outputs(mode: str, scratch: Path, cache: Path) -> dict[str, bytes]:
     """What each command writes, run as a user runs it (a process each)."""
     env = {**os.environ, "NCUH_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
-    env[kept_files.SWITCH_ENV] = "off" if mode == "off" else "on"
+    env[kept_files.CACHE_SWITCH_ENV] = "off" if mode == "off" else "on"
     out = scratch / mode
     outputs = {
         "report": _ncuh(["report", str(RUN / "naive_256.ncu-rep"), "--print-details", "all"],
@@ -109,16 +110,16 @@ def test_a_kept_entry_builds_nothing_but_the_report_model(cache_folder: Path) ->
 
 @pytest.mark.parametrize("value", ["off", "0", "no", "false", " OFF "])
 def test_the_switch_turns_the_cache_off(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
-    monkeypatch.setenv(kept_files.SWITCH_ENV, value)
-    assert not kept_files.is_cache_on()
-    monkeypatch.setenv(kept_files.SWITCH_ENV, "on")
-    assert kept_files.is_cache_on()
+    monkeypatch.setenv(kept_files.CACHE_SWITCH_ENV, value)
+    assert not kept_files.cache_wanted()
+    monkeypatch.setenv(kept_files.CACHE_SWITCH_ENV, "on")
+    assert kept_files.cache_wanted()
 
 
 def test_a_cut_entry_is_read_again_and_replaced(tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     env = {**os.environ, "NCUH_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT),
-           kept_files.SWITCH_ENV: "on"}
+           kept_files.CACHE_SWITCH_ENV: "on"}
     report = RUN / "naive_256.ncu-rep"
     first = _ncuh(["diff", str(report), str(report), "--format", "json"], env)
     (entry,) = (tmp_path / read_cache.CACHE_FOLDER).glob(f"*{read_cache.SUFFIX}")
@@ -133,15 +134,15 @@ def test_a_cache_that_cannot_be_written_is_no_error(tmp_path: Path) -> None:
     blocked.write_text("not a folder")  # the cache folder cannot be made under a file
     env = {**os.environ, "NCUH_CACHE_DIR": str(blocked), "PYTHONPATH": str(ROOT)}
     report = RUN / "naive_256.ncu-rep"
-    off = _ncuh(["export", str(report)], {**env, kept_files.SWITCH_ENV: "off"})
-    assert _ncuh(["export", str(report)], {**env, kept_files.SWITCH_ENV: "on"}) == off
+    off = _ncuh(["export", str(report)], {**env, kept_files.CACHE_SWITCH_ENV: "off"})
+    assert _ncuh(["export", str(report)], {**env, kept_files.CACHE_SWITCH_ENV: "on"}) == off
 
 
 def test_a_report_read_after_another_reading_is_not_kept(tmp_path: Path) -> None:
     """After an export of the report (ncu_report then answers a derived unit in sectors, not
     bytes), its profiles (their details page) are not what a reading alone gives: they are
     used, never kept."""
-    report = ROOT / "tests" / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+    report = NAIVE_SMEM_REPORT
     script = (
         "import sys\n"
         "from harness.report import export_columns, load_kernel_reports\n"
@@ -153,7 +154,7 @@ def test_a_report_read_after_another_reading_is_not_kept(tmp_path: Path) -> None
         "print(rows[0].raw_unit)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_CACHE_DIR": str(tmp_path),
-           kept_files.SWITCH_ENV: "on"}
+           kept_files.CACHE_SWITCH_ENV: "on"}
 
     def unit(order: str) -> str:
         return subprocess.run([sys.executable, "-c", script, str(report), order], env=env,
@@ -216,9 +217,9 @@ def test_a_cache_folder_others_may_write_is_not_used(cache_folder: Path) -> None
 def test_a_cache_folder_that_cannot_be_named_leaves_diff_to_read_the_reports(
         tmp_path: Path) -> None:
     env = {**os.environ, "NCUH_CACHE_DIR": str(tmp_path / ("x" * 300)),
-           "PYTHONPATH": str(ROOT), kept_files.SWITCH_ENV: "on"}
+           "PYTHONPATH": str(ROOT), kept_files.CACHE_SWITCH_ENV: "on"}
     args = ["diff", str(BASELINE), str(CURRENT), "--format", "json"]
-    assert _ncuh(args, env) == _ncuh(args, {**env, kept_files.SWITCH_ENV: "off"})
+    assert _ncuh(args, env) == _ncuh(args, {**env, kept_files.CACHE_SWITCH_ENV: "off"})
 
 
 def test_what_a_killed_writer_left_an_hour_ago_is_pruned(tmp_path: Path,

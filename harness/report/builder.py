@@ -52,7 +52,7 @@ from harness.report.reportfile import (
 )
 from harness.report.roofline import roofline_from
 from harness.report.rules import read_rules
-from harness.util import is_cache_on
+from harness.util import cache_wanted
 
 STALL_METRIC = re.compile(
     r"^smsp__average_warps_issue_stalled_(?P<reason>.+)_per_issue_active\.ratio$"
@@ -600,7 +600,7 @@ def _read_or_kept(path: Path, read: Callable[[], BuiltReport],
     its summaries of every metric, which serve any `wanted`), else what `read` builds, kept
     where it reads as a reading of the report alone would. A whole profile holds only the
     metrics the pages read: it serves no summary."""
-    key = read_cache.report_key(path) if is_cache_on() else None
+    key = read_cache.report_key(path) if cache_wanted() else None
     if key is None:
         return read().profiles
     kept = read_cache.fetch(key if wanted is None else read_cache.summary_key(key))

@@ -21,19 +21,21 @@ import zlib
 from pathlib import Path
 
 from harness.util.env_switch import switched_off
+from harness.util.user_cache import CACHE_SWITCH_ENV, OLD_CACHE_SWITCH_ENV
 
 # Past these a kept file is not one of ours (a planted file, a link to a device, a zlib bomb)
 # and is read as none.
 MAX_PACKED_BYTES = 256 * 1024 * 1024
 MAX_PLAIN_BYTES = 1024 * 1024 * 1024
 PACKED_GLOB = "*.z"  # every kept file's name ends in .z
-SWITCH_ENV = "NCUH_REPORT_CACHE"  # "off": nothing is read back or kept
 _STALE_S = 3600  # what a process killed while writing left behind, pruned after an hour
 
 
-def is_cache_on() -> bool:
-    """Whether kept files are read and written (`NCUH_REPORT_CACHE` is not "off")."""
-    return not switched_off(SWITCH_ENV)
+def cache_wanted() -> bool:
+    """Whether kept files are read and written (`NCUH_REPORT_AND_PLOT_CACHE`, or its former
+    name where it is unset, is not "off")."""
+    return not switched_off(CACHE_SWITCH_ENV if CACHE_SWITCH_ENV in os.environ
+                            else OLD_CACHE_SWITCH_ENV)
 
 
 def owned_privately(info: os.stat_result) -> bool:
@@ -122,7 +124,7 @@ def store(target: Path, name: str, packed: bytes) -> None:
         raise
 
 
-def keep(target: Path, name: str, data: bytes, budget_bytes: int) -> bool:
+def keep_packed(target: Path, name: str, data: bytes, budget_bytes: int) -> bool:
     """Keep `data` packed as `target/name` in a private folder, then prune the folder to
     `budget_bytes`; False where it cannot be kept, which is no error for a cache."""
     try:
