@@ -39,7 +39,6 @@ def _sources() -> dict[str, list[Path]]:
         "fixtures": own,
         "async_copy_pair": reports(FIXTURES / "async_copy_pair"),
         "divergence_pair": reports(FIXTURES / "divergence_pair"),
-        "unit_leak": reports(FIXTURES / "unit_leak"),
         "zoo": reports(FIXTURES / "zoo"),
     }
 

@@ -33,17 +33,24 @@ print("left:", len(multiprocessing.active_children()))
 """
 
 
-def test_items_come_back_in_order_made_by_the_workers() -> None:
+def test_items_come_back_in_order_made_by_the_workers_and_here() -> None:
     said = _run("""
-import os
+import multiprocessing, os
 from harness.util import parallel_map
 here = os.getpid()
 lock = __import__("threading").Lock()  # passed on by the fork: no pickling of `make`
-made = parallel_map(lambda i: (i * i, os.getpid() != here, lock is not None), 9, 3)
+worked = multiprocessing.Event()
+def make(i):
+    if os.getpid() != here:
+        worked.set()
+    elif i < 8:
+        worked.wait()  # after the last, this process goes on once a worker has made one
+    return (i * i, os.getpid() != here, lock is not None)
+made = parallel_map(make, 9, 3)
 print([square for square, _, _ in made])
-print(all(elsewhere for _, elsewhere, _ in made))
+print(any(elsewhere for _, elsewhere, _ in made), made[-1][1])
 """ + _LEFT)
-    assert said.splitlines() == ["[0, 1, 4, 9, 16, 25, 36, 49, 64]", "True", "left: 0"]
+    assert said.splitlines() == ["[0, 1, 4, 9, 16, 25, 36, 49, 64]", "True False", "left: 0"]
 
 
 def test_one_job_or_one_item_is_made_here() -> None:

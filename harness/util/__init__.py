@@ -14,6 +14,7 @@ from harness.util.atomic import (
     refuse_inputs,
     write_file_set,
 )
+from harness.util.env_switch import switched_off
 from harness.util.input_file import (
     column_holds_bad_text,
     file_kind,
@@ -35,7 +36,6 @@ from harness.util.kept_files import (
     read_owned,
     store,
 )
-from harness.util.env_switch import switched_off
 from harness.util.markdown_text import (
     code_span,
     html_text,

@@ -132,28 +132,43 @@ def _made(index: int) -> Any:
 
 
 def parallel_map(make: Callable[[int], T], count: int, jobs: int) -> list[T]:
-    """`[make(0), ..., make(count - 1)]`, made by up to `jobs` forked workers (where `jobs`
-    and `count` are over one), each taking the next index as it is free. `make` is passed on
-    by the fork (it may hold what cannot be pickled); what it returns comes back pickled. An
-    index whose worker died is made here; a `make` that raised raises here, the first failing
-    index first."""
+    """`[make(0), ..., make(count - 1)]`, made by this process and up to `jobs - 1` forked
+    workers (where `jobs` and `count` are over one): the workers take the indices from the
+    first on, each the next as it is free; this process makes the last, then each one no
+    worker has started yet, from the end back. `make` is passed on by the fork (it may hold
+    what cannot be pickled); what a worker makes comes back pickled. An index whose worker
+    died is made here; a `make` that raised raises here, the first failing index first."""
     if jobs <= 1 or count <= 1:
         return [make(index) for index in range(count)]
     from concurrent.futures.process import BrokenProcessPool
 
-    with worker_pool(min(jobs, count), _set_make, (make,)) as pool:
+    with worker_pool(min(jobs, count) - 1, _set_make, (make,)) as pool:
         if pool is None:
             return [make(index) for index in range(count)]
         futures = []
-        for index in range(count):
+        for index in range(count - 1):
             try:
                 futures.append(pool.submit(_made, index))
             except BrokenProcessPool:  # a worker died already: the rest is made here
                 break
+        here: dict[int, tuple[Any, Exception | None]] = {}
+        for index in reversed(range(count)):
+            if index < len(futures) and not futures[index].cancel():
+                break  # a worker has it, and every index before it
+            try:
+                here[index] = (make(index), None)
+            except Exception as error:  # raised in index order below, as a worker's would be
+                here[index] = (None, error)
         made: list[T] = []
         for index in range(count):
+            if index in here:
+                value, error = here[index]
+                if error is not None:
+                    raise error
+                made.append(value)
+                continue
             try:
-                made.append(futures[index].result() if index < len(futures) else make(index))
+                made.append(futures[index].result())
             except BrokenProcessPool:  # its worker died (killed, out of memory)
                 made.append(make(index))
         return made
