@@ -2,18 +2,14 @@
 
 `worker_pool` is a `ProcessPoolExecutor` whose workers all start with it: forked, they begin
 with this process's imports and data, run a warm-up where one is given, and leave Ctrl-C to
-this process (SIGTERM and SIGHUP end a worker at once). Signals are held while they start, so
-none lands in a worker before it has set that up. The workers are killed when the block ends,
-whether it ended well or by an exception (an interrupt): nothing they were still doing is
-wanted then. `parallel_map` maps a function over indices with such a pool.
+this process (SIGTERM and SIGHUP end a worker at once). The workers are killed when the block
+ends, well or by an exception. `parallel_map` maps a function over indices with such a pool.
 
 A fork copies only the thread that forks: a lock another thread holds (ncu_report's
-disassembler runs one once a report's SASS is listed) would stay held in the worker, which
-could then hang. So beside other threads a pool forks nothing: there is none (the caller
-works alone), or, where the work must be done apart from this process, its workers are
-spawned (fresh interpreters, which take longer to start). A command starts its pool before
-it reads a report. `usable_cores` is the one count of cores that every caller sizes its work
-by.
+disassembler runs one once a report's SASS is listed) would stay held in the worker. So
+beside other threads a pool forks nothing: the caller works alone or, where asked, the workers
+are spawned. A command starts its pool before it reads a report. `usable_cores` is the one
+count of cores that every caller sizes its work by.
 """
 
 from __future__ import annotations
