@@ -1,18 +1,18 @@
 """Iteration pages: a run's reports and findings collected into a `Writeup`
-(`collect`), rendered to Markdown and self-contained HTML with plots (`write`), which a
-`started_drawer` begun before the reading draws beside it.
+(`collect`), rendered to Markdown and self-contained HTML with plots (`write`), which
+`plot_workers` started before the reading draw beside it.
 """
 
 from __future__ import annotations
 
 from harness import lazy_names
 from harness.pages.markdown_html import markdown_to_html
-from harness.pages.plot_drawer import PlotDrawer, started_drawer
+from harness.pages.plots import plot_workers
 from harness.pages.side_by_side import Change, bound_unit, key_values, since_previous
 
 __all__ = [
-    "Change", "KernelPage", "PlotDrawer", "Writeup", "bound_unit", "collect", "key_values",
-    "markdown_to_html", "render_index", "since_previous", "started_drawer", "write",
+    "Change", "KernelPage", "Writeup", "bound_unit", "collect", "key_values",
+    "markdown_to_html", "plot_workers", "render_index", "since_previous", "write",
 ]
 
 # names of modules that import jinja2, pydantic: imported on first use

@@ -30,14 +30,14 @@ __all__ = [
     "RULES_LEFT_OUT", "RULE_METRICS", "RUN_SCHEMA", "SLIMMED_SECTIONS", "THINNED_METRICS",
     "WIDGET_METRICS_READ", "BenchFile", "BenchRecord", "Manifest", "ProjectRecord", "Run",
     "RunEntry", "added_metrics", "describe", "is_run_directory", "is_slim", "load_bench",
-    "load_run", "run_inputs", "source_reports", "validate",
+    "load_run", "run_inputs", "validate",
 ]
 
 # names of modules that import pydantic: imported on first use
 __getattr__ = lazy_names(__name__, {
     "harness.rundir.manifest": (
         "BenchFile", "BenchRecord", "Manifest", "ProjectRecord", "Run", "RunEntry",
-        "load_bench", "load_run", "run_inputs", "source_reports",
+        "load_bench", "load_run", "run_inputs",
     ),
     "harness.rundir.schema": ("describe", "validate"),
 })
