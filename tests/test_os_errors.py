@@ -15,6 +15,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,7 @@ def test_diff_output_in_a_folder_that_refuses_files(tmp_path, monkeypatch, code)
     def refuse(*args, **kwargs):
         raise OSError(code, os.strerror(code))
 
-    monkeypatch.setattr(atomic.tempfile, "mkstemp", refuse)
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
     one_line_error(invoke("diff", REPORT, REPORT, "--out", tmp_path / "d.md"),
                    os.strerror(code))
 

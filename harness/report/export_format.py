@@ -7,7 +7,6 @@ and `to_json` rounds floats to 10 digits, which would break "equal to ncu".
 
 from __future__ import annotations
 
-import csv
 import io
 import json
 import math
@@ -70,6 +69,7 @@ def write_export(
     value is an empty cell, a text that a spreadsheet would run as a formula gets a leading
     apostrophe. JSON: an array of objects with the same keys, as they are.
     """
+    import csv  # here, not at import: `ncuh report` starts without it
     if isinstance(table, ExportColumns):
         columns = table.columns()
     else:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
 import io
 import pickle
 import stat
@@ -51,10 +50,16 @@ def folder() -> Path:
     return cache_dir() / CACHE_FOLDER
 
 
+def _sha256(data: bytes = b"") -> Any:
+    import hashlib  # here, not at import: `ncuh report` starts without it
+
+    return hashlib.sha256(data)
+
+
 @cache
 def _reader_fingerprint() -> bytes:
     """What a kept entry was built by: this package's reading code, ncuh, ncu_report, Python."""
-    digest = hashlib.sha256(f"{_FORMAT}|{__version__}|{sys.version}".encode())
+    digest = _sha256(f"{_FORMAT}|{__version__}|{sys.version}".encode())
     # the reading code, and the slimmed sections the details view consults
     sources = [*sorted(_PACKAGE.glob("*.py")), _PACKAGE.parent / "rundir" / "slim_sections.py"]
     for source in sources:
@@ -82,7 +87,7 @@ def report_key(path: Path) -> str | None:
     try:
         if not stat.S_ISREG(path.stat().st_mode):  # a FIFO would never end
             return None
-        digest = hashlib.sha256(_reader_fingerprint())
+        digest = _sha256(_reader_fingerprint())
         with path.open("rb") as handle:
             while chunk := handle.read(_CHUNK):
                 digest.update(chunk)
@@ -93,7 +98,7 @@ def report_key(path: Path) -> str | None:
 
 def summary_key(key: str) -> str:
     """The entry name of a report's summaries of every metric (`builder.summarize_kernel`)."""
-    return hashlib.sha256(f"{key}|summaries".encode()).hexdigest()[:40]
+    return _sha256(f"{key}|summaries".encode()).hexdigest()[:40]
 
 
 class _ModelUnpickler(pickle.Unpickler):

@@ -8,7 +8,6 @@ from where it is made to where it is written.
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from harness.report import read_cache
@@ -21,6 +20,7 @@ def exported(report: Path, kernel_regex: str | None = None,
              fmt: ExportFormat = "csv") -> Exported:
     """The export of one report as `write_export` writes it; kept (`read_cache`) and read back
     while the report and this reader are unchanged."""
+    import hashlib  # here, not at import: `ncuh report` starts without it
     report_key = read_cache.report_key(report) if cache_wanted() else None
     key = None
     if report_key is not None:

@@ -19,7 +19,6 @@ import contextlib
 import os
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -139,6 +138,7 @@ def atomic_path(destination: Path | str, *, suffix: str = "") -> Iterator[Path]:
     On any exception (KeyboardInterrupt included) the temporary file is removed and the
     destination is left as it was; an OSError becomes a one-line `OutputError`.
     """
+    import tempfile  # here, not at import: `ncuh report` starts without it
     requested = Path(destination)
     try:
         destination = _resolve(requested)
@@ -180,6 +180,7 @@ def atomic_write_bytes(destination: Path | str, data: bytes) -> Path:
 
 
 def _temp_directory(destination: Path) -> Path:
+    import tempfile  # here, not at import: `ncuh report` starts without it
     name_max = _prepare_parent(destination)
     tmp = Path(tempfile.mkdtemp(
         prefix=_temp_prefix(destination.name, ".incomplete", name_max), suffix=".incomplete",

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 import time
 import zlib
 from pathlib import Path
@@ -113,6 +112,7 @@ def mark_used(path: Path) -> None:
 
 def store(target: Path, name: str, packed: bytes) -> None:
     """Write `packed` (zlib bytes) as `target/name`, atomically. OSError where it cannot."""
+    import tempfile  # here, not at import: `ncuh report` starts without it
     handle, temporary = tempfile.mkstemp(dir=target, prefix=".incomplete-")
     try:
         with os.fdopen(handle, "wb") as stream:
