@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     )
     from harness.report.export_format import EXPORT_FORMATS, write_export
     from harness.report.instruction_classes import MATH_CLASSES
+    from harness.report.math_precisions import MathRate, math_rates, tensor_precisions
     from harness.report.metrics_export import metrics as export_metrics_csv
     from harness.report.model import (
         ASYNC_LOADS,
@@ -49,6 +50,14 @@ if TYPE_CHECKING:
     from harness.report.reportfile import EXPORT_COLUMNS, export_columns
     from harness.report.roofline import Roofline
     from harness.report.sass_hotspots import Hotspot, hotspots
+    from harness.report.stall_sites import (
+        SITE_CLASSES,
+        Carrier,
+        ReasonSites,
+        Site,
+        site_words,
+        sites_by_reason,
+    )
 
 # public name -> (module, attribute), imported on first use so that importing the package does
 # no work; not cached here, so a test that replaces the attribute in its module is seen.
@@ -64,8 +73,17 @@ _HOMES: dict[str, tuple[str, str]] = {
     "EXPORT_COLUMNS": ("harness.report.reportfile", "EXPORT_COLUMNS"),
     "EXPORT_FORMATS": ("harness.report.export_format", "EXPORT_FORMATS"),
     "Hotspot": ("harness.report.sass_hotspots", "Hotspot"),
+    "Carrier": ("harness.report.stall_sites", "Carrier"),
+    "SITE_CLASSES": ("harness.report.stall_sites", "SITE_CLASSES"),
+    "ReasonSites": ("harness.report.stall_sites", "ReasonSites"),
+    "Site": ("harness.report.stall_sites", "Site"),
+    "site_words": ("harness.report.stall_sites", "site_words"),
+    "sites_by_reason": ("harness.report.stall_sites", "sites_by_reason"),
     "KernelReport": ("harness.report.model", "KernelReport"),
     "MATH_CLASSES": ("harness.report.instruction_classes", "MATH_CLASSES"),
+    "MathRate": ("harness.report.math_precisions", "MathRate"),
+    "math_rates": ("harness.report.math_precisions", "math_rates"),
+    "tensor_precisions": ("harness.report.math_precisions", "tensor_precisions"),
     "Number": ("harness.report.model", "Number"),
     "OCCUPANCY_LIMITERS": ("harness.report.model", "OCCUPANCY_LIMITERS"),
     "PipeUse": ("harness.report.model", "PipeUse"),
@@ -99,16 +117,21 @@ __all__ = [
     "EXPORT_FORMATS",
     "MATH_CLASSES",
     "OCCUPANCY_LIMITERS",
+    "SITE_CLASSES",
     "VIEW_FORMATS",
     "AsyncCopies",
     "BankConflictStats",
+    "Carrier",
     "Hotspot",
     "KernelReport",
     "Listing",
+    "MathRate",
     "Number",
     "PipeUse",
+    "ReasonSites",
     "Roofline",
     "RuleResult",
+    "Site",
     "build_kernel_report",
     "every_metric",
     "export_columns",
@@ -120,6 +143,7 @@ __all__ = [
     "limiters_of",
     "load_kernel_reports",
     "load_kernel_summaries",
+    "math_rates",
     "may_fork",
     "open_report",
     "profile_views",
@@ -128,7 +152,10 @@ __all__ = [
     "render_view",
     "report_views",
     "select_kernels",
+    "site_words",
+    "sites_by_reason",
     "stall_label",
+    "tensor_precisions",
     "write_export",
 ]
 
