@@ -34,20 +34,21 @@ from harness.findings import (
     describe_bound,
     duration_change,
     ncu_set_aside,
-    near_dram_peak,
     run_rules,
-    tldr_finding,
 )
 from harness.pages.gpu_comparison import GpuComparison, compare_gpus
 from harness.pages.side_by_side import Change, KeyValue, key_values, since_previous
+from harness.pages.tldr import Measured, tldr
 from harness.project import Project, Size, size_text
 from harness.report import (
     Hotspot,
     KernelReport,
+    MathRate,
     PipeUse,
     Roofline,
     hotspots,
     load_kernel_reports,
+    math_rates,
     read_ahead,
     render_text,
     stall_label,
@@ -110,6 +111,7 @@ class FixIdea:
     text: str | None
     what_if: str
     finding_number: int  # 1-based number of the finding it answers
+    because: str = ""  # when it fits, as the report shows it (`findings.FixIdea.because`)
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,8 @@ class KernelPage:
     # profiled duration) or "ncu" (the FP32 operations ncu counted)
     work_source: str = "ncu"
     pct_of_limit: float | None = None  # of the project's first benched limit
+    # the kernel's math by precision (tensor cores, FP64, FP32), most per second first
+    math_rates: list[MathRate] = field(default_factory=list)
     pct_of_reference: float | None = None
     limiter: str = ""
     label: str = ""  # short name on plot axes, e.g. "4. register_tiled"
@@ -443,24 +447,6 @@ def _numbered(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if f.kind != "good"]
 
 
-def _tldr(profile: KernelReport, findings: list[Finding]) -> str:
-    """The binding unit and the problem with the largest estimated gain."""
-    bound = _bound_only(profile)
-    top = tldr_finding(findings)
-    dram = near_dram_peak(profile)
-    if dram is not None:  # the memory's own speed binds: what is left is small
-        bound += (f" and streams at {dram:.1f}% of the DRAM peak, near what the memory "
-                  "can deliver")
-    if top is None:
-        return f"The kernel is {bound}; no rule found a clear problem."
-    first = top.title.rstrip(".")
-    gain = (f" (ncu estimates up to {top.speedup_pct:.0f}% speedup)"
-            if top.speedup_pct is not None else "")
-    lead = ("; the largest remaining item is this: " if dram is not None
-            else ", and the biggest problem is this: ")
-    return f"The kernel is {bound}{lead}{first[0].lower()}{first[1:]}{gain}."
-
-
 def _bonus(item: _Item) -> Bonus:
     profile = item.profile
     widths = []
@@ -535,11 +521,8 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
     if item.foreign is not None:
         heading += f" ({profile.name}, not its kernel {item.foreign})"
     numbered = _numbered(findings)
-    fixes = [
-        FixIdea(f.fix_title or f.title, f.fix_text, f.what_if, number)
-        for number, f in enumerate(numbered, start=1)
-        if f.what_if
-    ]
+    fixes = [FixIdea(idea.title, idea.text, idea.what_if, number, idea.because)
+             for number, f in enumerate(numbered, start=1) for idea in f.fixes]
     roofline = profile.roofline
     page = KernelPage(
         slug=slugs[id(item)],
@@ -554,7 +537,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         strategy=variant.strategy if variant is not None else None,
         good=[f for f in findings if f.kind == "good"][:MAX_SUMMARY],
         bad=[f for f in findings if f.kind == "bad"][:MAX_SUMMARY],
-        tldr=_tldr(profile, findings),
+        tldr=tldr(profile, findings),
         findings=numbered,
         ncu_also=ncu_set_aside(profile),
         fix_ideas=fixes,
@@ -583,6 +566,10 @@ def _add_throughput(page: KernelPage, item: _Item, size: str | None) -> None:
         page.time_ms = profile.speed_of_light.duration_ns / 1e6
     if roofline.achieved_flops is not None:
         page.gflops = roofline.achieved_flops / 1e9
+    page.math_rates = math_rates(profile)
+    flops = [r.per_second for r in page.math_rates if not r.precision.startswith("INT")]
+    if flops:  # every precision's math, tensor cores included, as ncu counted it
+        page.gflops = sum(flops) / 1e9
     modelled = _modelled(item.project, item.entry, page.time_ms)
     if modelled is not None:  # the project's own work model over the profiled duration
         flops, page.gbps = modelled
@@ -828,6 +815,9 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
         ceiling = limit_gbps.get(page.size or "")
         if ceiling and page.gbps is not None and page.time_source == "bench":
             page.pct_of_limit = 100.0 * page.gbps / ceiling
+        _judge_against_bench(page, Measured(
+            limit.name if limit is not None else None, page.pct_of_limit, page.gbps, ceiling,
+            page.speedups.reference_name if page.speedups else None, page.pct_of_reference))
     if not environment:  # plain reports: the device each report recorded
         first = items[0].profile
         environment = {"gpu": first.device, "compute_capability": first.compute_capability}
@@ -849,6 +839,16 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
         and any(p.gbps is not None for p in pages),
         gpus=compare_gpus(pages),
     )
+
+
+def _judge_against_bench(page: KernelPage, measured: Measured) -> None:
+    """The TLDR against what the run benched; a kernel at its practical limit gets no fix
+    idea: there is nothing left for one to win."""
+    if page.profile is None or (measured.limit_pct is None and measured.reference_pct is None):
+        return
+    page.tldr = tldr(page.profile, page.findings, measured)
+    if measured.at_limit:
+        page.fix_ideas = []
 
 
 def _slugs(items: list[_Item]) -> dict[int, str]:
