@@ -30,6 +30,7 @@ from harness.findings import (
     tensor_core,
     warp_primitives,
 )
+from harness.findings.fixes import fixes_for
 from harness.pages.writeup import KernelPage, collect
 from harness.report.builder import load_kernel_reports
 from harness.report.model import KernelReport
@@ -84,8 +85,10 @@ PROBLEMS = {
     "(__launch_bounds__(256, 2) in CUDA C++, maxnreg=128 in Triton) would fit 2 blocks, 16 "
     "warps",
     "zoo_occupancy_warps": "compute-bound (FMA pipe at 71.9%)",
-    "zoo_waves_tail": "tail effect: 1.25 waves, the partial last wave leaves 37.5% of SM time "
-    "idle",
+    # the last wave holds a quarter of a wave's blocks: the SMs stay busy (99.0% of the time)
+    # but 34.4% of their warp slots stay empty, the cost the counters measure
+    "zoo_waves_tail": "tail effect: 1.25 waves, the partial last wave (25.0% full) leaves warp "
+    "slots empty: 34.4% of them stayed empty",
     "zoo_imbalance": "work is unbalanced across SMs: the busiest SM was active 13.6× as many "
     "cycles as the average SM, so for about 92.5% of the kernel one SM ran alone",
 }
@@ -197,9 +200,12 @@ def test_hopper_gemms_are_judged_by_the_tensor_pipe():
     assert [f for f in found if f.kind == "bad"] == []
     [occ] = [f for f in found if f.rule == "occupancy" and f.title.startswith("Theoretical")]
     assert occ.kind == "info" and "by design" in occ.title and "18.8%" in occ.title
-    assert occ.what_if is None  # design has no fix idea; on its own the rule offers one
+    assert occ.fixes == ()  # design has no fix idea
+    # on its own the rule states the lift, but no register cap fits: 168 -> 80 registers is
+    # more than a quarter of them, and shared memory binds as well
     [alone] = [f for f in occupancy.check(gemm) if f.title.startswith("Theoretical")]
-    assert alone.kind == "bad" and "at most 80 registers per thread" in alone.what_if
+    assert alone.kind == "bad" and "at most 80 registers per thread" in alone.title
+    assert fixes_for(gemm, alone) == ()
     assert occupancy_limits.binding(gemm).resource == "registers"
     [gap] = [f for f in found if f.rule == "occupancy" and f.title.startswith("Achieved")]
     assert "at most 4.8% to win: the tensor pipe is at 95.2% of its peak" in gap.title
@@ -231,7 +237,9 @@ def test_low_occupancy_is_design_only_for_wgmma_kernels():
               and f.title.startswith("Theoretical")]
     assert sync.kind == "bad"
     assert "only together: at most 168 registers per thread" in sync.title
-    assert "and at most 75.0 KiB per block would fit 3 blocks" in sync.title
+    # its 64 KiB blocks ran under a 132 KiB carve-out: 3 fit a 195 KiB one, of the SM's 228
+    assert ("a carve-out of 195.0 KiB (of the SM's 228.0 KiB) would fit 3 blocks, 12 warps as "
+            "they are, or at most 43.0 KiB per block within 132.0 KiB") in sync.title
 
 
 def test_tma_copy_is_memory_bound_through_tma():
