@@ -137,8 +137,10 @@ def _tail(profile: KernelReport, f: Finding) -> str | None:
     if f.kind != "bad" or not f.title.startswith("Tail"):
         return None
     empty = waves.empty_slots_pct(profile)
-    if empty is None or empty < waves.BAD_IDLE:
-        return f"only {empty}% of the warp slots stayed empty"
+    if empty is None:
+        return "the occupancy counters were not collected"
+    if empty < waves.BAD_IDLE:
+        return f"only {empty:.1f}% of the warp slots stayed empty"
     return None
 
 
@@ -158,12 +160,19 @@ def _conflicts(profile: KernelReport, f: Finding) -> str | None:
     return None
 
 
-def _progress(profile: KernelReport, f: Finding) -> str | None:
-    """A lower throughput of a faster kernel is no regression."""
-    if f.kind != "bad" or "throughput" not in f.title:
+def _progress(profile: KernelReport, f: Finding, previous: KernelReport | None) -> str | None:
+    """A lower share (throughput, occupancy) of a kernel that got faster doing fewer
+    instructions is no regression."""
+    before, after = f.metrics.get("before"), f.metrics.get("after")
+    if f.kind != "bad" or previous is None or not isinstance(before, float) \
+            or not isinstance(after, float) or after >= before:
         return None
-    if "faster" in f.title:
-        return "the kernel got faster"
+    old, new = previous.speed_of_light.duration_ns, profile.speed_of_light.duration_ns
+    if old and new and new < old and (profile.executed_instructions or 0.0) < (
+            previous.executed_instructions or 0.0):
+        return (f"the kernel got {old / new:.2f}x faster with fewer instructions "
+                f"({previous.executed_instructions:,.0f} -> "
+                f"{profile.executed_instructions:,.0f})")
     return None
 
 
@@ -175,7 +184,6 @@ FINDING_CHECKS: dict[str, Callable[[KernelReport, Finding], str | None]] = {
     "occupancy": _occupancy,
     "waves": _tail,
     "bank_conflicts": _conflicts,
-    "progress": _progress,
 }
 
 
@@ -257,14 +265,18 @@ def _over_peak(f: Finding) -> str | None:
     return None
 
 
-def contradictions(profile: KernelReport, findings: list[Finding]) -> list[Contradiction]:
-    """Every sentence of these findings (titles, fix ideas) that the report contradicts."""
+def contradictions(profile: KernelReport, findings: list[Finding],
+                   previous: KernelReport | None = None) -> list[Contradiction]:
+    """Every sentence of these findings (titles, fix ideas) that the report (and the previous
+    iteration's, for the changes since) contradicts."""
     found = []
     for f in findings:
         if f.title.startswith("Not judged"):
             continue
         check = FINDING_CHECKS.get(f.rule)
-        for why in (check(profile, f) if check is not None else None, _over_peak(f)):
+        checked = _progress(profile, f, previous) if f.rule == "progress" else \
+            check(profile, f) if check is not None else None
+        for why in (checked, _over_peak(f)):
             if why is not None:
                 found.append(Contradiction(profile.name, f.title, why))
         for idea in f.fixes:

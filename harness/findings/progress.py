@@ -62,7 +62,8 @@ def _work(profile: KernelReport, previous: KernelReport) -> str:
 
 
 def _delta(name: str, old: float | None, new: float | None, section: str,
-           min_change: float, profile: KernelReport, previous: KernelReport) -> list[Finding]:
+           min_change: float, profile: KernelReport, previous: KernelReport,
+           less: str = "less of the SM") -> list[Finding]:
     """A share that moved, judged by the time: higher and faster is good; lower while the
     kernel got faster is the same work done with less of the unit (information); lower and
     slower is bad; higher and slower does more work."""
@@ -80,7 +81,7 @@ def _delta(name: str, old: float | None, new: float | None, section: str,
         kind = "bad"
     elif new < old and faster:
         why = (f": the kernel ran {fmt(speed or 0.0, 2)}x faster{_work(profile, previous)}, so "
-               "the same work needs less of the SM")
+               f"the same work needs {less}")
     elif new > old and slower:
         why = f": the kernel ran slower{_work(profile, previous)}, so it does more work"
     return [
@@ -107,7 +108,8 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
                        profile.speed_of_light.compute_throughput_pct, SECTION, 10.0, profile,
                        previous)
     findings += _delta("Achieved occupancy", previous.occupancy.achieved_pct,
-                       profile.occupancy.achieved_pct, "Occupancy", 10.0, profile, previous)
+                       profile.occupancy.achieved_pct, "Occupancy", 10.0, profile, previous,
+                       "fewer resident warps")
     return findings
 
 
