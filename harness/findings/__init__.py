@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from harness.findings.progress import NAME as PROGRESS_RULE
     from harness.findings.progress import duration_change
     from harness.findings.registry import RULES, get_rule, rule_names, run_rules, tldr_finding
+    from harness.findings.stalls import PROBLEMS as STALL_PROBLEMS
 
 # public name -> (module, attribute), imported on first use so that importing the package does
 # no work; not cached here, so a test that replaces the attribute in its module is seen.
@@ -33,6 +34,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "describe_bound": ("harness.findings.bound", "describe"),
     "duration_change": ("harness.findings.progress", "duration_change"),
     "PROGRESS_RULE": ("harness.findings.progress", "NAME"),
+    "STALL_PROBLEMS": ("harness.findings.stalls", "PROBLEMS"),
     "get_rule": ("harness.findings.registry", "get_rule"),
     "near_dram_peak": ("harness.findings.bound", "near_dram_peak"),
     "rule_names": ("harness.findings.registry", "rule_names"),
@@ -43,6 +45,7 @@ _HOMES: dict[str, tuple[str, str]] = {
 __all__ = [
     "PROGRESS_RULE",
     "RULES",
+    "STALL_PROBLEMS",
     "Finding",
     "Kind",
     "SetAside",

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import NcuhError, ReportError
 from harness.findings import (
     PROGRESS_RULE,
+    STALL_PROBLEMS,
     Finding,
     SetAside,
     busiest_pipes,
@@ -51,6 +52,7 @@ from harness.report import (
     math_rates,
     read_ahead,
     render_text,
+    sites_by_reason,
     stall_label,
 )
 from harness.rundir import (
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
     from harness.project import Project
 
 MAX_SUMMARY = 5  # items under What's Good? / What's Bad?
+STALL_CARRIES = 50.0  # percent of a stall's samples at one class: the index names it
 HOTSPOTS = 5
 PIPES_SHOWN = 6
 
@@ -392,12 +395,17 @@ def _bound_only(profile: KernelReport) -> str:
 
 
 def _bound_text(profile: KernelReport) -> str:
-    """The index's "main limiter": the binding unit and the largest stall reason."""
+    """The index's "main limiter": the binding unit and the largest stall reason, with the
+    instructions that carry most of its samples where one class does."""
     text = _bound_only(profile)
     stalls = [s for s in profile.warp_state.stalls if s.reason != "selected"]
     if stalls:
         top = max(stalls, key=lambda s: s.cycles_per_issue)
         text += f"; {stall_label(top.reason)} stalls"
+        sites = sites_by_reason(profile).get(top.reason)
+        if top.reason in STALL_PROBLEMS and sites is not None and sites.enough \
+                and sites.carriers and sites.carriers[0].share_pct >= STALL_CARRIES:
+            text += f" at {sites.carriers[0].words}"
     return text
 
 
