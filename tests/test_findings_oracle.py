@@ -68,7 +68,8 @@ def test_no_sentence_of_any_report_is_contradicted_by_its_counters(path: Path):
 
 
 RUNS = [ROOT / "reports" / "runs" / name for name in
-        ("reduction-h100-2p26", "softmax_triton-h100-8192", "sgemm-h200-256")] + [
+        ("reduction-h100-2p26", "softmax_triton-h100-8192", "sgemm-h200-256",
+         "transpose-h200")] + [
     min(_unpacked(archive).glob("*/*/")) for archive in PACKED_RUNS]
 
 
@@ -327,6 +328,21 @@ def test_a_kernel_at_its_copy_limit_reads_at_the_limit():
     assert page_contradictions(below.profile, "The kernel is memory-bound", 0, 85.0)
     assert page_contradictions(below.profile, "The kernel runs at the limit", 1, 85.0)
     assert page_contradictions(below.profile, "The kernel runs at the limit", 0, 85.0) == []
+
+
+def test_a_transpose_short_of_the_limit_says_how_far_and_bounds_ncus_estimate():
+    pages = {p.variant: p for p in collect([ROOT / "reports" / "runs" / "transpose-h200"]).pages}
+    coarsened = pages["coarsened"]
+    assert f"{coarsened.pct_of_limit:.1f}" == "84.2"  # below 85%: not at the limit
+    assert "at the limit" not in coarsened.tldr and coarsened.fix_ideas
+    assert ("(ncu estimates up to 46% speedup; the device copy leaves at most 15.8% of its "
+            "time to win)") in coarsened.tldr
+    assert "It runs at 84.2% of the device copy's bandwidth (the practical limit)" in \
+        coarsened.tldr
+    unbounded = coarsened.tldr.replace("; the device copy leaves at most 15.8% of its time to "
+                                       "win", "")
+    assert [c.counters for c in page_contradictions(coarsened.profile, unbounded, 1, 84.2)] == [
+        "at 84.2% of the practical limit, at most 15.8% is left to win"]
 
 
 def test_a_faster_iteration_doing_fewer_instructions_is_not_told_bad():

@@ -66,6 +66,16 @@ def imbalance_explains_occupancy(findings: list[Finding]) -> list[Finding]:
     return out
 
 
+def small_grid_explains_occupancy(findings: list[Finding]) -> list[Finding]:
+    """A grid smaller than one wave never fills the SMs: what limits their warps, and how far
+    achieved falls short, say nothing the grid does not; the grid is the problem to name."""
+    if not any(f.kind == "bad" and f.rule == waves.NAME and "of one wave" in f.title
+               for f in findings):
+        return findings
+    return [_aside(f, "the grid fills less than one wave, so this limit does not bind")
+            if f.rule == occupancy.NAME and f.kind == "bad" else f for f in findings]
+
+
 def tail_explains_occupancy(findings: list[Finding]) -> list[Finding]:
     """Achieved occupancy short of theoretical is what a partial last wave looks like: the
     tail finding names the cause."""

@@ -298,4 +298,9 @@ def page_contradictions(profile: KernelReport, tldr: str, fix_ideas: int,
     if at and fix_ideas:
         found.append(Contradiction(profile.name, f"{fix_ideas} fix ideas",
                                    f"at {pct_of_limit:.1f}% of the practical limit"))
+    estimate = re.search(r"ncu estimates up to (\d+)% speedup\)", tldr)
+    if pct_of_limit is not None and estimate and float(estimate.group(1)) > 100.0 - pct_of_limit:
+        found.append(Contradiction(profile.name, estimate.group(0),
+                                   f"at {pct_of_limit:.1f}% of the practical limit, at most "
+                                   f"{100.0 - pct_of_limit:.1f}% is left to win"))
     return found

@@ -150,6 +150,7 @@ def run_rules(
     findings = explains.dominance_explains_pipe(findings)
     findings = explains.imbalance_explains_occupancy(findings)
     findings = explains.tensor_peak_outweighs(findings, profile)
+    findings = explains.small_grid_explains_occupancy(findings)
     findings = explains.tail_explains_occupancy(findings)
     findings = [_consistent(f, profile) for f in findings]
     findings = [_qualified(f, profile) for f in findings]
@@ -169,11 +170,11 @@ def _with_fixes(findings: list[Finding], profile: KernelReport) -> list[Finding]
     the first problem it answers. A kernel at its limit gets none."""
     if at_limit(profile):
         return findings
-    given: set[str] = set()
+    given: set[tuple[str, str]] = set()
     out = []
     for f in findings:
-        ideas = tuple(i for i in fixes_for(profile, f) if i.rule not in given)
-        given.update(i.rule for i in ideas)
+        ideas = tuple(i for i in fixes_for(profile, f) if (i.rule, i.title) not in given)
+        given.update((i.rule, i.title) for i in ideas)
         out.append(dataclasses.replace(f, fixes=ideas) if ideas else f)
     return out
 

@@ -19,6 +19,12 @@ from harness.report import KernelReport
 NAME = "waves"
 SECTION = "Launch Statistics"
 BAD_IDLE = 5.0  # percent of SM time idle in the tail before we call it a problem
+SM_COUNT = "device__attribute_multiprocessor_count"
+
+
+def _share(waves: float) -> str:
+    """A wave's share as a page says it: "24.2%", "under 0.1%"."""
+    return f"{fmt(100 * waves)}%" if 100 * waves >= 0.05 else "under 0.1%"
 
 
 def idle_share_pct(waves: float) -> float:
@@ -68,15 +74,21 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
     grid = profile.launch.grid_size
     metrics: dict[str, float | str] = {"waves": waves, "idle_pct": idle_share_pct(waves)}
     if waves < 1.0:
+        sms = profile.metric(SM_COUNT)
+        achieved = profile.occupancy.achieved_pct
+        idle = ("SMs sit idle" if grid is None or sms is None or grid < sms else
+                f"every SM has a block, but warps fill only {fmt(achieved)}% of its warp slots"
+                if achieved is not None else "every SM has a block, but not its warp slots")
+        blocks = (f" ({fmt(grid, 0)} block{'s' * (grid != 1)}"
+                  + (f" for {fmt(sms, 0)} SMs)" if sms is not None else ")")
+                  if grid is not None else "")
         return [
             Finding(
                 rule=NAME,
                 kind="bad",
-                title=f"The grid fills only {fmt(100 * waves)}% of one wave: SMs sit idle.",
-                text=f"{fmt(waves, 2)} waves per SM"
-                + (f" ({fmt(grid, 0)} blocks)" if grid is not None else "")
-                + ": part of the GPU has no block to run for the whole kernel"
-                + f"{_measured(profile)} ({SECTION}).",
+                title=f"The grid fills only {_share(waves)} of one wave: {idle}.",
+                text=f"{fmt(waves, 2)} waves per SM{blocks}: the launch gives the GPU less "
+                f"work than it holds at once{_measured(profile)} ({SECTION}).",
                 section=SECTION,
                 weight=100.0 * (1.0 - waves),
                 metrics=metrics,

@@ -44,6 +44,17 @@ def _against(measured: Measured) -> str:
     return f" It runs at {' and '.join(parts)}." if parts else ""
 
 
+def _left(measured: Measured, top: Finding) -> str:
+    """"; the device copy leaves at most 15.8% of its time to win" where ncu's estimate is
+    more than the measured limit allows."""
+    if measured.limit_pct is None or top.speedup_pct is None:
+        return ""
+    left = max(0.0, 100.0 - measured.limit_pct)
+    if top.speedup_pct <= left:
+        return ""
+    return f"; the {measured.limit_name} leaves at most {left:.1f}% of its time to win"
+
+
 def tldr(profile: KernelReport, findings: list[Finding],
          measured: Measured | None = None) -> str:
     """The binding unit and the problem with the largest estimated gain, after the measured
@@ -65,7 +76,7 @@ def tldr(profile: KernelReport, findings: list[Finding],
     if top is None:
         return f"{head}; no rule found a clear problem.{against}"
     first = top.title.rstrip(".")
-    gain = (f" (ncu estimates up to {top.speedup_pct:.0f}% speedup)"
+    gain = (f" (ncu estimates up to {top.speedup_pct:.0f}% speedup{_left(measured, top)})"
             if top.speedup_pct is not None else "")
     lead = ("; the largest remaining item is this: " if dram is not None or measured.at_limit
             else ", and the biggest problem is this: ")

@@ -1,14 +1,14 @@
 """Which instructions carry each warp stall reason: the per-PC stall samples of the Source
-Counters, told by the class of the instruction that causes them.
+Counters, told by the class of instruction that causes them.
 
 A PC sample records the instruction a warp is stalled at. For most reasons that instruction is
 the cause: a load waiting for room in its queue (MIO or LG throttle), a MUFU, a WGMMA wait
-(`WARPGROUP.DEPBAR`), a cluster barrier wait. For a scoreboard wait it is the consumer: the
-cause is the earlier variable-latency instruction whose result it reads, or whose operand it
-would overwrite before that instruction has read it, found by walking back through the
-instructions (`sass_operands`). A block barrier lets the warp run on to the first instruction
-that needs it, so its samples go to the nearest BAR before them; the drain at exit goes to the
-stores still in flight.
+(`WARPGROUP.DEPBAR`), an mbarrier try-wait, a cluster barrier wait. For a scoreboard wait it is
+the consumer: the cause is the earlier variable-latency instruction whose result it reads, or
+whose operand it would overwrite before that instruction has read it, found by walking back
+through the instructions (`sass_operands`). A block barrier lets the warp run on to the first
+instruction that needs it, so its samples go to the nearest BAR before them; the drain at exit
+goes to the stores still in flight.
 """
 
 from __future__ import annotations
@@ -65,8 +65,11 @@ _READ_LATE = frozenset(("STG", "STL", "ST", "RED", "REDG", "ATOM", "ATOMG", "STS
 SCOREBOARD_REACH = 256
 BARRIER_REACH = 32
 DRAIN_REACH = 64
-# the instructions a barrier stall waits at itself; a BAR lets the warp run on
+# the instructions a barrier stall waits at itself (a WGMMA wait, a cluster barrier's wait, an
+# mbarrier try-wait, which suspends the warp until the phase completes); a BAR lets the warp
+# run on to the first instruction that needs it
 WAITING = frozenset(("WARPGROUP", "UCGABAR_WAIT", "DEPBAR"))
+MBARRIER_WAIT = "SYNCS.PHASECHK"
 BARRIERS = frozenset(("BAR", "WARPGROUP", "UCGABAR_WAIT", "DEPBAR"))
 MEMORY_BARRIERS = frozenset(("MEMBAR", "ERRBAR", "FENCE", "CGAERRBAR"))
 STORES = frozenset(("STG", "ST", "STL", "STS", "RED", "REDG", "ATOM", "ATOMG", "UTMASTG"))
@@ -179,7 +182,8 @@ def _cause(code: Sequence[Operands | None], at: int, reason: str) -> int | None:
     if reason == "short_scoreboard":
         return _scoreboard_cause(code, at, SHORT_SCOREBOARD)
     if reason == "barrier":
-        if here is not None and here.base in WAITING:
+        if here is not None and (here.base in WAITING
+                                 or here.opcode.startswith(MBARRIER_WAIT)):
             return at
         return _nearest_before(code, at - 1, BARRIERS, BARRIER_REACH) if at else None
     if reason == "membar":

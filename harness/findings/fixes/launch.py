@@ -45,7 +45,7 @@ def cap_registers(profile: KernelReport, finding: Finding) -> FixIdea | None:
         (Evidence("next_block_register_cap", "<", regs, cap),
          Evidence("next_block_register_cap", ">=", regs * (1.0 - REGISTER_CUT), cap),
          ev(profile, "spill_instructions", "<=", 0.0),
-         ev(profile, "occupancy_causes", "<=", 1.0),
+         ev(profile, "occupancy_causes", "<=", 1.0), ev(profile, "waves", ">=", 1.0),
          ev(profile, "theoretical_occupancy_pct", "<", LOW_OCCUPANCY)))
 
 
@@ -62,7 +62,7 @@ def fit_shared_memory(profile: KernelReport, finding: Finding) -> FixIdea | None
         "What if the carve-out were raised (cudaFuncAttributePreferredSharedMemoryCarveout) "
         "or the tiles sized so that one more block's shared memory fits on each SM?",
         (ev(profile, "theoretical_occupancy_pct", "<", LOW_OCCUPANCY),
-         ev(profile, "occupancy_causes", "<=", 1.0),
+         ev(profile, "occupancy_causes", "<=", 1.0), ev(profile, "waves", ">=", 1.0),
          ev(profile, "shared_executed", ">", 0.0)))
 
 
@@ -76,7 +76,7 @@ def divide_the_warp_slots(profile: KernelReport, finding: Finding) -> FixIdea | 
     return FixIdea(
         "divide_the_warp_slots", "Rebalance the block size.",
         f"{limit.cause}.", f"What if {limit.lift.replace('a block', 'blocks', 1)}?",
-        (ev(profile, "theoretical_occupancy_pct", "<", 100.0),))
+        (ev(profile, "theoretical_occupancy_pct", "<", 100.0), ev(profile, "waves", ">=", 1.0)))
 
 
 def larger_blocks(profile: KernelReport, finding: Finding) -> FixIdea | None:
@@ -89,8 +89,7 @@ def larger_blocks(profile: KernelReport, finding: Finding) -> FixIdea | None:
     return FixIdea(
         "larger_blocks", "Launch larger blocks.",
         f"{limit.cause}.", f"What if {limit.lift.replace(' would allow', ' allowed')}?",
-        (ev(profile, "theoretical_occupancy_pct", "<", 100.0),
-         ev(profile, "grid_blocks", ">", 1.0)))
+        (ev(profile, "theoretical_occupancy_pct", "<", 100.0), ev(profile, "waves", ">=", 1.0)))
 
 
 def even_out_the_grid(profile: KernelReport, finding: Finding) -> FixIdea | None:
@@ -114,7 +113,7 @@ def fill_the_gpu(profile: KernelReport, finding: Finding) -> FixIdea | None:
     threads = profile.launch.block_size or 0.0
     how = ("each block handled fewer elements (smaller blocks, or the work of a block "
            "split over several)" if threads >= 2 * WARP else
-           "the work were spread over more blocks (blocks of at least 64 threads)")
+           "the work were split over more blocks")
     return FixIdea(
         "fill_the_gpu", "Launch enough blocks to fill the GPU.",
         "The grid does not give every SM a block: those SMs idle for the whole kernel.",

@@ -39,7 +39,8 @@ def reuse_from_registers(profile: KernelReport, finding: Finding) -> FixIdea | N
         "that can come from a register instead takes pressure off it.",
         "What if each thread computed several outputs and kept the operands it reuses in "
         "registers, so fewer loads go through L1/TEX and shared memory?",
-        (*_bound(profile), ev(profile, "tiles", ">=", 1.0)))
+        (*_bound(profile), ev(profile, "tiles", ">=", 1.0),
+         ev(profile, "l2_reads_per_dram_read", ">=", RE_READ)))
 
 
 def fewer_l1_accesses(profile: KernelReport, finding: Finding) -> FixIdea | None:
