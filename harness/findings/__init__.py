@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from harness.findings.bound import describe as describe_bound
     from harness.findings.bound import near_dram_peak
     from harness.findings.model import Finding, Kind
+    from harness.findings.oracle import contradictions, page_contradictions
     from harness.findings.pipes import busiest as busiest_pipes
     from harness.findings.progress import NAME as PROGRESS_RULE
     from harness.findings.progress import duration_change
@@ -26,6 +27,8 @@ _HOMES: dict[str, tuple[str, str]] = {
     "ncu_set_aside": ("harness.findings.ncu_rules", "set_aside"),
     "SetAside": ("harness.findings.ncu_rules", "SetAside"),
     "busiest_memory_unit": ("harness.findings.bound", "busiest_memory_unit"),
+    "contradictions": ("harness.findings.oracle", "contradictions"),
+    "page_contradictions": ("harness.findings.oracle", "page_contradictions"),
     "classify_bound": ("harness.findings.bound", "classify"),
     "Finding": ("harness.findings.model", "Finding"),
     "Kind": ("harness.findings.model", "Kind"),
@@ -52,11 +55,13 @@ __all__ = [
     "busiest_memory_unit",
     "busiest_pipes",
     "classify_bound",
+    "contradictions",
     "describe_bound",
     "duration_change",
     "get_rule",
     "ncu_set_aside",
     "near_dram_peak",
+    "page_contradictions",
     "rule_names",
     "run_rules",
     "tldr_finding",

@@ -10,6 +10,8 @@ warp's access can take, it is quoted with that reason and not read as conflicts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from harness.findings import evidence, shape
 from harness.findings.evidence import Evidence, Op, ev
 from harness.findings.model import Finding, fmt
@@ -23,7 +25,7 @@ MAX_WAYS = 32.0  # wavefronts one warp-wide access can take at most (every lane 
 MATRIX = {"load": "LDSM", "store": "STSM"}
 
 
-def _ways(direction: str):  # type: ignore[no-untyped-def]
+def _ways(direction: str) -> Callable[[KernelReport], float | None]:
     return lambda p: getattr(p.bank_conflicts, f"{direction}s").ways
 
 

@@ -14,6 +14,7 @@ useful work by 32 / lanes.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from harness.findings import evidence
 from harness.findings.evidence import ev
@@ -58,7 +59,7 @@ def lanes_lost(profile: KernelReport) -> dict[str, float] | None:
             "predication": max(0.0, active - working)}
 
 
-def _lost(cause: str):  # type: ignore[no-untyped-def]
+def _lost(cause: str) -> Callable[[KernelReport], float | None]:
     def read(profile: KernelReport) -> float | None:
         lost = lanes_lost(profile)
         return lost[cause] if lost is not None else None

@@ -167,9 +167,8 @@ def run_rules(
 
 def _with_fixes(findings: list[Finding], profile: KernelReport) -> list[Finding]:
     """Each problem with the fix ideas that fit it (`fixes.fixes_for`), an idea given once: to
-    the first problem it answers. A kernel at its limit gets none."""
-    if at_limit(profile):
-        return findings
+    the first problem it answers. (A kernel at the practical limit its run benched gets none:
+    the pages drop them, knowing the bench results.)"""
     given: set[tuple[str, str]] = set()
     out = []
     for f in findings:
@@ -177,12 +176,6 @@ def _with_fixes(findings: list[Finding], profile: KernelReport) -> list[Finding]
         given.update((i.rule, i.title) for i in ideas)
         out.append(dataclasses.replace(f, fixes=ideas) if ideas else f)
     return out
-
-
-def at_limit(profile: KernelReport) -> bool:
-    """Whether the kernel runs at what its memory can deliver: memory-bound with DRAM at
-    `bound.NEAR_PEAK` percent of its peak or more."""
-    return bound.near_dram_peak(profile) is not None
 
 
 def _judged(finding: Finding, profile: KernelReport) -> Finding:

@@ -16,6 +16,8 @@ UNCOALESCED = 10.0  # percent of sectors beyond the ideal
 WIDE_LANE = 8.0  # bytes per lane: loads already 64-bit or wider
 RE_READ = 1.5  # L2 sectors read per DRAM sector: the data is re-read through L2
 OWN_TRAFFIC = 50.0  # percent of memory instructions that are local: spills and arrays
+# percent of DRAM's peak from which more bytes in flight find no bandwidth left to use
+DRAM_SATURATED = 85.0
 
 
 def _memory_bound(profile: KernelReport, finding: Finding, unit: str) -> bool:
@@ -134,7 +136,8 @@ def prefetch_next_tile(profile: KernelReport, finding: Finding) -> FixIdea | Non
         "What if the next tile were loaded while the current one is being computed on "
         "(double buffering or cp.async)?",
         (carried(profile, finding, CARRIES), ev(profile, "tiles", ">=", 1.0),
-         ev(profile, "async_copy_executed", "<=", 0.0)))
+         ev(profile, "async_copy_executed", "<=", 0.0),
+         ev(profile, "dram_pct", "<", DRAM_SATURATED)))
 
 
 def more_loads_in_flight(profile: KernelReport, finding: Finding) -> FixIdea | None:
@@ -147,7 +150,8 @@ def more_loads_in_flight(profile: KernelReport, finding: Finding) -> FixIdea | N
         "the first use put more bytes in flight per warp.",
         "What if each thread issued more independent loads before using the first of them "
         "(an unrolled loop over several elements)?",
-        (carried(profile, finding, CARRIES), ev(profile, "tiles", "<", 1.0)))
+        (carried(profile, finding, CARRIES), ev(profile, "tiles", "<", 1.0),
+         ev(profile, "dram_pct", "<", DRAM_SATURATED)))
 
 
 def coalesce(profile: KernelReport, finding: Finding) -> FixIdea | None:
