@@ -126,7 +126,8 @@ def hide_latency(profile: KernelReport, finding: Finding) -> FixIdea | None:
 
 
 def prefetch_next_tile(profile: KernelReport, finding: Finding) -> FixIdea | None:
-    """Warps of a tiled kernel wait on global loads it does not yet overlap with work."""
+    """Warps of a tiled kernel wait on global loads it does not yet overlap with work, and the
+    SM's shared memory holds a second buffer for each resident block."""
     if not carried_by(finding, ("long_scoreboard",), "global"):
         return None
     return FixIdea(
@@ -137,7 +138,8 @@ def prefetch_next_tile(profile: KernelReport, finding: Finding) -> FixIdea | Non
         "(double buffering or cp.async)?",
         (carried(profile, finding, CARRIES), ev(profile, "tiles", ">=", 1.0),
          ev(profile, "async_copy_executed", "<=", 0.0),
-         ev(profile, "dram_pct", "<", DRAM_SATURATED)))
+         ev(profile, "dram_pct", "<", DRAM_SATURATED),
+         ev(profile, "second_buffer_room", ">=", 1.0)))
 
 
 def more_loads_in_flight(profile: KernelReport, finding: Finding) -> FixIdea | None:
