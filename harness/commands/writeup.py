@@ -9,6 +9,7 @@ import click
 
 from harness.commands.options import out_option, project_path
 from harness.errors import printable
+from harness.util import refuse_input_folders
 
 
 def _default_out() -> Path:
@@ -52,8 +53,9 @@ def writeup(sources: tuple[Path, ...], out: Path | None, fmt: str,
     with started_drawer() as drawer:
         from harness.pages import collect, write
 
-        result = collect(sources, project_path(project))
         out = out or _default_out()
+        refuse_input_folders(out, sources)
+        result = collect(sources, project_path(project))
         rendered = write(result, out, fmt, drawer)  # type: ignore[arg-type]
     click.echo(printable(f"wrote {len(result.pages)} page(s), {len(rendered.files)} file(s) "
                          f"under {out}"))
