@@ -10,8 +10,10 @@ are checked one launch per kernel, read one at a time.
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import functools
+import shutil
 import tarfile
 import tempfile
 from pathlib import Path
@@ -35,6 +37,7 @@ PACKED_RUNS = sorted((ROOT / "benchmarks" / "data").glob("*.tar.xz"))
 @functools.cache
 def _unpacked(archive: Path) -> Path:
     folder = Path(tempfile.mkdtemp(prefix="ncuh-oracle-"))
+    atexit.register(shutil.rmtree, folder, True)
     with tarfile.open(archive) as tar:
         tar.extractall(folder, filter="data")
     return folder
