@@ -3,7 +3,7 @@
 `LDG.E.128 R4, desc[UR4][R2.64]` writes R4..R7 and reads UR4, R2 and R3; `@!P0 BRA` reads P0.
 Registers are the per-thread ones (R), the uniform ones (UR) and the predicates (P, UP); the
 zero registers (RZ, URZ, PT, UPT) are neither read nor written. The first operand is the
-destination, except for instructions without one (stores, reductions, branches, barriers) and
+destination, except for instructions without one (stores, RED atomics, branches, barriers) and
 the comparisons, whose leading predicates are theirs. Vector widths come from the opcode's
 modifiers (.64, .128; LDSM's .2 and .4 matrices; an MMA's fragments) and from a register's
 own suffix (`R2.64`).

@@ -182,7 +182,7 @@ def retire_idle_lanes(profile: KernelReport, finding: Finding) -> FixIdea | None
     return FixIdea(
         "retire_idle_lanes", "Give the predicated-off lanes work, or drop them.",
         "Lanes predicated off issue with their warp and do nothing: a bounds check or a "
-        "shrinking loop (a tree reduction's later steps) leaves them idle.",
+        "shrinking loop (a tree sum's later steps) leaves them idle.",
         "What if the loop's later steps ran in fewer warps (the active threads packed into "
         "the first warps), or each thread took several elements so none runs idle?",
         (ev(profile, "lanes_lost_to_predication", ">=", 1.0),))
