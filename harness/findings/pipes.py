@@ -67,7 +67,7 @@ def busy_with(profile: KernelReport, pipe: str) -> str:
     return pipe_work.brief(pipe_work.work_of(profile, pipe))
 
 
-def busiest(profile: KernelReport) -> list[PipeUse]:
+def busiest_pipes(profile: KernelReport) -> list[PipeUse]:
     """One entry per pipe (its higher measure), busiest first. Sums of other pipes are left
     out: "Shared (FP16+Tensor)", which on Hopper also carries FP64 (an FP64 kernel shows it
     as busy as the FP64 pipe), and "Tensor (All)" where a specific tensor pipe is listed."""
@@ -121,7 +121,7 @@ def _summary(uses: list[PipeUse]) -> str:
 
 
 def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
-    uses = busiest(profile)
+    uses = busiest_pipes(profile)
     if not uses:
         return []
     top = uses[0]

@@ -32,7 +32,7 @@ SITES_SHOWN = 2
 # reasons that are the issue itself or its ordinary waits: told, never a problem
 INFO_REASONS = ("not_selected", "math_pipe_throttle", "wait", "dispatch_stall", "selected")
 # reasons a problem is known to stand behind; the others are told as information
-PROBLEMS = ("mio_throttle", "lg_throttle", "long_scoreboard", "short_scoreboard", "barrier")
+STALL_PROBLEMS = ("mio_throttle", "lg_throttle", "long_scoreboard", "short_scoreboard", "barrier")
 
 # reason -> what the warps wait for, in ncu's terms (whatever instructions carry it)
 MEANING: dict[str, str] = {
@@ -203,7 +203,7 @@ def _finding(profile: KernelReport, reason: str, cycles: float, share: float,
         metrics["carrier"] = carrier
     return Finding(
         rule=NAME,
-        kind="bad" if reason in PROBLEMS else "info",
+        kind="bad" if reason in STALL_PROBLEMS else "info",
         title=title,
         text=f"Warps wait {fmt(cycles)} cycles per issued instruction {waits_for}: "
         f"{fmt(share)}% of the {fmt(total)} cycles between two issued instructions "

@@ -1,80 +1,43 @@
 """The run directory contract: its file names and schemas, the pydantic reader of
-manifest.json and bench.json, and the validation helper behind their one-line errors.
+manifest.json and bench.json, the validation helper behind their one-line errors, and what the
+`pages` set's reports hold (`slim_sections`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness import lazy_face
-
-if TYPE_CHECKING:
-    from harness.rundir.manifest import (
-        BenchFile,
-        BenchRecord,
-        Manifest,
-        ManifestEntry,
-        Run,
-        RunEntry,
-        load_bench,
-        load_run,
-        run_inputs,
-        source_reports,
-    )
-    from harness.rundir.names import (
-        BENCH,
-        BENCH_SCHEMA,
-        MANIFEST,
-        METRICS,
-        RUN_SCHEMA,
-        is_run_directory,
-    )
-    from harness.rundir.schema import describe, validate
-
-# public name -> (module, attribute), imported on first use so that importing the package does
-# no work; not cached here, so a test that replaces the attribute in its module is seen.
-_HOMES: dict[str, tuple[str, str]] = {
-    "ProjectRecord": ("harness.rundir.manifest", "ProjectRecord"),
-    "run_inputs": ("harness.rundir.manifest", "run_inputs"),
-    "source_reports": ("harness.rundir.manifest", "source_reports"),
-    "BENCH": ("harness.rundir.names", "BENCH"),
-    "BENCH_SCHEMA": ("harness.rundir.names", "BENCH_SCHEMA"),
-    "BenchFile": ("harness.rundir.manifest", "BenchFile"),
-    "BenchRecord": ("harness.rundir.manifest", "BenchRecord"),
-    "MANIFEST": ("harness.rundir.names", "MANIFEST"),
-    "METRICS": ("harness.rundir.names", "METRICS"),
-    "Manifest": ("harness.rundir.manifest", "Manifest"),
-    "ManifestEntry": ("harness.rundir.manifest", "ManifestEntry"),
-    "RUN_SCHEMA": ("harness.rundir.names", "RUN_SCHEMA"),
-    "Run": ("harness.rundir.manifest", "Run"),
-    "RunEntry": ("harness.rundir.manifest", "RunEntry"),
-    "describe": ("harness.rundir.schema", "describe"),
-    "is_run_directory": ("harness.rundir.names", "is_run_directory"),
-    "load_bench": ("harness.rundir.manifest", "load_bench"),
-    "load_run": ("harness.rundir.manifest", "load_run"),
-    "validate": ("harness.rundir.schema", "validate"),
-}
+from harness import lazy_names
+from harness.rundir.names import (
+    BENCH,
+    BENCH_SCHEMA,
+    MANIFEST,
+    METRICS,
+    RUN_SCHEMA,
+    is_run_directory,
+)
+from harness.rundir.slim_sections import (
+    OPTIONAL_RULE_INPUTS_LEFT_OUT,
+    RULE_METRICS,
+    RULES_LEFT_OUT,
+    SLIMMED_SECTIONS,
+    THINNED_METRICS,
+    WIDGET_METRICS_READ,
+    added_metrics,
+    is_slim,
+)
 
 __all__ = [
-    "BENCH",
-    "BENCH_SCHEMA",
-    "MANIFEST",
-    "METRICS",
-    "RUN_SCHEMA",
-    "BenchFile",
-    "BenchRecord",
-    "Manifest",
-    "ManifestEntry",
-    "ProjectRecord",
-    "Run",
-    "RunEntry",
-    "describe",
-    "is_run_directory",
-    "load_bench",
-    "load_run",
-    "run_inputs",
-    "source_reports",
-    "validate",
+    "BENCH", "BENCH_SCHEMA", "MANIFEST", "METRICS", "OPTIONAL_RULE_INPUTS_LEFT_OUT",
+    "RULES_LEFT_OUT", "RULE_METRICS", "RUN_SCHEMA", "SLIMMED_SECTIONS", "THINNED_METRICS",
+    "WIDGET_METRICS_READ", "BenchFile", "BenchRecord", "Manifest", "ProjectRecord", "Run",
+    "RunEntry", "added_metrics", "describe", "is_run_directory", "is_slim", "load_bench",
+    "load_run", "run_inputs", "source_reports", "validate",
 ]
 
-__getattr__, __dir__ = lazy_face(__name__, _HOMES)
+# names of modules that import pydantic: imported on first use
+__getattr__ = lazy_names(__name__, {
+    "harness.rundir.manifest": (
+        "BenchFile", "BenchRecord", "Manifest", "ProjectRecord", "Run", "RunEntry",
+        "load_bench", "load_run", "run_inputs", "source_reports",
+    ),
+    "harness.rundir.schema": ("describe", "validate"),
+})
