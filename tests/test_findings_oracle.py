@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from packed_fixtures import cached_profiles, reports
+from packed_fixtures import NAIVE_SMEM_REPORT, cached_profiles, reports
 
 from harness.findings import Finding, bound, run_rules
 from harness.findings.fixes import fixes_for
@@ -399,7 +399,7 @@ def test_one_wave_on_a_saturated_pipe_is_not_told_to_use_smaller_blocks():
 
 def test_no_float4_for_a_gather():
     # sgemm_naive: each lane's load in a sector of its own (84.9% excess): not widened
-    [naive, _] = cached_profiles(FIXTURES / "h100_sgemm_naive_smem.ncu-rep")
+    [naive, _] = cached_profiles(NAIVE_SMEM_REPORT)
     [vector] = [f for f in run_rules(naive) if f.rule == "vectorization"]
     assert vector.kind == "bad" and vector.fixes == ()
     # the coalesced 32-bit loads of a stream are
