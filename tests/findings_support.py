@@ -41,9 +41,9 @@ def prose(findings: list[Finding]) -> str:
     for finding in findings:
         lines = [f"[{finding.kind}] {finding.rule} ({finding.section}): {finding.title}",
                  finding.text]
-        if finding.what_if:
-            lines.append(f"what if: {finding.what_if}")
-        if finding.fix_title or finding.fix_text:
-            lines.append(f"fix: {finding.fix_title or ''}: {finding.fix_text or ''}")
+        for idea in finding.fixes:
+            lines.append(f"fix ({idea.rule}): {idea.title} {idea.text}")
+            lines.append(f"what if: {idea.what_if}")
+            lines.append(f"fits because: {idea.because}")
         parts.append("\n".join(lines) + "\n")
     return "\n".join(parts)

@@ -98,6 +98,11 @@ def test_the_findings_page_names_every_rule_and_its_thresholds() -> None:
             assert f"| `{constant}` | {value:g} |" in text
     assert "| `LATENCY_THRESHOLD` | 60 |" in text and "| `MIN_SPEEDUP` | 1 |" in text
     assert "<!-- ncuh:findings -->" in (DOCS / "findings.md").read_text()
+    from harness.findings.fixes import FIX_RULES
+
+    assert len(FIX_RULES) >= 40
+    for fix in FIX_RULES:
+        assert f"### fix `{fix.name}`" in text and fix.doc in text
 
 
 def test_the_hook_fills_each_marker_and_leaves_other_pages_alone() -> None:

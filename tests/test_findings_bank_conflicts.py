@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from findings_support import naive, smem, synthetic
 
 from harness.findings import bank_conflicts
-from harness.report.model import BankConflictStats, SharedBankConflicts
+from harness.findings.fixes import fixes_for
+from harness.report.model import BankConflictStats, OpcodeCount, SharedBankConflicts
 
 
 def test_smem_fixture_store_conflicts_match_ncu_rule():
@@ -36,7 +39,11 @@ def test_four_way_store_conflict_synthetic():
     [finding] = bank_conflicts.check(profile)
     assert finding.metrics["direction"] == "store"
     assert "4.0-way" in finding.title and "75.0%" in finding.title
-    assert finding.what_if
+    # padding fits only where plain shared stores (STS) executed: none were counted here
+    assert fixes_for(profile, finding) == ()
+    with_sts = dataclasses.replace(profile, instruction_mix=(OpcodeCount("STS", 1000.0, 100.0),))
+    [idea] = fixes_for(with_sts, finding)
+    assert idea.rule == "pad_or_swizzle" and "32 different banks" in idea.what_if
 
 
 def test_clean_loads_synthetic():

@@ -5,6 +5,7 @@ from __future__ import annotations
 from findings_support import naive, smem, synthetic
 
 from harness.findings import bound
+from harness.findings.fixes import fixes_for
 from harness.report.model import SpeedOfLight
 
 
@@ -17,7 +18,11 @@ def test_naive_fixture_is_memory_bound_on_l1():
     assert finding.metrics["memory_unit"] == "L1/TEX"
     assert "95.9%" in finding.title and "99.0%" in finding.title and "5.8%" in finding.title
     assert finding.section == "GPU Speed Of Light Throughput"
-    assert finding.what_if and finding.what_if.startswith("What if")
+    # a kernel that streams (no shared tiles) through a busy L1: fewer L1 accesses, not
+    # registers reused from a tile it does not have
+    [idea] = fixes_for(naive(), finding)
+    assert idea.rule == "fewer_l1_accesses" and idea.what_if.startswith("What if")
+    assert "the kernel tiles" in idea.because and "0 under 1" in idea.because
 
 
 def test_smem_fixture_is_memory_bound_with_busy_compute():
@@ -51,7 +56,8 @@ def test_dram_bound_points_at_dram():
         l1_throughput_pct=30.0, l2_throughput_pct=40.0))
     [finding] = bound.check(profile)
     assert finding.metrics["memory_unit"] == "DRAM"
-    assert "arithmetic intensity" in (finding.what_if or "")
+    # neither the kernel's shape nor its traffic was collected: no fix idea is judged to fit
+    assert fixes_for(profile, finding) == ()
 
 
 def test_not_collected_gives_nothing():

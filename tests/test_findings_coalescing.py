@@ -10,6 +10,7 @@ from findings_support import naive, prose, smem, synthetic
 from packed_fixtures import cached_profiles, report
 
 from harness.findings import bank_conflicts, coalescing
+from harness.findings.fixes import fixes_for
 from harness.report.model import AsyncCopies, Coalescing, GlobalAccesses
 
 
@@ -93,15 +94,17 @@ def test_the_bad_direction_is_named_on_both_sides_of_the_threshold():
     [finding] = coalescing.check(synthetic(coalescing=_global(_lanes(900.0, 32.0, 225.0),
                                                               stores)))
     assert finding.title.startswith("Global stores are uncoalesced (loads are not): 10.9%")
-    assert finding.metrics["direction"] == "stores" and "write" in finding.fix_text
-    assert "stores share four sectors" in (finding.what_if or "")
+    [idea] = fixes_for(synthetic(coalescing=_global(_lanes(900.0, 32.0, 225.0), stores)),
+                       finding)
+    assert finding.metrics["direction"] == "stores" and "wrote consecutive" in idea.what_if
     # the same excess spread over more load sectors, 112 of 1152, 9.7%: no longer a problem
     assert _kinds(_global(_lanes(1024.0, 32.0, 256.0), stores)) == []
     # loads alone, two lanes' words in each 32-byte sector: 8 of 32 bytes used; no stores at
     # all, so no "(stores are not)"
     [finding] = coalescing.check(synthetic(coalescing=_global(_lanes(128.0, 8.0, 8.0))))
     assert finding.title.startswith("Global loads are uncoalesced: 75.0%")
-    assert "read" in finding.fix_text
+    [idea] = fixes_for(synthetic(coalescing=_global(_lanes(128.0, 8.0, 8.0))), finding)
+    assert "read consecutive" in idea.what_if
 
 
 def test_clean_threshold_both_sides():

@@ -56,8 +56,8 @@ def test_every_rule_is_registered_once():
     assert names == ["bound", "tensor_core", "pipes", "divergence", "atomics",
                      "warp_primitives", "synchronization", "clusters", "memory_level", "stalls",
                      "bank_conflicts", "occupancy", "imbalance", "coalescing", "vectorization",
-                     "spills", "local_arrays", "waves", "instruction_mix", "progress",
-                     "ncu_rules"]
+                     "spills", "local_arrays", "waves", "instruction_mix", "odd_figures",
+                     "progress", "ncu_rules"]
 
 
 

@@ -1,10 +1,12 @@
-"""The dominant warp stall reasons (Warp State Statistics)."""
+"""The dominant warp stall reasons (Warp State Statistics), each told by the instructions that
+carry its samples (Source Counters)."""
 
 from __future__ import annotations
 
 from findings_support import naive, smem, synthetic
 
-from harness.findings import stalls
+from harness.findings import run_rules, stalls
+from harness.findings.fixes import fixes_for
 from harness.report.model import StallReason, WarpState
 
 
@@ -24,7 +26,10 @@ def test_smem_fixture_mio_throttle_dominates():
     assert first.kind == "bad"
     assert "21.4" in first.text and "40.5" in first.text
     assert first.section == "Warp State Statistics"
-    assert "What if" in (first.what_if or "")
+    # the MIO queue holds the tile's shared loads: 96.3% of its samples sit at LDS/STS
+    assert first.metrics["carrier"] == "shared"
+    assert "at shared memory (LDS/STS/ATOMS): 96.3% of its samples" in first.title
+    assert [i.rule for i in fixes_for(smem(), first)] == ["wider_shared_accesses"]
     # not selected (6.3 cycles, 15.5%) is reported too, as information
     assert [f.metrics["reason"] for f in found] == ["mio_throttle", "not_selected"]
     assert found[1].kind == "info"
@@ -44,7 +49,10 @@ def test_each_named_reason_is_recognized():
         [finding] = stalls.check(profile)
         assert finding.metrics["reason"] == reason
         assert finding.kind == "bad"
-        assert finding.what_if
+        # without PC samples no class is named, and no fix idea fits
+        assert "carrier" not in finding.metrics
+        assert "not judged: the report has no PC samples" in finding.text
+        assert fixes_for(profile, finding) == ()
 
 
 def test_small_stalls_are_not_findings():
@@ -67,5 +75,5 @@ def test_other_reasons_are_reported_as_information():
         stalls=(StallReason("no_instructions", "No Instructions", 4.0),)))
     [finding] = stalls.check(profile)
     assert finding.kind == "info"
-    assert "'No Instructions' state" in finding.text
-    assert finding.what_if is None
+    assert "for instructions to be fetched" in finding.text
+    assert [f.fixes for f in run_rules(profile) if f.rule == "stalls"] == [()]

@@ -19,6 +19,7 @@ from harness.profile.ncu_command import (
 
 PINNED = [
     "--clock-control", "base", "--cache-control", "all", "--replay-mode", "kernel",
+    "--import-source", "yes",
 ]
 
 

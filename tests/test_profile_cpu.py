@@ -249,14 +249,18 @@ def test_profile_two_variants_writes_a_complete_run_directory(
            for argv in fake_ncu.profiled]
     assert ncu["command_lines"] == ran
     first = ncu["command_lines"][0]
-    assert first[:14] == [
+    # the sources the kernels' line info names are imported, looked up in the project's folder
+    assert first[:18] == [
         str(NCU), "--config-file", "off", "--set", "basic", "--clock-control", "base",
-        "--cache-control", "all", "--replay-mode", "kernel", "--nvtx", "--nvtx-include",
+        "--cache-control", "all", "--replay-mode", "kernel", "--import-source", "yes",
+        "--source-folders", str(STUB.resolve().parent), "--nvtx", "--nvtx-include",
         "ncuh-naive_256/",
     ]
-    assert first[14:20] == ["-k", "regex:^sgemm_naive$", "-o",
+    assert ncu["import_source"] is True
+    assert ncu["source_folders"] == [str(STUB.resolve().parent)]
+    assert first[18:24] == ["-k", "regex:^sgemm_naive$", "-o",
                             str(run_dir / "naive_256.ncu-rep"), "-f", sys.executable]
-    assert first[20:] == ["-m", "harness.gpu.runner", "--project", str(STUB.resolve()),
+    assert first[24:] == ["-m", "harness.gpu.runner", "--project", str(STUB.resolve()),
                           "--variant", "naive", "--size", "256x256x256",
                           "--label", "naive_256", "--warmup", "3", "--capture", "nvtx"]
     assert manifest["project"]["name"] == "profile-stub"
@@ -682,7 +686,8 @@ def test_dry_run_prints_the_exact_command_lines_without_gpu_or_ncu(
     assert argv == [
         "ncu", "--config-file", "off", "--set", "detailed", "--section", "SourceCounters",
         "--metrics", "a.sum,b.sum", "--clock-control", "none", "--cache-control", "all",
-        "--replay-mode", "kernel", "--nvtx", "--nvtx-include", "ncuh-naive_512x256x128/",
+        "--replay-mode", "kernel", "--import-source", "yes", "--source-folders",
+        str(STUB.resolve().parent), "--nvtx", "--nvtx-include", "ncuh-naive_512x256x128/",
         "-k", "regex:^sgemm_naive$", "-o", str(report), "-f", sys.executable, "-m",
         "harness.gpu.runner", "--project", str(STUB.resolve()),
         "--variant", "naive", "--size", "512x256x128", "--label", "naive_512x256x128",
@@ -697,7 +702,9 @@ def test_dry_run_of_a_user_program(tmp_path: Path, fake_ncu: FakeNcu) -> None:
                      "python", "my_kernel.py", "-k", "x"])
     assert result.exit_code == 0, result.output
     argv = shlex.split(result.stdout.strip())
+    # a program's sources are imported where its line info finds them
     assert argv[argv.index("--replay-mode") + 2:] == [
+        "--import-source", "yes",
         "--nvtx", "--nvtx-include", "step/", "-k", "regex:my_kernel", "--launch-skip", "2",
         "--launch-count", "1", "-o", argv[argv.index("-o") + 1], "-f",
         "python", "my_kernel.py", "-k", "x",

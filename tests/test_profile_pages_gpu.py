@@ -90,3 +90,26 @@ def test_pages_runs_on_the_overlay_and_finds_what_full_finds(runs: dict[str, Pat
     assert full_measures - page_measures == set()
     assert page_unread - full_unread == set()
     assert page_bound.split(":")[0] == full_bound.split(":")[0]
+
+
+def test_the_report_carries_the_kernel_source_and_the_page_shows_it_without_project(
+        runs: dict[str, Path], tmp_path: Path) -> None:
+    """`ncuh profile` imports the sources the line info names (`--import-source yes`, looked
+    up in the project's folder): the page lists the code around its hot instructions from the
+    report alone, no `--project` (the source is data, read, never run)."""
+    from harness.report.builder import load_kernel_reports
+
+    run = load_run(runs["pages"])
+    assert run.manifest["ncu"]["import_source"] is True
+    assert "--import-source" in run.manifest["ncu"]["command_lines"][0]
+    (entry,) = run.entries
+    (profile,) = load_kernel_reports(entry.report)
+    assert any(name.endswith(".cu") and text for name, text in profile.source_files.items())
+    out = tmp_path / "pages"
+    completed = subprocess.run(
+        [sys.executable, "-m", "harness", "writeup", str(runs["pages"]), "--out", str(out),
+         "--format", "md"], capture_output=True, text=True, timeout=600, cwd=tmp_path,
+        check=False)
+    assert completed.returncode == 0, completed.stderr
+    page = next(out.glob("*naive*.md")).read_text(encoding="utf-8")
+    assert " in place: " in page and "  line   samples      executed  source" in page

@@ -179,7 +179,22 @@ def findings_reference() -> str:
             lines += ["| threshold | value |", "|---|---|"]
             lines += [f"| `{name}` | {value:g} |" for name, value in constants.items()]
             lines.append("")
-    return "\n".join(lines)
+    return "\n".join(lines + fixes_reference())
+
+
+def fixes_reference() -> list[str]:
+    """Every fix rule: the findings it answers and when it fits (its docstring; the evidence
+    it declares is shown on each page beside the idea)."""
+    from harness.findings.fixes import FIX_RULES
+
+    lines = ["## Fix ideas", "",
+             "Each fix idea is a rule of `harness/findings/fixes/`: it answers the problems of "
+             "the rules named, and is offered only where the evidence it declares holds.", ""]
+    for rule in FIX_RULES:
+        answers = ", ".join(f"`{name}`" for name in rule.answers)
+        lines += [f"### fix `{rule.name}`", "", f"{rule.doc} (answers {answers}; source: "
+                  f"`{rule.propose.__module__.replace('.', '/')}.py`)", ""]
+    return lines
 
 
 GENERATORS = {"project-file": project_file_reference, "commands": commands_reference,

@@ -49,6 +49,9 @@ def _params(text: str | None) -> dict[str, Any]:
               help="Extra metrics, comma-separated (repeatable).")
 @click.option("--clock-control", type=click.Choice(CLOCK_CONTROLS), default="base",
               show_default=True, help="ncu --clock-control.")
+@click.option("--import-source/--no-import-source", default=True, show_default=True,
+              help="ncu --import-source: copy the CUDA sources the line info names into the "
+                   "report, so the pages show them in place (read as text, never run).")
 @click.option("--params", "params_json", default=None, metavar="JSON",
               help="Tunable parameters for the variants, a JSON object.")
 @click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True,
@@ -84,7 +87,8 @@ def _params(text: str | None) -> dict[str, Any]:
 def profile(
     variant_names: tuple[str, ...], all_variants: bool, size: tuple[str, ...],
     sizes: tuple[str, ...], section_set: str, sections: tuple[str, ...],
-    metrics: tuple[str, ...], clock_control: str, params_json: str | None, warmup: int,
+    metrics: tuple[str, ...], clock_control: str, import_source: bool,
+    params_json: str | None, warmup: int,
     capture: str, bench: bool, bench_sizes: tuple[str, ...], out: Path, dry_run: bool,
     gpus: str | None, allow_mismatch: bool, metrics_csv: bool, slurm: bool,
     slurm_args: tuple[str, ...], kernel: str | None,
@@ -117,7 +121,7 @@ def profile(
         settings=NcuSettings(
             set=section_set, sections=sections,
             metrics=tuple(m.strip() for group in metrics for m in group.split(",") if m.strip()),
-            clock_control=clock_control,
+            clock_control=clock_control, import_source=import_source,
         ),
         out=out,
         params=_params(params_json),

@@ -17,9 +17,10 @@ from harness.findings.ncu_rules import SetAside, ncu_set_aside
 from harness.findings.pipes import busiest_pipes
 from harness.findings.progress import PROGRESS_RULE, duration_change
 from harness.findings.registry import RULES, run_rules, tldr_finding
+from harness.findings.stalls import STALL_PROBLEMS
 
 __all__ = [
-    "PROGRESS_RULE", "RULES", "Finding", "Kind", "SetAside", "busiest_memory_unit", "busiest_pipes",
-    "classify_bound", "describe_bound", "duration_change", "ncu_set_aside", "near_dram_peak",
-    "run_rules", "tldr_finding",
+    "PROGRESS_RULE", "RULES", "STALL_PROBLEMS", "Finding", "Kind", "SetAside",
+    "busiest_memory_unit", "busiest_pipes", "classify_bound", "describe_bound", "duration_change",
+    "ncu_set_aside", "near_dram_peak", "run_rules", "tldr_finding",
 ]

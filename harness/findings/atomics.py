@@ -64,12 +64,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
             f"{fmt(at.l2_atomic_unit_max_pct or 0.0)}% of the time, the average slice "
             f"{fmt(at.l2_atomic_unit_avg_pct or 0.0)}%.",
             text=text, section=SECTION,
-            fix_title="Aggregate before the atomic.",
-            fix_text="Every thread's update of the same word waits for the one before it in "
-            "the L2 slice that owns the word.",
-            what_if="What if each warp (or block) first reduced its values (warp shuffles, "
-            "shared memory) and only one lane per warp issued the atomic, or each block "
-            "wrote a partial result for a second pass?",
             # the share of the L2's atomic capacity left idle by aiming at one slice
             weight=100.0 * (1.0 - (at.l2_atomic_unit_avg_pct or 0.0)
                             / (at.l2_atomic_unit_max_pct or 1.0)),
@@ -104,11 +98,6 @@ def _dominant(profile: KernelReport, executed: dict[str, float], text: str,
             title=f"Shared-memory atomics dominate: ATOMS is {fmt(share)}% of executed "
             f"instructions ({fmt(shared, 0)}){per}.",
             text=text, section=SECTION,
-            fix_title="Count in registers first.",
-            fix_text="Each shared atomic is a read-modify-write in the block's shared memory; "
-            "lanes that hit the same word are serialized.",
-            what_if="What if each thread (or warp, with __match_any_sync / __reduce_add_sync) "
-            "accumulated its updates in registers and issued one atomic per distinct bin?",
             weight=share, metrics={**metrics, "space": "shared", "share_pct": share},
             evidence=(ev(profile, "shared_atomic_share_pct", ">=", DOMINANT),),
         )
@@ -126,12 +115,6 @@ def _dominant(profile: KernelReport, executed: dict[str, float], text: str,
         title=f"Scattered global atomics dominate: {fmt(share)}% of executed instructions, "
         f"each warp's atomic touching {fmt(sectors / requests)} sectors{busy}.",
         text=text, section=SECTION,
-        fix_title="Aggregate before the atomic.",
-        fix_text="Every lane's update goes to its own sector, so each warp-level atomic becomes "
-        "up to 32 read-modify-writes in L2.",
-        what_if="What if updates were first combined per block (a shared-memory histogram, or "
-        "sorting the keys so a warp's lanes share addresses) and written to global memory "
-        "once per bin?",
         weight=share + (l2 or 0.0) / 2,
         metrics={**metrics, "space": "global", "share_pct": share,
                  "sectors_per_request": sectors / requests},

@@ -1,13 +1,19 @@
 """Shared-memory bank conflicts, loads and stores apart (Memory Workload Analysis).
 
 As in ncu's SharedMemoryConflicts rule: the N-way figure is wavefronts per shared request,
-and the cost is the share of all shared wavefronts that are bank conflicts.
+and the cost is the share of all shared wavefronts that are bank conflicts. ncu's request count
+is of plain shared instructions (LDS, STS) while its wavefronts also hold those of the matrix
+instructions (LDSM, STSM: several 8x8 matrices each, several wavefronts by design) and of
+other writers of shared memory; where those ran, or the figure exceeds the 32 wavefronts a
+warp's access can take, it is quoted with that reason and not read as conflicts.
 """
 
 from __future__ import annotations
 
-from harness.findings import shape
-from harness.findings.evidence import Evidence, Op
+from collections.abc import Callable
+
+from harness.findings import evidence, shape
+from harness.findings.evidence import Evidence, Op, ev
 from harness.findings.model import Finding, fmt
 from harness.report import BankConflictStats, KernelReport
 
@@ -15,6 +21,50 @@ NAME = "bank_conflicts"
 SECTION = "Memory Workload Analysis"
 BAD_SHARE = 5.0  # percent of wavefronts that are conflicts before we call it a problem
 CLEAN_SHARE = 1.0  # below this the accesses count as conflict-free
+MAX_WAYS = 32.0  # wavefronts one warp-wide access can take at most (every lane its own bank row)
+MATRIX = {"load": "LDSM", "store": "STSM"}
+
+
+def _ways(direction: str) -> Callable[[KernelReport], float | None]:
+    return lambda p: getattr(p.bank_conflicts, f"{direction}s").ways
+
+
+for _direction in ("load", "store"):
+    evidence.MEASURES[f"shared_{_direction}_ways"] = (
+        f"shared-memory wavefronts per {_direction} instruction (ncu's N-way)",
+        _ways(_direction))
+
+
+def unreadable(profile: KernelReport, direction: str) -> Finding | None:
+    """The aside that quotes ncu's N-way figure with why it cannot be read as bank conflicts,
+    where it cannot; None where it can."""
+    stats = getattr(profile.bank_conflicts, f"{direction}s")
+    ways = stats.ways
+    matrix = next((o.executed for o in profile.instruction_mix
+                   if o.opcode == MATRIX[direction] and o.executed), None)
+    if ways is None or (matrix is None and ways <= MAX_WAYS):
+        return None
+    op = {"load": "ld", "store": "st"}[direction]
+    plain = (f"the {fmt(stats.requests or 0.0, 0)} shared {direction} instructions it divides "
+             f"by (smsp__sass_inst_executed_op_shared_{op})")
+    if matrix is not None:
+        why = (f"the wavefronts include those of {fmt(matrix, 0)} {MATRIX[direction]} (matrix "
+               f"{direction}s of several 8x8 matrices each, several wavefronts by design), "
+               f"which {plain} leave out")
+        because = ev(profile, f"opcode:{MATRIX[direction]}", ">", 0.0)
+    else:
+        why = (f"no access of a 32-lane warp takes more than {MAX_WAYS:.0f} wavefronts, so the "
+               f"wavefronts include writers of shared memory that {plain} leave out")
+        because = ev(profile, f"shared_{direction}_ways", ">", MAX_WAYS)
+    return Finding(
+        rule=NAME, kind="info",
+        title=f"ncu's {fmt(ways)}-way figure for shared-memory {direction}s is not read as bank "
+        f"conflicts: {why}.",
+        text=f"{fmt(stats.wavefronts or 0.0, 0)} {direction} wavefronts, "
+        f"{fmt(stats.conflicts or 0.0, 0)} of them counted as bank conflicts, over "
+        f"{fmt(stats.requests or 0.0, 0)} instructions ({SECTION}).",
+        section=SECTION, metrics={"direction": direction, "ways": ways, "odd_figure": "ways"},
+        evidence=(because,))
 
 
 def _one(direction: str, stats: BankConflictStats, staged: str = "tile") -> list[Finding]:
@@ -41,12 +91,6 @@ def _one(direction: str, stats: BankConflictStats, staged: str = "tile") -> list
                 f"access on average, {fmt(share)}% of {direction} wavefronts are conflicts.",
                 text=text,
                 section=SECTION,
-                fix_title=f"Eliminate bank conflicts on shared {direction}s.",
-                fix_text=f"Threads of a warp that touch the same bank serialize, so each "
-                f"conflicting {direction} costs extra wavefronts. Padding each {staged} row by one "
-                "element, or a swizzled index, spreads a warp's addresses over all 32 banks.",
-                what_if=f"What if the shared {staged}s were padded or swizzled so that the "
-                f"{direction}s of one warp fall into 32 different banks?",
                 weight=share,
                 metrics=metrics,
                 evidence=(Evidence(f"shared_{direction}_conflict_pct", ">=", BAD_SHARE, share),),
@@ -75,4 +119,8 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
     conflicts = profile.bank_conflicts
     # a kernel that does not tile stages data in shared arrays, not tiles (`shape.tiles`)
     staged = "tile" if shape.tiles(profile) else "array"
-    return _one("load", conflicts.loads, staged) + _one("store", conflicts.stores, staged)
+    found: list[Finding] = []
+    for direction, stats in (("load", conflicts.loads), ("store", conflicts.stores)):
+        odd = unreadable(profile, direction)
+        found += [odd] if odd is not None else _one(direction, stats, staged)
+    return found

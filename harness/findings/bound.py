@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-from harness.findings import shape
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report import KernelReport
@@ -18,6 +17,7 @@ NAME = "bound"
 SECTION = "GPU Speed Of Light Throughput"
 LATENCY_THRESHOLD = 60.0  # ncu: below this for both, "latency issues"
 HIGH_THRESHOLD = 80.0  # ncu: "utilizing greater than 80.0% of ... the device"
+READABLE = 100.0  # percent of peak: above it a throughput is no share of the peak
 DESCRIBE_MIN = 20.0  # percent: a latency-bound kernel's busiest unit is named from here on
 # percent of DRAM peak: a memory-bound kernel this close streams about as fast as DRAM allows
 # (sustained reads and writes top out around 90% of the theoretical peak)
@@ -36,6 +36,9 @@ def classify_bound(profile: KernelReport) -> Bound | None:
     compute, memory = sol.compute_throughput_pct, sol.memory_throughput_pct
     if compute is None or memory is None:
         return None
+    if memory > READABLE:  # ncu's figure is no share of a peak: the units that can be read
+        unit = busiest_memory_unit(profile)
+        memory = unit[1] if unit is not None else 0.0
     use = tensor_use(profile)
     if use is not None:
         compute = max(compute, use.pipe_pct)
@@ -52,7 +55,9 @@ def busiest_memory_unit(profile: KernelReport) -> tuple[str, float] | None:
         "L2": sol.l2_throughput_pct,
         "DRAM": sol.dram_throughput_pct,
     }
-    known = {name: value for name, value in units.items() if value is not None}
+    # a share of peak over 100% is no utilization (`odd_figures`): it names no busiest unit
+    known = {name: value for name, value in units.items()
+             if value is not None and value <= READABLE}
     if not known:
         return None
     name = max(known, key=lambda n: known[n])
@@ -71,7 +76,7 @@ def describe_bound(profile: KernelReport) -> str:
     """The binding unit in a few words, e.g. "compute-bound (FP64 pipe at 86.7%)",
     "memory-bound (DRAM)", "latency-bound (busiest memory unit L2 at 47.2%)"."""
     from harness.findings.feeds import ASYNC_PATHS, async_share, main_paths
-    from harness.findings.pipes import busiest_pipes, content  # pipes reads bound's thresholds too
+    from harness.findings.pipes import busiest_pipes, busy_with  # pipes reads bound's thresholds
     from harness.findings.tensor_core import near_peak, summary
 
     bound = classify_bound(profile)
@@ -84,10 +89,10 @@ def describe_bound(profile: KernelReport) -> str:
         if not pipes:
             return "compute-bound"
         tensor = pipes[0].pipe.startswith("tensor")
-        busy_with = summary(profile) if tensor else content(pipes[0].pipe)
+        work = summary(profile) if tensor else busy_with(profile, pipes[0].pipe)
         near = ", near its peak" if tensor and near_peak(profile) is not None else ""
         return (f"compute-bound ({pipes[0].label} pipe at {fmt(pipes[0].pct)}%{near}"
-                + (f": {busy_with})" if busy_with else ")"))
+                + (f": {work})" if work else ")"))
     if bound == "memory":
         # the async-copy engines carry the loads: say so, a TMA pipeline is tuned differently
         share = async_share(profile)
@@ -101,57 +106,6 @@ def describe_bound(profile: KernelReport) -> str:
     if not memory_side and pipes and pipes[0].pct >= DESCRIBE_MIN:
         return f"latency-bound (busiest pipe {pipes[0].label} at {fmt(pipes[0].pct)}%)"
     return "latency-bound"
-
-
-_MEMORY_FIX = {
-    "L1/TEX": (
-        "Reuse data from registers.",
-        "The L1/TEX unit (which also serves shared memory) is the busiest unit, so every load "
-        "that can come from a register instead takes pressure off it.",
-        "What if each thread computed several outputs and kept the operands it reuses in "
-        "registers, so fewer loads go through L1/TEX and shared memory?",
-    ),
-    "L2": (
-        "Keep data closer to the SM.",
-        "L2 is the busiest memory unit, so tiles that are re-read from L2 should be staged in "
-        "shared memory once per block.",
-        "What if we staged the tiles each block re-reads in shared memory, so L2 serves each "
-        "byte once per block?",
-    ),
-    "DRAM": (
-        "Move fewer bytes from DRAM.",
-        "DRAM bandwidth binds, so only a higher arithmetic intensity (more FLOPs per byte "
-        "loaded) makes the kernel faster.",
-        "What if each loaded element were reused more often (larger tiles), raising the "
-        "arithmetic intensity past the roofline's ridge point?",
-    ),
-}
-
-
-# the same for a kernel that streams (`shape.tiles` is false): no tiles to enlarge or stage
-_STREAMING_FIX = {
-    "L1/TEX": (
-        "Issue fewer L1 accesses.",
-        "The L1/TEX unit (which also serves shared memory) is the busiest unit: every load, "
-        "store and shared-memory round trip passes through it.",
-        "What if loads were 128-bit wide and partial results stayed in registers (warp "
-        "shuffles instead of shared memory)?",
-    ),
-    "L2": (
-        "Touch L2 fewer times.",
-        "L2 is the busiest memory unit: the kernel's data passes through it more than once "
-        "or in small pieces.",
-        "What if the passes over the same data were fused into one, or the data re-read "
-        "kept L2-resident (an access policy window) and read in full sectors?",
-    ),
-    "DRAM": (
-        "Move fewer bytes.",
-        "DRAM bandwidth binds a kernel that uses each byte about once: only fewer bytes make "
-        "it faster.",
-        "What if the data were stored in a narrower type, or this kernel were fused with the "
-        "one that writes its input, so the bytes cross DRAM once?",
-    ),
-}
 
 
 def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
@@ -173,11 +127,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
                 text=f"Both units sit below {LATENCY_THRESHOLD:.0f}% of peak ({numbers}), "
                 f"so warps spend their time waiting rather than using a unit ({SECTION}).",
                 section=SECTION,
-                fix_title="Hide latency with more independent work.",
-                fix_text="Neither unit is busy: the schedulers run out of ready warps. More "
-                "warps per SM, or more independent instructions per warp, keep the units fed.",
-                what_if="What if each warp had more independent instructions in flight "
-                "(more outputs per thread, loads issued ahead of their use)?",
                 weight=100.0 - max(compute, memory),
                 metrics=metrics,
                 evidence=(ev(profile, "compute_pct", "<", LATENCY_THRESHOLD),
@@ -211,8 +160,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
     unit = busiest_memory_unit(profile)
     unit_name, unit_pct = unit if unit else ("memory", memory)
     metrics["memory_unit"] = unit_name
-    advice = _MEMORY_FIX if shape.tiles(profile) else _STREAMING_FIX
-    fix_title, fix_text, what_if = advice.get(unit_name, advice["L1/TEX"])
     # Memory-bound with idle compute is the classic sign of too little reuse.
     kind = "bad" if compute < LATENCY_THRESHOLD else "info"
     return [
@@ -225,9 +172,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
             text=f"Memory is the busiest unit ({numbers}; {unit_name} throughput "
             f"{fmt(unit_pct)}%) ({SECTION}).",
             section=SECTION,
-            fix_title=fix_title if kind == "bad" else None,
-            fix_text=fix_text if kind == "bad" else None,
-            what_if=what_if if kind == "bad" else None,
             weight=memory - compute,
             metrics=metrics,
             evidence=(ev(profile, "memory_pct", ">=", LATENCY_THRESHOLD),),

@@ -81,13 +81,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
         f"another block's shared memory ({fmt(share)}% of executed instructions, "
         f"{fmt(moved / 1e9, 2)} GB) cross the SM-to-SM network{waits}.",
         text=text, section=SECTION,
-        fix_title="Copy the peer's data once.",
-        fix_text="A DSMEM access costs a round trip to another SM, far slower than the local "
-        "shared memory; data read many times is better copied into the block's own shared "
-        "memory once (or pushed there by the producer) than read remotely each time.",
-        what_if="What if each block copied the peer's tile into its own shared memory in one "
-        "bulk step (cp.async.bulk shared::cluster, or vectorized remote loads) and then read "
-        "it locally?",
         weight=share, metrics=metrics,
         evidence=(ev(profile, "cluster_size", ">", 1.0),
                   ev(profile, "dsmem_share_pct", ">=", DOMINANT)),

@@ -101,16 +101,12 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
         others = [name for name in co.directions() if name not in bad and name != ASYNC_LOADS]
         which = f"Global {direction} are uncoalesced" + (
             f" ({others[0]} are not)" if others else "")
-        fix_text, what_if = _ADVICE[direction]
         return [Finding(
             rule=NAME,
             kind="bad",
             title=f"{which}: {least}{fmt(excess)}% of the sectors moved are excess.",
             text=text,
             section=SECTION,
-            fix_title="Coalesce global memory accesses.",
-            fix_text=fix_text,
-            what_if=what_if,
             weight=excess,
             metrics=metrics,
             evidence=(ev(profile, "global_excess_pct", ">=", BAD_EXCESS),),

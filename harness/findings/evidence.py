@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.report import MATH_CLASSES, KernelReport
+from harness.report import MATH_CLASSES, KernelReport, site_words, sites_by_reason, stall_label
 
 Op = Literal[">=", "<=", ">", "<"]
 _OPS: dict[str, Callable[[float, float], bool]] = {
@@ -121,6 +121,51 @@ def math_share(profile: KernelReport) -> float | None:
     return 100.0 * _math_executed(profile) / total if total else None
 
 
+def spill_share(profile: KernelReport) -> float | None:
+    """Register spills among the local loads and stores, in percent (None: not collected)."""
+    local = profile.local_memory
+    if local.spill_instructions is None or not local.instructions:
+        return None
+    return 100.0 * min(local.spill_instructions, local.instructions) / local.instructions
+
+
+def sm_busy_pct(profile: KernelReport) -> float | None:
+    """The share of the kernel's elapsed cycles the average SM had a warp resident, in
+    percent: what is left is the time SMs sat idle (a tail, a small grid, imbalance)."""
+    sol = profile.speed_of_light
+    if sol.sm_active_cycles is None or not sol.elapsed_cycles:
+        return None
+    return 100.0 * sol.sm_active_cycles / sol.elapsed_cycles
+
+
+def local_of_memory_pct(profile: KernelReport) -> float | None:
+    """Local loads and stores among the local and global ones, in percent: how much of the
+    kernel's memory traffic is its own spills and per-thread arrays."""
+    local = profile.local_memory
+    loads, stores = profile.coalescing.loads.instructions, profile.coalescing.stores.instructions
+    if local.load_instructions is None and local.store_instructions is None:
+        return None
+    whole = local.instructions + (loads or 0.0) + (stores or 0.0)
+    return 100.0 * local.instructions / whole if whole else None
+
+
+def l2_reads_per_dram_read(profile: KernelReport) -> float | None:
+    """Sectors L1 read from L2 per sector L2 read from DRAM: about 1 when every byte comes
+    from DRAM once (nothing re-read through L2), more when L2 serves re-reads."""
+    l2 = profile.metric("lts__t_sectors_srcunit_tex_op_read.sum")
+    dram = profile.metric("dram__sectors_read.sum")
+    return l2 / dram if l2 is not None and dram else None
+
+
+def warp_instructions_per_warp(profile: KernelReport) -> float | None:
+    """Executed warp instructions per launched warp: how much work one warp does."""
+    launch = profile.launch
+    total = profile.executed_instructions
+    if not total or not launch.grid_size or not launch.block_size:
+        return None
+    return total / (launch.grid_size * -(-launch.block_size // 32))
+
+
 def _sol(attr: str) -> Callable[[KernelReport], float | None]:
     return lambda p: getattr(p.speed_of_light, attr)
 
@@ -177,6 +222,7 @@ MEASURES: dict[str, tuple[str, Callable[[KernelReport], float | None]]] = {
                            or p.local_memory.store_instructions is not None else None),
     "spill_instructions": ("register-spill instructions executed",
                            lambda p: p.local_memory.spill_instructions),
+    "spill_share_of_local_pct": ("register spills (% of local loads and stores)", spill_share),
     "waves": ("waves per SM", lambda p: p.launch.waves_per_sm),
     "grid_blocks": ("blocks in the grid", lambda p: p.launch.grid_size),
     "shared_load_conflict_pct": ("shared-load wavefronts that are conflicts (%)",
@@ -194,12 +240,38 @@ MEASURES: dict[str, tuple[str, Callable[[KernelReport], float | None]]] = {
                                    "l1tex__t_sectors_pipe_lsu_mem_global_op_atom.sum"))),
     "cluster_size": ("blocks per thread-block cluster",
                      lambda p: p.metric("launch__cluster_size")),
+    "registers_per_thread": ("registers per thread",
+                             lambda p: p.launch.registers_per_thread),
+    "block_threads": ("threads per block", lambda p: p.launch.block_size),
+    "sm_busy_pct": ("SM active cycles (% of elapsed)", sm_busy_pct),
+    "local_of_memory_pct": ("local loads and stores (% of local and global ones)",
+                            local_of_memory_pct),
+    "l2_reads_per_dram_read": ("L2 sectors read by L1 per DRAM sector read",
+                               l2_reads_per_dram_read),
+    "warp_instructions_per_warp": ("warp instructions executed per launched warp",
+                                   warp_instructions_per_warp),
+    "global_load_lane_bytes": ("bytes per lane of the average global load",
+                               lambda p: p.coalescing.loads.lane_bytes),
+    "async_copy_executed": ("TMA and cp.async instructions executed",
+                            lambda p: executed(p, ("LDGSTS", "UTMALDG", "UBLKCP"))),
+    "mma_executed": ("MMA instructions (WGMMA or mma.sync) executed",
+                     lambda p: executed(p, ("HGMMA", "QGMMA", "IGMMA", "BGMMA", "HMMA", "IMMA",
+                                            "DMMA", "BMMA"))),
+    "shared_executed": ("shared-memory instructions executed",
+                        lambda p: executed(p, ("LDS", "STS", "LDSM", "STSM", "ATOMS"))),
 }
+
+
+# measure kinds other modules add, "kind:argument" -> (words for the page, reader)
+PARAMETRIZED: dict[str, tuple[Callable[[str], str],
+                              Callable[[KernelReport, str], float | None]]] = {}
 
 
 def words(measure: str) -> str:
     """How the page names a measure."""
     kind, _, arg = measure.partition(":")
+    if kind in PARAMETRIZED:
+        return PARAMETRIZED[kind][0](arg)
     if kind == "pipe":
         return f"{arg.upper()} pipe (% of peak)"
     if kind == "stall":
@@ -212,12 +284,17 @@ def words(measure: str) -> str:
         return f"{arg.replace('+', '/')} (% of executed)"
     if kind == "vector":
         return f"{arg.replace('_', ' ')}s wider than 32 bits (%)"
+    if kind == "carried":
+        reason, _, key = arg.partition(":")
+        return f"{stall_label(reason)} samples at {site_words(key)} (%)"
     return MEASURES[measure][0] if measure in MEASURES else measure
 
 
 def read(profile: KernelReport, measure: str) -> float | None:
     """The value of a named measure in this profile; None when not collected."""
     kind, _, arg = measure.partition(":")
+    if kind in PARAMETRIZED:
+        return PARAMETRIZED[kind][1](profile, arg)
     if kind == "pipe":
         return profile.pipe(arg)
     if kind == "opcode":
@@ -237,6 +314,10 @@ def read(profile: KernelReport, measure: str) -> float | None:
     if kind == "vector":
         space, _, direction = arg.partition("_")
         return profile.memory_widths.vectorized_share_pct(space, direction)  # type: ignore[arg-type]
+    if kind == "carried":
+        reason, _, key = arg.partition(":")
+        sites = sites_by_reason(profile).get(reason)
+        return sites.share(key) if sites is not None and sites.enough else None
     if measure not in MEASURES:
         raise KeyError(f"unknown measure {measure!r}")
     return MEASURES[measure][1](profile)

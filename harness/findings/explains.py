@@ -20,6 +20,7 @@ from harness.findings import (
     synchronization,
     tensor_core,
     warp_primitives,
+    waves,
 )
 from harness.findings.model import Finding
 from harness.report import KernelReport
@@ -30,10 +31,10 @@ _KEEP_AT_PEAK = (tensor_core.NAME, "bound", "progress")
 
 
 def _aside(finding: Finding, why: str) -> Finding:
-    """The finding as an aside that says why; its fix idea goes: the cause has its own, or
+    """The finding as an aside that says why; its fix ideas go: the cause has its own, or
     there is too little left to win."""
     return dataclasses.replace(finding, kind="info", title=f"{finding.title.rstrip('.')} — {why}.",
-                               fix_title=None, fix_text=None, what_if=None)
+                               fixes=())
 
 
 def dominance_explains_pipe(findings: list[Finding]) -> list[Finding]:
@@ -63,6 +64,27 @@ def imbalance_explains_occupancy(findings: list[Finding]) -> list[Finding]:
             f = dataclasses.replace(f, speedup_pct=max([*gains, f.speedup_pct or 0.0]))
         out.append(f)
     return out
+
+
+def small_grid_explains_occupancy(findings: list[Finding]) -> list[Finding]:
+    """A grid smaller than one wave never fills the SMs: what limits their warps, and how far
+    achieved falls short, say nothing the grid does not; the grid is the problem to name."""
+    if not any(f.kind == "bad" and f.rule == waves.NAME and "of one wave" in f.title
+               for f in findings):
+        return findings
+    return [_aside(f, "the grid fills less than one wave, so this limit does not bind")
+            if f.rule == occupancy.NAME and f.kind == "bad" else f for f in findings]
+
+
+def tail_explains_occupancy(findings: list[Finding]) -> list[Finding]:
+    """Achieved occupancy short of theoretical is what a partial last wave looks like: the
+    tail finding names the cause."""
+    if not any(f.kind == "bad" and f.rule == waves.NAME and f.title.startswith("Tail")
+               for f in findings):
+        return findings
+    return [_aside(f, "the partial last wave explains it")
+            if f.rule == occupancy.NAME and f.kind == "bad" and f.title.startswith("Achieved")
+            else f for f in findings]
 
 
 def tensor_peak_outweighs(findings: list[Finding], profile: KernelReport) -> list[Finding]:

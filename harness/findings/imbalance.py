@@ -84,11 +84,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
         "these sums (exact when the other SMs finished together) "
         f"({SECTION}).",
         section=SECTION,
-        fix_title="Split the straggler's work.",
-        fix_text="The kernel lasts as long as its busiest SM: some blocks do far more work "
-        "than others, and the rest of the GPU waits for them.",
-        what_if="What if the work were cut into more, evenly sized blocks (or a work queue "
-        "handed out the heavy items first), so no SM runs on alone at the end?",
         weight=alone,
         metrics={"ratio": b.ratio, "alone_pct": alone, "busiest_cycles": b.busiest,
                  "average_cycles": b.average},

@@ -43,11 +43,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
         f"{fmt(local.store_instructions or 0.0, 0)} local stores{of_all}; "
         f"{fmt(local.spill_instructions or 0.0, 0)} of them spills ({SECTION}).",
         section=SECTION,
-        fix_title="Keep the array in registers or shared memory.",
-        fix_text="An array indexed with run-time values cannot live in registers, so every "
-        "access goes through L1 and, on a miss, L2 and DRAM.",
-        what_if="What if the loops indexing the array were fully unrolled (constant indices), "
-        "or the table moved to shared memory?",
         weight=min(100.0, 100.0 * total / profile.executed_instructions)
         if profile.executed_instructions else 10.0,
         metrics={"local_instructions": total, "array_instructions": arrays},

@@ -13,12 +13,30 @@ Kind = Literal["good", "bad", "info"]
 
 
 @dataclass(frozen=True)
+class FixIdea:
+    """One fix idea for a finding, with when it fits: the bound unit, the instruction classes
+    present, the launch shape, the access widths and the headroom it needs, each read from the
+    report (`evidence`). The registry offers it only where all of that holds, and the page
+    shows it ("fits because ...")."""
+
+    rule: str  # the fix rule that proposes it (`harness.findings.fixes`)
+    title: str  # e.g. "Stop the register spills."
+    text: str
+    what_if: str  # "What if ...?"
+    evidence: tuple[Evidence, ...] = ()
+
+    @property
+    def because(self) -> str:
+        return because(self.evidence)
+
+
+@dataclass(frozen=True)
 class Finding:
     """One observation about a kernel.
 
     `title` is the one-line form used under "What's Good?" / "What's Bad?"; `text` is the
     in-depth sentence with the numbers; `section` is the ncu section the numbers come from.
-    `what_if` is the fix idea ("What if ...?") when the rule has one, `fix_title` its heading.
+    `fixes` are the fix ideas that fit this kernel (the fix rules', each with its evidence).
     `weight` orders findings (bigger first): roughly the share of time at stake, in percent.
     `speedup_pct` is ncu's own estimate of the gain from fixing it, when ncu has one (the
     registry fills it in from the ncu rule that flags the same problem).
@@ -31,9 +49,7 @@ class Finding:
     title: str
     text: str
     section: str
-    what_if: str | None = None
-    fix_title: str | None = None
-    fix_text: str | None = None
+    fixes: tuple[FixIdea, ...] = ()
     weight: float = 0.0
     metrics: dict[str, float | str] = field(default_factory=dict)
     speedup_pct: float | None = None
@@ -41,7 +57,12 @@ class Finding:
 
     @property
     def has_fix(self) -> bool:
-        return self.what_if is not None
+        return bool(self.fixes)
+
+    @property
+    def what_if(self) -> str | None:
+        """The first fix idea's question, None without one."""
+        return self.fixes[0].what_if if self.fixes else None
 
     @property
     def because(self) -> str:

@@ -27,22 +27,6 @@ LIMITER_LABELS = {
     "barriers": "barriers per block",
 }
 
-_FIX = {
-    "registers": ("Use fewer registers per thread.",
-                  "What if we capped registers (__launch_bounds__, Triton's maxnreg, or a "
-                  "smaller per-thread tile) so one more block fits on each SM?"),
-    "shared_mem": ("Size tiles to fit more blocks.",
-                   "What if tiles were sized so that two or more blocks' shared memory fits on "
-                   "one SM (or the shared-memory carveout were raised)?"),
-    "warps": ("Rebalance block size.",
-              "What if blocks were smaller, so that the SM's warp slots divide evenly among them?"),
-    "blocks": ("Launch larger blocks.",
-               "What if each block held more warps, so the SM's block limit stops binding?"),
-    "barriers": ("Use fewer named barriers.",
-                 "What if the kernel needed fewer barriers per block?"),
-}
-
-
 def limiter_text(profile: KernelReport) -> str | None:
     """"shared memory per block (2 blocks per SM)" or None when the limits were not collected.
     Only real causes are named: not the limit of a resource the kernel does not use."""
@@ -61,12 +45,9 @@ def _low_theoretical(profile: KernelReport, named: Sequence[str], by: str,
     """The bad finding of a low theoretical occupancy: its cause and the number that lifts it."""
     occ = profile.occupancy
     theoretical, achieved = occ.theoretical_pct or 0.0, occ.achieved_pct
-    key = named[0] if named else "registers"
-    fix_title, what_if = _FIX.get(key, _FIX["registers"])
     limit = binding(profile)
     if limit is not None:  # the cause in numbers, and the number that lifts it
         by += f": {limit.cause}; {limit.lift}"
-        what_if = f"{what_if.rstrip('?')}: {limit.lift}?"
     regs = profile.launch.registers_per_thread
     smem = profile.launch.shared_mem_per_block_bytes
     usage = []
@@ -83,10 +64,6 @@ def _low_theoretical(profile: KernelReport, named: Sequence[str], by: str,
         + (f"; achieved {fmt(achieved)}%" if achieved is not None else "")
         + f" ({SECTION}).",
         section=SECTION,
-        fix_title=fix_title,
-        fix_text="Fewer resident warps leave the schedulers fewer candidates to hide "
-        "latency with.",
-        what_if=what_if,
         weight=100.0 - theoretical,
         metrics=metrics,
         evidence=(ev(profile, "theoretical_occupancy_pct", "<", LOW_THEORETICAL),),
@@ -106,11 +83,6 @@ def _short_of_theoretical(profile: KernelReport, metrics: dict[str, float | str]
         f"{fmt(theoretical)}%: blocks finish unevenly or the grid leaves SMs idle "
         f"({SECTION}).",
         section=SECTION,
-        fix_title="Balance the work across blocks.",
-        fix_text="A large gap between theoretical and achieved occupancy comes from "
-        "load imbalance between warps or blocks, or from a partial last wave.",
-        what_if="What if the grid had more, smaller blocks, so SMs stay busy until "
-        "the end?",
         weight=theoretical - achieved,
         metrics=metrics,
         evidence=(ev(profile, "achieved_of_theoretical_pct", "<", 100.0 * GAP_RATIO),),

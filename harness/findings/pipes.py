@@ -10,9 +10,10 @@ special functions bind instead.
 
 from __future__ import annotations
 
+from harness.findings import pipe_work
 from harness.findings.evidence import Evidence, ev
 from harness.findings.model import Finding, fmt
-from harness.report import MATH_CLASSES, KernelReport, PipeUse
+from harness.report import MATH_CLASSES, KernelReport, PipeUse, tensor_precisions
 
 NAME = "pipes"
 SECTION = "Compute Workload Analysis"
@@ -31,13 +32,13 @@ _WORDS = {
     "fma": "FMA (FP32 and integer multiply-add)",
     "fmaheavy": "FMA-heavy",
     "fp64": "FP64 (double precision)",
-    "xu": "XU (transcendentals: sin, cos, exp, rsqrt; conversions)",
-    "lsu": "LSU (loads, stores, shared memory)",
-    "alu": "ALU (integer and logic, comparisons)",
-    "adu": "ADU (branches, block barriers, constant loads)",
+    "xu": "XU",
+    "lsu": "LSU",
+    "alu": "ALU",
+    "adu": "ADU",
     "uniform": "uniform datapath",
     "tensor": "tensor",
-    "tensor_op_hmma": "tensor (FP16/BF16/TF32 MMA)",
+    "tensor_op_hmma": "tensor (floating-point MMA)",
     "tensor_op_gmma": "tensor (warpgroup MMA)",
     "tensor_op_dmma": "tensor (FP64 MMA)",
     "tensor_op_imma": "tensor (integer MMA)",
@@ -51,25 +52,19 @@ _TENSOR = {"tensor", "tensor_op_hmma", "tensor_op_gmma", "tensor_op_dmma", "tens
            "shared"}
 
 
-# pipes whose name does not say what they run: the opcodes that keep them busy
-_CONTENT = {"adu": ("branches and barriers", ("BRA", "BAR", "LDC"))}
-
-
-def words(pipe: str) -> str:
+def words(pipe: str, profile: KernelReport | None = None) -> str:
+    """How the pages name a pipe; a tensor pipe by the precisions of the MMAs it ran."""
+    if pipe.startswith("tensor") and profile is not None:
+        precisions = tensor_precisions(profile)
+        if precisions:
+            return f"tensor ({'/'.join(precisions)} MMA)"
     return _WORDS.get(pipe, pipe.upper())
 
 
-def content(pipe: str) -> str:
-    """A few words on what busies a pipe whose name does not say it ("" when it does)."""
-    return _CONTENT[pipe][0] if pipe in _CONTENT else ""
-
-
-def _opcode_counts(profile: KernelReport, pipe: str) -> str:
-    """The executed counts of the opcodes that keep `pipe` busy, e.g. "BRA 18,874,368"."""
-    wanted = _CONTENT[pipe][1] if pipe in _CONTENT else ()
-    found = {o.opcode: o for o in profile.instruction_mix if o.opcode in wanted}
-    return ", ".join(f"{op} {fmt(found[op].executed, 0)} ({fmt(found[op].share_pct)}%)"
-                     for op in wanted if op in found)
+def busy_with(profile: KernelReport, pipe: str) -> str:
+    """The work that keeps a pipe busy, from its executed opcodes ("" for a pipe whose name
+    says it, or none executed), e.g. "block barriers and branches"."""
+    return pipe_work.brief(pipe_work.work_of(profile, pipe))
 
 
 def busiest_pipes(profile: KernelReport) -> list[PipeUse]:
@@ -148,11 +143,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
                 f"pipes: {summary} ({SECTION}).",
                 section=SECTION, weight=100.0 - top.pct, metrics=metrics,
                 evidence=gemm_evidence(profile),
-                fix_title="Use the tensor cores.",
-                fix_text="Matrix-multiply-shaped FP16 work runs many times faster as MMA "
-                "instructions (WMMA/MMA, or a tensor-core GEMM library) than as HFMA2.",
-                what_if="What if the inner product used mma.sync (or a library tensor-core GEMM) "
-                "instead of scalar half-precision FMAs?",
             ))
         elif not on_pipe and top.pipe not in _MATH_PIPES and top.pct >= OFF_PIPE_MIN:
             expected_use = next((u for u in uses if (u.pipe in _TENSOR if expected == "tensor"
@@ -169,11 +159,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
                 section=SECTION, weight=top.pct, metrics=metrics,
                 evidence=(*gemm_evidence(profile),
                           ev(profile, f"pipe:{top.pipe}", ">=", OFF_PIPE_MIN)),
-                fix_title="Feed the math pipe.",
-                fix_text="Each multiply-add pays for loads and address arithmetic; reusing "
-                "operands from registers raises the share of math instructions.",
-                what_if="What if each thread computed a register tile of outputs, so every "
-                "loaded value fed several multiply-adds?",
             ))
     if top.pct >= BUSY and not findings:
         findings.append(_busy_finding(profile, top, summary, metrics))
@@ -190,7 +175,7 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
 
 def _busy_finding(profile: KernelReport, top: PipeUse, summary: str,
                   metrics: dict[str, float | str]) -> Finding:
-    name = words(top.pipe)
+    name = words(top.pipe, profile)
     if top.pipe in _TENSOR or top.pipe in ("fma", "fmaheavy"):
         # the pipes a compute kernel should keep busy: the work is where it belongs
         return Finding(
@@ -200,43 +185,19 @@ def _busy_finding(profile: KernelReport, top: PipeUse, summary: str,
             section=SECTION, weight=top.pct, metrics=metrics,
             evidence=(ev(profile, f"pipe:{top.pipe}", ">=", BUSY),),
         )
-    fixes = {
-        "fp64": ("Use a faster pipe for the FP64 math.",
-                 "FP64 runs at a fraction of the FP32 rate; DMMA tensor cores (Hopper, Ampere) "
-                 "run matrix-shaped FP64 work at twice the FP64 pipe's rate.",
-                 "What if the parts that do not need double precision ran in FP32, or the "
-                 "matrix-shaped part used DMMA (a library DGEMM)?"),
-        "xu": ("Call fewer transcendental functions.",
-               "The XU pipe (MUFU: sin, cos, exp2, rsqrt, reciprocal) issues at a quarter of "
-               "the FMA rate or less.",
-               "What if the transcendental calls were hoisted out of the loop, replaced by "
-               "identities (sin/cos of a sum from one sincos), or by a polynomial on the FMA "
-               "pipe?"),
-        "lsu": ("Issue fewer memory instructions.",
-                "Every load and store instruction, shared or global, takes an LSU issue slot.",
-                "What if loads were vectorized (float4) or operands kept in registers, so "
-                "fewer memory instructions are issued?"),
-        "adu": ("Cut loop and barrier overhead.",
-                "The ADU issues branches, block-wide barriers and constant loads: every loop "
-                "step that ends in a barrier pays for all three, whatever work it does.",
-                "What if the loops were unrolled (trip counts known at compile time) and the "
-                "steps where a single warp works synchronized with the warp, not the block?"),
-        "alu": ("Cut the integer and logic overhead.",
-                "Index arithmetic, comparisons and bit operations take the ALU.",
-                "What if index arithmetic were hoisted out of the inner loop (increments "
-                "instead of multiplies, unrolling)?"),
-    }
-    fix_title, fix_text, what_if = fixes.get(top.pipe, (None, None, None))
-    busy_with = content(top.pipe)
-    counts = _opcode_counts(profile, top.pipe)
+    work = pipe_work.work_of(profile, top.pipe)
+    evidence: tuple[Evidence, ...] = (ev(profile, f"pipe:{top.pipe}", ">=", BUSY),)
+    busy = ""
+    if work:
+        metrics = {**metrics, "work": work[0].key}
+        busy = f", busy with {pipe_work.words(work)}"
+        evidence += (ev(profile, f"pipe_work:{top.pipe}:{work[0].key}", ">=",
+                        pipe_work.NAMED),)
     return Finding(
         rule=NAME, kind="bad",
-        title=f"The {name} pipe binds the kernel: {fmt(top.pct)}% of its peak"
-        + (f", busy with {busy_with}: control overhead, not the kernel's work." if busy_with
-           else "."),
+        title=f"The {name} pipe binds the kernel: {fmt(top.pct)}% of its peak{busy}.",
         text=f"Busiest pipes: {summary} ({SECTION})"
-        + (f"; executed {counts} (Instruction Statistics)" if counts else "") + ".",
-        section=SECTION, weight=top.pct, metrics=metrics,
-        fix_title=fix_title, fix_text=fix_text, what_if=what_if,
-        evidence=(ev(profile, f"pipe:{top.pipe}", ">=", BUSY),),
+        + (f"; executed {pipe_work.counts(work)} (Instruction Statistics)" if busy else "")
+        + ".",
+        section=SECTION, weight=top.pct, metrics=metrics, evidence=evidence,
     )

@@ -1,7 +1,9 @@
 """Improvement or regression against the previous iteration's profile.
 
 Reports the duration change and the metrics that moved most (stall cycles per instruction,
-throughputs, occupancy), as "MIO throttle stall per instruction 6.0 -> 2.1".
+throughputs, occupancy), as "MIO throttle stall per instruction 6.0 -> 2.1". A throughput or
+occupancy that moved is judged by its direction for the same work: lower throughput in a
+faster kernel that executes fewer instructions is the same work done with less, not a loss.
 """
 
 from __future__ import annotations
@@ -48,16 +50,46 @@ def _stall_deltas(profile: KernelReport, previous: KernelReport) -> list[Finding
     return findings[:3]
 
 
+def _speed(profile: KernelReport, previous: KernelReport) -> float | None:
+    """How many times faster this iteration ran under the profiler (None: not collected)."""
+    old, new = previous.speed_of_light.duration_ns, profile.speed_of_light.duration_ns
+    return old / new if old and new else None
+
+
+def _work(profile: KernelReport, previous: KernelReport) -> str:
+    """" with 131,465,216 -> 71,696,384 instructions"."""
+    old, new = previous.executed_instructions, profile.executed_instructions
+    return f" with {fmt(old, 0)} -> {fmt(new, 0)} instructions" if old and new else ""
+
+
 def _delta(name: str, old: float | None, new: float | None, section: str,
-           higher_is_better: bool, min_change: float) -> list[Finding]:
+           min_change: float, profile: KernelReport, previous: KernelReport,
+           less: str = "less of the SM") -> list[Finding]:
+    """A share that moved, judged by the time: higher and faster is good; lower while the
+    kernel got faster is the same work done with less of the unit (information); lower and
+    slower is bad; higher and slower does more work."""
     if old is None or new is None or abs(new - old) < min_change:
         return []
-    better = (new > old) == higher_is_better
+    speed = _speed(profile, previous)
+    faster = speed is not None and speed >= FASTER
+    slower = speed is not None and speed <= 1.0 / FASTER
+    change = f"{name} {fmt(old)}% -> {fmt(new)}% against the previous iteration"
+    kind = "info"
+    why = ""
+    if new > old and not slower:
+        kind = "good"
+    elif new < old and slower:
+        kind = "bad"
+    elif new < old and faster:
+        why = (f": the kernel ran {fmt(speed or 0.0, 2)}x faster{_work(profile, previous)}, so "
+               f"the same work needs {less}")
+    elif new > old and slower:
+        why = f": the kernel ran slower{_work(profile, previous)}, so it does more work"
     return [
         Finding(
             rule=NAME,
-            kind="good" if better else "bad",
-            title=f"{name} {fmt(old)}% -> {fmt(new)}% against the previous iteration.",
+            kind=kind,  # type: ignore[arg-type]
+            title=f"{change}{why}.",
             text=f"{name} changed from {fmt(old)}% to {fmt(new)}% ({section}).",
             section=section,
             weight=abs(new - old),
@@ -74,9 +106,11 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
                                 profile.speed_of_light.duration_ns)
     findings += _stall_deltas(profile, previous)
     findings += _delta("Compute (SM) throughput", previous.speed_of_light.compute_throughput_pct,
-                       profile.speed_of_light.compute_throughput_pct, SECTION, True, 10.0)
+                       profile.speed_of_light.compute_throughput_pct, SECTION, 10.0, profile,
+                       previous)
     findings += _delta("Achieved occupancy", previous.occupancy.achieved_pct,
-                       profile.occupancy.achieved_pct, "Occupancy", True, 10.0)
+                       profile.occupancy.achieved_pct, "Occupancy", 10.0, profile, previous,
+                       "fewer resident warps")
     return findings
 
 
@@ -101,7 +135,5 @@ def duration_change(old_t: float | None, new_t: float | None,
                 title=f"Regression: {fmt(1.0 / ratio, 2)}x slower than the previous iteration "
                 f"under the profiler ({numbers}).",
                 text=f"Duration {numbers}, a {fmt(1.0 / ratio, 2)}x slowdown ({SECTION}).",
-                section=SECTION, weight=1e9, metrics={"speedup": ratio},
-                fix_title="Find what the change broke.",
-                what_if="What if the change were split in two, to see which half costs the time?"))
+                section=SECTION, weight=1e9, metrics={"speedup": ratio}))
     return findings

@@ -20,6 +20,7 @@ from harness.findings import (
     memory_level,
     ncu_rules,
     occupancy,
+    odd_figures,
     pipes,
     progress,
     spills,
@@ -31,6 +32,7 @@ from harness.findings import (
     waves,
 )
 from harness.findings.evidence import OP_WORDS, failing, words
+from harness.findings.fixes import fixes_for
 from harness.findings.model import Finding, RuleCheck
 from harness.report import KernelReport, RuleResult
 
@@ -69,6 +71,7 @@ RULES: tuple[Rule, ...] = tuple(
         local_arrays,
         waves,
         instruction_mix,
+        odd_figures,
         progress,
         ncu_rules,
     )
@@ -95,7 +98,7 @@ _LOCAL_RULES = ("local_arrays", "spills")
 # A stall is a symptom; these findings name causes of it. When both fire, the cause carries
 # the stall's estimated gain (ncu estimates gains for stalls, not for their causes), so the
 # TLDR names what to fix rather than what the warps wait for.
-CAUSES: dict[str, tuple[str, ...]] = {
+CAUSES: dict[str, tuple[str, ...]] = {  # reason -> rules that name a cause of it
     "long_scoreboard": ("local_arrays", "spills", "atomics", "vectorization", "clusters",
                         "synchronization"),
     "lg_throttle": ("spills", "local_arrays", "atomics", "coalescing"),
@@ -104,6 +107,15 @@ CAUSES: dict[str, tuple[str, ...]] = {
     "mio_throttle": ("bank_conflicts", "warp_primitives"),
     "barrier": ("synchronization",),
     "membar": ("synchronization",),
+}
+# A cause explains a stall only where its instructions carry the stall's samples: the classes
+# of instructions (`report.stall_sites`) each cause is about.
+CAUSE_CLASSES: dict[str, tuple[str, ...]] = {
+    "local_arrays": ("local",), "spills": ("local",),
+    "atomics": ("global_atomic", "shared"), "vectorization": ("global",),
+    "coalescing": ("global",), "clusters": ("generic", "cluster_barrier"),
+    "synchronization": ("block_barrier", "cluster_barrier", "memory_barrier", "global"),
+    "bank_conflicts": ("shared",), "warp_primitives": ("shuffle",),
 }
 # Our "good" statements that say the same thing for all lanes of a warp: qualified when most
 # lanes idle, since the throughput they praise is mostly wasted issue slots.
@@ -138,6 +150,8 @@ def run_rules(
     findings = explains.dominance_explains_pipe(findings)
     findings = explains.imbalance_explains_occupancy(findings)
     findings = explains.tensor_peak_outweighs(findings, profile)
+    findings = explains.small_grid_explains_occupancy(findings)
+    findings = explains.tail_explains_occupancy(findings)
     findings = [_consistent(f, profile) for f in findings]
     findings = [_qualified(f, profile) for f in findings]
     # only a verdict (good/bad) of ours replaces ncu's message; an aside (info) does not
@@ -147,7 +161,21 @@ def run_rules(
     findings = sorted(findings, key=lambda f: (_KIND_ORDER[f.kind], -f.weight))
     # the problem the TLDR names leads the list, so the page says one thing first
     top = tldr_finding(findings)
-    return [top, *(f for f in findings if f is not top)] if top is not None else findings
+    findings = [top, *(f for f in findings if f is not top)] if top is not None else findings
+    return _with_fixes(findings, profile)
+
+
+def _with_fixes(findings: list[Finding], profile: KernelReport) -> list[Finding]:
+    """Each problem with the fix ideas that fit it (`fixes.fixes_for`), an idea given once: to
+    the first problem it answers. (A kernel at the practical limit its run benched gets none:
+    the pages drop them, knowing the bench results.)"""
+    given: set[tuple[str, str]] = set()
+    out = []
+    for f in findings:
+        ideas = tuple(i for i in fixes_for(profile, f) if (i.rule, i.title) not in given)
+        given.update((i.rule, i.title) for i in ideas)
+        out.append(dataclasses.replace(f, fixes=ideas) if ideas else f)
+    return out
 
 
 def _judged(finding: Finding, profile: KernelReport) -> Finding:
@@ -160,7 +188,7 @@ def _judged(finding: Finding, profile: KernelReport) -> Finding:
     why = "; ".join(f"{e.text()} does not hold" if e.value is not None else e.text()
                     for e in missed)
     return dataclasses.replace(
-        finding, kind="info", weight=0.0, what_if=None, fix_title=None, fix_text=None,
+        finding, kind="info", weight=0.0, fixes=(),
         title=f"Not judged ({finding.section}): {why}.",
         text=f"The {finding.rule} rule needs: "
         + "; ".join(f"{words(e.measure)} {OP_WORDS[e.op]} {e.threshold:g}"
@@ -211,6 +239,13 @@ def _can_cause(finding: Finding) -> bool:
     return finding.rule != vectorization.NAME or vectorization.scalar_global_loads(finding)
 
 
+def _explains(cause: str, stall: Finding) -> bool:
+    """Whether a cause's instructions carry the stall's samples (a stall told without a
+    carrier, for want of PC samples, keeps ncu's pairing of reasons and causes)."""
+    carrier = stall.metrics.get("carrier")
+    return carrier is None or carrier in CAUSE_CLASSES.get(cause, ())
+
+
 def _with_causes(findings: list[Finding]) -> list[Finding]:
     """Causes inherit the estimated gain of the stalls they explain (see CAUSES)."""
     fired = {f.rule for f in findings if f.kind == "bad" and _can_cause(f)}
@@ -219,7 +254,7 @@ def _with_causes(findings: list[Finding]) -> list[Finding]:
         if f.rule != "stalls" or f.kind != "bad" or f.speedup_pct is None:
             continue
         for cause in CAUSES.get(str(f.metrics.get("reason")), ()):
-            if cause in fired:
+            if cause in fired and _explains(cause, f):
                 inherited[cause] = max(inherited.get(cause, 0.0), f.speedup_pct)
     return [dataclasses.replace(f, speedup_pct=max(f.speedup_pct or 0.0, inherited[f.rule]))
             if f.kind == "bad" and f.rule in inherited else f for f in findings]

@@ -8,6 +8,7 @@ fusion instead.
 
 from __future__ import annotations
 
+from harness.findings import evidence
 from harness.findings.evidence import Evidence
 from harness.report import KernelReport
 
@@ -46,3 +47,12 @@ def tiles(profile: KernelReport) -> bool:
         return True
     return all(e.holds() for e in tile_evidence(profile))
 
+
+
+def _tiles_measure(profile: KernelReport) -> float | None:
+    return (1.0 if tiles(profile) else 0.0) if profile.instruction_mix else None
+
+
+evidence.MEASURES["tiles"] = (
+    "the kernel tiles: re-reads what it stages in shared memory, or feeds tensor cores (1 yes, "
+    "0 no)", _tiles_measure)

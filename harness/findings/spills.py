@@ -34,10 +34,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
             + (f", {fmt(share, 2)}% of all instructions" if share is not None else "")
             + f" ({SECTION}).",
             section=SECTION,
-            fix_title="Stop the register spills.",
-            fix_text="Spilled values round-trip through L1 and possibly DRAM.",
-            what_if="What if the per-thread tile were smaller, or __launch_bounds__ allowed "
-            "more registers, so that nothing spills?",
             weight=min(100.0, share or 10.0),
             metrics={"spills": spills},
             evidence=(ev(profile, "spill_instructions", ">", 0.0),),

@@ -1,113 +1,171 @@
-"""The dominant warp stall reasons (Warp State Statistics).
+"""The dominant warp stall reasons (Warp State Statistics), each told by the instructions that
+carry its samples (Source Counters).
 
 A stall reason matters when warps spend a large share of the cycles between two issued
 instructions in it. ncu's CPIStall rule flags the largest; we report every reason above
-`SHARE_THRESHOLD` percent of those cycles, each with its own fix idea.
+`SHARE_THRESHOLD` percent of those cycles. What a reason's cycles are spent on is read from the
+per-instruction PC samples (`report.stall_sites`): the class of instructions that causes at
+least `CARRIES` percent of its samples (local memory, constant loads, MUFU, a WGMMA wait...)
+gets its own story, with its hottest instructions and source lines; local memory is told as
+register spills or as a per-thread array by ncu's count of spill instructions. Without PC
+samples the reason is stated in ncu's words, and what causes it is not judged.
 """
 
 from __future__ import annotations
 
-from harness.findings import shape
-from harness.findings.evidence import ev
+import re
+
+from harness.findings.evidence import Evidence, ev, spill_share
 from harness.findings.model import Finding, fmt
-from harness.report import KernelReport, stall_label
+from harness.report import KernelReport, ReasonSites, Site, sites_by_reason, stall_label
 
 NAME = "stalls"
 SECTION = "Warp State Statistics"
 SHARE_THRESHOLD = 15.0  # percent of the cycles between two issued instructions
 MIN_CYCLES = 1.0  # below one cycle per instruction a reason is noise
 MAX_FINDINGS = 3
+CARRIES = 50.0  # percent of a reason's samples: the class whose story is told
+ALSO = 10.0  # percent of a reason's samples: another class named beside it
+SPILLS = 50.0  # percent of local loads and stores that are spills: the local story is spills
+SITES_SHOWN = 2
 
-# reason -> (what warps wait for, kind, fix title, fix text, what if)
-_REASONS: dict[str, tuple[str, str, str, str, str]] = {
-    "mio_throttle": (
-        "for the MIO (memory input/output) instruction queue to be not full",
-        "bad",
-        "Issue fewer, wider shared-memory instructions.",
-        "The MIO queue fills with shared-memory (and special-math) instructions. Fewer but "
-        "wider loads, or operands reused from registers, relieve it.",
-        "What if each thread loaded 128-bit vectors from shared memory and reused them from "
-        "registers for several outputs?",
-    ),
-    "long_scoreboard": (
-        "on a global/local memory (L1TEX) operand",
-        "bad",
-        "Hide global-memory latency.",
-        "Warps wait for data from global memory. Loading earlier (prefetch into registers or "
-        "shared memory while computing on the previous tile) overlaps that wait with work.",
-        "What if the next tile were loaded while the current one is being computed on "
-        "(double buffering or cp.async)?",
-    ),
-    "short_scoreboard": (
-        "on an MIO operand (shared memory or special math)",
-        "bad",
-        "Shorten the wait on shared-memory results.",
-        "Warps wait for shared-memory loads to return. Loading operands for the next "
-        "iteration into registers before they are needed hides that latency.",
-        "What if shared-memory operands were loaded into registers one step ahead of use?",
-    ),
-    "barrier": (
-        "at a barrier (__syncthreads) for the other warps of the block",
-        "bad",
-        "Synchronize less often.",
-        "Warps wait at __syncthreads for slower warps of their block. Fewer barriers per tile "
-        "(larger tiles, or split arrive/wait barriers) shorten those waits.",
-        "What if each block synchronized once per larger tile, or overlapped loading and "
-        "computing with asynchronous barriers?",
-    ),
-    "not_selected": (
-        "while eligible, because the scheduler picked another warp",
-        "info",
-        "",
-        "",
-        "",
-    ),
-    "lg_throttle": (
-        "for the L1 instruction queue for local and global (LG) memory operations",
-        "bad",
-        "Issue fewer, wider global-memory instructions.",
-        "The LG queue is full of global loads. Coalesced, vectorized loads (one 128-bit load "
-        "instead of four 32-bit ones) issue far fewer instructions for the same bytes.",
-        "What if neighbouring threads read neighbouring addresses with 128-bit loads?",
-    ),
-    "math_pipe_throttle": (
-        "for a busy math pipeline",
-        "info",
-        "",
-        "",
-        "",
-    ),
-    "wait": (
-        "on a fixed-latency dependency",
-        "info",
-        "",
-        "",
-        "",
-    ),
+# reasons that are the issue itself or its ordinary waits: told, never a problem
+INFO_REASONS = ("not_selected", "math_pipe_throttle", "wait", "dispatch_stall", "selected")
+# reasons a problem is known to stand behind; the others are told as information
+STALL_PROBLEMS = ("mio_throttle", "lg_throttle", "long_scoreboard", "short_scoreboard", "barrier")
+
+# reason -> what the warps wait for, in ncu's terms (whatever instructions carry it)
+MEANING: dict[str, str] = {
+    "mio_throttle": "for room in the MIO (memory input/output) instruction queue",
+    "lg_throttle": "for room in the L1 queue of local and global (LG) memory instructions",
+    "long_scoreboard": "for the result of an L1TEX access (global, local or generic memory, "
+    "an mbarrier, a texture)",
+    "short_scoreboard": "for the result of an MIO operation (shared memory, constant loads, "
+    "special math, shuffles)",
+    "barrier": "at a barrier for the other warps (or the operations) it waits for",
+    "membar": "at a memory barrier",
+    "drain": "for memory stores to drain at exit",
+    "not_selected": "while eligible, because the scheduler picked another warp",
+    "math_pipe_throttle": "for a busy math pipeline",
+    "wait": "on a fixed-latency dependency",
+    "dispatch_stall": "for the dispatcher",
+    "branch_resolving": "for a branch target to be computed",
+    "no_instructions": "for instructions to be fetched",
+    "imc_miss": "for an immediate constant cache miss",
+    "warpgroup_arrive": "for the warpgroup's arrive before a WGMMA",
+    "sleeping": "asleep (nanosleep)",
+    "tex_throttle": "for room in the texture queue",
+    "gmma": "for a warpgroup MMA (WGMMA) on the tensor cores",
 }
 
-# reason -> (fix title, fix text, what if) for a kernel that streams rather than tiles
-# (`shape.tiles`): the tiled kernel's advice speaks of tiles it does not have
-_STREAMING: dict[str, tuple[str, str, str]] = {
-    "long_scoreboard": (
-        "Keep more bytes in flight.",
-        "Warps wait for data from global memory. More independent loads per thread before "
-        "the first use (unrolled, or 128-bit where the loads are narrower) put more bytes in "
-        "flight per warp.",
-        "What if each thread issued more independent loads before using the first of them?",
-    ),
-    "barrier": (
-        "Synchronize less often.",
-        "Warps wait at __syncthreads for slower warps of their block. Steps inside one warp "
-        "need no block-wide barrier.",
-        "What if the last steps ran within a warp (shuffles), so the block synchronized fewer "
-        "times?",
-    ),
+# class -> what warps wait on when that class carries the samples
+STORIES: dict[str, str] = {
+    "constant": "constant loads (LDC) of kernel parameters and launch dimensions, waiting on "
+    "the constant cache",
+    "global": "global-memory loads and stores (LDG/STG)",
+    "generic": "generic loads and stores (LD/ST), which reach global or distributed shared "
+    "memory through one address space",
+    "shared": "shared-memory instructions (LDS/STS, LDSM/STSM, ATOMS)",
+    "global_atomic": "global atomics (ATOM/RED): each is a read-modify-write in L2",
+    "mufu": "special-math instructions (MUFU: sin, cos, exp2, rsqrt, reciprocal), which issue "
+    "at a quarter of the FMA rate or less",
+    "conversion": "type conversions (I2F/F2I/F2F) on the XU pipe",
+    "shuffle": "warp shuffles (SHFL)",
+    "special_register": "special-register reads (S2R: thread and block indices, clocks)",
+    "wgmma": "warpgroup MMAs (WGMMA): the warps wait for their tensor-core work "
+    "(WARPGROUP.DEPBAR, WARPGROUP.ARRIVE), which is how a WGMMA kernel waits on the tensor cores",
+    "mbarrier": "mbarrier waits (SYNCS try-wait): the warps wait for data that TMA or another "
+    "warp group signals",
+    "async_copy": "TMA and asynchronous copies (UTMALDG, LDGSTS) and their waits",
+    "block_barrier": "block barriers (BAR: __syncthreads and named barriers)",
+    "cluster_barrier": "cluster barriers (barrier.cluster: UCGABAR)",
+    "memory_barrier": "memory fences (MEMBAR, FENCE)",
+    "mma": "warp MMAs (mma.sync)",
+    "texture": "texture and surface accesses",
+    "control": "branches and control flow",
+    "other": "arithmetic and register moves",
 }
+
+
+# a constant load whose address comes from a register (`LDC R5, c[0x3][R5]`)
+INDEXED_CONSTANTS = ("indexed constant loads (LDC with a register index): lanes that read "
+                     "different addresses are served one address at a time by the constant "
+                     "cache")
+
+
+def indexed(sites: tuple[Site, ...]) -> bool:
+    """Whether most of these constant loads' samples sit at loads indexed by a register."""
+    total = sum(s.samples for s in sites)
+    by_register = sum(s.samples for s in sites if re.search(r"c\[[^]]*\]\[U?R\d", s.sass))
+    return bool(total) and 2 * by_register > total
 
 
 def label(reason: str) -> str:
     return stall_label(reason)
+
+
+def _local_story(profile: KernelReport) -> tuple[str, str, tuple[Evidence, ...]]:
+    """The local-memory story: register spills or a per-thread array, by ncu's spill count."""
+    share = spill_share(profile)
+    local = profile.local_memory
+    measure = Evidence("spill_share_of_local_pct", ">=", SPILLS, share)
+    if share is None:
+        return ("local memory (LDL/STL); whether spills or a per-thread array is not judged: "
+                "the spill count was not collected", "", ())
+    counts = (f"{fmt(local.spill_instructions or 0.0, 0)} of the {fmt(local.instructions, 0)} "
+              "local loads and stores")
+    if share >= SPILLS:
+        return (f"local memory holding register spills ({counts} are spills)",
+                ", register spills", (measure,))
+    return (f"local memory holding a per-thread array ({counts}; {fmt(100.0 - share)}% are not "
+            "spills: an array indexed at run time, or too large for registers)",
+            ", a per-thread array",
+            (Evidence("spill_share_of_local_pct", "<", SPILLS, share),))
+
+
+def _site(site: Site, samples: int) -> str:
+    where = f" at {site.source}" if site.source else ""
+    return f"`{site.sass}`{where} ({fmt(100.0 * site.samples / samples)}%)"
+
+
+def _carriers_text(sites: ReasonSites) -> str:
+    """"Its PC samples: local memory (LDL/STL) 90.2% (`LDL ...` at f.cu:16 (12.0%), ...)"."""
+    named = [c for c in sites.carriers if c.share_pct >= ALSO] or list(sites.carriers[:1])
+    parts = [f"{c.words} {fmt(c.share_pct)}% ("
+             + ", ".join(_site(s, sites.samples) for s in c.sites[:SITES_SHOWN]) + ")"
+             for c in named]
+    unknown = 100.0 - sites.attributed_pct
+    traced = (f"; {fmt(unknown)}% could not be traced to the instruction that causes them"
+              if unknown >= 1.0 else "")
+    return f"Its {fmt(sites.samples, 0)} PC samples sit at: " + "; ".join(parts) + traced + "."
+
+
+def _story(profile: KernelReport, reason: str
+           ) -> tuple[str, str, str, tuple[Evidence, ...], str | None]:
+    """(words for the title, the story sentence, the samples sentence, evidence, carrier key)
+    of one reason, from the classes that carry its samples."""
+    sites = sites_by_reason(profile).get(reason)
+    if sites is None or not sites.enough:
+        count = f"only {sites.samples} PC sample{'s' * (sites.samples != 1)}" \
+            if sites is not None else "no PC samples"
+        return ("", f"Which instructions cause it is not judged: the report has {count} of it "
+                "(Source Counters).", "", (), None)
+    main = sites.carriers[0] if sites.carriers else None
+    samples = _carriers_text(sites)
+    if main is None or main.share_pct < CARRIES:
+        return ("", "No class of instructions carries most of its samples.", samples, (), None)
+    carried = (ev(profile, f"carried:{reason}:{main.key}", ">=", CARRIES),)
+    head = f", at {main.words}: {fmt(main.share_pct)}% of its samples"
+    if reason in INFO_REASONS:  # the warps do not wait on the class: it is what they issue
+        return (head, "", samples, carried, main.key)
+    if main.key == "local":
+        story, kind, local = _local_story(profile)
+        return (head + kind, f"The warps wait on {story}.", samples, carried + local, main.key)
+    if main.key == "constant" and indexed(main.sites):
+        return (head + ", indexed by register", f"The warps wait on {INDEXED_CONSTANTS}.",
+                samples, carried, main.key)
+    return (head, f"The warps wait on {STORIES.get(main.key, main.words)}.", samples, carried,
+            main.key)
 
 
 def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
@@ -123,37 +181,35 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
         share = 100.0 * stall.cycles_per_issue / total
         if share < SHARE_THRESHOLD or stall.cycles_per_issue < MIN_CYCLES:
             continue
-        # reasons without a tailored explanation (drain, membar, no_instructions, ...) are
-        # still reported, in ncu's own words, as information
-        waits_for, kind, fix_title, fix_text, what_if = _REASONS.get(
-            stall.reason, (f"in the '{stall.label}' state", "info", "", "", ""))
-        if stall.reason in _STREAMING and not shape.tiles(profile):
-            fix_title, fix_text, what_if = _STREAMING[stall.reason]
-        cycles = fmt(stall.cycles_per_issue)
-        if stall.reason == "not_selected":
-            title = (f"Schedulers have spare eligible warps: {cycles} cycles per instruction are "
-                     f"'not selected' stalls ({fmt(share)}% of {fmt(total)}).")
-        else:
-            title = (f"Warps stall on {label(stall.reason)}: {cycles} of every {fmt(total)} "
-                     f"cycles between two instructions ({fmt(share)}%).")
-        findings.append(
-            Finding(
-                rule=NAME,
-                kind=kind,  # type: ignore[arg-type]
-                title=title,
-                text=f"Warps wait {cycles} cycles per issued instruction {waits_for}: "
-                f"{fmt(share)}% of the {fmt(total)} cycles between two issued instructions "
-                f"({SECTION}).",
-                section=SECTION,
-                fix_title=fix_title or None,
-                fix_text=fix_text or None,
-                what_if=what_if or None,
-                weight=share,
-                metrics={"reason": stall.reason, "cycles": stall.cycles_per_issue,
-                         "share_pct": share, "total_cycles": total},
-                evidence=(ev(profile, f"stall:{stall.reason}", ">=", SHARE_THRESHOLD),),
-            )
-        )
+        findings.append(_finding(profile, stall.reason, stall.cycles_per_issue, share, total))
         if len(findings) == MAX_FINDINGS:
             break
     return findings
+
+
+def _finding(profile: KernelReport, reason: str, cycles: float, share: float,
+             total: float) -> Finding:
+    head, story, samples, evidence, carrier = _story(profile, reason)
+    waits_for = MEANING.get(reason, f"in the '{label(reason)}' state")
+    if reason == "not_selected":
+        title = (f"Schedulers have spare eligible warps: {fmt(cycles)} cycles per instruction "
+                 f"are 'not selected' stalls ({fmt(share)}% of {fmt(total)}).")
+    else:
+        title = (f"Warps stall on {label(reason)}: {fmt(cycles)} of every {fmt(total)} cycles "
+                 f"between two instructions ({fmt(share)}%){head}.")
+    metrics: dict[str, float | str] = {"reason": reason, "cycles": cycles, "share_pct": share,
+                                       "total_cycles": total}
+    if carrier is not None:
+        metrics["carrier"] = carrier
+    return Finding(
+        rule=NAME,
+        kind="bad" if reason in STALL_PROBLEMS else "info",
+        title=title,
+        text=f"Warps wait {fmt(cycles)} cycles per issued instruction {waits_for}: "
+        f"{fmt(share)}% of the {fmt(total)} cycles between two issued instructions "
+        f"({SECTION})." + "".join(f" {part}" for part in (story, samples) if part),
+        section=SECTION,
+        weight=share,
+        metrics=metrics,
+        evidence=(ev(profile, f"stall:{reason}", ">=", SHARE_THRESHOLD), *evidence),
+    )

@@ -27,18 +27,11 @@ class Kind:
     words: str  # "Block barriers"
     opcodes: tuple[str, ...]  # the opcodes counted
     stalls: tuple[str, ...]  # the stall reasons they cause
-    fix_title: str
-    what_if: str
 
 
 KINDS = (
-    Kind("Block barriers", ("BAR",), ("barrier",), "Synchronize less often.",
-         "What if each barrier covered more work (several steps per __syncthreads, double "
-         "buffering), or warps that only exchange data among themselves used __syncwarp?"),
-    Kind("Cluster barriers", ("UCGABAR_ARV", "UCGABAR_WAIT", "MEMBAR"), ("barrier", "membar"),
-         "Split the cluster barrier.",
-         "What if arrive and wait were split (barrier.cluster.arrive.relaxed early, wait just "
-         "before the data is needed), so the fence and the wait overlap with work?"),
+    Kind("Block barriers", ("BAR",), ("barrier",)),
+    Kind("Cluster barriers", ("UCGABAR_ARV", "UCGABAR_WAIT", "MEMBAR"), ("barrier", "membar")),
 )
 
 
@@ -102,10 +95,7 @@ def _barrier_findings(profile: KernelReport, ops: dict[str, tuple[float, float]]
             f"({fmt(waiting)}%).",
             text=f"Executed {counts}; stalls on {', '.join(kind.stalls)}: {fmt(cycles)} cycles "
             f"per issued instruction ({SECTION}).",
-            section=SECTION, fix_title=kind.fix_title,
-            fix_text="Every warp waits at a barrier for the slowest one it synchronizes with; "
-            "little work between barriers leaves the SM waiting most of the time.",
-            what_if=kind.what_if, weight=max(share, waiting),
+            section=SECTION, weight=max(share, waiting),
             metrics={"kind": kind.words, "share_pct": share, "waiting_pct": waiting},
             evidence=_barrier_evidence(profile, kind, tuple(present), share),
         ))
@@ -129,12 +119,7 @@ def _polling_finding(profile: KernelReport, ops: dict[str, tuple[float, float]])
         f"{fmt(ops['YIELD'][0], 0)} ({fmt(ops['YIELD'][1])}%) of {fmt(total, 0)} instructions; "
         f"each waits on the memory system ({fmt(cycles)} long-scoreboard cycles per issued "
         f"instruction, {fmt(waiting)}%) ({SECTION}).",
-        section=SECTION, fix_title="Wait without spinning.",
-        fix_text="A spinning warp issues load after load that returns the same value, taking "
-        "issue slots and memory bandwidth from the warps that do the work.",
-        what_if="What if the waiting warps slept between polls (__nanosleep with backoff), "
-        "waited on a barrier or an mbarrier (try_wait), or the work were split into two "
-        "kernels?",
+        section=SECTION,
         weight=max(share, waiting),
         metrics={"kind": "polling", "share_pct": share, "waiting_pct": waiting},
         evidence=(ev(profile, "strong_load_share_pct", ">=", DOMINANT),

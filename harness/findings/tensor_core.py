@@ -85,9 +85,6 @@ def _tensor_pct(profile: KernelReport) -> float | None:
 
 
 evidence.MEASURES["tensor_pipe_pct"] = ("busiest tensor pipe (% of peak)", _tensor_pct)
-evidence.MEASURES["mma_executed"] = (
-    "MMA instructions (WGMMA or mma.sync) executed",
-    lambda p: evidence.executed(p, WGMMA_OPCODES + MMA_OPCODES))
 
 
 

@@ -6,7 +6,6 @@ LDG.E.128; a kernel that moves floats one at a time issues up to four times the 
 
 from __future__ import annotations
 
-from harness.findings import shape
 from harness.findings.evidence import ev, share_of_whole
 from harness.findings.model import Finding, fmt
 from harness.report import KernelReport
@@ -97,12 +96,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
                 text=f"Share of executed memory instructions wider than 32 bits: "
                 f"{'; '.join(parts)}{aside} ({SECTION}).",
                 section=SECTION,
-                fix_title="Use fewer but wider memory loads.",
-                fix_text="Each 32-bit load or store is one instruction for four bytes; a "
-                "128-bit (float4) access moves four times as much per instruction and takes "
-                "pressure off the LSU and MIO queues.",
-                what_if="What if memory were read and written as float4 (128-bit) vectors, "
-                f"with 16-byte aligned {'tiles' if shape.tiles(profile) else 'data'}?",
                 weight=min(50.0, of_whole if of_whole is not None else 0.0),
                 metrics=metrics,
                 evidence=tuple(ev(profile, f"vector:{s}_{k}", "<=", SCALAR_SHARE)

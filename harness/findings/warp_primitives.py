@@ -15,18 +15,11 @@ NAME = "warp_primitives"
 SECTION = "Instruction Statistics"
 DOMINANT = 15.0  # percent of executed warp instructions
 
-# opcode family -> words, the pipe it issues to (ncu's pipe stem), the fix
+# opcode family -> words, the pipe it issues to (ncu's pipe stem)
 KINDS = {
-    "SHFL": ("Warp shuffles", "lsu",
-             "What if each shuffle carried more work (reduce several values in registers "
-             "first, shuffle once per many elements), or an integer sum across the warp used "
-             "__reduce_add_sync (REDUX)?"),
-    "VOTE": ("Warp votes", "alu",
-             "What if the predicate were voted on less often (once per several elements, or "
-             "hoisted out of the loop)?"),
-    "MATCH": ("Warp match instructions", "alu",
-              "What if lanes were grouped by key once (a sort or a hash) rather than matched "
-              "on every step?"),
+    "SHFL": ("Warp shuffles", "lsu"),
+    "VOTE": ("Warp votes", "alu"),
+    "MATCH": ("Warp match instructions", "alu"),
 }
 
 
@@ -64,7 +57,7 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
     if top is None:  # a few shuffles in a last summing step say nothing about the kernel
         return []
     opcode, executed, share = top
-    words, pipe, what_if = KINDS[opcode]
+    words, pipe = KINDS[opcode]
     pipe_pct = profile.pipe(pipe)
     on_pipe = (f", and they keep the {pipe.upper()} pipe at {fmt(pipe_pct)}% of its peak"
                if pipe_pct is not None else "")
@@ -73,10 +66,6 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
         title=f"{words} dominate: {opcode} is {fmt(share)}% of executed instructions "
         f"({fmt(executed, 0)}){on_pipe}.",
         text=text, section=SECTION,
-        fix_title="Exchange less within the warp.",
-        fix_text=f"Each {opcode} costs an issue slot and a trip through the {pipe.upper()} pipe "
-        "for data the lanes already hold; the kernel's arithmetic waits behind them.",
-        what_if=what_if,
         weight=max(share, pipe_pct or 0.0),
         metrics={"opcode": opcode, "share_pct": share, "executed": executed,
                  "pipe": pipe, **({"pipe_pct": pipe_pct} if pipe_pct is not None else {})},

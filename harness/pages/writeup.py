@@ -28,27 +28,30 @@ from typing import TYPE_CHECKING, Any
 from harness.errors import NcuhError, ReportError
 from harness.findings import (
     PROGRESS_RULE,
+    STALL_PROBLEMS,
     Finding,
     SetAside,
     busiest_pipes,
     describe_bound,
     duration_change,
     ncu_set_aside,
-    near_dram_peak,
     run_rules,
-    tldr_finding,
 )
 from harness.pages.gpu_comparison import GpuComparison, compare_gpus
 from harness.pages.side_by_side import Change, KeyValue, key_values, since_previous
+from harness.pages.tldr import Measured, tldr
 from harness.project import Project, Size, size_text
 from harness.report import (
     Hotspot,
     KernelReport,
+    MathRate,
     PipeUse,
     Roofline,
     hotspots,
     load_kernel_reports,
+    math_rates,
     render_text,
+    sites_by_reason,
     stall_label,
 )
 from harness.rundir import (
@@ -66,6 +69,7 @@ if TYPE_CHECKING:
     from harness.project import Project
 
 MAX_SUMMARY = 5  # items under What's Good? / What's Bad?
+STALL_CARRIES = 50.0  # percent of a stall's samples at one class: the index names it
 HOTSPOTS = 5
 PIPES_SHOWN = 6
 
@@ -108,6 +112,7 @@ class FixIdea:
     text: str | None
     what_if: str
     finding_number: int  # 1-based number of the finding it answers
+    because: str = ""  # when it fits, as the report shows it (`findings.FixIdea.because`)
 
 
 @dataclass(frozen=True)
@@ -186,6 +191,8 @@ class KernelPage:
     # profiled duration) or "ncu" (the FP32 operations ncu counted)
     work_source: str = "ncu"
     pct_of_limit: float | None = None  # of the project's first benched limit
+    # the kernel's math by precision (tensor cores, FP64, FP32), most per second first
+    math_rates: list[MathRate] = field(default_factory=list)
     pct_of_reference: float | None = None
     limiter: str = ""
     label: str = ""  # short name on plot axes, e.g. "4. register_tiled"
@@ -386,12 +393,17 @@ def _bound_only(profile: KernelReport) -> str:
 
 
 def _bound_text(profile: KernelReport) -> str:
-    """The index's "main limiter": the binding unit and the largest stall reason."""
+    """The index's "main limiter": the binding unit and the largest stall reason, with the
+    instructions that carry most of its samples where one class does."""
     text = _bound_only(profile)
     stalls = [s for s in profile.warp_state.stalls if s.reason != "selected"]
     if stalls:
         top = max(stalls, key=lambda s: s.cycles_per_issue)
         text += f"; {stall_label(top.reason)} stalls"
+        sites = sites_by_reason(profile).get(top.reason)
+        if top.reason in STALL_PROBLEMS and sites is not None and sites.enough \
+                and sites.carriers and sites.carriers[0].share_pct >= STALL_CARRIES:
+            text += f" at {sites.carriers[0].words}"
     return text
 
 
@@ -439,24 +451,6 @@ def _bench_at(results: list[BenchRecord], variant: str, size: str | None) -> Ben
 def _numbered(findings: list[Finding]) -> list[Finding]:
     """In-depth findings: problems first, then information; the wins stay in What's Good?."""
     return [f for f in findings if f.kind != "good"]
-
-
-def _tldr(profile: KernelReport, findings: list[Finding]) -> str:
-    """The binding unit and the problem with the largest estimated gain."""
-    bound = _bound_only(profile)
-    top = tldr_finding(findings)
-    dram = near_dram_peak(profile)
-    if dram is not None:  # the memory's own speed binds: what is left is small
-        bound += (f" and streams at {dram:.1f}% of the DRAM peak, near what the memory "
-                  "can deliver")
-    if top is None:
-        return f"The kernel is {bound}; no rule found a clear problem."
-    first = top.title.rstrip(".")
-    gain = (f" (ncu estimates up to {top.speedup_pct:.0f}% speedup)"
-            if top.speedup_pct is not None else "")
-    lead = ("; the largest remaining item is this: " if dram is not None
-            else ", and the biggest problem is this: ")
-    return f"The kernel is {bound}{lead}{first[0].lower()}{first[1:]}{gain}."
 
 
 def _bonus(item: _Item) -> Bonus:
@@ -533,11 +527,8 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
     if item.foreign is not None:
         heading += f" ({profile.name}, not its kernel {item.foreign})"
     numbered = _numbered(findings)
-    fixes = [
-        FixIdea(f.fix_title or f.title, f.fix_text, f.what_if, number)
-        for number, f in enumerate(numbered, start=1)
-        if f.what_if
-    ]
+    fixes = [FixIdea(idea.title, idea.text, idea.what_if, number, idea.because)
+             for number, f in enumerate(numbered, start=1) for idea in f.fixes]
     roofline = profile.roofline
     page = KernelPage(
         slug=slugs[id(item)],
@@ -552,7 +543,7 @@ def _page(item: _Item, slugs: dict[int, str]) -> KernelPage:
         strategy=variant.strategy if variant is not None else None,
         good=[f for f in findings if f.kind == "good"][:MAX_SUMMARY],
         bad=[f for f in findings if f.kind == "bad"][:MAX_SUMMARY],
-        tldr=_tldr(profile, findings),
+        tldr=tldr(profile, findings),
         findings=numbered,
         ncu_also=ncu_set_aside(profile),
         fix_ideas=fixes,
@@ -581,6 +572,10 @@ def _add_throughput(page: KernelPage, item: _Item, size: str | None) -> None:
         page.time_ms = profile.speed_of_light.duration_ns / 1e6
     if roofline.achieved_flops is not None:
         page.gflops = roofline.achieved_flops / 1e9
+    page.math_rates = math_rates(profile)
+    flops = [r.per_second for r in page.math_rates if not r.precision.startswith("INT")]
+    if flops:  # every precision's math, tensor cores included, as ncu counted it
+        page.gflops = sum(flops) / 1e9
     modelled = _modelled(item.project, item.entry, page.time_ms)
     if modelled is not None:  # the project's own work model over the profiled duration
         flops, page.gbps = modelled
@@ -825,6 +820,9 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
         ceiling = limit_gbps.get(page.size or "")
         if ceiling and page.gbps is not None and page.time_source == "bench":
             page.pct_of_limit = 100.0 * page.gbps / ceiling
+        _judge_against_bench(page, Measured(
+            limit.name if limit is not None else None, page.pct_of_limit, page.gbps, ceiling,
+            page.speedups.reference_name if page.speedups else None, page.pct_of_reference))
     if not environment:  # plain reports: the device each report recorded
         first = items[0].profile
         environment = {"gpu": first.device, "compute_capability": first.compute_capability}
@@ -846,6 +844,16 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
         and any(p.gbps is not None for p in pages),
         gpus=compare_gpus(pages),
     )
+
+
+def _judge_against_bench(page: KernelPage, measured: Measured) -> None:
+    """The TLDR against what the run benched; a kernel at its practical limit gets no fix
+    idea: there is nothing left for one to win."""
+    if page.profile is None or (measured.limit_pct is None and measured.reference_pct is None):
+        return
+    page.tldr = tldr(page.profile, page.findings, measured)
+    if measured.at_limit:
+        page.fix_ideas = []
 
 
 def _slugs(items: list[_Item]) -> dict[int, str]:

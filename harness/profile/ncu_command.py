@@ -73,7 +73,10 @@ class NcuSettings:
     clock_control: str = "base"
     cache_control: str = "all"
     replay_mode: str = "kernel"
-    import_source: bool = False
+    # the CUDA sources the line info names, copied into the report: the pages show the code
+    # around each hot instruction from the report itself (data, never run)
+    import_source: bool = True
+    source_folders: tuple[str, ...] = ()  # where ncu looks for sources named by relative paths
     # `pages` only: the overlay of ncu's sections (`harness.profile.section_overlay`), the
     # sections it slims and the metrics it thins out of SourceCounters; None runs ncu's stock
     # sections.
@@ -112,6 +115,8 @@ class NcuSettings:
         ]
         if self.import_source:
             argv += ["--import-source", "yes"]
+            if self.source_folders:
+                argv += ["--source-folders", ",".join(self.source_folders)]
         return argv
 
     def manifest(self) -> dict[str, Any]:
@@ -125,6 +130,7 @@ class NcuSettings:
             "replay_mode": self.replay_mode,
             "config_file": "off",
             "import_source": self.import_source,
+            "source_folders": list(self.source_folders),
             "section_folder": self.section_folder,
             "slimmed_sections": list(self.slimmed_sections),
             "thinned_metrics": list(self.thinned_metrics),

@@ -6,6 +6,7 @@ builds each target's exact ncu command line; `--dry-run` stops there, needing no
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -108,6 +109,9 @@ def plan(request: ProfileRequest, *, capture: CaptureMode = "nvtx") -> Plan:
     from harness.project import open_project  # pydantic: after ncu's start on a kept plan
 
     project = open_project(request.project)
+    if request.settings.import_source:  # the kernels' #line names are relative to the project
+        request = dataclasses.replace(request, settings=dataclasses.replace(
+            request.settings, source_folders=(str(project.folder),)))
     names = project.names if request.all_variants else list(request.variants)
     if not names:
         raise NcuhError("nothing to profile: give --variant NAME, --all, or -- COMMAND ARGS")

@@ -257,6 +257,7 @@ def _prepare(request: ProfileRequest, checked: Plan | None) -> _Start:
     if request.program:
         check_program(request.program)
     ncu = find_ncu()
+    request = plan_.request  # as planned: where the sources are looked up, for one
     request = dataclasses.replace(request, settings=with_section_overlay(request.settings, ncu))
     plan_ = dataclasses.replace(plan_, request=request)  # the same targets, ncu's sections
     if not request.program and not cupy_installed():

@@ -15,6 +15,7 @@ from harness.report.builder import (
 )
 from harness.report.export_format import EXPORT_FORMATS, write_export
 from harness.report.instruction_classes import MATH_CLASSES
+from harness.report.math_precisions import MathRate, math_rates, tensor_precisions
 from harness.report.model import (
     ASYNC_LOADS,
     OCCUPANCY_LIMITERS,
@@ -44,15 +45,23 @@ from harness.report.reportfile import (
 )
 from harness.report.roofline import Roofline
 from harness.report.sass_hotspots import Hotspot, Listing, hotspots
+from harness.report.stall_sites import (
+    SITE_CLASSES,
+    ReasonSites,
+    Site,
+    site_words,
+    sites_by_reason,
+)
 
 __all__ = [
     "ASYNC_LOADS", "DETAILS", "EXPORT_COLUMNS", "EXPORT_FORMATS", "MATH_CLASSES",
-    "OCCUPANCY_LIMITERS", "VIEW_FORMATS", "AsyncCopies", "BankConflictStats", "Hotspot",
-    "KernelReport", "Listing", "PipeUse", "Roofline", "RuleResult", "build_kernel_report",
-    "every_metric", "export_columns", "export_metrics", "export_metrics_csv", "exported",
-    "hotspots", "import_ncu_report", "limiters_of", "load_kernel_reports", "load_kernel_summaries",
-    "open_report", "render_text", "render_view", "report_views",
-    "select_kernels", "stall_label", "write_export",
+    "OCCUPANCY_LIMITERS", "SITE_CLASSES", "VIEW_FORMATS", "AsyncCopies", "BankConflictStats",
+    "Hotspot", "KernelReport", "Listing", "MathRate", "PipeUse", "ReasonSites", "Roofline",
+    "RuleResult", "Site", "build_kernel_report", "every_metric", "export_columns", "export_metrics",
+    "export_metrics_csv", "exported", "hotspots", "import_ncu_report", "limiters_of",
+    "load_kernel_reports", "load_kernel_summaries", "math_rates", "open_report",
+    "render_text", "render_view", "report_views", "select_kernels", "site_words",
+    "sites_by_reason", "stall_label", "tensor_precisions", "write_export",
 ]
 
 # names of modules that run as programs (python -m): imported on first use

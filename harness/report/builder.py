@@ -404,12 +404,6 @@ def _source_line(action: Any, pc: int) -> str | None:
     return f"{file_name.rsplit('/', 1)[-1]}:{line}"
 
 
-# Instructions whose SASS text is read: the most sampled ones, which are all that the pages
-# show (`sass_hotspots.hotspots`, five a kernel). ncu_report disassembles at each call: for
-# every instruction of a large kernel, that cost more than the rest of its reading.
-SASS_TEXTS = 32
-
-
 def _stall_samples(name: str) -> bool:
     """A stall reason's samples by PC (not those of its warps not issued, which nothing
     reads)."""
@@ -422,9 +416,11 @@ def _per_pc(name: str) -> bool:
 
 
 def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...]:
-    """Every instruction ncu counted (inst_executed by PC) or sampled, with its counters; the
-    text of the `SASS_TEXTS` most sampled (the rest have ""). `metrics` holds the `_per_pc`
-    ones."""
+    """Every instruction ncu counted (inst_executed by PC) or sampled, with its counters and
+    its text: a stall sample is told by the instruction it sits on and, for a scoreboard wait,
+    by the earlier instruction whose result it waits for (`report.stall_sites`), so the text
+    of every instruction that ran or was sampled is read (one never executed carries nothing).
+    `metrics` holds the `_per_pc` ones."""
     executed = _by_pc(metrics, "inst_executed")
     samples: dict[int, dict[str, int]] = {}
     for name in metrics:
@@ -432,11 +428,11 @@ def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...
             for pc, value in _by_pc(metrics, name).items():
                 if value:
                     samples.setdefault(pc, {})[name[len(PCSAMP_PREFIX):]] = int(value)
-    # ranked as hotspots ranks them: most samples first, ties by address
-    hottest = sorted(samples, key=lambda pc: (-sum(samples[pc].values()), pc))[:SASS_TEXTS]
-    texts = {pc: " ".join(str(action.sass_by_pc(pc) or "").split()) for pc in hottest}
+    pcs = sorted(set(executed) | set(samples))
+    texts = {pc: " ".join(str(action.sass_by_pc(pc) or "").split()) for pc in pcs
+             if executed.get(pc) or pc in samples}
     result = []
-    for pc in sorted(set(executed) | set(samples)):
+    for pc in pcs:
         result.append(SassInstruction(
             pc=pc,
             sass=texts.get(pc, ""),

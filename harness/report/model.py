@@ -543,8 +543,7 @@ class SassInstruction:
     """One SASS instruction of the kernel and the per-instruction counters at its PC."""
 
     pc: int
-    # e.g. "LDG.E R4, desc[UR4][R2.64]"; read for the most sampled instructions only
-    # (`builder.SASS_TEXTS`), "" for the rest
+    # e.g. "LDG.E R4, desc[UR4][R2.64]"; "" for an instruction never executed nor sampled
     sass: str
     executed: float  # warp-level executions (inst_executed)
     source: str | None = None  # "file.cu:42" with -lineinfo

@@ -12,8 +12,11 @@ every-metric one, and fails on any difference and on any name read that is not l
 from __future__ import annotations
 
 PAGE_METRICS: frozenset[str] = frozenset({
-    # findings.occupancy_limits: the device's per-SM limits, and the launch's barriers
+    # findings.occupancy_limits: the device's per-SM and per-block limits, and the launch's
+    # barriers; findings.waves: the SMs a wave fills
     "device__attribute_max_blocks_per_multiprocessor",
+    "device__attribute_max_registers_per_block",
+    "device__attribute_multiprocessor_count",
     "device__attribute_max_registers_per_multiprocessor",
     "device__attribute_max_shared_memory_per_multiprocessor",
     "device__attribute_max_warps_per_multiprocessor",
@@ -39,8 +42,18 @@ PAGE_METRICS: frozenset[str] = frozenset({
     "sm__cycles_active.min",
     "sm__cycles_active.sum",
     "sm__cycles_elapsed.max",
-    # findings.memory_level: the L2 hit rate
+    # findings.memory_level: the L2 hit rate; findings.evidence: sectors read from L2 and DRAM
     "lts__t_sector_hit_rate.pct",
+    "lts__t_sectors_srcunit_tex_op_read.sum",
+    "dram__sectors_read.sum",
+    # report.math_precisions: the math rate per precision, from the pipes and the tensor paths
+    "sm__cycles_elapsed.avg.per_second",
+    *(f"smsp__sass_thread_inst_executed_op_{kind}{op}_pred_on.sum.per_cycle_elapsed"
+      for kind in ("f", "d") for op in ("fma", "add", "mul")),
+    *(f"sm__ops_path_tensor_src_{source}{destination}{sparsity}.sum"
+      for source in ("fp8", "fp16", "bf16", "tf32", "fp64", "int8", "int4", "int1")
+      for destination in ("", "_dst_fp16", "_dst_fp32")
+      for sparsity in ("", "_sparsity_off", "_sparsity_on")),
     # findings.evidence and findings.synchronization: opcodes with their modifiers (instanced)
     "sass__inst_executed_per_opcode_with_modifier_all",
     # pages.side_by_side: the key counters, as `ncuh diff` compares them
