@@ -1,11 +1,12 @@
 """The profile stage: ncu command lines, child processes, run directories, shards and merges.
 
 `planning`, `plan_cache`, `ncu_command`, `section_overlay`, `slim_sections` and `ncu_errors`
-build and judge ncu runs; `run`, `entry`, `processes`, `schedule`, `head_start`, `gpus` and
-`past_runs` run them on one GPU or several; `phases`, `post`, `worker`, `manifest` and
-`progress` time, post-process and record them; `slurm` and `merge` spread them over a cluster
-and join the shards. Nothing is imported here: the runner under ncu imports `ncu_command`
-and `ncu_errors` and must not load the rest.
+build and judge ncu runs; `two_pass`, `launches` and `ranking` time every launch of a program,
+rank its kernels and choose the launches `--top` profiles; `run`, `entry`, `processes`,
+`schedule`, `head_start`, `gpus` and `past_runs` run them on one GPU or several; `phases`,
+`post`, `worker`, `manifest` and `progress` time, post-process and record them; `slurm` and
+`merge` spread them over a cluster and join the shards. Nothing is imported here: the runner
+under ncu imports `ncu_command` and `ncu_errors` and must not load the rest.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ if TYPE_CHECKING:
     from harness.profile.ncu_command import (
         CLOCK_CONTROLS,
         DEFAULT_SET,
+        GRAPH_PROFILING,
         SETS,
         KernelFilter,
         NcuSettings,
     )
     from harness.profile.planning import Plan, ProfileRequest, Target, plan, run_id_for
     from harness.profile.progress import ProgressDisplay
+    from harness.profile.ranking import ranking_table
     from harness.profile.run import run_profile, with_section_overlay
     from harness.profile.slim_sections import (
         OPTIONAL_RULE_INPUTS_LEFT_OUT,
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
 _HOMES: dict[str, tuple[str, str]] = {
     "CLOCK_CONTROLS": ("harness.profile.ncu_command", "CLOCK_CONTROLS"),
     "DEFAULT_SET": ("harness.profile.ncu_command", "DEFAULT_SET"),
+    "GRAPH_PROFILING": ("harness.profile.ncu_command", "GRAPH_PROFILING"),
     "KernelFilter": ("harness.profile.ncu_command", "KernelFilter"),
     "NcuSettings": ("harness.profile.ncu_command", "NcuSettings"),
     "OPTIONAL_RULE_INPUTS_LEFT_OUT": (
@@ -64,6 +68,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "is_slim": ("harness.profile.slim_sections", "is_slim"),
     "merge_runs": ("harness.profile.merge", "merge_runs"),
     "plan": ("harness.profile.planning", "plan"),
+    "ranking_table": ("harness.profile.ranking", "ranking_table"),
     "run_id_for": ("harness.profile.planning", "run_id_for"),
     "run_profile": ("harness.profile.run", "run_profile"),
     "submit": ("harness.profile.slurm", "submit"),
@@ -74,6 +79,7 @@ _HOMES: dict[str, tuple[str, str]] = {
 __all__ = [
     "CLOCK_CONTROLS",
     "DEFAULT_SET",
+    "GRAPH_PROFILING",
     "OPTIONAL_RULE_INPUTS_LEFT_OUT",
     "RULES_LEFT_OUT",
     "RULE_METRICS",
@@ -92,6 +98,7 @@ __all__ = [
     "is_slim",
     "merge_runs",
     "plan",
+    "ranking_table",
     "run_id_for",
     "run_profile",
     "submit",

@@ -1,5 +1,6 @@
 """The run directory contract: its file names and schemas, the pydantic reader of
-manifest.json and bench.json, and the validation helper behind their one-line errors.
+manifest.json and bench.json (with a program's ranking), and the validation helper behind
+their one-line errors.
 """
 
 from __future__ import annotations
@@ -27,7 +28,18 @@ if TYPE_CHECKING:
         MANIFEST,
         METRICS,
         RUN_SCHEMA,
+        RUN_SCHEMAS,
         is_run_directory,
+    )
+    from harness.rundir.ranking import (
+        PROGRAM_TIME,
+        ProcessRecord,
+        RankedKernelRecord,
+        RankedRef,
+        RankingRecord,
+        kernel_key,
+        program_key,
+        shape_text,
     )
     from harness.rundir.schema import describe, validate
 
@@ -46,6 +58,15 @@ _HOMES: dict[str, tuple[str, str]] = {
     "Manifest": ("harness.rundir.manifest", "Manifest"),
     "ManifestEntry": ("harness.rundir.manifest", "ManifestEntry"),
     "RUN_SCHEMA": ("harness.rundir.names", "RUN_SCHEMA"),
+    "RUN_SCHEMAS": ("harness.rundir.names", "RUN_SCHEMAS"),
+    "PROGRAM_TIME": ("harness.rundir.ranking", "PROGRAM_TIME"),
+    "ProcessRecord": ("harness.rundir.ranking", "ProcessRecord"),
+    "RankedKernelRecord": ("harness.rundir.ranking", "RankedKernelRecord"),
+    "RankedRef": ("harness.rundir.ranking", "RankedRef"),
+    "RankingRecord": ("harness.rundir.ranking", "RankingRecord"),
+    "kernel_key": ("harness.rundir.ranking", "kernel_key"),
+    "program_key": ("harness.rundir.ranking", "program_key"),
+    "shape_text": ("harness.rundir.ranking", "shape_text"),
     "Run": ("harness.rundir.manifest", "Run"),
     "RunEntry": ("harness.rundir.manifest", "RunEntry"),
     "describe": ("harness.rundir.schema", "describe"),
@@ -60,19 +81,28 @@ __all__ = [
     "BENCH_SCHEMA",
     "MANIFEST",
     "METRICS",
+    "PROGRAM_TIME",
     "RUN_SCHEMA",
+    "RUN_SCHEMAS",
     "BenchFile",
     "BenchRecord",
     "Manifest",
     "ManifestEntry",
+    "ProcessRecord",
     "ProjectRecord",
+    "RankedKernelRecord",
+    "RankedRef",
+    "RankingRecord",
     "Run",
     "RunEntry",
     "describe",
     "is_run_directory",
+    "kernel_key",
     "load_bench",
     "load_run",
+    "program_key",
     "run_inputs",
+    "shape_text",
     "source_reports",
     "validate",
 ]

@@ -1,0 +1,121 @@
+"""`ncuh profile --top N -- PROGRAM`: time every launch, rank, then profile the top N.
+
+The first pass runs the program under ncu collecting one metric, each launch's duration
+(`planning.first_pass_settings`), into `ranking.ncu-rep`; ncu prints it back as its raw CSV
+page (`launches`), which `ranking` turns into one ranking per process. The second pass is one
+ncu per ranked kernel, each at its representative launch: `-k <demangled name>
+--kernel-name-base demangled --launch-skip <launches of that name before it> --launch-count
+1`, with the user's NVTX filter, and `--devices` where several processes ran (one per GPU).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.errors import NcuhError
+from harness.profile.entry import profile_target
+from harness.profile.launches import DURATION, LaunchTableError, export_argv, read_launches
+from harness.profile.ncu_command import KernelFilter
+from harness.profile.planning import Plan, ProfileRequest, Target, first_pass_settings
+from harness.profile.processes import Runner
+from harness.profile.progress import ProgressDisplay
+from harness.profile.ranking import Ranking, Window, rank_launches, short_name
+
+LABEL_NAME_WIDTH = 48  # of a kernel's short name in its report's file name
+
+
+@dataclass(frozen=True)
+class FirstPass:
+    """What the first pass found and how it ran."""
+
+    ranking: Ranking
+    top: int
+    seconds: float  # the program under ncu, from start to the report
+    report: str  # the first pass's report, inside the run directory
+    settings: dict[str, Any] = field(default_factory=dict)  # its ncu settings
+
+    def manifest(self, ncu: Path, run_dir: Path) -> dict[str, Any]:
+        """The manifest's `ranking` block (its command lines name `run_dir`, the run
+        directory's final name); the first pass's own ncu command line leads the manifest's
+        `ncu.command_lines`."""
+        return {
+            "metric": DURATION,
+            "top": self.top,
+            "report": self.report,
+            "seconds": round(self.seconds, 3),
+            "export_command_line": export_argv(ncu, run_dir / self.report),
+            "ncu": self.settings,
+            "window": {"launch_skip": self.ranking.window.skip,
+                       "launch_count": self.ranking.window.count},
+            "launches_seen": self.ranking.launches_seen,
+            "processes": [process.manifest() for process in self.ranking.processes],
+        }
+
+
+def _label(key: str | None, rank: int, name: str) -> str:
+    """`03-gemm_kernel` (`gpu1-03-gemm_kernel` where several processes ran): the report's
+    name, unique within the run."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", short_name(name, LABEL_NAME_WIDTH)).strip("_.")
+    prefix = f"{key}-" if key else ""
+    return f"{prefix}{rank:02d}-{stem or 'kernel'}"
+
+
+def top_targets(ranking: Ranking, request: ProfileRequest) -> tuple[Target, ...]:
+    """One target per ranked kernel among the top N of each process: its representative
+    launch, found again by name and by how many launches of that name came before it."""
+    assert request.top is not None
+    given = request.program_filter
+    several = len(ranking.processes) > 1
+    targets = []
+    for process in ranking.processes:
+        for kernel in process.kernels[:request.top]:
+            devices = (process.device,) if several and process.device is not None else ()
+            targets.append(Target(
+                label=_label(process.key if several else None, kernel.rank, kernel.name),
+                variant=None, size=None, params={}, program=tuple(request.program),
+                kernel_filter=KernelFilter(
+                    kernel=kernel.name, kernel_name_base="demangled",
+                    launch_skip=kernel.representative_skip, launch_count=1,
+                    nvtx_include=given.nvtx_include, devices=devices or given.devices,
+                    graph_profiling=given.graph_profiling or "node"),
+                ranked=(process.key, kernel.rank)))
+    return tuple(targets)
+
+
+def run_first_pass(plan_: Plan, ncu: Path, run_dir: Path, runner: Runner,
+                   on_start: Callable[[], None] | None = None,
+                   progress: ProgressDisplay | None = None) -> FirstPass:
+    """Time every launch of the program, read the launches back through ncu and rank them;
+    `NcuhError` (exit 2) when the program or ncu fails, or no launch was timed."""
+    target, request = plan_.first_pass, plan_.request
+    assert target is not None and request.top is not None
+    settings = first_pass_settings(request.settings)
+    if progress is not None:
+        progress.start(target.label, 1, 1)
+    entry = profile_target(target, ncu, settings, run_dir, runner, on_start=on_start,
+                           on_output=(lambda text: progress.output(target.label, text))
+                           if progress is not None else None)
+    if progress is not None:
+        progress.finish(target.label, entry.status, entry.seconds, None, entry.error)
+        progress.count_anew()
+    if entry.status != "ok":
+        raise NcuhError(f"the first pass (every launch's duration) failed: {entry.error}")
+    export = export_argv(ncu, run_dir / target.report_name)
+    status, output = runner(export, None)
+    if status != 0:
+        raise NcuhError(f"ncu could not read the first pass's report back (status {status})")
+    try:
+        launches = read_launches(output)
+    except LaunchTableError as error:
+        raise NcuhError(f"{error} (from {' '.join(export[:2])} --import ...)") from None
+    given = request.program_filter
+    ranking = rank_launches(launches, Window(given.launch_skip or 0, given.launch_count))
+    if not ranking.processes:
+        raise NcuhError("the first pass timed no launch in the ranked window (check the "
+                        "kernel and NVTX filters, --launch-skip and --launch-count)")
+    return FirstPass(ranking=ranking, top=request.top, seconds=entry.seconds,
+                     report=target.report_name, settings=settings.manifest())
