@@ -147,9 +147,10 @@ def _headline(verdicts: list[MetricVerdict]) -> str:
 
 def _profiled_duration(base: dict[str, float], cur: dict[str, float],
                        verdicts: list[MetricVerdict]) -> str | None:
-    """When timing came from bench samples, ncu's own duration (measured under ncu's clock
-    control) is a second opinion: a bench slowdown it does not share points at clocks."""
-    if not any(v.kind == "timing" and v.source == "bench" for v in verdicts):
+    """When timing came from samples (bench's, or a program's launches), ncu's own duration
+    of the profiled launch is a second opinion: a slowdown it does not share points at
+    clocks."""
+    if not any(v.kind == "timing" and v.source in ("bench", "launches") for v in verdicts):
         return None
     b, c = base.get(NCU_DURATION), cur.get(NCU_DURATION)
     if b is None or c is None or b <= 0:

@@ -1,6 +1,7 @@
 """Iteration pages: a run's reports and findings collected into a `Writeup`
 (`collect`), rendered to Markdown and self-contained HTML with plots (`write`), which a
-`started_drawer` begun before the reading draws beside it.
+`started_drawer` begun before the reading draws beside it; a program's run (`profile --top`)
+as its ranking and a page per profiled kernel (`collect_program`, `write_program`).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from harness import lazy_face
 if TYPE_CHECKING:
     from harness.pages.markdown_html import markdown_to_html
     from harness.pages.plot_drawer import PlotDrawer, started_drawer
+    from harness.pages.program import ProgramWriteup, collect_program, ranked_run
+    from harness.pages.program_render import write_program
     from harness.pages.render import write
     from harness.pages.writeup import KernelPage, Writeup, collect, index_pages
 
@@ -36,6 +39,10 @@ _HOMES: dict[str, tuple[str, str]] = {
     "write": ("harness.pages.render", "write"),
     "PlotDrawer": ("harness.pages.plot_drawer", "PlotDrawer"),
     "started_drawer": ("harness.pages.plot_drawer", "started_drawer"),
+    "ProgramWriteup": ("harness.pages.program", "ProgramWriteup"),
+    "collect_program": ("harness.pages.program", "collect_program"),
+    "ranked_run": ("harness.pages.program", "ranked_run"),
+    "write_program": ("harness.pages.program_render", "write_program"),
 }
 
 __all__ = [
@@ -46,17 +53,21 @@ __all__ = [
     "KernelPage",
     "KeyValue",
     "PlotDrawer",
+    "ProgramWriteup",
     "Writeup",
     "bound_unit",
     "collect",
+    "collect_program",
     "compare_gpus",
     "index_pages",
     "key_values",
     "markdown_to_html",
+    "ranked_run",
     "render_index",
     "since_previous",
     "started_drawer",
     "write",
+    "write_program",
 ]
 
 __getattr__, __dir__ = lazy_face(__name__, _HOMES)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import csv
 import io
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -119,7 +118,3 @@ def read_launches(output: str) -> list[Launch]:
         ))
     return sorted(launches, key=lambda launch: launch.id)
 
-
-def dim3_text(dims: Sequence[int]) -> str:
-    """(128, 1, 1) -> "128x1x1"."""
-    return "x".join(str(n) for n in dims)

@@ -10,14 +10,14 @@ profiles in depth.
 
 from __future__ import annotations
 
-import re
 import statistics
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.profile.launches import Dim3, Launch, dim3_text
+from harness.profile.launches import Dim3, Launch
+from harness.rundir import shape_text, short_name
 
 
 @dataclass(frozen=True)
@@ -189,16 +189,7 @@ def rank_launches(launches: Sequence[Launch], window: Window = Window()) -> Rank
 
 # --- the table `ncuh profile --top` prints ----------------------------------------------------
 
-_PARAMETERS = re.compile(r"\((?:[^()]|\([^()]*\))*\)\s*$")
 NAME_WIDTH = 56
-
-
-def short_name(name: str, width: int = NAME_WIDTH) -> str:
-    """A demangled name as a table shows it: no `void ` before it, no parameter list after
-    it, cut to `width` characters with an ellipsis."""
-    text = name.removeprefix("void ").strip()
-    text = _PARAMETERS.sub("", text).strip() or text
-    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def _ms(ns: float) -> str:
@@ -217,8 +208,8 @@ def ranking_table(process: ProcessRanking, top: int) -> list[str]:
     lines = [head]
     for kernel in process.kernels[:top]:
         lines.append(
-            f"{kernel.rank:>3}  {short_name(kernel.name):<{NAME_WIDTH}}  "
-            f"{dim3_text(kernel.grid):>14}  {dim3_text(kernel.block):>11}  "
+            f"{kernel.rank:>3}  {short_name(kernel.name, NAME_WIDTH):<{NAME_WIDTH}}  "
+            f"{shape_text(kernel.grid):>14}  {shape_text(kernel.block):>11}  "
             f"{kernel.launches:>8}  {_ms(kernel.total_ns):>10}  {kernel.share_pct:>5.1f}%  "
             f"{kernel.cumulative_pct:>5.1f}%  {_us(kernel.mean_ns):>9}  "
             f"{_us(kernel.stdev_ns):>8}")

@@ -23,7 +23,8 @@ from harness.profile.ncu_command import KernelFilter
 from harness.profile.planning import Plan, ProfileRequest, Target, first_pass_settings
 from harness.profile.processes import Runner
 from harness.profile.progress import ProgressDisplay
-from harness.profile.ranking import Ranking, Window, rank_launches, short_name
+from harness.profile.ranking import Ranking, Window, rank_launches
+from harness.rundir import short_name
 
 LABEL_NAME_WIDTH = 48  # of a kernel's short name in its report's file name
 

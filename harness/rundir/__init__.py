@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         kernel_key,
         program_key,
         shape_text,
+        short_name,
     )
     from harness.rundir.schema import describe, validate
 
@@ -67,6 +68,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "kernel_key": ("harness.rundir.ranking", "kernel_key"),
     "program_key": ("harness.rundir.ranking", "program_key"),
     "shape_text": ("harness.rundir.ranking", "shape_text"),
+    "short_name": ("harness.rundir.ranking", "short_name"),
     "Run": ("harness.rundir.manifest", "Run"),
     "RunEntry": ("harness.rundir.manifest", "RunEntry"),
     "describe": ("harness.rundir.schema", "describe"),
@@ -103,6 +105,7 @@ __all__ = [
     "program_key",
     "run_inputs",
     "shape_text",
+    "short_name",
     "source_reports",
     "validate",
 ]

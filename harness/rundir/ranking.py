@@ -11,6 +11,7 @@ is matched across runs by what it is and how it was launched.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Annotated, Any
 
@@ -22,6 +23,7 @@ Dim3 = Annotated[tuple[PositiveInt, PositiveInt, PositiveInt], Field()]
 Nanoseconds = Annotated[FiniteFloat, Field(ge=0)]
 Percent = Annotated[FiniteFloat, Field(ge=0, le=100.0001)]
 PROGRAM_TIME = "program GPU time"  # the key of a process's total in diff and history
+_PARAMETERS = re.compile(r"\((?:[^()]|\([^()]*\))*\)\s*$")
 
 
 class Representative(Record):
@@ -112,3 +114,11 @@ def kernel_key(kernel: RankedKernelRecord, process: str | None = None) -> str:
 def program_key(process: str | None = None) -> str:
     """The name a process's total GPU time goes by in diff and history."""
     return f"{process}: {PROGRAM_TIME}" if process else PROGRAM_TIME
+
+
+def short_name(name: str, width: int = 60) -> str:
+    """A demangled name as a table shows it: no `void ` before it, no parameter list after
+    it, cut to `width` characters with an ellipsis."""
+    text = name.removeprefix("void ").strip()
+    text = _PARAMETERS.sub("", text).strip() or text
+    return text if len(text) <= width else text[:width - 1] + "…"

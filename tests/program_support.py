@@ -1,0 +1,138 @@
+"""A program's run (`ncuh profile --top`) made without a GPU, from real reports.
+
+`ProgramNcu` stands in for ncu the way `test_profile_cpu.FakeNcu` does: the first pass writes
+a report and, asked for its raw page (`ncu --import ... --csv --page raw`), prints the launch
+table of `STEP` as ncu prints one; each second-pass ncu writes the committed report of the
+kernel its `-k` names: real H100/H200 reports of PyTorch's kernels (the zoo's cuBLAS GEMM,
+flash attention and Inductor kernel). The launches' durations are this module's; their names
+and launch shapes are those the reports hold.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packed_fixtures import report
+
+from harness.profile import WORKER_RESULT_PREFIX
+
+ZOO = Path(__file__).parent / "fixtures" / "zoo"
+GEMM = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
+FUSED = "triton_red_fused_mul_native_layer_norm_sigmoid_0"
+# What the environment probe answers on the H100 the zoo's GEMM report came from.
+ENVIRONMENT = {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
+               "driver": "580.159.04", "cuda": "13.0", "ncu_version": "2025.3.1.0"}
+FILL = ("void at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>, "
+        "std::array<char *, (unsigned long)1>>(int, T2, T3)")
+
+
+def flash_name() -> str:
+    """flash attention's demangled name, as its report holds it (long: read, not typed)."""
+    from harness.report import load_kernel_reports
+
+    (profile,) = load_kernel_reports(report(ZOO / "zoo_flash_attention.ncu-rep"))
+    return profile.demangled_name
+
+
+@dataclass(frozen=True)
+class Launch:
+    name: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    ns: float
+    process: int = 4242
+    device: int = 0
+
+
+def step(process: int = 4242, device: int = 0, scale: float = 1.0) -> list[Launch]:
+    """One training step's launches, in launch order: a fill, then per layer a GEMM, flash
+    attention and the fused norm, the GEMM also at a second shape (another kernel)."""
+    flash = flash_name()
+    launches = [Launch(FILL, (4096, 1, 1), (128, 1, 1), 2000, process, device)]
+    for layer in range(3):
+        launches += [
+            Launch(GEMM, (2, 66, 1), (384, 1, 1), scale * (210_000 + 4_000 * layer), process,
+                   device),
+            Launch(flash, (16, 4, 16), (128, 1, 1), 340_000 + 2_000 * layer, process, device),
+            Launch(FUSED, (8192, 1, 1), (512, 1, 1), 80_000 + 1_000 * layer, process, device),
+            Launch(GEMM, (1, 66, 1), (384, 1, 1), 100_000, process, device),
+        ]
+    return launches
+
+
+def raw_page(launches: Sequence[Launch], unit: str = "nsecond") -> str:
+    """ncu's `--page raw --csv` of the first pass: a header, a unit row, a row per launch."""
+    header = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context",
+              "Stream", "Block Size", "Grid Size", "Device", "CC", "gpu__time_duration.sum"]
+    out = io.StringIO()
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerow([""] * (len(header) - 1) + [unit])
+    for index, launch in enumerate(launches):
+        writer.writerow([index, launch.process, "python3", "gpu-host", launch.name, 1, 7,
+                         f"({', '.join(map(str, launch.block))})",
+                         f"({', '.join(map(str, launch.grid))})", launch.device, "9.0",
+                         f"{launch.ns:g}"])
+    return out.getvalue()
+
+
+def report_of(name: str) -> Path:
+    """The committed report of the kernel named `name`."""
+    stems = {GEMM: "zoo_bf16_gemm", FUSED: "zoo_compiled_fused"}
+    return report(ZOO / f"{stems.get(name, 'zoo_flash_attention')}.ncu-rep")
+
+
+class ProgramNcu:
+    """Answers ncu's command lines for a program's two passes (and ncuh's children)."""
+
+    def __init__(self, launches: Sequence[Launch], *, first_pass: tuple[int, str] | None = None,
+                 table: str | None = None) -> None:
+        self.launches = list(launches)
+        self.first_pass = first_pass  # (status, output) for a failing first pass
+        self.table = table if table is not None else raw_page(self.launches)
+        self.calls: list[list[str]] = []
+        self.envs: list[dict[str, str] | None] = []
+
+    def __call__(self, argv: Sequence[str], env: dict[str, str] | None = None,
+                 on_output: Any = None, *, on_start: Any = None,
+                 on_output_at: Any = None) -> tuple[int, str]:
+        argv = list(argv)
+        self.calls.append(argv)
+        self.envs.append(env)
+        if on_start is not None:
+            on_start()
+        status, output = self.answer(argv)
+        if on_output is not None:
+            on_output(output)
+        return status, output
+
+    def answer(self, argv: list[str]) -> tuple[int, str]:
+        if argv[1:] == ["--version"]:
+            return 0, "Version 2025.3.1.0 (build 36398880) (public-release)\n"
+        if argv[1:3] == ["-m", "harness.profile.worker"]:  # the environment probe
+            env = {**ENVIRONMENT, "ncu_path": argv[4]}
+            return 0, WORKER_RESULT_PREFIX + json.dumps(env) + "\n"
+        if "--import" in argv:
+            return 0, "==WARNING== a note ncu prints first\n" + self.table
+        out = Path(argv[argv.index("-o") + 1])
+        if out.name == "ranking.ncu-rep":
+            if self.first_pass is not None:
+                return self.first_pass
+            shutil.copyfile(report_of(GEMM), out)
+            return 0, "==PROF== Connected to process 4242\n==PROF== Disconnected\n"
+        name = argv[argv.index("-k") + 1]
+        shutil.copyfile(report_of(name), out)
+        return 0, (f'==PROF== Profiling "{name[:20]}" - 0: 0%....50%....100% - 38 passes\n'
+                   "==PROF== Disconnected from process 4242\n")
+
+    @property
+    def second_pass(self) -> list[list[str]]:
+        return [argv for argv in self.calls
+                if "-o" in argv and not argv[argv.index("-o") + 1].endswith("ranking.ncu-rep")]
