@@ -3,8 +3,8 @@
 `ProgramNcu` stands in for ncu the way `test_profile_cpu.FakeNcu` does: the first pass writes
 a report and, asked for its raw page (`ncu --import ... --csv --page raw`), prints the launch
 table of `STEP` as ncu prints one; each second-pass ncu writes the committed report of the
-kernel its `-k` names: real H100/H200 reports of PyTorch's kernels (the zoo's cuBLAS GEMM,
-flash attention and Inductor kernel). The launches' durations are this module's; their names
+kernel its `-k` names: real H200 reports of PyTorch's kernels (the zoo's cuBLAS GEMM, flash
+attention and Inductor kernel). The launches' durations are this module's; their names
 and launch shapes are those the reports hold.
 """
 
@@ -26,9 +26,10 @@ from harness.profile import WORKER_RESULT_PREFIX
 ZOO = Path(__file__).parent / "fixtures" / "zoo"
 GEMM = "nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"
 FUSED = "triton_red_fused_mul_native_layer_norm_sigmoid_0"
-# What the environment probe answers on the H100 the zoo's GEMM report came from.
-ENVIRONMENT = {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
-               "driver": "580.159.04", "cuda": "13.0", "ncu_version": "2025.3.1.0"}
+# What the environment probe answers on the H200 the zoo's PyTorch reports came from
+# (tests/fixtures/zoo/env-h200.txt).
+ENVIRONMENT = {"gpu": "NVIDIA H200", "compute_capability": "9.0", "driver": "580.159.04",
+               "cuda": "13.0", "ncu_version": "2025.3.1.0"}
 FILL = ("void at::native::vectorized_elementwise_kernel<(int)4, at::native::FillFunctor<float>, "
         "std::array<char *, (unsigned long)1>>(int, T2, T3)")
 
@@ -51,19 +52,24 @@ class Launch:
     device: int = 0
 
 
-def step(process: int = 4242, device: int = 0, scale: float = 1.0) -> list[Launch]:
+def step(process: int = 4242, device: int = 0, *, layers: int = 3, gemm_scale: float = 1.0,
+         second_shape: bool = False) -> list[Launch]:
     """One training step's launches, in launch order: a fill, then per layer a GEMM, flash
-    attention and the fused norm, the GEMM also at a second shape (another kernel)."""
+    attention and the fused norm; with `second_shape`, the GEMM also at another grid (another
+    kernel, of which no report is committed). `gemm_scale` stretches the GEMM's durations."""
     flash = flash_name()
     launches = [Launch(FILL, (4096, 1, 1), (128, 1, 1), 2000, process, device)]
-    for layer in range(3):
+    for layer in range(layers):
         launches += [
-            Launch(GEMM, (2, 66, 1), (384, 1, 1), scale * (210_000 + 4_000 * layer), process,
+            Launch(GEMM, (2, 66, 1), (384, 1, 1), gemm_scale * (210_000 + 4_000 * (layer % 3)),
+                   process, device),
+            Launch(flash, (16, 4, 16), (128, 1, 1), 340_000 + 2_000 * (layer % 3), process,
                    device),
-            Launch(flash, (16, 4, 16), (128, 1, 1), 340_000 + 2_000 * layer, process, device),
-            Launch(FUSED, (8192, 1, 1), (512, 1, 1), 80_000 + 1_000 * layer, process, device),
-            Launch(GEMM, (1, 66, 1), (384, 1, 1), 100_000, process, device),
+            Launch(FUSED, (8192, 1, 1), (512, 1, 1), 80_000 + 1_000 * (layer % 3), process,
+                   device),
         ]
+        if second_shape:
+            launches.append(Launch(GEMM, (1, 66, 1), (384, 1, 1), 100_000, process, device))
     return launches
 
 
@@ -136,3 +142,23 @@ class ProgramNcu:
     def second_pass(self) -> list[list[str]]:
         return [argv for argv in self.calls
                 if "-o" in argv and not argv[argv.index("-o") + 1].endswith("ranking.ncu-rep")]
+
+
+def program_run(monkeypatch: Any, out: Path, launches: Sequence[Launch], run_id: str, *,
+                top: int = 2, program: tuple[str, ...] = ("python", "train.py"),
+                fake: ProgramNcu | None = None) -> Path:
+    """A program's run directory, made by `run_profile` with `ProgramNcu` as ncu; the first
+    pass's seconds are set to 12.5 in its manifest (a stand-in's seconds are the machine's)."""
+    from harness.profile import run as lib
+    from harness.profile.planning import ProfileRequest
+
+    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable",
+                        lambda: Path("/opt/nvidia/nsight-compute/2025.3.1/ncu"))
+    fake = fake or ProgramNcu(launches)
+    request = ProfileRequest(program=program, out=out, top=top, run_id=run_id)
+    outcome = lib.run_profile(request, runner=fake, spawner=lib.in_threads(fake))
+    manifest = outcome.run_dir / "manifest.json"
+    data = json.loads(manifest.read_text())
+    data["ranking"]["seconds"] = 12.5
+    manifest.write_text(json.dumps(data, indent=2) + "\n")
+    return outcome.run_dir

@@ -112,8 +112,8 @@ def explain(base: KernelData, cur: KernelData, verdicts: list[MetricVerdict]) ->
     """Explain the change of one kernel pair from its two profiles."""
     headline = _headline(verdicts)
     if base.function is None or cur.function is None:
-        side = "baseline" if base.function is None else "current"
-        note = f"timing only: the {side} has no profile for this kernel (bench.json alone)"
+        side, timed = ("baseline", base) if base.function is None else ("current", cur)
+        note = f"timing only: the {side} has no profile for this kernel ({timed.source} alone)"
         return Explanation(summary=f"{headline}: {note}" if headline else note, notes=(note,))
     # For a slowdown, what grew is the likelier cause, so it is named first (and the reverse
     # for a speedup); everything that moved is still listed.

@@ -273,7 +273,7 @@ def _program_times(ranking: RankingRecord | None) -> list[KernelData]:
     if ranking is None:
         return []
     return [KernelData(key=KernelKey(program_key(p.key if ranking.several else None)),
-                       function=None, source="manifest.json (ranking)",
+                       function=None, source="the first pass's launches",
                        metrics={NCU_DURATION: p.total_ns},
                        units={NCU_DURATION: "ns"})
             for p in ranking.processes]

@@ -151,8 +151,8 @@ def _chosen(profiles: list[KernelReport], kernel: RankedKernelRecord
     grid = shape_text(profile.launch.grid) if profile.launch.grid else "?"
     block = shape_text(profile.launch.block) if profile.launch.block else "?"
     return profile, (f"the report holds {profile.demangled_name or profile.name} launched "
-                     f"<<<{grid}, {block}>>>, not the ranked launch: the program launched "
-                     "its kernels otherwise in the second pass")
+                     f"<<<{grid}, {block}>>>: the second pass's launch count led to another "
+                     "launch than the ranked one")
 
 
 def _row(run: Run, process: ProcessRecord, kernel: RankedKernelRecord,

@@ -30,6 +30,6 @@ class ProgramShare:
     process_total_ms: float
     representative_us: float  # the profiled launch's duration in the first pass
     representative_skip: int  # launches of the same name before it
-    # why the report is not that launch (the program launched otherwise in the second pass);
+    # why the report is not that launch (the second pass's count led to another launch);
     # None when it is
     mismatch: str | None = None
