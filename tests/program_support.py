@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from packed_fixtures import report
+from test_profile_cpu import FakeNcu
 
 from harness.profile import WORKER_RESULT_PREFIX
 
@@ -95,29 +96,15 @@ def report_of(name: str) -> Path:
     return report(ZOO / f"{stems.get(name, 'zoo_flash_attention')}.ncu-rep")
 
 
-class ProgramNcu:
+class ProgramNcu(FakeNcu):
     """Answers ncu's command lines for a program's two passes (and ncuh's children)."""
 
     def __init__(self, launches: Sequence[Launch], *, first_pass: tuple[int, str] | None = None,
                  table: str | None = None) -> None:
+        super().__init__()
         self.launches = list(launches)
         self.first_pass = first_pass  # (status, output) for a failing first pass
         self.table = table if table is not None else raw_page(self.launches)
-        self.calls: list[list[str]] = []
-        self.envs: list[dict[str, str] | None] = []
-
-    def __call__(self, argv: Sequence[str], env: dict[str, str] | None = None,
-                 on_output: Any = None, *, on_start: Any = None,
-                 on_output_at: Any = None) -> tuple[int, str]:
-        argv = list(argv)
-        self.calls.append(argv)
-        self.envs.append(env)
-        if on_start is not None:
-            on_start()
-        status, output = self.answer(argv)
-        if on_output is not None:
-            on_output(output)
-        return status, output
 
     def answer(self, argv: list[str]) -> tuple[int, str]:
         if argv[1:] == ["--version"]:
