@@ -96,7 +96,7 @@ def run_first_pass(plan_: Plan, ncu: Path, run_dir: Path, runner: Runner,
     assert target is not None and request.top is not None
     settings = first_pass_settings(request.settings)
     if progress is not None:
-        progress.start(target.label, 1, 1)
+        progress.start(target.label, 0, 1)
     entry = profile_target(target, ncu, settings, run_dir, runner, on_start=on_start,
                            on_output=(lambda text: progress.output(target.label, text))
                            if progress is not None else None)
@@ -108,7 +108,10 @@ def run_first_pass(plan_: Plan, ncu: Path, run_dir: Path, runner: Runner,
     export = export_argv(ncu, run_dir / target.report_name)
     status, output = runner(export, None)
     if status != 0:
-        raise NcuhError(f"ncu could not read the first pass's report back (status {status})")
+        said = next((line.strip() for line in reversed(output.splitlines()) if line.strip()),
+                    "nothing")
+        raise NcuhError(f"ncu could not read the first pass's report back (status {status}): "
+                        f"{said}")
     try:
         launches = read_launches(output)
     except LaunchTableError as error:
