@@ -16,6 +16,7 @@ from program_support import GEMM, ProgramNcu, flash_name, program_run, step
 
 from harness.cli import main
 from harness.diff import diff_runs
+from harness.errors import ReportError
 from harness.history import add_runs, build_series, open_store
 from harness.rundir import kernel_key, load_run
 
@@ -213,6 +214,24 @@ def test_history_keeps_a_series_per_kernel_and_one_of_the_programs_time(
     times = [kernel.time_ms for kernel in series["program GPU time"].kernels]
     assert times == pytest.approx([7.646, 7.646 + 0.152 * 2.568], abs=1e-9)
     assert len(series[GEMM_KEY].kernels[0].samples_ms) == 12
+
+
+def test_python_gives_the_ranking_as_a_table_and_writes_the_programs_pages(
+        one_step: Path, tmp_path: Path) -> None:
+    import harness
+
+    result = harness.load(one_step)
+    table = result.ranking()
+    assert list(table["kernel"]) == [flash_name(), GEMM,
+                                     "triton_red_fused_mul_native_layer_norm_sigmoid_0",
+                                     table["kernel"][3]]
+    assert list(table["grid"][:2]) == ["16x4x16", "2x66x1"]
+    assert table["total_ms"].sum() == pytest.approx(1.913)
+    assert table["cumulative_pct"].iloc[-1] == pytest.approx(100.0)
+    index = result.page(tmp_path / "pages")
+    assert index == tmp_path / "pages" / "index.md" and "| # | Kernel |" in index.read_text()
+    with pytest.raises(ReportError, match="not a program's run"):
+        harness.load("reports/runs/sgemm-h200-256").ranking()
 
 
 def test_the_key_of_a_ranked_kernel_is_its_name_and_launch_shape(one_step: Path) -> None:
