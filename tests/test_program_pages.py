@@ -86,6 +86,12 @@ def test_a_report_of_another_launch_is_said_and_not_judged(
             "\\<\\<\\<2x66x1, 384x1x1>>>: the second pass's launch count led to another "
             "launch than the ranked one.") in page
     assert "led to another launch than the ranked one" in result.stderr
+    # diff compares it under its own name and launch, never as the ranked kernel
+    result = CliRunner().invoke(main, ["diff", str(run), str(run)])
+    assert result.exit_code == 0, result.output
+    assert (f"holds {GEMM} <<<2x66x1, 384x1x1>>>, not the ranked launch {GEMM} "
+            "<<<1x66x1, 384x1x1>>> (compared under its own name)") in result.stderr
+    assert f"| ⚪ SAME | {GEMM} |" in result.stdout.replace("\\_", "_")
 
 
 def test_a_failed_kernel_is_listed_with_why(monkeypatch: pytest.MonkeyPatch,

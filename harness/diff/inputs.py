@@ -247,15 +247,26 @@ def _ranked_kernels(entry: RunEntry, ranking: RankingRecord,
     own = [k for k in kernels if k.profile is not None
            and k.profile.demangled_name == ranked.name and _shape_agrees(k, ranked)]
     if len(own) != 1:
-        held = ", ".join(k.function or "?" for k in kernels) or "no kernel"
-        print(f"ncuh: warning: {entry.report}: holds {held}, not the launch of "
-              f"{ranked.name} the ranking chose (compared under its own name)",
-              file=sys.stderr)
+        held = ", ".join(_launch_text(k) for k in kernels) or "no kernel"
+        print(f"ncuh: warning: {entry.report}: holds {held}, not the ranked launch "
+              f"{kernel_key(ranked)} (compared under its own name)", file=sys.stderr)
         return kernels
     name = kernel_key(ranked, process.key if ranking.several else None)
     samples = tuple(ns / 1e6 for ns in ranked.durations_ns)
     return [_with_samples(_renamed(k, name), samples, "launches") if k is own[0] else k
             for k in kernels]
+
+
+def _launch_text(kernel: KernelData) -> str:
+    """`name <<<grid, block>>>` where the report says its launch's shape, else the name."""
+    dims = [[kernel.metric(f"{prefix}{axis}") for axis in "xyz"]
+            for prefix in ("launch__grid_dim_", "launch__block_dim_")]
+    name = (kernel.profile.demangled_name if kernel.profile is not None else None) \
+        or kernel.function or "?"
+    if any(value is None for values in dims for value in values):
+        return name
+    grid, block = ("x".join(f"{value:g}" for value in values) for values in dims)
+    return f"{name} <<<{grid}, {block}>>>"
 
 
 def _shape_agrees(kernel: KernelData, ranked: RankedKernelRecord) -> bool:
