@@ -142,22 +142,6 @@ def test_a_programs_run_is_written_up_alone(one_step: Path, tmp_path: Path) -> N
     assert "is written up on its own" in result.stderr and not (tmp_path / "pages").exists()
 
 
-def test_an_entry_naming_a_kernel_the_ranking_lacks_is_one_line(one_step: Path,
-                                                                tmp_path: Path) -> None:
-    import shutil
-
-    run = tmp_path / "run"
-    shutil.copytree(one_step, run)
-    manifest = json.loads((run / "manifest.json").read_text())
-    manifest["entries"][0]["ranked"]["rank"] = 99
-    (run / "manifest.json").write_text(json.dumps(manifest))
-    for args in (["writeup", str(run), "--out", str(tmp_path / "w")], ["diff", str(run), str(run)]):
-        result = CliRunner().invoke(main, args)
-        assert result.exit_code == 2
-        assert result.stderr.strip().endswith(
-            "entries[0].ranked: no kernel of rank 99 in process 'gpu0' of the ranking")
-
-
 # ------------------------------------------------------------------ diff
 
 
@@ -245,3 +229,37 @@ def test_the_key_of_a_ranked_kernel_is_its_name_and_launch_shape(one_step: Path)
     gemm = ranking.processes[0].kernel(2)
     assert kernel_key(gemm) == GEMM_KEY
     assert kernel_key(gemm, "gpu1") == f"gpu1: {GEMM_KEY}"
+
+
+@pytest.mark.parametrize("change,phrase", [
+    (lambda m: m["ranking"]["processes"][0]["kernels"][0].update(durations_ns=[1.0, 2.0]),
+     "ranking.processes[0].kernels[0]: Value error, durations_ns holds 2 launches, launches "
+     "says 3"),
+    (lambda m: m["ranking"]["processes"][0]["kernels"][1].update(grid=[2, 0, 1]),
+     "ranking.processes[0].kernels[1].grid[1]"),
+    (lambda m: m["ranking"]["processes"][0]["kernels"][1].update(share_pct=150.0),
+     "ranking.processes[0].kernels[1].share_pct"),
+    (lambda m: m["ranking"]["processes"][0].update(kernels="many"),
+     "ranking.processes[0].kernels"),
+    (lambda m: m["entries"][0]["ranked"].update(rank=99),
+     "entries[0].ranked: no kernel of rank 99 in process 'gpu0' of the ranking"),
+    (lambda m: m["entries"][1]["ranked"].update(process="gpu7"),
+     "entries[1].ranked: no kernel of rank 2 in process 'gpu7' of the ranking"),
+])
+def test_a_bad_ranking_is_one_line_naming_the_field(one_step: Path, tmp_path: Path, change: Any,
+                                                    phrase: str) -> None:
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(one_step, run)
+    manifest = json.loads((run / "manifest.json").read_text())
+    change(manifest)
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    for args in (["writeup", str(run), "--out", str(tmp_path / "w")], ["diff", str(run), str(run)],
+                 ["history", "add", str(run), "--store", str(tmp_path / "h.sqlite"),
+                  "--commit", "ab" * 20]):
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2, (args, result.output)
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith("ncuh: error: ") and phrase in line, line
+    assert not (tmp_path / "w").exists()
