@@ -17,13 +17,24 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES
-from program_support import FILL, FUSED, GEMM, Launch, ProgramNcu, flash_name, raw_page, step
+from program_support import (
+    FILL,
+    FILL_MANGLED,
+    FUSED,
+    GEMM,
+    Launch,
+    ProgramNcu,
+    flash_mangled,
+    flash_name,
+    raw_page,
+    step,
+)
 from standin_support import STANDINS
 
 from harness.cli import main
 from harness.profile import run as lib
 from harness.profile.launches import Launch as TableLaunch
-from harness.profile.launches import LaunchTableError, read_launches
+from harness.profile.launches import LaunchTableError, read_launches, with_mangled
 from harness.profile.planning import ProfileRequest, first_pass_filter
 from harness.profile.ranking import Window, rank_launches
 from harness.rundir import load_run
@@ -91,6 +102,18 @@ def test_a_table_that_is_not_one_launch_per_row_is_refused(table: str, phrase: s
         read_launches(table)
 
 
+def test_the_mangled_names_come_from_the_same_launches_or_not_at_all() -> None:
+    demangled = read_launches(raw_page(step()))
+    mangled = read_launches(raw_page(step(), names="mangled"))
+    named = with_mangled(demangled, mangled)
+    assert [launch.mangled for launch in named[:3]] == [FILL_MANGLED, GEMM, flash_mangled()]
+    with pytest.raises(LaunchTableError, match="differ at launch 9"):
+        with_mangled(demangled, mangled[:9])
+    shifted = read_launches(raw_page(step(second_shape=True), names="mangled"))
+    with pytest.raises(LaunchTableError, match="differ at launch 4"):
+        with_mangled(read_launches(raw_page(step(second_shape=False) + step()[:3])), shifted)
+
+
 # ------------------------------------------------------------------ the ranking
 
 
@@ -135,6 +158,17 @@ def test_the_launch_nearest_the_median_is_chosen_the_earlier_of_two(
     launches = [Launch(GEMM, (1, 1, 1), (32, 1, 1), ns) for ns in durations]
     (kernel,) = _ranked(launches).processes[0].kernels
     assert kernel.representative_id == chosen
+
+
+def test_two_kernels_that_print_alike_are_told_apart_by_their_mangled_names() -> None:
+    launches = [Launch(FILL, (1, 1, 1), (32, 1, 1), 10), Launch(FILL, (1, 1, 1), (32, 1, 1), 20)]
+    twins = [TableLaunch(launch.id, launch.name, launch.grid, launch.block, launch.duration_ns,
+                         mangled=f"_Z4fillILi{launch.id}EEvv")
+             for launch in read_launches(raw_page(launches))]
+    (process,) = rank_launches(twins).processes
+    assert [(k.name, k.mangled, k.launches) for k in process.kernels] == [
+        (FILL, "_Z4fillILi1EEvv", 1), (FILL, "_Z4fillILi0EEvv", 1)]
+    assert [k.representative_skip for k in process.kernels] == [0, 0]
 
 
 def test_the_same_function_at_another_launch_shape_is_another_kernel() -> None:
@@ -182,10 +216,12 @@ def test_top_profiles_each_top_kernel_at_its_representative_launch(
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].split()[:3] == ["#", "kernel", "grid"]
-    assert lines[1].split()[:2] == ["1", "pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits…"]
-    assert lines[1].split()[-6:] == ["3", "1.026", "53.6%", "53.6%", "342.0", "2.0"]
-    assert lines[2].split()[:2] == ["2", GEMM] and "87.2%" in lines[2]
-    assert lines[3].split()[:3] == ["2", "more", "kernels"] and "12.8%" in lines[3]
+    assert lines[1][:61] == "  1  flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, …"
+    assert lines[1][61:].split() == ["16x4x16", "128x1x1", "3", "1.026", "53.6%", "53.6%",
+                                     "342.0", "2.0"]
+    assert lines[2].split() == ["2", GEMM, "2x66x1", "384x1x1", "3", "0.642", "33.6%",
+                                "87.2%", "214.0", "4.0"]
+    assert lines[3].split() == ["2", "more", "kernels", "4", "0.245", "12.8%"]
     assert lines[4] == "GPU time 1.913 ms over 10 launches of 4 kernels"
     run = load_run(lines[-1])
     first, *second = [argv for argv in fake.calls if "-o" in argv]
@@ -194,15 +230,17 @@ def test_top_profiles_each_top_kernel_at_its_representative_launch(
         "base", "--cache-control", "none", "--replay-mode", "kernel", "--graph-profiling",
         "node", "--nvtx", "--nvtx-include", "step_2/"]
     assert first[-4:] == ["-f", "python", "train.py", "--compile"]
+    # each kernel by its mangled name: exact, whatever the demangler prints
     assert [argv[argv.index("--nvtx"):argv.index("-o")] for argv in second] == [
-        ["--nvtx", "--nvtx-include", "step_2/", "--kernel-name-base", "demangled",
-         "-k", flash_name(), "--launch-skip", "1", "--launch-count", "1"],
-        ["--nvtx", "--nvtx-include", "step_2/", "--kernel-name-base", "demangled",
+        ["--nvtx", "--nvtx-include", "step_2/", "--kernel-name-base", "mangled",
+         "-k", flash_mangled(), "--launch-skip", "1", "--launch-count", "1"],
+        ["--nvtx", "--nvtx-include", "step_2/", "--kernel-name-base", "mangled",
          "-k", GEMM, "--launch-skip", "1", "--launch-count", "1"]]
+    assert flash_mangled().startswith("_ZN13pytorch_flash16flash_fwd_kernel")
     assert all(argv[argv.index("--replay-mode") - 2:argv.index("--replay-mode")]
                == ["--cache-control", "all"] for argv in second)
     assert [entry.label for entry in run.entries] == [
-        "01-pytorch_flash_flash_fwd_kernel_Flash_fwd_kerne",
+        "01-flash_fwd_kernel_Flash_fwd_kernel_traits_128_1",
         "02-nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT"]
     assert [(e.ranked.process, e.ranked.rank) for e in run.entries] == [("gpu0", 1), ("gpu0", 2)]
     assert run.record.schema_ == "ncuh.run/2"
@@ -225,7 +263,9 @@ def test_the_manifest_keeps_the_ranking_and_every_launch(
     assert flash.durations_ns == FLASH_NS and flash.representative.skip == 1
     manifest = json.loads((run.path / "manifest.json").read_text())
     assert manifest["ncu"]["command_lines"][0][-3:] == ["-f", "python", "train.py"]
-    assert "--import" in ranking.export_command_line and len(run.entries) == 1
+    assert [argv[argv.index("--print-kernel-base") + 1] for argv in
+            ranking.export_command_lines] == ["demangled", "mangled"]
+    assert len(run.entries) == 1
 
 
 def test_launch_skip_and_count_choose_the_window_and_end_the_first_pass(
@@ -258,7 +298,7 @@ def test_torchrun_gets_a_ranking_and_pages_per_rank_on_its_gpu(
     assert first[first.index("-k") + 1] == "regex:^(?!nccl)"
     assert [argv[argv.index("--devices") + 1] for argv in second] == ["0", "1"]
     run = load_run(result.stdout.splitlines()[-1])
-    assert [e.label[:9] for e in run.entries] == ["gpu0-01-p", "gpu1-01-p"]
+    assert [e.label[:9] for e in run.entries] == ["gpu0-01-f", "gpu1-01-f"]
     # the program needs both GPUs: its ncu runs are not pinned to one each
     assert all(env is None for argv, env in zip(fake.calls, fake.envs, strict=True)
                if argv in second)

@@ -34,13 +34,14 @@ from harness.report import (
 )
 from harness.rundir import (
     BenchFile,
-    RankedKernelRecord,
     RankingRecord,
     RunEntry,
     is_run_directory,
     kernel_key,
     load_run,
+    profiled_as_ranked,
     program_key,
+    shape_text,
     source_reports,
 )
 
@@ -244,8 +245,9 @@ def _ranked_kernels(entry: RunEntry, ranking: RankingRecord,
     ranked = process.kernel(entry.ranked.rank) if process is not None else None
     assert process is not None and ranked is not None  # load_run checked the reference
     kernels = _report_kernels(entry.report, name=None, size=None, wanted=wanted)
-    own = [k for k in kernels if k.profile is not None
-           and k.profile.demangled_name == ranked.name and _shape_agrees(k, ranked)]
+    own = [k for k in kernels if k.profile is not None and profiled_as_ranked(
+        k.profile.mangled_name, k.profile.demangled_name, _dims(k, "launch__grid_dim_"),
+        _dims(k, "launch__block_dim_"), ranked)]
     if len(own) != 1:
         held = ", ".join(_launch_text(k) for k in kernels) or "no kernel"
         print(f"ncuh: warning: {entry.report}: holds {held}, not the ranked launch "
@@ -259,23 +261,18 @@ def _ranked_kernels(entry: RunEntry, ranking: RankingRecord,
 
 def _launch_text(kernel: KernelData) -> str:
     """`name <<<grid, block>>>` where the report says its launch's shape, else the name."""
-    dims = [[kernel.metric(f"{prefix}{axis}") for axis in "xyz"]
-            for prefix in ("launch__grid_dim_", "launch__block_dim_")]
+    grid, block = _dims(kernel, "launch__grid_dim_"), _dims(kernel, "launch__block_dim_")
     name = (kernel.profile.demangled_name if kernel.profile is not None else None) \
         or kernel.function or "?"
-    if any(value is None for values in dims for value in values):
+    if grid is None or block is None:
         return name
-    grid, block = ("x".join(f"{value:g}" for value in values) for values in dims)
-    return f"{name} <<<{grid}, {block}>>>"
+    return f"{name} <<<{shape_text(grid)}, {shape_text(block)}>>>"
 
 
-def _shape_agrees(kernel: KernelData, ranked: RankedKernelRecord) -> bool:
-    """Whether the report's launch has the ranked grid and block, where it says them."""
-    for prefix, dims in (("launch__grid_dim_", ranked.grid), ("launch__block_dim_", ranked.block)):
-        found = [kernel.metric(prefix + axis) for axis in "xyz"]
-        if all(value is not None for value in found) and tuple(found) != tuple(dims):
-            return False
-    return True
+def _dims(kernel: KernelData, prefix: str) -> tuple[int, ...] | None:
+    """A launch's grid or block (`prefix` x, y, z) where the report says all three."""
+    values = [kernel.metric(f"{prefix}{axis}") for axis in "xyz"]
+    return tuple(int(v) for v in values if v is not None) if None not in values else None
 
 
 def _program_times(ranking: RankingRecord | None) -> list[KernelData]:

@@ -28,6 +28,7 @@ from harness.rundir import (
     RunEntry,
     is_run_directory,
     load_run,
+    profiled_as_ranked,
     shape_text,
     short_name,
     source_reports,
@@ -133,19 +134,12 @@ def _share(kernel: RankedKernelRecord, process: ProcessRecord, title: str | None
         representative_skip=kernel.representative.skip, mismatch=mismatch)
 
 
-def _launched_as_ranked(profile: KernelReport, kernel: RankedKernelRecord) -> bool:
-    """The report's launch is the ranked one's kernel: its demangled name, grid and block
-    (where the report says them)."""
-    launch = profile.launch
-    return (profile.demangled_name == kernel.name
-            and launch.grid in (None, kernel.grid) and launch.block in (None, kernel.block))
-
-
 def _chosen(profiles: list[KernelReport], kernel: RankedKernelRecord
             ) -> tuple[KernelReport, str | None]:
     """The report's kernel that the page is about, and why it is not the ranked launch."""
     for profile in profiles:
-        if _launched_as_ranked(profile, kernel):
+        if profiled_as_ranked(profile.mangled_name, profile.demangled_name,
+                              profile.launch.grid, profile.launch.block, kernel):
             return profile, None
     profile = profiles[0]
     grid = shape_text(profile.launch.grid) if profile.launch.grid else "?"

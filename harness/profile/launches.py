@@ -4,6 +4,8 @@ The first pass (`harness.profile.two_pass`) leaves a report holding one result p
 a single metric, `gpu__time_duration.sum`. ncu turns it into text itself (`ncu --import R
 --csv --page raw`), so this stage reads the launches without ncu_report: the ID (ncu's launch
 order), the process, the device, the kernel's name, its grid and block, and its duration.
+The page is asked for twice: with the names demangled as ncu prints them (what people read)
+and mangled (what `--kernel-name-base mangled -k` matches exactly, whatever the demangler).
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ from __future__ import annotations
 import csv
 import io
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 from harness.errors import NcuhError
 
@@ -40,19 +43,23 @@ class Launch:
     """One kernel launch as ncu's raw page lists it."""
 
     id: int  # ncu's result ID: the order it profiled the launches in
-    name: str  # as the export was asked to print it (demangled by the first pass)
+    name: str  # as the export was asked to print it (demangled, as ncu prints it)
     grid: Dim3
     block: Dim3
     duration_ns: float
     process: int | None = None  # the process that launched it
     device: int | None = None  # ncu's device ID
+    mangled: str = ""  # its mangled name (`with_mangled`); "" where unknown
 
 
-def export_argv(ncu: Path | str, report: Path | str) -> list[str]:
-    """ncu's raw page of `report` as CSV, durations in nanoseconds, names demangled: the
-    names `--kernel-name-base demangled` matches in the second pass."""
+NameBase = Literal["demangled", "mangled"]
+
+
+def export_argv(ncu: Path | str, report: Path | str, names: NameBase = "demangled"
+                ) -> list[str]:
+    """ncu's raw page of `report` as CSV, durations in nanoseconds, names as `names` says."""
     return [str(ncu), "--import", str(report), "--csv", "--page", "raw",
-            "--print-units", "base", "--print-kernel-base", "demangled", "--metrics", DURATION]
+            "--print-units", "base", "--print-kernel-base", names, "--metrics", DURATION]
 
 
 def _table_text(output: str) -> str:
@@ -118,3 +125,17 @@ def read_launches(output: str) -> list[Launch]:
         ))
     return sorted(launches, key=lambda launch: launch.id)
 
+
+
+def with_mangled(launches: list[Launch], mangled: list[Launch]) -> list[Launch]:
+    """`launches` with the mangled names of the same launches (the same IDs, grids and blocks,
+    from the page printed with mangled names); `LaunchTableError` when the two disagree."""
+    by_id = {launch.id: launch for launch in mangled}
+    named = []
+    for launch in launches:
+        twin = by_id.get(launch.id)
+        if twin is None or (twin.grid, twin.block) != (launch.grid, launch.block):
+            raise LaunchTableError(f"the launch tables with demangled and mangled names differ "
+                                   f"at launch {launch.id}")
+        named.append(replace(launch, mangled=twin.name))
+    return named

@@ -1,11 +1,12 @@
 """Rank a program's kernels by their total GPU time, from every launch of its first pass.
 
 A kernel is its name and its launch shape (grid, block): the same function launched with
-another grid is another kernel, as it is another workload. Each process that launched kernels
-(one per rank of a `torchrun`) gets a ranking of its own. Each kernel keeps every launch's
-duration, its share of its process's GPU time and the cumulative share down the ranking, and
-its representative launch: the one nearest the median duration, which the second pass
-profiles in depth.
+another grid is another kernel, as it is another workload; its mangled name tells it apart
+where one is known (two instantiations a demangler prints alike stay two). Each process that
+launched kernels (one per rank of a `torchrun`) gets a ranking of its own. Each kernel keeps
+every launch's duration, its share of its process's GPU time and the cumulative share down the
+ranking, and its representative launch: the one nearest the median duration, which the second
+pass profiles in depth.
 """
 
 from __future__ import annotations
@@ -38,15 +39,16 @@ class RankedKernel:
     """One kernel (name and launch shape) of one process, with every launch's duration."""
 
     rank: int  # 1 is the kernel with the most GPU time
-    name: str
+    name: str  # demangled, as ncu prints it
+    mangled: str  # what the second pass's -k matches ("" where unknown: then `name`)
     grid: Dim3
     block: Dim3
     durations_ns: tuple[float, ...]  # in launch order
     share_pct: float  # of its process's GPU time
     cumulative_pct: float  # this kernel's share and every higher-ranked one's
     representative_id: int  # ncu's ID of the launch nearest the median duration
-    # how many launches of the same name came before it in the first pass (on its device,
-    # where several processes ran): the second pass's --launch-skip
+    # how many launches of the same (mangled) name came before it in the first pass (on its
+    # device, where several processes ran): the second pass's --launch-skip
     representative_skip: int
     representative_ns: float
 
@@ -72,7 +74,8 @@ class RankedKernel:
 
     def manifest(self) -> dict[str, Any]:
         return {
-            "rank": self.rank, "name": self.name, "grid": list(self.grid),
+            "rank": self.rank, "name": self.name, "mangled": self.mangled or None,
+            "grid": list(self.grid),
             "block": list(self.block), "launches": self.launches,
             "total_ns": round(self.total_ns, 3), "share_pct": round(self.share_pct, 4),
             "cumulative_pct": round(self.cumulative_pct, 4),
@@ -138,10 +141,14 @@ def _skips(launches: Sequence[Launch], by_device: bool) -> dict[int, int]:
     seen: dict[tuple[str, int | None], int] = defaultdict(int)
     skips = {}
     for launch in launches:
-        group = (launch.name, launch.device if by_device else None)
+        group = (_identity(launch), launch.device if by_device else None)
         skips[launch.id] = seen[group]
         seen[group] += 1
     return skips
+
+
+def _identity(launch: Launch) -> str:
+    return launch.mangled or launch.name
 
 
 def _representative(launches: Sequence[Launch]) -> Launch:
@@ -154,19 +161,19 @@ def _rank_process(key: str, process: int | None, device: int | None,
                   launches: Sequence[Launch], skips: dict[int, int]) -> ProcessRanking:
     groups: dict[tuple[str, Dim3, Dim3], list[Launch]] = defaultdict(list)
     for launch in launches:
-        groups[(launch.name, launch.grid, launch.block)].append(launch)
+        groups[(_identity(launch), launch.grid, launch.block)].append(launch)
     total = sum(launch.duration_ns for launch in launches)
     # most time first; equal times in the order first launched
     ordered = sorted(groups.items(), key=lambda item: (
         -sum(launch.duration_ns for launch in item[1]), item[1][0].id))
     kernels, cumulative = [], 0.0
-    for rank, ((name, grid, block), group) in enumerate(ordered, start=1):
+    for rank, ((_, grid, block), group) in enumerate(ordered, start=1):
         time = sum(launch.duration_ns for launch in group)
         share = 100.0 * time / total if total else 0.0
         cumulative += share
         chosen = _representative(group)
         kernels.append(RankedKernel(
-            rank=rank, name=name, grid=grid, block=block,
+            rank=rank, name=group[0].name, mangled=group[0].mangled, grid=grid, block=block,
             durations_ns=tuple(launch.duration_ns for launch in group), share_pct=share,
             cumulative_pct=min(cumulative, 100.0), representative_id=chosen.id,
             representative_skip=skips[chosen.id], representative_ns=chosen.duration_ns))

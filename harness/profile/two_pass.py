@@ -2,10 +2,11 @@
 
 The first pass runs the program under ncu collecting one metric, each launch's duration
 (`planning.first_pass_settings`), into `ranking.ncu-rep`; ncu prints it back as its raw CSV
-page (`launches`), which `ranking` turns into one ranking per process. The second pass is one
-ncu per ranked kernel, each at its representative launch: `-k <demangled name>
---kernel-name-base demangled --launch-skip <launches of that name before it> --launch-count
-1`, with the user's NVTX filter, and `--devices` where several processes ran (one per GPU).
+page (`launches`), with demangled and with mangled names, which `ranking` turns into one
+ranking per process. The second pass is one ncu per ranked kernel, each at its representative
+launch: `--kernel-name-base mangled -k <mangled name> --launch-skip <launches of that name
+before it> --launch-count 1`, with the user's NVTX filter, and `--devices` where several
+processes ran (one per GPU).
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from typing import Any
 
 from harness.errors import NcuhError
 from harness.profile.entry import profile_target
-from harness.profile.launches import DURATION, LaunchTableError, export_argv, read_launches
+from harness.profile.launches import (
+    DURATION,
+    Launch,
+    LaunchTableError,
+    NameBase,
+    export_argv,
+    read_launches,
+    with_mangled,
+)
 from harness.profile.ncu_command import KernelFilter
 from harness.profile.planning import Plan, ProfileRequest, Target, first_pass_settings
 from harness.profile.processes import Runner
@@ -27,6 +36,7 @@ from harness.profile.ranking import Ranking, Window, rank_launches
 from harness.rundir import short_name
 
 LABEL_NAME_WIDTH = 48  # of a kernel's short name in its report's file name
+_NAMES: tuple[NameBase, ...] = ("demangled", "mangled")  # the two exports of the first pass
 
 
 @dataclass(frozen=True)
@@ -48,7 +58,8 @@ class FirstPass:
             "top": self.top,
             "report": self.report,
             "seconds": round(self.seconds, 3),
-            "export_command_line": export_argv(ncu, run_dir / self.report),
+            "export_command_lines": [export_argv(ncu, run_dir / self.report, names)
+                                     for names in _NAMES],
             "ncu": self.settings,
             "window": {"launch_skip": self.ranking.window.skip,
                        "launch_count": self.ranking.window.count},
@@ -79,12 +90,37 @@ def top_targets(ranking: Ranking, request: ProfileRequest) -> tuple[Target, ...]
                 label=_label(process.key if several else None, kernel.rank, kernel.name),
                 variant=None, size=None, params={}, program=tuple(request.program),
                 kernel_filter=KernelFilter(
-                    kernel=kernel.name, kernel_name_base="demangled",
+                    kernel=kernel.mangled or kernel.name,
+                    kernel_name_base="mangled" if kernel.mangled else "demangled",
                     launch_skip=kernel.representative_skip, launch_count=1,
                     nvtx_include=given.nvtx_include, devices=devices or given.devices,
                     graph_profiling=given.graph_profiling or "node"),
                 ranked=(process.key, kernel.rank)))
     return tuple(targets)
+
+
+def _export(ncu: Path, report: Path, runner: Runner, names: NameBase) -> list[Launch]:
+    """The first pass's launches as ncu prints them back, with `names`."""
+    argv = export_argv(ncu, report, names)
+    status, output = runner(argv, None)
+    if status != 0:
+        said = next((line.strip() for line in reversed(output.splitlines()) if line.strip()),
+                    "nothing")
+        raise NcuhError(f"ncu could not read the first pass's report back (status {status}): "
+                        f"{said}")
+    try:
+        return read_launches(output)
+    except LaunchTableError as error:
+        raise NcuhError(f"{error} (from {' '.join(argv[:2])} --import ...)") from None
+
+
+def _launches(ncu: Path, report: Path, runner: Runner) -> list[Launch]:
+    """Every launch of the first pass, named as ncu prints them and mangled."""
+    demangled, mangled = (_export(ncu, report, runner, names) for names in _NAMES)
+    try:
+        return with_mangled(demangled, mangled)
+    except LaunchTableError as error:
+        raise NcuhError(str(error)) from None
 
 
 def run_first_pass(plan_: Plan, ncu: Path, run_dir: Path, runner: Runner,
@@ -105,17 +141,7 @@ def run_first_pass(plan_: Plan, ncu: Path, run_dir: Path, runner: Runner,
         progress.count_anew()
     if entry.status != "ok":
         raise NcuhError(f"the first pass (every launch's duration) failed: {entry.error}")
-    export = export_argv(ncu, run_dir / target.report_name)
-    status, output = runner(export, None)
-    if status != 0:
-        said = next((line.strip() for line in reversed(output.splitlines()) if line.strip()),
-                    "nothing")
-        raise NcuhError(f"ncu could not read the first pass's report back (status {status}): "
-                        f"{said}")
-    try:
-        launches = read_launches(output)
-    except LaunchTableError as error:
-        raise NcuhError(f"{error} (from {' '.join(export[:2])} --import ...)") from None
+    launches = _launches(ncu, run_dir / target.report_name, runner)
     given = request.program_filter
     ranking = rank_launches(launches, Window(given.launch_skip or 0, given.launch_count))
     if not ranking.processes:

@@ -637,6 +637,7 @@ class KernelReport:
     details: KernelView | None = None  # ncu's details page of this kernel
     # every metric of the report by name: what the fields above do not name is still here
     metrics: Mapping[str, Metric] = field(default_factory=dict, repr=False)
+    mangled_name: str = ""  # the name `ncu --kernel-name-base mangled -k` matches exactly
 
     def metric(self, name: str) -> Number:
         """A plain numeric metric in base units; None when absent, instanced or a string."""

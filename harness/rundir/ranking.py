@@ -2,11 +2,11 @@
 go by across runs.
 
 The first pass timed every launch; the block keeps, per process that launched kernels, each
-kernel (its demangled name and launch shape) with its launches' durations, its share of the
-process's GPU time and the launch the second pass profiled. An entry that profiled a ranked
-kernel names it (`RankedRef`). `kernel_key` is a kernel's name in `diff` and `history`: its
-name and launch shape, and the process's key where the program ran several, so that a kernel
-is matched across runs by what it is and how it was launched.
+kernel (its name, demangled and mangled, and its launch shape) with its launches' durations,
+its share of the process's GPU time and the launch the second pass profiled. An entry that
+profiled a ranked kernel names it (`RankedRef`). `kernel_key` is a kernel's name in `diff` and
+`history`: its name and launch shape, and the process's key where the program ran several, so
+that a kernel is matched across runs by what it is and how it was launched.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ class Representative(Record):
 
 class RankedKernelRecord(Record):
     rank: PositiveInt
-    name: Annotated[str, Field(min_length=1)]
+    name: Annotated[str, Field(min_length=1)]  # demangled, as ncu prints it
+    mangled: str | None = None  # what the second pass's -k matched
     grid: Dim3
     block: Dim3
     launches: PositiveInt
@@ -78,7 +79,7 @@ class RankingRecord(Record):
     top: PositiveInt
     report: str | None = None  # the first pass's report, beside the entries'
     seconds: FiniteFloat | None = None  # the first pass: the program under ncu
-    export_command_line: tuple[str, ...] = ()
+    export_command_lines: tuple[tuple[str, ...], ...] = ()  # demangled, then mangled names
     ncu: dict[str, Any] = Field(default_factory=dict)  # the first pass's ncu settings
     window: dict[str, Any] = Field(default_factory=dict)  # launch_skip, launch_count
     launches_seen: NonNegativeInt = 0
@@ -122,3 +123,13 @@ def short_name(name: str, width: int = 60) -> str:
     text = name.removeprefix("void ").strip()
     text = _PARAMETERS.sub("", text).strip() or text
     return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def profiled_as_ranked(mangled: str, demangled: str, grid: Sequence[int] | None,
+                       block: Sequence[int] | None, kernel: RankedKernelRecord) -> bool:
+    """Whether a report's launch (its names and, where it says them, grid and block) is the
+    ranked kernel's: by the mangled name where the ranking has one."""
+    same = (mangled == kernel.mangled if kernel.mangled and mangled
+            else demangled == kernel.name)
+    return (same and (grid is None or tuple(grid) == kernel.grid)
+            and (block is None or tuple(block) == kernel.block))
