@@ -28,4 +28,4 @@ def test_each_zoo_kernel_reads_as_its_golden_page(name: str, golden) -> None:
 
 
 def test_there_is_a_zoo_kernel_per_problem_class() -> None:
-    assert len(ZOO_PROGRAMS) == 32  # every program of the zoo (tests/fixtures/zoo/README.md)
+    assert len(ZOO_PROGRAMS) == 44  # every program of the zoo (tests/fixtures/zoo/README.md)

@@ -88,6 +88,20 @@ PROBLEMS = {
     "idle",
     "zoo_imbalance": "work is unbalanced across SMs: the busiest SM was active 13.6× as many "
     "cycles as the average SM, so for about 92.5% of the kernel one SM ran alone",
+    # recorded on an H200: constant, special-function and launch-shape cases, library kernels
+    "zoo_const_indexed": "compute-bound (ADU pipe at 71.9%",
+    "zoo_mufu_chain": "compute-bound (XU pipe at 94.7%)",
+    "zoo_tiny_blocks": "8-thread blocks",
+    "zoo_one_block": "latency-bound",
+    "zoo_gather": "global loads are uncoalesced (stores are not)",
+    "zoo_wide_loads": "memory-bound (L2)",
+    "zoo_smem_histogram": "memory-bound (L1/TEX)",
+    "zoo_sort_network": "shared-memory loads hit bank conflicts",
+    "zoo_skinny_gemm": "memory-bound (L1/TEX",
+    "zoo_cufft": "memory-bound (L2)",
+    "zoo_cusparse_spmv": "memory-bound (L2)",
+    "zoo_conv_fp16": "compute-bound (Tensor (FP) pipe at 96.0%, near its peak: WGMMA (HGMMA) "
+    "fed by TMA (UTMALDG))",
 }
 
 

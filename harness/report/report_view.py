@@ -65,14 +65,15 @@ def _value(action: Any, name: str) -> Any:
 
 
 _NAMESPACE = re.compile(r"\b(?:\w+::)+")
-_VALUE_CAST = re.compile(r"\((?:unsigned |signed |long |short )*(?:int|bool|char|long|short)\)"
-                         r"(?=-?\d)")
+# a cast of a template value argument: a type name in parentheses before a number, integral
+# ("(unsigned int)4096") or an enumeration ("(padding_t)70", from cuFFT's kernels)
+_VALUE_CAST = re.compile(r"\([A-Za-z_]\w*(?: \w+)*\)(?=-?\d)")
 
 
 def simplified_name(demangled: str) -> str:
     """A kernel's name as ncu's details page heads it: the demangled name without namespaces
-    and without the casts of template value arguments ("(int)128" -> "128"); an extern "C"
-    kernel keeps its plain name."""
+    and without the casts of template value arguments ("(int)128" -> "128", "(padding_t)70" ->
+    "70"); an extern "C" kernel keeps its plain name."""
     return _VALUE_CAST.sub("", _NAMESPACE.sub("", demangled))
 
 
