@@ -121,11 +121,14 @@ class ProgramNcu(FakeNcu):
     """Answers ncu's command lines for a program's two passes (and ncuh's children)."""
 
     def __init__(self, launches: Sequence[Launch], *, first_pass: tuple[int, str] | None = None,
-                 table: str | None = None) -> None:
+                 table: str | None = None, mangled_table: str | None = None) -> None:
         super().__init__()
         self.launches = list(launches)
         self.first_pass = first_pass  # (status, output) for a failing first pass
+        # the raw page as ncu prints it with demangled names, and with mangled ones
         self.table = table if table is not None else raw_page(self.launches)
+        self.mangled_table = (mangled_table if mangled_table is not None
+                              else raw_page(self.launches, names="mangled"))
 
     def answer(self, argv: list[str]) -> tuple[int, str]:
         if argv[1:] == ["--version"]:
@@ -135,7 +138,7 @@ class ProgramNcu(FakeNcu):
             return 0, WORKER_RESULT_PREFIX + json.dumps(env) + "\n"
         if "--import" in argv:
             names = argv[argv.index("--print-kernel-base") + 1]
-            table = self.table if names == "demangled" else raw_page(self.launches, names=names)
+            table = self.table if names == "demangled" else self.mangled_table
             return 0, "==WARNING== a note ncu prints first\n" + table
         out = Path(argv[argv.index("-o") + 1])
         if out.name == "ranking.ncu-rep":

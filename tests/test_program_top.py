@@ -75,7 +75,8 @@ def test_the_launch_table_is_ncus_raw_page_in_its_own_unit() -> None:
     """ncu's raw page of a real H100 report (display units: ms): its one launch, exactly."""
     (launch,) = read_launches((FIXTURES / "h100_pages_naive_1024.raw.csv").read_text())
     assert launch == TableLaunch(id=0, name="sgemm_naive", grid=(32, 32, 1), block=(32, 32, 1),
-                                 duration_ns=5_510_208.0, process=656, device=0)
+                                 duration_ns=5_510_208.0, process=656, device=0,
+                                 ranges=(("<default domain>", "ncuh-naive_1024"),))
 
 
 def test_the_launch_table_in_base_units_skips_ncus_own_lines() -> None:
@@ -211,8 +212,8 @@ def test_each_process_is_ranked_by_itself_and_counted_on_its_device() -> None:
 def test_top_profiles_each_top_kernel_at_its_representative_launch(
         machine: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     fake = use(monkeypatch, ProgramNcu(step()))
-    result = invoke(["--top", "2", "--nvtx-include", "step_2/", "--out", str(tmp_path), "--",
-                     "python", "train.py", "--compile"])
+    result = invoke(["--top", "2", "--out", str(tmp_path), "--", "python", "train.py",
+                     "--compile"])
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].split()[:3] == ["#", "kernel", "grid"]
@@ -228,13 +229,13 @@ def test_top_profiles_each_top_kernel_at_its_representative_launch(
     assert first[1:first.index("-o")] == [
         "--config-file", "off", "--metrics", "gpu__time_duration.sum", "--clock-control",
         "base", "--cache-control", "none", "--replay-mode", "kernel", "--graph-profiling",
-        "node", "--nvtx", "--nvtx-include", "step_2/"]
+        "node"]
     assert first[-4:] == ["-f", "python", "train.py", "--compile"]
     # each kernel by its mangled name: exact, whatever the demangler prints
-    assert [argv[argv.index("--nvtx"):argv.index("-o")] for argv in second] == [
-        ["--nvtx", "--nvtx-include", "step_2/", "--kernel-name-base", "mangled",
+    assert [argv[argv.index("--graph-profiling"):argv.index("-o")] for argv in second] == [
+        ["--graph-profiling", "node", "--kernel-name-base", "mangled",
          "-k", flash_mangled(), "--launch-skip", "1", "--launch-count", "1"],
-        ["--nvtx", "--nvtx-include", "step_2/", "--kernel-name-base", "mangled",
+        ["--graph-profiling", "node", "--kernel-name-base", "mangled",
          "-k", GEMM, "--launch-skip", "1", "--launch-count", "1"]]
     assert flash_mangled().startswith("_ZN13pytorch_flash16flash_fwd_kernel")
     assert all(argv[argv.index("--replay-mode") - 2:argv.index("--replay-mode")]
@@ -278,7 +279,8 @@ def test_launch_skip_and_count_choose_the_window_and_end_the_first_pass(
     assert "--launch-skip" not in first
     assert first[first.index("--launch-count") + 1] == "7"
     run = load_run(result.stdout.splitlines()[-1])
-    assert run.record.ranking.window == {"launch_skip": 4, "launch_count": 3}
+    assert run.record.ranking.window == {"launch_skip": 4, "launch_count": 3,
+                                         "nvtx_include": [], "nvtx_over": None}
     assert run.record.ranking.processes[0].total_ns == 214_000 + 342_000 + 81_000
 
 

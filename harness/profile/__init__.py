@@ -1,12 +1,12 @@
 """The profile stage: ncu command lines, child processes, run directories, shards and merges.
 
 `planning`, `plan_cache`, `ncu_command`, `section_overlay`, `slim_sections` and `ncu_errors`
-build and judge ncu runs; `two_pass`, `launches` and `ranking` time every launch of a program,
-rank its kernels and choose the launches `--top` profiles; `run`, `entry`, `processes`,
-`schedule`, `head_start`, `gpus` and `past_runs` run them on one GPU or several; `phases`,
-`post`, `worker`, `manifest` and `progress` time, post-process and record them; `slurm` and
-`merge` spread them over a cluster and join the shards. Nothing is imported here: the runner
-under ncu imports `ncu_command` and `ncu_errors` and must not load the rest.
+build and judge ncu runs; `two_pass`, `launches`, `nvtx_spans` and `ranking` time every launch
+of a program, rank its kernels and choose the launches `--top` profiles; `run`, `entry`,
+`processes`, `schedule`, `head_start`, `gpus` and `past_runs` run them on one GPU or several;
+`phases`, `post`, `worker`, `manifest` and `progress` time, post-process and record them;
+`slurm` and `merge` spread them over a cluster and join the shards. Nothing is imported here:
+the runner under ncu imports `ncu_command` and `ncu_errors` and must not load the rest.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 The first pass (`harness.profile.two_pass`) leaves a report holding one result per launch with
 a single metric, `gpu__time_duration.sum`. ncu turns it into text itself (`ncu --import R
 --csv --page raw`), so this stage reads the launches without ncu_report: the ID (ncu's launch
-order), the process, the device, the kernel's name, its grid and block, and its duration.
+order), the process, the device, the kernel's name, its grid and block, its duration and, where
+ncu recorded them (`--nvtx`), its thread's NVTX push/pop ranges.
 The page is asked for twice: with the names demangled as ncu prints them (what people read)
 and mangled (what `--kernel-name-base mangled -k` matches exactly, whatever the demangler).
 """
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Literal
 
 from harness.errors import NcuhError
+from harness.profile.nvtx_spans import Range, push_pop_stack
 
 DURATION = "gpu__time_duration.sum"
 # ncu's time units in the raw page's unit row, in nanoseconds (display units or --print-units
@@ -50,6 +52,7 @@ class Launch:
     process: int | None = None  # the process that launched it
     device: int | None = None  # ncu's device ID
     mangled: str = ""  # its mangled name (`with_mangled`); "" where unknown
+    ranges: tuple[Range, ...] = ()  # its thread's NVTX push/pop ranges, outermost first
 
 
 NameBase = Literal["demangled", "mangled"]
@@ -106,6 +109,7 @@ def read_launches(output: str) -> list[Launch]:
     scale = _TIME_UNITS.get(unit)
     if scale is None:
         raise LaunchTableError(f"the launch table gives {DURATION} in {unit!r}, not a time")
+    stacks = next((column for column in header if "Push/Pop_Range" in column), None)
     launches = []
     for number, cells in enumerate(body, start=3):
         if not any(cell.strip() for cell in cells):
@@ -122,6 +126,7 @@ def read_launches(output: str) -> list[Launch]:
             duration_ns=_number(record[DURATION], DURATION, number) * scale,
             process=_optional_int(record, "Process ID"),
             device=_optional_int(record, "Device"),
+            ranges=push_pop_stack(record[stacks]) if stacks is not None else (),
         ))
     return sorted(launches, key=lambda launch: launch.id)
 

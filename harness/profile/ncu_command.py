@@ -142,6 +142,7 @@ class KernelFilter:
     launch_skip: int | None = None
     launch_count: int | None = None
     nvtx_include: tuple[str, ...] = field(default_factory=tuple)
+    nvtx: bool = False  # record each launch's NVTX ranges (ncu --nvtx) without filtering by them
     # what -k matches: ncu's "function" (its default), "demangled" or "mangled"
     kernel_name_base: str | None = None
     devices: tuple[int, ...] = ()  # only launches on these devices (ncu's IDs)
@@ -153,7 +154,7 @@ class KernelFilter:
             argv += ["--graph-profiling", self.graph_profiling]
         if self.devices:
             argv += ["--devices", ",".join(str(device) for device in self.devices)]
-        if self.nvtx_include:
+        if self.nvtx_include or self.nvtx:
             argv.append("--nvtx")
             for expression in self.nvtx_include:
                 argv += ["--nvtx-include", expression]

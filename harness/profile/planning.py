@@ -23,6 +23,7 @@ from harness.profile.ncu_command import (
     runner_program,
     variant_filter,
 )
+from harness.profile.nvtx_spans import spans_of
 
 if TYPE_CHECKING:
     from harness.project import Project, Size
@@ -117,14 +118,18 @@ def first_pass_settings(settings: NcuSettings) -> NcuSettings:
 def first_pass_filter(request: ProfileRequest) -> KernelFilter:
     """The user's filters for the first pass. --launch-skip is not ncu's there: every launch
     is timed, so that the second pass can count to a kernel's launch, and the ranking skips
-    them itself; --launch-count ends the pass after the ranked window."""
+    them itself; --launch-count ends the pass after the ranked window. Plain push/pop NVTX
+    ranges are ncuh's to span over every thread (`nvtx_spans`): the pass records every
+    launch's ranges instead of leaving launches out."""
     given = request.program_filter
+    spans = spans_of(given.nvtx_include)
     count = (given.launch_count + (given.launch_skip or 0)
-             if given.launch_count is not None else None)
+             if given.launch_count is not None and not spans else None)
     kernel = given.kernel
     if kernel is None and _multi_process(request.program):
         kernel = NO_COLLECTIVES
-    return KernelFilter(kernel=kernel, launch_count=count, nvtx_include=given.nvtx_include,
+    return KernelFilter(kernel=kernel, launch_count=count,
+                        nvtx_include=() if spans else given.nvtx_include, nvtx=bool(spans),
                         kernel_name_base=given.kernel_name_base, devices=given.devices,
                         graph_profiling=given.graph_profiling or "node")
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.profile.launches import Dim3, Launch
+from harness.profile.nvtx_spans import Span
 from harness.rundir import shape_text, short_name
 
 
@@ -180,12 +181,27 @@ def _rank_process(key: str, process: int | None, device: int | None,
     return ProcessRanking(key, process, device, tuple(kernels))
 
 
-def rank_launches(launches: Sequence[Launch], window: Window = Window()) -> Ranking:
-    """The ranking of every process's launches within `window` (in ncu's ID order)."""
+def _spanned(launches: Sequence[Launch], spans: Sequence[Span]) -> list[Launch]:
+    """Per process, its launches from the first one inside a span to the last, on any of its
+    threads; every launch where no span is given."""
+    if not spans:
+        return list(launches)
+    inside: dict[int | None, list[int]] = defaultdict(list)
+    for launch in launches:
+        if any(span.holds(launch.ranges) for span in spans):
+            inside[launch.process].append(launch.id)
+    return [launch for launch in launches if launch.process in inside
+            and min(inside[launch.process]) <= launch.id <= max(inside[launch.process])]
+
+
+def rank_launches(launches: Sequence[Launch], window: Window = Window(),
+                  spans: Sequence[Span] = ()) -> Ranking:
+    """The ranking of every process's launches within `spans` (`nvtx_spans`), then within
+    `window` (in ncu's ID order)."""
     ordered = sorted(launches, key=lambda launch: launch.id)
     keys = _process_keys(ordered)
     skips = _skips(ordered, by_device=len(keys) > 1)
-    ranked = window.take(ordered)
+    ranked = window.take(_spanned(ordered, spans))
     processes = []
     for process, (key, device) in keys.items():
         own = [launch for launch in ranked if launch.process == process]

@@ -29,6 +29,7 @@ from harness.profile.launches import (
     with_mangled,
 )
 from harness.profile.ncu_command import KernelFilter
+from harness.profile.nvtx_spans import spans_of
 from harness.profile.planning import Plan, ProfileRequest, Target, first_pass_settings
 from harness.profile.processes import Runner
 from harness.profile.progress import ProgressDisplay
@@ -48,6 +49,7 @@ class FirstPass:
     seconds: float  # the program under ncu, from start to the report
     report: str  # the first pass's report, inside the run directory
     settings: dict[str, Any] = field(default_factory=dict)  # its ncu settings
+    nvtx_include: tuple[str, ...] = ()  # the user's NVTX expressions
 
     def manifest(self, ncu: Path, run_dir: Path) -> dict[str, Any]:
         """The manifest's `ranking` block (its command lines name `run_dir`, the run
@@ -62,7 +64,12 @@ class FirstPass:
                                      for names in _NAMES],
             "ncu": self.settings,
             "window": {"launch_skip": self.ranking.window.skip,
-                       "launch_count": self.ranking.window.count},
+                       "launch_count": self.ranking.window.count,
+                       "nvtx_include": list(self.nvtx_include),
+                       # "every thread": ncuh spanned the push/pop ranges over the process's
+                       # threads (nvtx_spans); "ncu": ncu's own filter took the launches
+                       "nvtx_over": ("every thread" if spans_of(self.nvtx_include)
+                                     else "ncu" if self.nvtx_include else None)},
             "launches_seen": self.ranking.launches_seen,
             "processes": [process.manifest() for process in self.ranking.processes],
         }
@@ -81,6 +88,8 @@ def top_targets(ranking: Ranking, request: ProfileRequest) -> tuple[Target, ...]
     launch, found again by name and by how many launches of that name came before it."""
     assert request.top is not None
     given = request.program_filter
+    # spans read by ncuh count from the program's start: the second pass filters by name alone
+    nvtx = () if spans_of(given.nvtx_include) else given.nvtx_include
     several = len(ranking.processes) > 1
     targets = []
     for process in ranking.processes:
@@ -93,7 +102,7 @@ def top_targets(ranking: Ranking, request: ProfileRequest) -> tuple[Target, ...]
                     kernel=kernel.mangled or kernel.name,
                     kernel_name_base="mangled" if kernel.mangled else "demangled",
                     launch_skip=kernel.representative_skip, launch_count=1,
-                    nvtx_include=given.nvtx_include, devices=devices or given.devices,
+                    nvtx_include=nvtx, devices=devices or given.devices,
                     graph_profiling=given.graph_profiling or "node"),
                 ranked=(process.key, kernel.rank)))
     return tuple(targets)
@@ -143,9 +152,16 @@ def run_first_pass(plan_: Plan, ncu: Path, run_dir: Path, runner: Runner,
         raise NcuhError(f"the first pass (every launch's duration) failed: {entry.error}")
     launches = _launches(ncu, run_dir / target.report_name, runner)
     given = request.program_filter
-    ranking = rank_launches(launches, Window(given.launch_skip or 0, given.launch_count))
+    ranking = rank_launches(launches, Window(given.launch_skip or 0, given.launch_count),
+                            spans_of(given.nvtx_include) or ())
     if not ranking.processes:
+        spans = spans_of(given.nvtx_include)
+        if spans and launches:
+            raise NcuhError(f"none of the first pass's {len(launches)} launches was made inside "
+                            f"the NVTX range {' or '.join(given.nvtx_include)} (check "
+                            "--nvtx-include: a push/pop range is RANGE/, DOMAIN@RANGE/)")
         raise NcuhError("the first pass timed no launch in the ranked window (check the "
                         "kernel and NVTX filters, --launch-skip and --launch-count)")
     return FirstPass(ranking=ranking, top=request.top, seconds=entry.seconds,
-                     report=target.report_name, settings=settings.manifest())
+                     report=target.report_name, settings=settings.manifest(),
+                     nvtx_include=given.nvtx_include)
