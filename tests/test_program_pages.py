@@ -263,3 +263,24 @@ def test_a_bad_ranking_is_one_line_naming_the_field(one_step: Path, tmp_path: Pa
         (line,) = result.stderr.strip().splitlines()
         assert line.startswith("ncuh: error: ") and phrase in line, line
     assert not (tmp_path / "w").exists()
+
+
+def _ranked_samples() -> list[Path]:
+    runs = Path(__file__).resolve().parent.parent / "reports" / "runs"
+    return sorted(path.parent for path in runs.glob("*/manifest.json")
+                  if '"ranking"' in path.read_text())
+
+
+def test_each_programs_sample_run_writes_up_from_a_fresh_clone(tmp_path: Path) -> None:
+    """The sample runs of `profile --top` in reports/runs/ (recorded on a GPU): every ranked
+    kernel of the top N has its page or says why not, and the index links each page."""
+    samples = _ranked_samples()
+    if not samples:
+        pytest.skip("no program's sample run (profile --top) in reports/runs/ yet")
+    for sample in samples:
+        out = tmp_path / sample.name
+        result = writeup(sample, out=out)
+        assert result.exit_code == 0, result.output
+        for index in out.rglob("index.md"):
+            for link in re.findall(r"\]\(([^)]+\.md)\)", index.read_text()):
+                assert (index.parent / link).is_file(), (index, link)
