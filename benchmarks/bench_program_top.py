@@ -11,9 +11,9 @@ Runs `examples/transformer_step.py` (one NVTX "step" after two warm-up steps) an
    the command to the pages (eager on one GPU; compiled with `--gpus all` where the host has
    two), the first pass's seconds over the program alone (its overhead), and the share of the
    step's GPU time the top N cover.
-3. `ncu --set full` of the same step's every launch, stopped after --full-seconds: the
-   launches it profiled in that time, and from its rate the time it would take for all of
-   them (the first pass counted them), beside the command-to-pages time of 2.
+3. `ncu --set full` of the whole program, stopped after --full-seconds: the launches it
+   profiled in that time, and from its rate the time it would take for all of them (the first
+   pass counted them), beside the command-to-pages time of 2.
 4. The step replayed from a CUDA graph (`--cuda-graph`, top 3), and a two-process torchrun
    (top 2, where the host has two GPUs): that each runs and what it ranks.
 
@@ -125,6 +125,7 @@ def _top(bench: Bench, kind: str, top: int, program: list[str], *options: str
         "writeup_s": round(writeup_s, 1), "writeup_status": status_w,
         "command_to_pages_s": round(profile_s + writeup_s, 1),
         "first_pass_s": ranking["seconds"], "launches_seen": ranking["launches_seen"],
+        "launches_ranked": sum(process["launches"] for process in ranking["processes"]),
         "entries_ok": sum(1 for entry in manifest["entries"] if entry["status"] == "ok"),
         "entries": len(manifest["entries"]), "processes": processes,
         "passes": [entry.get("passes") for entry in manifest["entries"]],
@@ -137,19 +138,18 @@ def _alone(bench: Bench, *extra: str) -> float | None:
 
 
 def _full(bench: Bench, launches: int, seconds: float) -> dict[str, Any]:
-    """ncu --set full of the step's every launch, stopped after `seconds`."""
+    """ncu --set full of the whole program's every launch, stopped after `seconds`."""
     from harness.util.ncu_locate import ncu_executable
 
     argv = [str(ncu_executable() or "ncu"), "--config-file", "off", "--set", "full",
-            "--nvtx", "--nvtx-include", "step/", "-o", str(bench.work / "full"), "-f",
-            *_program()]
+            "-o", str(bench.work / "full"), "-f", *_program()]
     ran = bench.run(argv, timeout=seconds)
     status, spent = ran.status, ran.seconds
     profiled = ran.output.count("==PROF== Profiling")
     done = status is not None
     rate = spent / profiled if profiled else None
     return {"status": status, "seconds": round(spent, 1), "launches_profiled": profiled,
-            "launches_in_step": launches, "finished": done,
+            "launches_in_program": launches, "finished": done,
             "projected_s": round(spent if done else rate * launches, 1) if rate else None}
 
 
@@ -207,11 +207,13 @@ def _table(figures: dict[str, Any]) -> list[str]:
     full = figures.get("full") or {}
     rows = ["| figure | eager | compiled | cuda graph | torchrun |", "|---|---:|---:|---:|---:|"]
     alone = figures.get("alone_s", {})
-    rows.append(f"| program alone (s) | {alone.get('eager')} | {alone.get('compiled')} | | |")
+    rows.append(f"| program alone (s) | {alone.get('eager') or '-'} | "
+                f"{alone.get('compiled') or '-'} | | |")
     for label, key, unit in (("command to pages (s)", "command_to_pages_s", ""),
                              ("first pass (s)", "first_pass_s", ""),
                              ("first pass / program alone", "first_pass_over_alone", "x"),
-                             ("launches in the step", "launches_seen", ""),
+                             ("launches timed (whole program)", "launches_seen", ""),
+                             ("launches ranked (the step)", "launches_ranked", ""),
                              ("entries ok", "entries_ok", "")):
         rows.append(f"| {label} | " + " | ".join(cell(k, key, unit) for k in (
             "eager", "compiled", "graph", "torchrun")) + " |")
@@ -219,9 +221,11 @@ def _table(figures: dict[str, Any]) -> list[str]:
         "processes", [])) or "-" for k in ("eager", "compiled", "graph", "torchrun")]
     rows.append("| share of GPU time the top N cover | " + " | ".join(shares) + " |")
     if full:
-        state = "finished" if full["finished"] else f"stopped after {full['seconds']} s"
-        rows.append(f"| ncu --set full of the step (s) | {full['projected_s']} ({state}, "
-                    f"{full['launches_profiled']}/{full['launches_in_step']} launches) | | | |")
+        state = ("finished" if full["finished"] else
+                 f"projected: stopped after {full['seconds']} s")
+        rows.append(f"| ncu --set full of the whole program (s) | {full['projected_s']} "
+                    f"({state}, {full['launches_profiled']}/{full['launches_in_program']} "
+                    "launches) | | | |")
     return rows
 
 
