@@ -1,21 +1,21 @@
 """From a real program to its kernels' pages: `ncuh profile --top N` on a transformer's step.
 
-    python benchmarks/bench_program_top.py --out /tmp/ncuh-bench [--top 5] [--budget 450]
-        [--full-seconds 90]
+    python benchmarks/bench_program_top.py --out /tmp/ncuh-bench [--top 5] [--budget 420]
+        [--full-seconds 60]
 
 Runs `examples/transformer_step.py` (one NVTX "step" after two warm-up steps) and measures:
 
 1. The program alone, eager and compiled (wall seconds; the compiled one after a first run
    that fills the compile caches, whose seconds are recorded too).
-2. `ncuh profile --top N --nvtx-include step/` and `ncuh writeup` of its run: the time from
-   the command to the pages (eager on one GPU; compiled with `--gpus all` where the host has
-   two), the first pass's seconds over the program alone (its overhead), and the share of the
-   step's GPU time the top N cover.
+2. `ncuh profile --top N --nvtx-include step/` and `ncuh writeup` of its run, eager and
+   compiled: the time from the command to the pages, the first pass's seconds over the
+   program alone (its overhead), and the share of the step's GPU time the top N cover.
 3. `ncu --set full` of the whole program, stopped after --full-seconds: the launches it
    profiled in that time, and from its rate the time it would take for all of them (the first
    pass counted them), beside the command-to-pages time of 2.
-4. The step replayed from a CUDA graph (`--cuda-graph`, top 3), and a two-process torchrun
-   (top 2, where the host has two GPUs): that each runs and what it ranks.
+4. The step replayed from a CUDA graph (`--cuda-graph`) and a two-process torchrun (where the
+   host has two GPUs), of a smaller model, top 2: that each runs and what it ranks.
+With two GPUs the second passes of 2 spread over both (`--gpus all`).
 
 Parts that would start after --budget seconds are skipped (and said so). Writes under --out
 only: program_top.json (every figure), program_top.md (the table), log.txt (every command's
@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 PROGRAM = ROOT / "examples" / "transformer_step.py"
 STEP = ["--steps", "1", "--warmup", "2"]
+SMALL = ["--depth", "2", "--batch", "8", "--context", "128"]  # the graph and torchrun runs
 
 
 @dataclass
@@ -100,7 +101,7 @@ def _top(bench: Bench, kind: str, top: int, program: list[str], *options: str
     """`ncuh profile --top` and `ncuh writeup` of one program: times and what they found."""
     profiled = bench.run(_ncuh(
         "profile", "--top", str(top), "--nvtx-include", "step/", *options,
-        "--out", str(bench.work / "runs"), "--", *program), timeout=max(bench.left(), 60))
+        "--out", str(bench.work / "runs"), "--", *program), timeout=max(bench.left(), 0) + 30)
     status, profile_s = profiled.status, profiled.seconds
     if status not in (0, 1) or not profiled.stdout.strip():
         return {"status": status, "seconds": round(profile_s, 1),
@@ -162,27 +163,30 @@ def _skip(bench: Bench, part: str, need: float) -> bool:
 
 
 def _measure(bench: Bench, top: int, full_seconds: float, two_gpus: bool) -> None:
+    """The parts in order of what they measure first: item 4's figures, then the CUDA graph
+    and torchrun runs on a smaller model (a part that would not fit the budget is skipped)."""
     figures = bench.figures
+    gpus = ("--gpus", "all") if two_gpus else ()  # the top N over the host's GPUs
+    figures["second_pass_gpus"] = 2 if two_gpus else 1
     figures["alone_s"] = {"eager": _alone(bench)}
     compiled_cold = _alone(bench, "--compile")  # fills the compile caches
     figures["alone_s"]["compiled"] = _alone(bench, "--compile")
     figures["alone_s"]["compiled_first_run"] = compiled_cold
-    figures["eager"] = _top(bench, "eager", top, _program())
-    if not _skip(bench, "compiled", 150):
-        gpus = ("--gpus", "all") if two_gpus else ()
+    figures["eager"] = _top(bench, "eager", top, _program(), *gpus)
+    if not _skip(bench, "compiled", 120):
         figures["compiled"] = _top(bench, "compiled", top, _program("--compile"), *gpus)
     launches = figures["eager"].get("launches_seen")
     if launches and not _skip(bench, "ncu --set full", full_seconds + 10):
         figures["full"] = _full(bench, launches, full_seconds)
-    if not _skip(bench, "cuda graph", 60):
-        figures["graph"] = _top(bench, "graph", 3, _program("--cuda-graph"))
+    if not _skip(bench, "cuda graph", 40):
+        figures["graph"] = _top(bench, "graph", 2, _program("--cuda-graph", *SMALL))
     if two_gpus and not _skip(bench, "torchrun", 60):
         figures["torchrun"] = _top(bench, "torchrun", 2, [
             sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-            str(PROGRAM), *STEP])
-    for kind in ("eager", "compiled", "graph", "torchrun"):
+            str(PROGRAM), *STEP, *SMALL])
+    for kind in ("eager", "compiled"):
         part = figures.get(kind) or {}
-        alone = figures["alone_s"].get(kind if kind != "graph" else "eager")
+        alone = figures["alone_s"].get(kind)
         if part.get("first_pass_s") and alone:
             part["first_pass_over_alone"] = round(part["first_pass_s"] / alone, 2)
 
@@ -233,8 +237,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--top", type=int, default=5)
-    parser.add_argument("--budget", type=float, default=450.0, help="seconds for every part")
-    parser.add_argument("--full-seconds", type=float, default=90.0)
+    parser.add_argument("--budget", type=float, default=420.0, help="seconds for every part")
+    parser.add_argument("--full-seconds", type=float, default=60.0)
     parser.add_argument("--work", type=Path, default=None,
                         help="for the runs and pages before packing [default: a temporary "
                              "folder, removed at the end]")

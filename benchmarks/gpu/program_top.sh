@@ -7,9 +7,9 @@
 # Runs benchmarks/bench_program_top.py on examples/transformer_step.py: the program alone,
 # eager and compiled; `ncuh profile --top 5` and `ncuh writeup` of each (the time from the
 # command to the pages, the first pass's overhead, the share of GPU time the top 5 cover);
-# `ncu --set full` of the same step, stopped after FULL_SECONDS (default 90) and its time
+# `ncu --set full` of the whole program, stopped after FULL_SECONDS (default 60) and its time
 # projected from its rate; the step from a CUDA graph and a two-process torchrun. Parts past
-# BUDGET seconds (default 450) are skipped. Writes only OUT_DIR/program_top.{json,md},
+# BUDGET seconds (default 420) are skipped. Writes only OUT_DIR/program_top.{json,md},
 # OUT_DIR/log.txt, OUT_DIR/run_<kind>.tar.xz and OUT_DIR/pages.tar.xz, and prints the table.
 set -uo pipefail
 if [[ ${1:-} == -h || ${1:-} == --help ]]; then
@@ -22,4 +22,4 @@ OUT=$(mkdir -p "$1" && cd "$1" && pwd)
 export PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=index,name,uuid --format=csv,noheader
 python3 benchmarks/bench_program_top.py --out "$OUT" --top "${TOP:-5}" \
-    --budget "${BUDGET:-450}" --full-seconds "${FULL_SECONDS:-90}"
+    --budget "${BUDGET:-420}" --full-seconds "${FULL_SECONDS:-60}"
