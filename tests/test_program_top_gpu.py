@@ -73,15 +73,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
 
 
 def _assert_reports_hold_the_ranked_launches(run: Run) -> None:
-    """Each entry's report holds the ranked kernel: demangled name, grid and block."""
+    """Each entry's report holds the ranked kernel: mangled name, grid and block."""
     ranking = run.record.ranking
     assert ranking is not None and run.entries
     for entry in run.entries:
         assert entry.ok, f"{entry.label}: {entry.error}"
         ranked = ranking.process(entry.ranked.process).kernel(entry.ranked.rank)
         (profile,) = load_kernel_reports(entry.report)
-        assert (profile.demangled_name, profile.launch.grid, profile.launch.block) == (
-            ranked.name, ranked.grid, ranked.block), entry.label
+        assert (profile.mangled_name, profile.launch.grid, profile.launch.block) == (
+            ranked.mangled, ranked.grid, ranked.block), entry.label
 
 
 @pytest.mark.parametrize("kind", ["eager", "compiled", "graph"])
