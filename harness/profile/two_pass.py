@@ -5,8 +5,10 @@ The first pass runs the program under ncu collecting one metric, each launch's d
 page (`launches`), with demangled and with mangled names, which `ranking` turns into one
 ranking per process. The second pass is one ncu per ranked kernel, each at its representative
 launch: `--kernel-name-base mangled -k <mangled name> --launch-skip <launches of that name
-before it> --launch-count 1`, with the user's NVTX filter, and `--devices` where several
-processes ran (one per GPU).
+before it> --launch-count 1`, and `--devices` where several processes ran (one per GPU). A
+plain push/pop NVTX range is spanned by ncuh over every thread (`nvtx_spans`), and launches
+are counted from the program's start; any other NVTX expression is ncu's filter in both
+passes.
 """
 
 from __future__ import annotations
