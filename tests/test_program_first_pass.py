@@ -159,7 +159,7 @@ def test_a_range_no_launch_was_made_in_is_one_line(monkeypatch: pytest.MonkeyPat
     result = CliRunner().invoke(main, ["profile", "--top", "3", "--nvtx-include", "steps/",
                                        "--out", str(tmp_path), "--", "python3", "t.py"])
     assert result.exit_code == 2
-    assert result.stderr.strip().splitlines()[-1] == (
-        "ncuh: error: none of the first pass's 1076 launches was made inside the NVTX range "
-        "steps/ (check --nvtx-include: a push/pop range is RANGE/, DOMAIN@RANGE/)")
+    line = result.stderr.strip().splitlines()[-1]
+    assert line.startswith("ncuh: error: none of the first pass's 1076 launches")
+    assert "inside the NVTX range steps/ (check --nvtx-include" in line
     assert not any(tmp_path.iterdir())

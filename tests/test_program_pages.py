@@ -60,14 +60,12 @@ def test_each_profiled_kernel_has_a_linked_page_in_both_formats(one_step_pages: 
     assert (one_step_pages / "plots" / "gpu_time.png").is_file()
 
 
-def test_a_kernel_page_says_where_it_stands_in_the_program(one_step_pages: Path) -> None:
+def test_a_kernel_page_says_where_it_stands_in_the_program(one_step_pages: Path,
+                                                          golden: Any) -> None:
     page = (one_step_pages / "02-nvjet_sm90_tst_256x128_64x4_1x2_h_bz_coopA_NNT.md").read_text()
     assert page.startswith(f"# 2\\. {GEMM}\n")
-    assert ("Rank 2 of 4 kernels by GPU time, launched \\<\\<\\<2x66x1, 384x1x1>>>: 33.6% of "
-            "the program's 1.913 ms of GPU time (87.2% with the kernels ranked above it), in "
-            "3 launches taking 0.642 ms.") in page
-    assert "| us | 214.00 | 4.00 | 210.00 | 214.00 | 218.00 |" in page
-    assert "(214.00 us in the first pass; 1 launches of the same name came before it)" in page
+    golden("gemm_in_the_program", page[page.index("### In the program"):
+                                       page.index("### Benchmark Results")])
     # the chain page's findings, from the real report
     assert "### In-Depth Findings" in page and "Tensor (FP) pipe at 95.2%" in page
     assert "Profiled duration (ncu, one launch): 0.216864 ms" in page
@@ -82,15 +80,14 @@ def test_a_report_of_another_launch_is_said_and_not_judged(
     row = next(line for line in index.splitlines() if "| 1x66x1 |" in line)
     assert row.endswith("| not judged: the report holds another launch (see its page) |")
     page = next((tmp_path / "pages").glob("03-*.md")).read_text()
-    assert (f"**Not the ranked launch:** the report holds {GEMM} launched "
-            "\\<\\<\\<2x66x1, 384x1x1>>>: the second pass's launch count led to another "
-            "launch than the ranked one.") in page
+    assert f"**Not the ranked launch:** the report holds {GEMM} launched" in page
+    assert "2x66x1, 384x1x1>>>: the second pass's launch count led to another" in page
     assert "led to another launch than the ranked one" in result.stderr
     # diff compares it under its own name and launch, never as the ranked kernel
     result = CliRunner().invoke(main, ["diff", str(run), str(run)])
     assert result.exit_code == 0, result.output
-    assert (f"holds {GEMM} <<<2x66x1, 384x1x1>>>, not the ranked launch {GEMM} "
-            "<<<1x66x1, 384x1x1>>> (compared under its own name)") in result.stderr
+    assert f"holds {GEMM} <<<2x66x1, 384x1x1>>>, not the ranked launch" in result.stderr
+    assert f"{GEMM} <<<1x66x1, 384x1x1>>> (compared under its own name)" in result.stderr
     assert f"| ⚪ SAME | {GEMM} |" in result.stdout.replace("\\_", "_")
 
 
@@ -185,9 +182,8 @@ def test_diff_names_the_program_time_and_exits_1_on_a_slower_program(
                                        str(twelve_layers[1.152])])
     assert result.exit_code == 1
     row = next(line for line in result.stdout.splitlines() if "| program GPU time" in line)
-    assert row == ("| 🔴 SLOWER | program GPU time | 7.646 ms → 8.036 ms | +5.1% | timing only: "
-                   "the baseline has no profile for this kernel (the first pass's launches "
-                   "alone) |")
+    assert row.startswith("| 🔴 SLOWER | program GPU time | 7.646 ms → 8.036 ms | +5.1% |")
+    assert row.endswith("no profile for this kernel (the first pass's launches alone) |")
 
 
 # ------------------------------------------------------------------ history

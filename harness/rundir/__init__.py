@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from harness import lazy_face
 
 if TYPE_CHECKING:
+    from harness.rundir.kernel_names import shape_text, short_name
     from harness.rundir.manifest import (
         BenchFile,
         BenchRecord,
@@ -40,8 +41,6 @@ if TYPE_CHECKING:
         kernel_key,
         profiled_as_ranked,
         program_key,
-        shape_text,
-        short_name,
     )
     from harness.rundir.schema import describe, validate
 
@@ -69,8 +68,8 @@ _HOMES: dict[str, tuple[str, str]] = {
     "kernel_key": ("harness.rundir.ranking", "kernel_key"),
     "program_key": ("harness.rundir.ranking", "program_key"),
     "profiled_as_ranked": ("harness.rundir.ranking", "profiled_as_ranked"),
-    "shape_text": ("harness.rundir.ranking", "shape_text"),
-    "short_name": ("harness.rundir.ranking", "short_name"),
+    "shape_text": ("harness.rundir.kernel_names", "shape_text"),
+    "short_name": ("harness.rundir.kernel_names", "short_name"),
     "Run": ("harness.rundir.manifest", "Run"),
     "RunEntry": ("harness.rundir.manifest", "RunEntry"),
     "describe": ("harness.rundir.schema", "describe"),

@@ -11,19 +11,18 @@ that a kernel is matched across runs by what it is and how it was launched.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Annotated, Any
 
 from pydantic import Field, FiniteFloat, NonNegativeInt, PositiveInt, model_validator
 
+from harness.rundir.kernel_names import shape_text
 from harness.rundir.schema import Record
 
 Dim3 = Annotated[tuple[PositiveInt, PositiveInt, PositiveInt], Field()]
 Nanoseconds = Annotated[FiniteFloat, Field(ge=0)]
 Percent = Annotated[FiniteFloat, Field(ge=0, le=100.0001)]
 PROGRAM_TIME = "program GPU time"  # the key of a process's total in diff and history
-_PARAMETERS = re.compile(r"\((?:[^()]|\([^()]*\))*\)\s*$")
 
 
 class Representative(Record):
@@ -101,10 +100,6 @@ class RankedRef(Record):
     rank: PositiveInt
 
 
-def shape_text(dims: Sequence[int]) -> str:
-    return "x".join(str(n) for n in dims)
-
-
 def kernel_key(kernel: RankedKernelRecord, process: str | None = None) -> str:
     """`name <<<grid, block>>>` (the CUDA launch's own notation), after `gpu1: ` where the
     program ran several processes."""
@@ -115,14 +110,6 @@ def kernel_key(kernel: RankedKernelRecord, process: str | None = None) -> str:
 def program_key(process: str | None = None) -> str:
     """The name a process's total GPU time goes by in diff and history."""
     return f"{process}: {PROGRAM_TIME}" if process else PROGRAM_TIME
-
-
-def short_name(name: str, width: int = 60) -> str:
-    """A demangled name as a table shows it: no `void ` before it, no parameter list after
-    it, cut to `width` characters with an ellipsis."""
-    text = name.removeprefix("void ").strip()
-    text = _PARAMETERS.sub("", text).strip() or text
-    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def profiled_as_ranked(mangled: str, demangled: str, grid: Sequence[int] | None,
