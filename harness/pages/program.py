@@ -49,7 +49,11 @@ class RankRow:
 
     @property
     def short(self) -> str:
-        return short_name(self.name)
+        return short_name(self.name, SHORT_NAME)
+
+    @property
+    def axis_label(self) -> str:
+        return f"{self.share.rank}. {short_name(self.name, AXIS_NAME)}"
 
 
 @dataclass(frozen=True)
@@ -161,7 +165,7 @@ def _row(run: Run, process: ProcessRecord, kernel: RankedKernelRecord,
     if mismatch is not None:
         print(f"ncuh: warning: {entry.report}: {mismatch}", file=sys.stderr)
     page = kernel_page(entry.report, profile, run, entry, entry.label)
-    page.heading = f"{kernel.rank}. {short_name(kernel.name)}"
+    page.heading = f"{kernel.rank}. {short_name(kernel.name, SHORT_NAME)}"
     page.label = f"{kernel.rank}. {short_name(kernel.name, AXIS_NAME)}"
     page.program = _share(kernel, process, title, mismatch)
     return RankRow(page.program, kernel.name, page, "profiled")

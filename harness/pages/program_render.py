@@ -36,7 +36,7 @@ def program_plots(process: ProcessPages) -> list[Plot]:
     profiled kernels (stalls, roofline, occupancy, instruction mix, bound unit)."""
     rows = process.rows
     calls = [ChartCall("gpu_time_chart", (
-        [f"{row.share.rank}. {row.short[:22]}" for row in rows],
+        [row.axis_label for row in rows],
         [row.share.share_pct for row in rows], [row.share.cumulative_pct for row in rows]))]
     if process.pages.pages:
         calls += [ChartCall(call.chart, call.args, {**call.options, "per": "kernel"})
