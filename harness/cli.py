@@ -12,6 +12,7 @@ import importlib
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -43,8 +44,31 @@ def _kill_children() -> None:
         processes.kill_running()
 
 
+# a group named without a command shows its help (click 8.2 on), which is no error line
+_HELP_ASKED = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
+def show_usage_error(error: click.UsageError) -> None:
+    """A usage error (an unknown option, a bad value, a missing argument) as the one line every
+    other error is: what is wrong, and where help is."""
+    if isinstance(error, _HELP_ASKED):
+        error.show()
+        return
+    message = " ".join(error.format_message().split())
+    path = error.ctx.command_path if error.ctx is not None else "ncuh"
+    click.echo(error_line(f"{path}: {message} (see '{path} --help')"), err=True)
+
+
 class LazyGroup(click.Group):
     """A click group that imports each command's module on first use."""
+
+    def make_context(self, info_name: str | None, args: list[str],
+                     parent: click.Context | None = None, **extra: Any) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as error:  # `ncuh --bogus`: before any command runs
+            show_usage_error(error)
+            sys.exit(error.exit_code)
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -78,6 +102,9 @@ class LazyGroup(click.Group):
             raise
         except NcuhError as error:
             click.echo(error_line(error), err=True)
+            ctx.exit(error.exit_code)
+        except click.UsageError as error:
+            show_usage_error(error)
             ctx.exit(error.exit_code)
         except BrokenPipeError:
             # `ncuh export r.ncu-rep | head` closes stdout early: not an error.

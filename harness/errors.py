@@ -7,6 +7,7 @@ Anything raised as an `NcuhError` reaches the user as one line on stderr and exi
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 # What must not reach a terminal or a page from data: C0 and C1 controls (ESC starts terminal
@@ -66,7 +67,24 @@ class BadSizeError(NcuhError):
 
 
 class ProjectError(NcuhError):
-    """A project file (ncuh.toml) that cannot be read or does not describe a valid chain."""
+    """A project file (ncuh.toml) that cannot be read or does not describe a valid chain.
+
+    `problems` holds every problem found, one line each (`ncuh check` prints them all); the
+    message is the first of them, saying how many more there are.
+    """
+
+    def __init__(self, message: str, problems: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.problems: tuple[str, ...] = tuple(problems) or (message,)
+
+    @classmethod
+    def of(cls, problems: Sequence[str]) -> ProjectError:
+        """One error for all of `problems` (at least one)."""
+        more = len(problems) - 1
+        message = problems[0] if not more else (
+            f"{problems[0]} (and {more} more problem{'s' if more > 1 else ''}: `ncuh check` "
+            "names every one)")
+        return cls(message, problems)
 
 
 class OutputError(NcuhError):

@@ -21,7 +21,9 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -182,13 +184,30 @@ def naive_smem_report() -> Path:
     return NAIVE_SMEM_REPORT
 
 
+def interrupt_when_written(path: Path, words: int) -> threading.Thread:
+    """Send this process SIGINT (Ctrl-C) once `path` holds `words` words (the pids a child
+    wrote when it was up), from a thread started here: the interrupt comes when the children
+    are there, however slowly they started."""
+
+    def wait_then_interrupt() -> None:
+        for _ in range(60_000):  # a minute at most: a child that never writes fails the test
+            if path.is_file() and len(path.read_text().split()) >= words:
+                break
+            time.sleep(0.001)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=wait_then_interrupt, daemon=True)
+    thread.start()
+    return thread
+
+
 @pytest.fixture
-def ctrl_c_raises() -> Iterator[None]:
+def ctrl_c_raises() -> Iterator[Callable[[Path, int], threading.Thread]]:
     """Ctrl-C (SIGINT) raises KeyboardInterrupt during the test, as in a terminal, even where
     the suite was started with SIGINT ignored (a shell's background job: Python then leaves it
-    ignored)."""
+    ignored). Gives `interrupt_when_written`."""
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        yield
+        yield interrupt_when_written
     finally:  # None: a handler not set from Python, which cannot be put back
         signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)

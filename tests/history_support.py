@@ -1,4 +1,5 @@
-"""Shared pieces of the history tests: a real PostgreSQL server, stores, recorded runs.
+"""Shared pieces of the history tests: a real PostgreSQL server, stores, recorded runs, the
+command run in-process.
 
 `pg_server` starts Debian's PostgreSQL (initdb + pg_ctl) in a temporary directory on a free
 loopback port, as the postgres user when the tests run as root; where it cannot start, the
@@ -28,9 +29,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from click.testing import CliRunner, Result
 from conftest import FIXTURES
 
+from harness.cli import main
 from harness.history import RunRecord, read_run
+from harness.history.vcs import CI_VARIABLES
 
 REGISTER_TILED = FIXTURES / "h100_full_register_tiled_1024.ncu-rep"
 SMEM_TILED = FIXTURES / "h100_full_smem_tiled_1024.ncu-rep"
@@ -39,6 +43,25 @@ SIZE = [1024, 1024, 1024]
 H100_ENV = {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
             "driver": "580.159.04", "ncu_version": "2025.3.1"}
 H200_ENV = {**H100_ENV, "gpu": "NVIDIA H200"}
+
+
+# no CI system's variables leak in from the machine running the tests
+CLEAN_ENV = {name: "" for pair in CI_VARIABLES for name in pair} | {
+    "NCUH_HISTORY": "", "GITHUB_HEAD_REF": ""}
+
+
+def ncuh(*args: object, env: dict[str, str] | None = None) -> Result:
+    """`ncuh ARGS` in this process, with no CI variable or NCUH_HISTORY from outside."""
+    return CliRunner().invoke(main, [str(a) for a in args], env={**CLEAN_ENV, **(env or {})})
+
+
+def one_error_line(result: Result) -> str:
+    """The one `ncuh: error:` line of a refused command (exit 2, no traceback)."""
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ncuh: error: "), result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]
 
 
 def sha(n: int) -> str:
@@ -111,6 +134,26 @@ def with_samples(record: RunRecord, bench: list[float]) -> RunRecord:
     kernels = tuple(replace(k, samples_ms=tuple(bench)) for k in record.kernels)
     return replace(record, kernels=kernels,
                    fingerprint=f"{record.fingerprint[:40]}{next(_salt):024d}")
+
+
+def engine_of(store_url: str) -> Any:
+    """A plain SQLAlchemy engine on a store, to change it as someone else would."""
+    from sqlalchemy import create_engine
+
+    if "://" not in store_url:
+        return create_engine(f"sqlite:///{store_url}")
+    return create_engine(store_url.replace("postgresql://", "postgresql+psycopg://", 1))
+
+
+def execute(store_url: str, *statements: str, **values: Any) -> None:
+    """Run SQL statements (with `values` bound by name) on a store, in one transaction."""
+    from sqlalchemy import text
+
+    engine = engine_of(store_url)
+    with engine.begin() as conn:
+        for statement in statements:
+            conn.execute(text(statement), values)
+    engine.dispose()
 
 
 # --- PostgreSQL ------------------------------------------------------------------------------

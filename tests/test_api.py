@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -70,6 +71,28 @@ def test_repr_html_is_the_summary_escaped() -> None:
     assert "<script" not in shown
 
 
+def test_repr_html_says_n_a_where_a_value_is_missing_never_none() -> None:
+    shown = load(ROOT / "reports" / "runs" / "sgemm-h200-256")._repr_html_()
+    assert "None" not in shown
+    assert shown.count("<td>n/a</td>") == 2  # no reference in that run: no % of it
+
+
+def test_repr_html_of_many_bench_results_stays_short(tmp_path: Path) -> None:
+    import json
+
+    from harness.api.result import HTML_ROWS
+
+    bench = json.loads((ROOT / "tests" / "fixtures" / "h200_bench_small.json").read_text())
+    bench["results"] = [{**result, "size": [size, size, size]}
+                        for size in range(1, 41) for result in bench["results"]]  # 600 rows
+    (tmp_path / "bench.json").write_text(json.dumps(bench))
+    result = load(tmp_path / "bench.json")
+    assert len(result.to_dataframe()) == 600
+    shown = result._repr_html_()
+    assert shown.count("<tr>") == HTML_ROWS + 1  # the rows shown and the "..." row
+    assert len(shown) < 16_000 and "None" not in shown and "q1_ms" not in shown
+
+
 def test_page_text_and_written_pages(tmp_path: Path) -> None:
     result = load(NAIVE_SMEM_REPORT)
     text = result.page()
@@ -112,22 +135,58 @@ def test_missing_source_is_a_report_error(tmp_path: Path) -> None:
         load(tmp_path / "nothing")
 
 
-def test_ncuh_bench_skips_without_a_gpu(tmp_path: Path) -> None:
-    pytest.importorskip("pytest")
+def _pytest(folder: Path) -> subprocess.CompletedProcess[str]:
+    """pytest run in `folder` as a project's own tests run: this checkout's harness, the
+    fixture found through the installed entry point, no ncuh project named by the caller."""
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider",
+                           str(folder)], capture_output=True, text=True, cwd=folder,
+                          check=False, env={**_env(), "NCUH_PROJECT": ""})
+
+
+def _gpu_reason() -> str:
     from harness.gpu.env import gpu_unavailable_reason
 
     reason = gpu_unavailable_reason()
     if reason is None:
         pytest.skip("a GPU is here: the fixture runs (tests/test_softmax_gpu.py)")
-    (tmp_path / "conftest.py").write_text('pytest_plugins = ["harness.api.pytest_plugin"]\n')
-    (tmp_path / "test_speed.py").write_text(
-        "def test_fast(ncuh_bench):\n    assert ncuh_bench('naive', '1024').vs_reference > 0\n")
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p",
-                           "no:cacheprovider", str(tmp_path)], capture_output=True, text=True,
-                          cwd=tmp_path, check=False, env={**_env(), "NCUH_PROJECT": ""})
+    return reason
+
+
+@pytest.mark.parametrize("conftest", [None, 'pytest_plugins = ["harness.api.pytest_plugin"]\n'])
+def test_ncuh_bench_skips_without_a_gpu_with_a_conftest_or_none(
+        tmp_path: Path, conftest: str | None) -> None:
+    """The fixture comes from ncuh's `pytest11` entry point: a folder with no conftest has it,
+    and an older conftest that loads the plugin by name still works beside it."""
+    reason = _gpu_reason()
+    shutil.copytree(ROOT / "tests" / "projects" / "scale", tmp_path / "scale")
+    if conftest is not None:
+        (tmp_path / "scale" / "conftest.py").write_text(conftest)
+    (tmp_path / "scale" / "test_speed.py").write_text(
+        "def test_fast(ncuh_bench):\n    assert ncuh_bench('nvrtc', '1024').vs_reference > 0\n")
+    done = _pytest(tmp_path / "scale")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "1 skipped" in done.stdout
     assert f"ncuh_bench needs a GPU: {reason}" in done.stdout
+
+
+def test_ncuh_bench_names_why_the_project_does_not_load_gpu_or_not(tmp_path: Path,
+                                                                   golden) -> None:
+    folder = tmp_path / "scale"
+    shutil.copytree(ROOT / "tests" / "projects" / "scale", folder)
+    module = folder / "scale_project.py"
+    text = module.read_text()
+    module.write_text(text + "\nimport no_such_module\n")
+    line = len(text.splitlines()) + 2
+    (folder / "test_speed.py").write_text(
+        "def test_fast(ncuh_bench):\n    assert ncuh_bench('nvrtc', '1024').vs_reference > 0\n")
+    done = _pytest(folder)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 error" in done.stdout
+    (said,) = [text for text in done.stdout.splitlines() if text.startswith("ncuh_bench: ")]
+    assert said.endswith(f"'no_such_module' (scale_project.py line {line})")
+    golden("ncuh_bench_project_does_not_load",
+           said.replace(str(folder), "PROJECT").replace(f"line {line}", "line N") + "\n")
+    assert "Traceback" not in done.stdout and "another exception" not in done.stdout
 
 
 def _env() -> dict[str, str]:

@@ -22,7 +22,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("rundir",),  # the run-directory contract, shared by the writers and the readers
     ("project",),
     ("gpu",),
-    ("profile",),
+    ("profile", "dryrun"),
     ("report",),
     ("findings",),
     ("pages", "diff"),

@@ -609,8 +609,49 @@ def test_bench_without_gpu_is_one_line_and_exit_2(tmp_path: Path) -> None:
     assert completed.stdout == ""
     lines = completed.stderr.strip().splitlines()
     assert len(lines) == 1, completed.stderr
-    assert lines[0].startswith("ncuh: error: no GPU: ")
+    assert lines[0].startswith("ncuh: error: no NVIDIA GPU visible")
     assert not (tmp_path / "out").exists()
+
+
+def _cupy_whose_count(answer):  # type: ignore[no-untyped-def]
+    import types
+
+    def count() -> int:
+        if isinstance(answer, BaseException):
+            raise answer
+        return answer
+
+    return types.SimpleNamespace(cuda=types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDeviceCount=count)))
+
+
+class CUDARuntimeError(RuntimeError):
+    """CuPy's error type, by name."""
+
+
+@pytest.mark.parametrize(("answer", "visible", "line"), [
+    (CUDARuntimeError("cudaErrorInsufficientDriver: CUDA driver version is insufficient for "
+                      "CUDA runtime version"), None,
+     "no NVIDIA GPU visible (CUDA says CUDARuntimeError: cudaErrorInsufficientDriver: CUDA "
+     "driver version is insufficient for CUDA runtime version); where there is a GPU, its "
+     "driver is missing or older than CuPy's CUDA"),
+    (CUDARuntimeError("cudaErrorNoDevice: no CUDA-capable device is detected"), None,
+     "no NVIDIA GPU visible (CUDA says CUDARuntimeError: cudaErrorNoDevice: no CUDA-capable "
+     "device is detected)"),
+    (0, "", "no NVIDIA GPU visible (CUDA_VISIBLE_DEVICES='' hides every one)"),
+    (0, None, "no NVIDIA GPU visible (CUDA sees no device)"),
+    (1, None, None),
+])
+def test_the_no_gpu_line_says_so_first_and_why_after(
+        monkeypatch: pytest.MonkeyPatch, answer, visible: str | None, line: str | None) -> None:
+    from harness.gpu import env
+
+    monkeypatch.setattr(env, "_import_cupy", lambda: _cupy_whose_count(answer))
+    if visible is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    assert env.gpu_unavailable_reason() == line
 
 
 # --- a real run --------------------------------------------------------------------------------

@@ -30,8 +30,38 @@ def run_check(project: Path, *extra: str):
     return CliRunner().invoke(main, ["check", "--project", str(project), *extra])
 
 
-@pytest.mark.parametrize("project", ["kernels/sgemm", "kernels/reduction", "kernels/softmax_triton",
-                                     "tests/projects/softmax", "tests/projects/scale"])
+NOT_STOOD_IN = "which `ncuh check` has no stand-in for (a GPU library)"
+# What each bundled and test project's dry run runs, and what it says it could not run.
+DRY_RUNS = {
+    "kernels/sgemm": (
+        "inputs at 6 size(s), expected, 11 of 11 variant(s)",
+        ["[reference] 'cuBLAS': cublas_sgemm(inputs, 128x128x128) not run: it uses "
+         f"cupy.cuda.device.get_cublas_handle, {NOT_STOOD_IN}"]),
+    "kernels/reduction": (
+        "inputs at 10 size(s), expected, limit 'device copy', 10 of 10 variant(s)",
+        [f"[reference] 'CUB': cub_sum(inputs, 1024) not run: it uses "
+         f"cupy.cuda.cub.cub_reduction, {NOT_STOOD_IN}"]),
+    "kernels/softmax_triton": (
+        "inputs at 6 size(s), expected, limit 'device copy', 0 of 4 variant(s)",
+        [f"[reference] 'PyTorch': torch_softmax(inputs, 1024x65536) not run: it uses "
+         f"torch.Tensor, {NOT_STOOD_IN}",
+         *(f"variant {name!r} at size {size}: launch_{name}(inputs, {size}, params) not run: "
+           f"it uses torch.Tensor, {NOT_STOOD_IN}"
+           for name, size in [("naive", "1024x65536"), ("online", "1024x65536"),
+                              ("fused", "4096x16384"), ("multi_row", "4096x16384")])]),
+    "tests/projects/softmax": (
+        "inputs at 2 size(s), expected, the reference, limit 'device copy', 4 of 4 variant(s)",
+        []),
+    "tests/projects/scale": (
+        "inputs at 2 size(s), expected, the reference, limit 'device copy', 2 of 2 variant(s)",
+        []),
+    "tests/projects/transpose": (
+        "inputs at 3 size(s), expected, the reference, limit 'device copy', 4 of 4 variant(s)",
+        []),
+}
+
+
+@pytest.mark.parametrize("project", sorted(DRY_RUNS))
 def test_bundled_and_test_projects_pass(project: str) -> None:
     # as a user runs it; the documentation's `ncuh check --project kernels/sgemm` is this
     # command, run once for both (tests/cli_examples.py)
@@ -41,6 +71,9 @@ def test_bundled_and_test_projects_pass(project: str) -> None:
     compiled = sum(1 for v in loaded.variants if v.source)
     lines = result.stdout.splitlines()
     assert lines[0] == f"project: {loaded.name} ({loaded.path})"
+    ran, notes = DRY_RUNS[project]
+    assert lines[-2] == f"ran on the CPU, NumPy in place of the GPU: {ran}"
+    assert result.stderr.splitlines() == [f"note: {note}" for note in notes]
     if NVRTC is not None:
         assert lines[1].startswith(f"compiler: NVRTC {NVRTC.version[0]}.{NVRTC.version[1]} (")
         assert lines[1].endswith("--gpu-architecture=sm_90")
@@ -72,8 +105,12 @@ def test_init_names_the_nvrtc_extra_only_when_nvrtc_is_missing(tmp_path: Path,
 def test_without_compile_says_nothing_was_compiled() -> None:
     result = run_check(SOFTMAX, "--no-compile")
     assert result.exit_code == 0
-    assert result.stdout.splitlines() == [f"project: softmax ({SOFTMAX / 'ncuh.toml'})",
-                                          "ok: 4 variant(s) checked"]
+    ran = DRY_RUNS["tests/projects/softmax"][0]
+    assert result.stdout.splitlines() == [
+        f"project: softmax ({SOFTMAX / 'ncuh.toml'})",
+        f"ran on the CPU, NumPy in place of the GPU: {ran}", "ok: 4 variant(s) checked"]
+    assert run_check(SOFTMAX, "--no-compile", "--no-run").stdout.splitlines() == [
+        f"project: softmax ({SOFTMAX / 'ncuh.toml'})", "ok: 4 variant(s) checked"]
 
 
 def _broken_softmax(tmp_path: Path) -> Path:
@@ -125,11 +162,19 @@ def test_every_problem_at_once_one_line_each(tmp_path: Path) -> None:
     assert "Traceback" not in result.output
 
 
-def test_a_project_that_fails_to_load_is_one_line(tmp_path: Path) -> None:
-    (tmp_path / "ncuh.toml").write_text("[project]\nname = 'x'\n")
+def test_a_project_file_that_fails_to_load_names_each_problem_on_a_line(tmp_path: Path) -> None:
+    toml = tmp_path / "ncuh.toml"
+    toml.write_text("[project]\nname = 'x'\n")
     result = run_check(tmp_path)
     assert result.exit_code == 2
-    assert len(result.stderr.splitlines()) == 1
+    assert result.stderr.splitlines() == [f"ncuh: error: {toml}: missing key 'problem'",
+                                          f"ncuh: error: {toml}: missing key 'variant'",
+                                          "ncuh: 2 problem(s) in the project file"]
+    # every other command says the first, and that there are more, on one line
+    listed = CliRunner().invoke(main, ["list", "--project", str(tmp_path)])
+    assert listed.exit_code == 2
+    first = f"ncuh: error: {toml}: missing key 'problem'"
+    assert listed.stderr == f"{first} (and 1 more problem: `ncuh check` names every one)\n"
 
 
 # --- signatures ----------------------------------------------------------------------------

@@ -173,6 +173,17 @@ def test_byte_counts_under_10_kib_are_exact_and_carry_their_unit() -> None:
     assert quantity(1024, "") == "1.02K"
 
 
+def test_times_side_by_side_keep_four_significant_figures() -> None:
+    from harness.diff.formatting import quantity
+
+    assert f"{quantity(5_511_008, 'ns')} → {quantity(5_510_000, 'ns')}" == "5.511 ms → 5.510 ms"
+    assert quantity(324_000, "ns") == "324.0 us"
+    assert quantity(999_999, "ns") == "1000 us"  # no trailing point
+    assert quantity(1_000_000, "ns") == "1.000 ms"
+    assert quantity(0, "ns") == "0 ns"
+    assert quantity(0.3009, "ms") == "300.9 us"
+
+
 def test_the_status_line_has_no_markdown_escape_for_a_hash() -> None:
     base, cur = _many(2, 1.10, name="reduce_sequential #1", bench=False)
     page = render_markdown(diff_runs(base, cur))

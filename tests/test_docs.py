@@ -59,7 +59,7 @@ def test_the_project_file_reference_covers_every_key_with_its_meaning() -> None:
             assert HOOK.PROJECT_KEYS[table].get(key), f"{table}.{key} has no meaning in the hook"
             assert f"| `{key}` |" in text
     assert "| `name` | string | required |" in text
-    assert "| `compare` | one of `relative_frobenius`, `max_abs`, `allclose` |" in text
+    assert "| `compare` | one of `relative_frobenius`, `max_abs`, `allclose`, `exact` |" in text
 
 
 def test_the_project_file_reference_says_what_is_required_and_what_defaults() -> None:
@@ -228,6 +228,51 @@ def test_the_shell_examples_that_need_no_gpu_run(tmp_path: Path) -> None:
             assert completed.returncode in codes, (page, words, completed.stderr)
             ran.append(name)
     assert {"writeup", "diff", "report", "export", "init", "list", "check"} <= set(ran), ran
+
+
+def test_the_commands_page_shows_every_command_and_subcommand_in_an_example_and_a_help(
+) -> None:
+    examples = [words for page, words in _sh_lines() if page == "commands.md"]
+    shown = set()
+    for words in examples:
+        if words[0] == "ncuh":
+            command, group, _ = _command(words[1:])
+            shown.add(" ".join([*(w for w in group if w != "--project" and "/" not in w),
+                                command.name]))
+    root = click.Context(main)
+    every = set()
+    for name in main.list_commands(root):
+        command = main.get_command(root, name)
+        if isinstance(command, click.Group):
+            every |= {f"{name} {sub}" for sub in command.list_commands(click.Context(command))}
+        else:
+            every.add(name)
+    assert shown == every
+    built = HOOK.commands_reference()
+    assert all(f"`ncuh {name}`" in built for name in every)
+
+
+def test_the_site_builds_printing_nothing_but_its_progress(tmp_path: Path) -> None:
+    """No warning, no banner from a theme: `.ci/run` fails on anything but INFO lines too."""
+    pytest.importorskip("mkdocs")
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
+                            str(tmp_path / "site")], cwd=ROOT, capture_output=True, text=True,
+                           timeout=300, check=False)
+    assert built.returncode == 0, built.stderr
+    lines = (built.stdout + built.stderr).splitlines()
+    assert [line for line in lines if not line.startswith("INFO ")] == []
+    commands = (tmp_path / "site" / "commands" / "index.html").read_text()
+    assert "ncuh history check" in commands and "<!-- ncuh:" not in commands
+
+
+def test_the_quickstart_quotes_what_its_writeup_prints() -> None:
+    page = (DOCS / "index.md").read_text()
+    quoted = page[page.index("```text\nwrote "):].split("```")[1].removeprefix("text\n")
+    out = local("/tmp/ncuh-pages")  # the same command as the page's example: run once for both
+    completed = run_once(("--project", "kernels/reduction", "writeup",
+                          "reports/runs/reduction-h100-2p26", "--out", out))
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout == quoted.replace("/tmp/ncuh-pages", out)
 
 
 def test_every_performance_figure_has_a_date_a_card_and_a_command() -> None:

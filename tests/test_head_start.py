@@ -59,49 +59,64 @@ def _profile(out: Path, *extra: str) -> Path:
     return run_dir
 
 
+def _events(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, **awaits: str) -> Path:
+    """The stand-ins' events file (`label event` lines in the order they happened); `awaits`
+    holds an event of one run until another run's event has happened (`NCUH_FAKE_NCU_AWAIT`,
+    keys like `naive_256__end`)."""
+    events = tmp_path / "events"
+    monkeypatch.setenv("NCUH_FAKE_NCU_EVENTS", str(events))
+    monkeypatch.setenv("NCUH_FAKE_NCU_AWAIT", ",".join(
+        f"{key.replace('__', '/')}={value}" for key, value in awaits.items()))
+    return events
+
+
+def _order(events: Path) -> list[str]:
+    return events.read_text().splitlines()
+
+
+def _before(order: list[str], first: str, then: str) -> bool:
+    """Whether event `first` happened before event `then` (both happened)."""
+    return order.index(first) < order.index(then)
+
+
 def test_each_next_ncu_starts_early_but_profiles_after_the_one_ahead(
     tmp_path: Path, standins: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.6")
-    monkeypatch.setenv("NCUH_FAKE_NCU_REPORT_SECONDS", "0.4")
+    """The order is the stand-ins' own (each event appended as it happens), not a clock's.
+    Each ncu holds the end of its report until the next one has begun profiling: a harness
+    that started the next ncu only after this one's exit would show that next one spawned
+    after this one's end (a minute on, when the stand-in gives up waiting)."""
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.3")
+    labels = [f"{variant}_256" for variant in VARIANTS]
+    events = _events(tmp_path, monkeypatch, **{f"{ahead}__end": f"{behind}/start"
+                                               for ahead, behind in itertools.pairwise(labels)})
     own_tmp = _own_tempdir(tmp_path, monkeypatch)
     run_dir = _profile(tmp_path / "runs")
     assert not list(own_tmp.glob("ncuh-gates-*"))  # the gate files are gone with the run
-    runs = _runs(standins)
-    labels = [f"{variant}_256" for variant in VARIANTS]
+    order = _order(events)
+    assert sorted(order) == sorted(f"{label} {name}" for label in labels for name in (
+        "spawned", "cuda", "start", "disconnected", "end"))
     for ahead, behind in itertools.pairwise(labels):
-        a, b = runs[ahead], runs[behind]
-        # started while the one ahead still ran: up before it ended ("spawned" is noted once
-        # the stand-in's own Python is up, which takes a while on busy cores; the manifest's
-        # head_start_s, below, is ncuh's own clock at the spawn)
-        assert b["spawned"] < a["end"]
+        # started while the one ahead still ran
+        assert _before(order, f"{behind} spawned", f"{ahead} end")
         # but used the GPU only once the program ahead had gone, while its report was written
-        assert a["disconnected"] <= b["start"] < a["end"] - 0.05
-        # CUDA may start once the one ahead profiles (the stand-in prints that at "start")
-        assert b["spawned"] + b["waited_cuda"] >= a["start"]
+        assert _before(order, f"{ahead} disconnected", f"{behind} start")
+        # CUDA may start once the one ahead profiles
+        assert _before(order, f"{ahead} start", f"{behind} cuda")
+    runs = _runs(standins)
     assert runs[labels[0]]["waited_cuda"] == runs[labels[0]]["waited_launch"] == 0.0
     manifest = load_run(run_dir).manifest
     assert manifest["ncu"]["head_start"] is True
     entries = manifest["entries"]
     assert [e["status"] for e in entries] == ["ok"] * 3
     assert entries[0]["head_start_s"] is None
-    assert all(e["head_start_s"] > 0.2 for e in entries[1:])
-    # an entry's seconds count from its turn (the exit of the ncu ahead): about the stand-in's
-    # 0.6 + 0.4 s less the 0.4 s it profiled before its turn, not its whole life
-    assert all(0.5 < e["seconds"] < 0.6 + 1.5 for e in entries)
-    # and its phases split them: the stand-in's 0.6 s of passes and 0.4 s of report; the first
-    # paid its own start, the others began their passes while the ncu ahead wrote its report
-    # (timed as their output came, not as it was handed over at their turn)
+    assert all(e["head_start_s"] > 0 for e in entries[1:])
+    # an entry's phases split its seconds (their values on a known clock: test_phases.py)
     for entry in entries:
         phases = entry["phases"]
+        assert set(phases) == {"to_first_pass_s", "passes_s", "report_s"}
         assert sum(phases.values()) == pytest.approx(entry["seconds"], abs=0.005)
-        assert 0.55 < phases["passes_s"] < 0.6 + 0.5
-        assert 0.35 < phases["report_s"] < 0.4 + 0.5
-    assert entries[0]["phases"]["to_first_pass_s"] > 0
-    for ahead, behind in itertools.pairwise(entries):
-        # from the disconnection ahead (its launch gate opening) to that ncu's exit (its turn)
-        assert behind["phases"]["to_first_pass_s"] == pytest.approx(
-            -ahead["phases"]["report_s"], abs=0.15)
+        assert entry["seconds"] > 0 and phases["passes_s"] > 0
 
 
 def test_head_start_off_starts_each_ncu_after_the_one_ahead(
@@ -109,10 +124,11 @@ def test_head_start_off_starts_each_ncu_after_the_one_ahead(
 ) -> None:
     monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.3")
     monkeypatch.setenv(HEAD_START_ENV, "off")
+    events = _events(tmp_path, monkeypatch)
     run_dir = _profile(tmp_path / "runs")
-    runs = sorted(_runs(standins).values(), key=lambda run: run["spawned"])
-    for ahead, behind in itertools.pairwise(runs):
-        assert behind["spawned"] >= ahead["end"]
+    order = _order(events)
+    for ahead, behind in itertools.pairwise(f"{variant}_256" for variant in VARIANTS):
+        assert _before(order, f"{ahead} end", f"{behind} spawned")
     manifest = load_run(run_dir).manifest
     assert manifest["ncu"]["head_start"] is False
     assert all(entry["head_start_s"] is None for entry in manifest["entries"])
@@ -123,9 +139,9 @@ def test_a_failing_target_still_lets_the_next_one_go(
 ) -> None:
     monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.3")
     monkeypatch.setenv("NCUH_FAKE_NCU_FAIL", "coalesced_256")
+    events = _events(tmp_path, monkeypatch)
     run_dir = _profile(tmp_path / "runs")
-    runs = _runs(standins)
-    assert runs["smem_tiled_256"]["start"] >= runs["coalesced_256"]["disconnected"]
+    assert _before(_order(events), "coalesced_256 disconnected", "smem_tiled_256 start")
     entries = load_run(run_dir).manifest["entries"]
     assert [e["status"] for e in entries] == ["ok", "failed", "ok"]
     assert entries[2]["head_start_s"] is not None
@@ -167,11 +183,11 @@ def test_application_replay_gets_no_head_start(
     from harness.profile.ncu_command import NcuSettings
 
     monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.3")
+    events = _events(tmp_path, monkeypatch)
     request = lib.ProfileRequest(variants=VARIANTS[:2], sizes=("256",), out=tmp_path / "runs",
                                  settings=NcuSettings(replay_mode="application"))
     outcome = lib.run_profile(request)
-    runs = _runs(standins)
-    assert runs["coalesced_256"]["spawned"] >= runs["naive_256"]["end"]
+    assert _before(_order(events), "naive_256 end", "coalesced_256 spawned")
     manifest = load_run(outcome.run_dir).manifest
     assert manifest["ncu"]["head_start"] is False
     # nor phases: a disconnection there does not end the passes
@@ -183,9 +199,10 @@ def test_on_two_gpus_a_reserved_target_taken_by_the_idle_gpu_runs_once(
 ) -> None:
     """The slow first target's GPU starts its next target early; the other GPU, done with the
     rest, takes that target instead of idling: the early ncu is stopped, the target is
-    profiled once, on the idle GPU."""
+    profiled once, on the idle GPU. The slow one holds its disconnection until smem_tiled has
+    ended: had smem_tiled waited for it on its GPU, it would end after it."""
     monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.2")
-    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS_OF", "naive_256=3,smem_tiled_256=1.5")
+    events = _events(tmp_path, monkeypatch, naive_256__disconnected="smem_tiled_256/end")
     run_dir = _profile(tmp_path / "runs", "--gpus", "all")
     runs = [json.loads(line) for line in standins.read_text().splitlines()]
     labels = sorted(run["label"] for run in runs)
@@ -194,10 +211,9 @@ def test_on_two_gpus_a_reserved_target_taken_by_the_idle_gpu_runs_once(
     slow_gpu = by_label["naive_256"]["gpu"]
     assert {by_label[f"{v}_256"]["gpu"] for v in VARIANTS[1:]} == {"GPU-0a", "GPU-1b"} - {
         slow_gpu}
-    # smem_tiled did not wait for naive on naive's GPU (it would have ended 1.5 s after it):
-    # whichever GPU set it aside, the other GPU profiled it beside naive (the stand-ins' own
-    # clocks, not this test's: the whole command's start-up is no part of it)
-    assert by_label["smem_tiled_256"]["end"] < by_label["naive_256"]["end"]
+    # smem_tiled did not wait for naive on naive's GPU: whichever GPU set it aside, the other
+    # GPU profiled it beside naive
+    assert _before(_order(events), "smem_tiled_256 end", "naive_256 end")
     entries = load_run(run_dir).manifest["entries"]
     assert [e["status"] for e in entries] == ["ok"] * 3
 
@@ -212,7 +228,7 @@ def test_taking_a_target_another_slot_started_early_stops_that_ncu(tmp_path: Pat
         (early,) = head_starts._waiting.values()
         assert early.index == 2 and early.command.process.poll() is None
         assert head_starts.take("gpu1", 2) is None  # gpu1 runs it itself, pinned to gpu1
-        assert early.command.process.wait(timeout=5) is not None  # the early ncu is stopped
+        assert early.command.process.wait(timeout=60) is not None  # the early ncu is stopped
         assert head_starts._waiting == {}
         head_starts.start_next("gpu0", lambda: None, lambda target: (sleep, None))
         assert head_starts._waiting == {}  # nothing left: nothing started
@@ -332,28 +348,45 @@ def test_a_gate_gives_up_when_its_owner_is_gone(
 
 @pytest.mark.parametrize(("fresh_start_s", "c_with_a"), [(1.0, True), (0.05, False)])
 def test_a_free_slot_takes_a_reservation_only_where_a_fresh_start_is_worth_it(
-    fresh_start_s: float, c_with_a: bool,
+    fresh_start_s: float, c_with_a: bool, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Two slots: a (0.6 s) and b (0.1 s) start together, a's slot reserves c. When b is
-    done, a has about 0.5 s left: with a 1 s fresh start, c waits for a's slot (which started
-    it early); with a 0.05 s one, the free slot takes it."""
+    done, a has 0.5 s left: with a 1 s fresh start, c waits for a's slot (which started it
+    early); with a 0.05 s one, the free slot takes it. The schedule reads a clock of the
+    test's own; a ends only once the free slot has decided."""
     import types
 
+    from harness.profile import schedule
     from harness.profile.schedule import Slot, TakingRule, run_queue
 
-    b_taken, c_reserved = threading.Event(), threading.Event()
+    clock = [0.0]
+    monkeypatch.setattr(schedule, "time", types.SimpleNamespace(monotonic=lambda: clock[0],
+                                                                sleep=time.sleep))
+    take = schedule._Handout.take
+    b_taken, c_reserved, decided = threading.Event(), threading.Event(), threading.Event()
+
+    def taking(self, slot: int):  # type: ignore[no-untyped-def]
+        taken = take(self, slot)
+        if taken is schedule.WAIT:
+            decided.set()  # the free slot leaves c to a's slot, for now
+        return taken
+
+    monkeypatch.setattr(schedule._Handout, "take", taking)
     ran: dict[str, int] = {}
 
     def work(index: int, item: str, slot: Slot, upcoming) -> str:  # type: ignore[no-untyped-def]
         ran[item] = 0 if slot.gpu is None else 1
         if item == "a":
-            assert b_taken.wait(5)
+            assert b_taken.wait(60)
             assert upcoming() == (2, "c")
             c_reserved.set()
+            assert decided.wait(60)
         elif item == "b":
             b_taken.set()
-            assert c_reserved.wait(5)
-        time.sleep({"a": 0.6, "b": 0.1, "c": 0.05}[item])
+            assert c_reserved.wait(60)
+            clock[0] = 0.1  # b is done, 0.1 s in
+        else:
+            decided.set()  # the free slot took c
         return item
 
     slots = (Slot(), Slot(gpu=types.SimpleNamespace(index=1)))  # type: ignore[arg-type]

@@ -8,11 +8,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
 from history_support import (  # noqa: F401  (the pg_server and store_url fixtures)
     NAIVE_PAGES,
     SMEM_TILED,
+    ncuh,
     new_database,
+    one_error_line,
     pg_server_fixture,
     recorded,
     samples,
@@ -21,25 +22,8 @@ from history_support import (  # noqa: F401  (the pg_server and store_url fixtur
     write_run,
 )
 
-from harness.cli import main
 from harness.history import open_store
-from harness.history.vcs import CI_VARIABLES, resolve_commit
-
-# no CI system's variables leak in from the machine running the tests
-CLEAN_ENV = {name: "" for pair in CI_VARIABLES for name in pair} | {
-    "NCUH_HISTORY": "", "GITHUB_HEAD_REF": ""}
-
-
-def ncuh(*args: object, env: dict[str, str] | None = None) -> Result:
-    return CliRunner().invoke(main, [str(a) for a in args], env={**CLEAN_ENV, **(env or {})})
-
-
-def one_error_line(result: Result) -> str:
-    assert result.exit_code == 2, result.output
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("ncuh: error: "), result.stderr
-    assert "Traceback" not in result.output
-    return lines[0]
+from harness.history.vcs import resolve_commit
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"], name="history")

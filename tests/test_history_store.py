@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from history_support import (  # noqa: F401  (the pg_server and store_url fixtures)
+    engine_of,
     pg_server_fixture,
     recorded,
     samples,
@@ -98,20 +99,12 @@ def test_a_newer_schema_is_refused_and_an_unknown_older_one_too(store_url: str) 
     with pytest.raises(HistoryError, match="schema version 99 is newer than this ncuh's "
                                            r"\(1\); upgrade ncuh"):
         open_store(store_url)
-    reopened_engine = _engine_of(store_url)
+    reopened_engine = engine_of(store_url)
     with reopened_engine.begin() as conn:
         conn.execute(text(f"UPDATE {history_tables.schema_version.name} SET version = 0"))
     reopened_engine.dispose()
     with pytest.raises(HistoryError, match="schema version 0 cannot be migrated to 1"):
         open_store(store_url)
-
-
-def _engine_of(url: str):  # type: ignore[no-untyped-def]
-    from sqlalchemy import create_engine
-
-    if "://" not in url:
-        return create_engine(f"sqlite:///{url}")
-    return create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
 
 
 def test_an_empty_database_is_not_a_store_until_a_run_is_added(store_url: str) -> None:
@@ -122,8 +115,18 @@ def test_an_empty_database_is_not_a_store_until_a_run_is_added(store_url: str) -
     else:
         with pytest.raises(HistoryError, match="holds no ncuh history yet"):
             open_store(store_url)
-    open_store(store_url, create=True).close()
-    open_store(store_url).close()  # now it is one
+    opened = open_store(store_url, create=True)  # opening makes nothing: the first add does
+    assert (opened.count(), opened.runs(), opened.project()) == (0, [], None)
+    opened.close()
+    if "://" not in store_url:
+        assert not Path(store_url).exists() and not Path(store_url).parent.exists()
+    else:
+        with pytest.raises(HistoryError, match="holds no ncuh history yet"):
+            open_store(store_url)
+    opened = open_store(store_url, create=True)
+    opened.add(recorded("base"), sha(1))
+    opened.close()
+    assert open_store(store_url).count() == 1  # now it is one
 
 
 def test_concurrent_adds_from_two_processes_lose_nothing(store_url: str, tmp_path: Path) -> None:

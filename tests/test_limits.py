@@ -25,8 +25,8 @@ from harness.project.expr import (
     evaluate,
 )
 from harness.project.loader import MAX_VARIANTS
-from harness.report.reportfile import MAX_REGEX_CHARS
 from harness.util.input_file import MAX_JSON_DEPTH, json_depth, load_json, load_toml
+from harness.util.user_regex import MAX_REGEX_CHARS
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPORT = FIXTURES / "h200_naive_256.ncu-rep"
@@ -222,14 +222,14 @@ def test_a_long_cycle_of_previous_links_is_still_named(tmp_path: Path) -> None:
     _refused(_invoke("list", "--project", path), "key 'previous': a cycle (v0 -> v499 -> v498")
 
 
-@pytest.mark.parametrize("value", ["inf", "1e309", "nan", "-inf", "0", "-1e-9"])
+@pytest.mark.parametrize("value", ["inf", "1e309", "nan", "-inf", "-1e-9", "-5e-324"])
 def test_a_tolerance_that_lets_everything_pass_is_refused(tmp_path: Path, value: str) -> None:
     path = _project(tmp_path, 'tolerance = "tolerance_for"', f"tolerance = {value}")
     _refused(_invoke("list", "--project", path), "key 'problem.tolerance'")
 
 
-@pytest.mark.parametrize("value", ["1e308", "5e-324", "1"])
-def test_a_finite_positive_tolerance_is_taken(tmp_path: Path, value: str) -> None:
+@pytest.mark.parametrize("value", ["1e308", "5e-324", "1", "0", "0.0"])
+def test_a_finite_tolerance_of_zero_or_more_is_taken(tmp_path: Path, value: str) -> None:
     path = _project(tmp_path, 'tolerance = "tolerance_for"', f"tolerance = {value}")
     project = load_project(path)
     assert project.tolerance(project.profile_size) == float(value)
@@ -247,7 +247,7 @@ def test_a_tolerance_callable_giving_inf_is_one_line(tmp_path: Path) -> None:
         (path.parent / "scale_project.py").read_text()
         + "\n\ndef no_tolerance(size):\n    return float('inf')\n")
     project = load_project(path)
-    with pytest.raises(NcuhError, match=r"no_tolerance gave inf at size .*finite number > 0"):
+    with pytest.raises(NcuhError, match=r"no_tolerance gave inf at size .*finite number >= 0"):
         project.tolerance(project.profile_size)
 
 

@@ -10,12 +10,11 @@ open raw HTML, links, lists, headings, quotes and tables. The token structure mu
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Any
 
 import pytest
 from conftest import NAIVE_SMEM_REPORT
-from markdown_it import MarkdownIt
+from markdown_support import HOSTILE, assert_same_structure, md, raw_html_from_data
 
 from harness.diff.compare import diff_runs
 from harness.diff.inputs import Environment, KernelData, KernelKey, Side
@@ -28,27 +27,10 @@ from harness.report.report_view import report_views
 from harness.report.roofline import Roofline
 from harness.util import markdown_text
 
-HOSTILE = [
-    "<script>alert(1)</script>",
-    "```\n<img src=x onerror=alert(1)>\n```",
-    "~~~\nfence",
-    "`code` ``two`` *em* _u_ **b** ~~s~~ [l](javascript:alert(1)) ![i](x.png) <http://x.y>",
-    "# heading\n- item\n1. one\n> quote\n---\n| a | b |\n|---|---|",
-    "<!-- c --> &lt;b&gt; &#60;i&#62; \\ trailing #",
-    "- starts a list",
-    "1. starts a list",
-    "> starts a quote",
-    "\r```\r<b>cr</b>",
-    "    indented code\n\n\n<div>block</div>",
-    "|cell|breaks|",
-]
 # fields that the templates use as logic or file names, not as text
 SKIP = {"slug", "previous_slug", "time_source", "kind", "rule", "size", "section",
         "index_size", "strategy", "type", "speedup_type", "work_source",
         "measure", "op", "key", "unit"}
-
-md = MarkdownIt("commonmark", {"html": True}).enable("table").enable("strikethrough")
-
 
 class Rewriter:
     """Replaces each distinct data string by `make(n)`, the same string by the same one (so
@@ -86,39 +68,6 @@ def hostile(n: int) -> str:
     return f"{HOSTILE[n % len(HOSTILE)]} {n}"
 
 
-def structure(markdown: str) -> list[tuple[str, ...]]:
-    """Block tokens and the kinds of their inline children (adjacent text runs merged)."""
-    shape = []
-    for token in md.parse(markdown):
-        children: list[str] = []
-        for child in token.children or []:
-            kind = "text" if child.type in ("text", "text_special") else child.type
-            if not (children and children[-1] == kind == "text"):
-                children.append(kind)
-        shape.append((token.type, token.tag, token.markup if token.type == "fence" else "",
-                      *children))
-    return shape
-
-
-def raw_html_from_data(markdown: str) -> list[str]:
-    found = []
-    for token in md.parse(markdown):
-        pieces = [token, *(token.children or [])]
-        for piece in pieces:
-            # ncuh's own tags (<details>, <summary>, <b>) are fine; a tag from the data is not
-            if piece.type in ("html_block", "html_inline") and re.search(
-                    r"<(script|img|div|i>|!--|b>cr)", piece.content):
-                found.append(piece.content)
-    return found
-
-
-def assert_same_structure(plain_md: str, hostile_md: str) -> None:
-    assert raw_html_from_data(hostile_md) == []
-    assert structure(hostile_md) == structure(plain_md)
-    rendered = md.render(hostile_md)
-    assert "<script>" not in rendered and "<img" not in rendered and "<div>" not in rendered
-
-
 @pytest.fixture(scope="module")
 def writeup():
     return collect([NAIVE_SMEM_REPORT])
@@ -143,6 +92,22 @@ def test_hostile_strategy_keeps_markdown_but_no_raw_html_or_fence(writeup) -> No
     fences = [t for t in md.parse(rendered) if t.type == "fence"]
     assert len(fences) == len([t for t in md.parse(baseline) if t.type == "fence"])
     assert "<code>a&lt;b&gt;</code>" in md.render(rendered)
+
+
+@pytest.mark.parametrize("strategy", [
+    "\\`<script>alert(1)</script>\\`",  # an escaped backtick opens no code span
+    "`a\n\n<script>x</script>\n\n`",  # nor does a pair across a blank line
+    "``<b>x</b>`",  # nor a run of two closed by one
+    "- `a\n- <script>x</script>`",  # nor a pair across two list items
+])
+def test_a_strategy_cannot_pass_raw_html_off_as_a_code_span(writeup, strategy: str) -> None:
+    page = dataclasses.replace(writeup.pages[0], strategy=strategy)
+    rendered = render_page(page, writeup, "md")
+    html = [piece.content for token in md.parse(rendered)
+            for piece in (token, *(token.children or ()))
+            if piece.type in ("html_block", "html_inline")]
+    assert not [tag for tag in html if "script" in tag or "<b>x" in tag], html
+    assert "<script>" not in md.render(rendered)
 
 
 def _side(name: str, path: str, kernels: list[KernelData]) -> Side:
@@ -192,13 +157,13 @@ def test_code_span_and_fence_cannot_be_closed_by_data(value: str) -> None:
     assert [t.type for t in fence] == ["fence", "paragraph_open", "inline", "paragraph_close"]
 
 
-def test_junit_with_control_characters_in_names_stays_well_formed() -> None:
+def test_junit_with_control_and_bidi_characters_in_names_stays_well_formed() -> None:
     import xml.etree.ElementTree as ET
 
     from harness.diff.junit import render_junit
 
     def make(n: int) -> str:
-        return f"k\x00\x01\x1b[31m<x>&{n}"
+        return f"k\x00\x01\x1b[31m\u202e<x>&{n}"
 
     base = _side("gpu", "base", [KernelData(KernelKey(make(1)), make(1), "r", metrics={
         "gpu__time_duration.sum": 1e6})])
@@ -206,4 +171,4 @@ def test_junit_with_control_characters_in_names_stays_well_formed() -> None:
         "gpu__time_duration.sum": 3e6})])
     root = ET.fromstring(render_junit(diff_runs(base, cur)))
     (case,) = root.iter("testcase")
-    assert case.get("name") == "k\ufffd\ufffd\ufffd[31m<x>&1"
+    assert case.get("name") == "k\\x00\\x01\\x1b[31m\\u202e<x>&1"  # each shown as itself

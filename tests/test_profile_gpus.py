@@ -191,11 +191,13 @@ def test_run_queue_hands_out_in_the_order_given_and_answers_in_item_order() -> N
 
     started: list[int] = []
     lock = threading.Lock()
+    both_first = threading.Barrier(2, timeout=60)  # neither slot takes a third before both ran
 
     def work(index: int, item: str, slot: Slot, upcoming: object) -> str:
         with lock:
             started.append(index)
-        time.sleep(0.05)
+        if index in (4, 2):
+            both_first.wait()
         return item.upper()
 
     slots = (Slot(Gpu(0, "GPU-0a", "a", H100, "9.0")), Slot(Gpu(1, "GPU-1b", "b", H100, "9.0")))
@@ -457,7 +459,7 @@ def test_gpus_plans_from_the_last_run_without_the_starts_it_paid(
     from harness.profile import schedule
 
     monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS", "0.2")
-    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS_OF", "naive_256=1.0")
+    monkeypatch.setenv("NCUH_FAKE_NCU_SECONDS_OF", "naive_256=2.0")
     argv = ["profile", "--variant", "naive", "--variant", "register_tiled", "--size", "256",
             "--size", "512", "--gpus", "all", "--out", str(tmp_path / "runs")]
     plans: list[object] = []
@@ -476,9 +478,18 @@ def test_gpus_plans_from_the_last_run_without_the_starts_it_paid(
     assert all(0 < e["start_s"] <= e["seconds"] for e in fresh)
     assert all(e["start_s"] is None for e in first if e["head_start_s"] is not None)
 
-    assert CliRunner().invoke(main, argv).exit_code == 0
     work = [e["seconds"] - (e["start_s"] or 0.0) for e in first]
-    assert plans == [None, schedule.plan_slots(work, 2)]
+    labels = [e["label"] for e in first]
+    assert labels[0] == "naive_256"
+    plan = schedule.plan_slots(work, 2)
+    assert plan is not None and [labels[0]] in [[labels[i] for i in part] for part in plan]
+    # naive, planned alone, holds its end until the other GPU's have ended: that GPU has
+    # nothing to take from naive's, nor naive's from it, however the two run
+    monkeypatch.setenv("NCUH_FAKE_NCU_EVENTS", str(tmp_path / "events"))
+    monkeypatch.setenv("NCUH_FAKE_NCU_AWAIT", "naive_256/end=" + "+".join(
+        f"{label}/end" for label in labels[1:]))
+    assert CliRunner().invoke(main, argv).exit_code == 0
+    assert plans == [None, plan]
     (second,) = [p for p in (tmp_path / "runs").iterdir() if p != first_dir]
     entries = load_run(second).manifest["entries"]
     (naive_gpu,) = {e["gpu"]["index"] for e in entries if e["label"] == "naive_256"}

@@ -94,10 +94,10 @@ def slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             if completed.returncode != 0:
                 pytest.skip(f"{argv[0]} did not start: {completed.stderr.strip()[-300:]}")
             started.append(argv[0])
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a bound a busy machine never nears
         while time.monotonic() < deadline:
             state = subprocess.run(["sinfo", "-h", "-o", "%t"], env=env, capture_output=True,
-                                   text=True, timeout=10, check=False).stdout.strip()
+                                   text=True, timeout=60, check=False).stdout.strip()
             if state in ("idle", "mix", "alloc"):
                 break
             time.sleep(0.5)

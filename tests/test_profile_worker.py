@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import importlib.util
 import json
 import os
@@ -10,7 +11,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pandas as pd
@@ -195,7 +196,7 @@ def _alive(pid: int) -> bool:
 
 
 def test_an_interrupt_during_post_processing_stops_both_children(
-    tmp_path: Path, ctrl_c_raises: None
+    tmp_path: Path, ctrl_c_raises: Callable[[Path, int], threading.Thread]
 ) -> None:
     pids = tmp_path / "pids"
     # Each stands in for a worker with a grandchild: both process groups must go.
@@ -204,16 +205,13 @@ def test_an_interrupt_during_post_processing_stops_both_children(
     def spawner(argv: Sequence[str], env: dict[str, str] | None) -> lib.Job:
         return lib.start_command(["sh", "-c", script], env)
 
-    timer = threading.Timer(0.7, lambda: os.kill(os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            post.post_process(tmp_path, [], Path("ncu"), spawner)
-    finally:
-        timer.cancel()
+    interrupter = ctrl_c_raises(pids, 4)  # once both workers and their children are up
+    with pytest.raises(KeyboardInterrupt):
+        post.post_process(tmp_path, [], Path("ncu"), spawner)
+    interrupter.join()
     started = [int(pid) for pid in pids.read_text().split()]
     assert len(started) == 4
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + 60  # a bound only a child that is never killed reaches
     while any(_alive(pid) for pid in started) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(_alive(pid) for pid in started)
@@ -346,6 +344,9 @@ def test_each_report_of_an_export_keeps_the_unit_ncu_gives_it(tmp_path: Path, jo
 
 
 def _crash(task: object) -> None:
+    # The child keeps its crash to itself: pytest's faulthandler, inherited through the fork,
+    # would dump every thread's stack and the loaded modules onto the terminal.
+    faulthandler.disable()
     os.kill(os.getpid(), signal.SIGSEGV)  # as ncu_report's native code may
 
 

@@ -263,7 +263,7 @@ def test_init_writes_a_project_that_list_reads_from_anywhere(tmp_path: Path,
     assert result.exit_code == 0, result.output
     assert sorted(p.relative_to(tmp_path / "mine").as_posix()
                   for p in (tmp_path / "mine").rglob("*") if p.is_file()) == [
-        "conftest.py", "ncuh.toml", "notes/naive.md", "notes/vectorized.md", "saxpy.cu",
+        "ncuh.toml", "notes/naive.md", "notes/vectorized.md", "saxpy.cu",
         "saxpy_project.py", "test_saxpy.py"]
     (tmp_path / "mine" / "sub").mkdir()
     monkeypatch.chdir(tmp_path / "mine" / "sub")  # found from a folder below
@@ -318,7 +318,7 @@ BAD_FILES = {
     "bad tolerance": (_edit('tolerance = "tolerance_for"', 'tolerance = "1e-3x"'),
                       "key 'problem.tolerance': expected a number", "or a callable name"),
     "negative tolerance": (_edit('tolerance = "tolerance_for"', "tolerance = -1"),
-                           "key 'problem.tolerance': expected a number > 0", "got -1"),
+                           "key 'problem.tolerance': expected a number >= 0", "got -1"),
     "empty dims": (_edit('dims = ["n"]', "dims = []"), "key 'problem.dims'",
                    "expected at least 1 item"),
     "missing module": (_edit('module = "scale_project"', 'module = "no_such_module"'),

@@ -82,6 +82,14 @@ def test_the_readme_is_short() -> None:
     assert len(README.splitlines()) <= 200
 
 
+def test_the_readme_links_every_documentation_page_and_names_checks_extra() -> None:
+    pages = sorted((ROOT / "docs").glob("*.md"))
+    assert len(pages) >= 13
+    assert [page.name for page in pages if f"](docs/{page.name})" not in README] == []
+    assert "`ncuh check` needs only the `nvrtc` extra (`pip install '.[nvrtc]'`)" in README
+    assert "The suite takes about" in _section("Set up and run")
+
+
 def test_ci_runs_the_readmes_test_command_exactly() -> None:
     section = _section("Set up and run")
     command = next(line for line in section.splitlines() if line.endswith("-m pytest"))

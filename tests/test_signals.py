@@ -26,6 +26,9 @@ import harness.util.atomic
 from harness.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
+# Ctrl-C reaches this process and the commands it starts, even where the suite was started as
+# a shell's background job (which ignores SIGINT, and its children inherit that).
+pytestmark = pytest.mark.usefixtures("ctrl_c_raises")
 # one kernel of the `pages` set: what is signalled is the publishing, not the reading
 SMALL_REPORT = ROOT / "tests" / "fixtures" / "h100_pages_naive_1024.ncu-rep"
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]

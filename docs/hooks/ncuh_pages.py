@@ -35,8 +35,8 @@ PROJECT_KEYS: dict[str, dict[str, str]] = {
         "outputs": "The arrays a launch writes; these are checked.",
         "poison": "Arrays filled with NaN before the checked launch (default: `outputs`).",
         "expected": "Callable `(inputs, size) -> {output: truth}`, computed before the launch.",
-        "tolerance": "A number, or a callable `(size) -> float`.",
-        "compare": "How outputs are held against the truth.",
+        "tolerance": "A number >= 0, or a callable `(size) -> float`; 0 compares exactly.",
+        "compare": "How outputs are held against the truth (`exact`: bit for bit).",
         "rtol": "Relative tolerance of `allclose`.",
         "atol": "Absolute tolerance of `allclose`.",
         "flops": "Work model: arithmetic on the dims (`2*M*N*K`) or a callable "
@@ -131,20 +131,30 @@ def project_file_reference() -> str:
     return "\n".join(lines)
 
 
+def _helps(group: click.Group, context: click.Context, words: str) -> list[str]:
+    """The help of each command of `group`, and of each subcommand of a group among them."""
+    lines: list[str] = []
+    for name in group.list_commands(context):
+        command = group.get_command(context, name)
+        if command is None:
+            continue
+        inner = click.Context(command, info_name=name, parent=context, terminal_width=100,
+                              max_content_width=100)
+        heading = "##" if words == "ncuh" else "###"
+        lines += [f"{heading} `{words} {name}`", "", "```text", command.get_help(inner), "```",
+                  ""]
+        if isinstance(command, click.Group):
+            lines += _helps(command, inner, f"{words} {name}")
+    return lines
+
+
 def commands_reference() -> str:
-    """Every command's help, as `ncuh COMMAND --help` prints it."""
+    """Every command's help, as `ncuh COMMAND --help` prints it (subcommands too)."""
     from harness.cli import main
 
     root = click.Context(main, info_name="ncuh", terminal_width=100, max_content_width=100)
-    lines = ["## `ncuh`", "", "```text", main.get_help(root), "```", ""]
-    for name in main.list_commands(root):
-        command = main.get_command(root, name)
-        if command is None:
-            continue
-        context = click.Context(command, info_name=name, parent=root, terminal_width=100,
-                                max_content_width=100)
-        lines += [f"## `ncuh {name}`", "", "```text", command.get_help(context), "```", ""]
-    return "\n".join(lines)
+    return "\n".join(["## `ncuh`", "", "```text", main.get_help(root), "```", "",
+                      *_helps(main, root, "ncuh")])
 
 
 def rule_constants(module_name: str) -> dict[str, float]:

@@ -1,24 +1,34 @@
 """The `ncuh_bench` pytest fixture: a project's own tests time a variant against the project's
 reference on a GPU, and skip cleanly where there is none.
 
-    # conftest.py beside the tests
-    pytest_plugins = ["harness.api.pytest_plugin"]
-
-    # test_speed.py
+    # test_speed.py: no conftest needed, pytest finds the fixture through ncuh's entry point
     def test_vectorized_keeps_up_with_the_reference(ncuh_bench):
         timing = ncuh_bench("vectorized", "2^24")
         assert timing.vs_reference >= 0.9
 
-The project is found from the test file's folder upwards (`ncuh_bench.project` names another).
-Each call verifies the variant, then times it and the reference in one run, as `ncuh bench` does.
+ncuh registers this module under pytest's `pytest11` entry point (by its own name, so a
+conftest's `pytest_plugins = ["harness.api.pytest_plugin"]` still works beside it). The
+project is found from the test file's folder upwards (`ncuh_bench.project` names another) and
+loaded first: a project that does not load fails the test with its one-line cause, GPU or
+not. Each call verifies the variant, then times it and the reference in one run, as `ncuh
+bench` does.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
+
+from harness.errors import NcuhError
+
+if TYPE_CHECKING:
+    from harness.project import Project
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -45,11 +55,11 @@ class NcuhBench:
 
     def __call__(self, variant: str, size: str, *, repeats: int | None = None) -> Timing:
         from harness.gpu import run_bench
-        from harness.project import load_project
 
-        project = load_project(self.project)
-        shape = project.parse_size(size)
-        run = run_bench(project, [project.variant(variant)], [shape], repeats or self.repeats,
+        project = _loaded(self.project)
+        shape = _or_fail(lambda: project.parse_size(size), "")
+        chosen = _or_fail(lambda: project.variant(variant), "")
+        run = run_bench(project, [chosen], [shape], repeats or self.repeats,
                         warmup=self.warmup, references=True)
         result = run.result(variant, shape.as_list())
         if result is None or result.status != "ok" or result.median_ms is None:
@@ -65,13 +75,33 @@ class NcuhBench:
             gflops=result.gflops, gbps=result.gbps)
 
 
+def _or_fail(function: Callable[[], T], what: str) -> T:
+    """`function()`; an `NcuhError` fails the test with its one line (after `what`), and no
+    exception chain."""
+    try:
+        return function()
+    except NcuhError as error:
+        failure = str(error)
+    pytest.fail(f"ncuh_bench: {what}{failure}", pytrace=False)
+
+
+def _loaded(path: Path) -> Project:
+    """The project at `path`; a project that does not load fails the test with its cause."""
+    from harness.project import load_project
+
+    return _or_fail(lambda: load_project(path), "the project does not load: ")
+
+
 @pytest.fixture
 def ncuh_bench(request: pytest.FixtureRequest) -> NcuhBench:
-    """Time a variant against the project's reference; skips without a GPU or CuPy."""
+    """Time a variant against the project's reference; skips without a GPU or CuPy (after
+    loading the project: a broken one fails, GPU or not)."""
     from harness.gpu import gpu_unavailable_reason
     from harness.project import find_project
 
+    path = _or_fail(lambda: find_project(cwd=Path(str(request.path)).parent), "")
+    _loaded(path)
     reason = gpu_unavailable_reason()
     if reason is not None:
         pytest.skip(f"ncuh_bench needs a GPU: {reason}")
-    return NcuhBench(find_project(cwd=Path(str(request.path)).parent))
+    return NcuhBench(path)

@@ -27,6 +27,8 @@ BENCH_FILE = "bench.json"
 # The findings table: one row per finding of one kernel, most important first per kernel.
 FINDING_COLUMNS = ("kernel", "page", "rule", "kind", "title", "text", "speedup_pct", "weight",
                    "what_if")
+# What a notebook shows of a result at most (`to_dataframe()` has every row).
+HTML_ROWS = 40
 # The summary (the index page's table), what `_repr_html_` shows.
 SUMMARY_COLUMNS = ("page", "kernel", "size", "time_ms", "time_source", "gflops", "gbps",
                    "pct_of_reference", "limiter", "tldr")
@@ -72,6 +74,12 @@ class Result:
         if self.kind == "bench":
             raise ReportError(f"{self.path}: bench results alone have no profiled kernel; "
                               "profile with --bench for pages with timings")
+        if self.project is not None:
+            # named here, a project that cannot load is an error (`ProjectError`, with its
+            # cause), not pages without its strategies; loaded once, `collect` reuses it
+            from harness.project import open_project
+
+            open_project(self.project)
         return collect([self.path], self.project)
 
     @property
@@ -182,13 +190,16 @@ class Result:
         """The pages: with `out`, every page and the plots written there as `ncuh writeup`
         writes them (a program's run: its ranking and its kernels' pages), and the index's
         path returned; without, the index page's text (no plots) in `fmt` ("md" or
-        "html")."""
+        "html"). `out` inside the run read is an `OutputError`, as in `ncuh writeup`: inputs
+        are never written."""
         from harness.pages import collect_program, ranked_run, render_index, write, write_program
+        from harness.util import refuse_input_folders
 
         if out is None:
             if fmt == "both":
                 raise ValueError("fmt='both' needs out=: a folder for both")
             return render_index(self.writeup, [], fmt)
+        refuse_input_folders(out, [self.path])  # as `ncuh writeup`: `OutputError`
         program = ranked_run([self.path]) if self.kind == "run" else None
         if program is not None:  # a program's ranking and its kernels' pages
             write_program(collect_program(program), Path(out), fmt)
@@ -197,11 +208,17 @@ class Result:
         return next(path for path in rendered.files if path.name.startswith("index."))
 
     def _repr_html_(self) -> str:
-        """Jupyter: the index page's summary table (bench results: their table)."""
+        """Jupyter: the index page's summary table (bench results: their table, without the
+        quartiles), at most `HTML_ROWS` rows of it; a missing value reads n/a."""
         title = html.escape(f"{self.kind}: {self.path.name}")
-        table = self._bench_frame() if self.kind == "bench" else self.summary()
-        return f"<h4>ncuh {title}</h4>\n" + table.to_html(index=False, na_rep="n/a",
-                                                          float_format=_number)
+        table = (self._bench_frame().drop(columns=["q1_ms", "q3_ms", "min_ms"])
+                 if self.kind == "bench" else self.summary())
+        for column in table.columns:  # None is no NaN to pandas, nor to `na_rep`
+            missing = table[column].map(lambda value: value is None)
+            if missing.any():
+                table[column] = table[column].where(~missing, "n/a")
+        return f"<h4>ncuh {title}</h4>\n" + table.to_html(
+            index=False, na_rep="n/a", float_format=_number, max_rows=HTML_ROWS, border=0)
 
     def __repr__(self) -> str:
         return f"Result(kind={self.kind!r}, path={str(self.path)!r})"

@@ -6,10 +6,17 @@ from pathlib import Path
 
 import click
 
-from harness.commands.options import kernel_option, out_option, project_option, project_path
+from harness.commands.options import (
+    FiniteFloatRange,
+    kernel_option,
+    out_option,
+    project_option,
+    project_path,
+)
 from harness.errors import printable
 
 FORMATS = ("md", "json", "junit")
+STEP_RANGE = FiniteFloatRange(min=0.1, max=1000.0)  # percent
 STORE_HELP = ("The store: an SQLite file or a postgresql://user@host/db URL [default: "
               "$NCUH_HISTORY, else .ncuh/history.sqlite in the project's folder].")
 
@@ -74,7 +81,7 @@ def add(runs: tuple[Path, ...], commit: str | None, branch: str | None, tag: str
 @click.option("--branch", default=None, help="Only runs recorded on this branch.")
 @click.option("--config", type=click.Path(path_type=Path), default=None,
               help="diff's thresholds TOML (the timing threshold of a step).")
-@click.option("--step", "step_pct", type=click.FloatRange(min=0.1), default=2.0,
+@click.option("--step", "step_pct", type=STEP_RANGE, default=2.0,
               show_default=True, metavar="PCT",
               help="The smallest change of time that counts as a step, in percent.")
 @store_option
@@ -111,7 +118,7 @@ def show(out: Path, kernel_regex: str | None, metric: str | None, branch: str | 
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="md", show_default=True,
               help="md: GitHub job summary; json: schema ncuh.diff/1; junit: JUnit XML.")
 @out_option("Write here (atomically) instead of stdout; the status line goes to stdout.")
-@click.option("--step", "step_pct", type=click.FloatRange(min=0.1), default=2.0,
+@click.option("--step", "step_pct", type=STEP_RANGE, default=2.0,
               show_default=True, metavar="PCT",
               help="The smallest change of time that counts as a step, in percent.")
 @store_option
@@ -124,7 +131,7 @@ def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
     """
     from harness.commands.diff import emit
     from harness.diff import load_thresholds
-    from harness.history import check_runs, open_store
+    from harness.history import check_runs, open_store, unjudged
     from harness.util import refuse_inputs
 
     opened = open_store(store, project_dir(project))
@@ -134,9 +141,11 @@ def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
         runs = opened.runs(branch=branch)
     finally:
         opened.close()
-    result = check_runs(runs, load_thresholds(config), since, step_pct)
-    if result is None:
+    thresholds = load_thresholds(config)
+    result = check_runs(runs, thresholds, since, step_pct)
+    if result is None and fmt == "md":
         click.echo(printable(f"ncuh history check: nothing to judge yet: no earlier run on "
                              f"{runs[-1].gpu or 'this GPU'} in {opened.name}"))
         return
-    emit(result, fmt, out)  # a history check reads like a diff against the series
+    # JSON and JUnit readers get their own format even with nothing to judge yet
+    emit(result or unjudged(runs, thresholds), fmt, out)

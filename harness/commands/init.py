@@ -2,8 +2,8 @@
 
 The files come from `harness/project/starter/`: a saxpy chain (one element per thread, then a
 grid-stride float4 kernel), CuPy's element-wise kernel as the reference, a device copy as the
-practical limit, Strategy notes, and pytest files (their conftest.py loads ncuh's `ncuh_bench`
-fixture). DIR must be new or empty.
+practical limit, Strategy notes, and a pytest file (it uses ncuh's `ncuh_bench` fixture, which
+pytest finds through ncuh's entry point). DIR must be new or empty.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import click
 from harness.errors import NcuhError
 from harness.util import atomic_directory
 
-STARTER_FILES = ("ncuh.toml", "saxpy.cu", "saxpy_project.py", "test_saxpy.py", "conftest.py",
+STARTER_FILES = ("ncuh.toml", "saxpy.cu", "saxpy_project.py", "test_saxpy.py",
                  "notes/naive.md", "notes/vectorized.md")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -50,6 +51,18 @@ KERNEL_HELP = ("Only kernels named NAME exactly, or whose name matches regex:EXP
 SIZE_HELP = ("Problem size: N for every dimension, or one value per dimension like "
              "4096x2048x1024; 2^26, 1<<20 and 1e6 work too (repeatable)")
 SIZES_HELP = "Comma-separated sizes, as --size (repeatable)"
+
+
+class FiniteFloatRange(click.FloatRange):
+    """click's FloatRange that also refuses nan and infinity (nan passes any bound, as every
+    comparison with it is false)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return number
 
 
 def kernel_pattern(text: str | None) -> str | None:

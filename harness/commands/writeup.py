@@ -10,6 +10,7 @@ import click
 
 from harness.commands.options import out_option, project_path
 from harness.errors import printable
+from harness.util import refuse_input_folders
 
 
 def _default_out() -> Path:
@@ -56,6 +57,7 @@ def writeup(sources: tuple[Path, ...], out: Path | None, fmt: str,
         from harness.pages import collect, ranked_run, write
 
         out = out or _default_out()
+        refuse_input_folders(out, sources)
         program = ranked_run(list(sources))  # a program's run (profile --top): its own pages
         if program is not None:
             result, rendered = _program_pages(program, out, fmt)

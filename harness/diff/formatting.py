@@ -24,16 +24,26 @@ def count(value: float | None) -> str:
     return f"{value:.3g}" if magnitude < 100 else f"{value:.1f}"
 
 
+def significant(value: float, digits: int = 4) -> str:
+    """`value` to `digits` significant figures, trailing zeros kept: 5.51 -> '5.510', so that
+    two times side by side show the same precision (5.511 ms -> 5.510 ms)."""
+    if value == 0:
+        return "0"
+    text = f"{value:#.{digits}g}"
+    return text if "e" in text else text.rstrip(".")
+
+
 def quantity(value: float | None, unit: str) -> str:
-    """A value with its unit; times in ns or ms are shown in the most readable of us/ms/s."""
+    """A value with its unit; times in ns or ms are shown in the most readable of us/ms/s,
+    each to four significant figures."""
     if value is None:
         return "n/c"
     if unit in ("ns", "ms"):
         seconds = value * (1e-9 if unit == "ns" else 1e-3)
         for factor, name in ((1.0, "s"), (1e-3, "ms"), (1e-6, "us")):
             if seconds >= factor:
-                return f"{seconds / factor:.4g} {name}"
-        return f"{seconds * 1e9:.4g} ns"
+                return f"{significant(seconds / factor)} {name}"
+        return f"{significant(seconds * 1e9)} ns"
     if unit == "B" and value == int(value) and abs(value) < EXACT_BYTES:
         return f"{int(value):,} B"  # a few KiB read best exact: 1,024 B, not 1.02K B
     text = count(value)

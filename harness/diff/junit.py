@@ -14,6 +14,7 @@ from harness.diff.compare import DiffResult, KernelDiff
 from harness.diff.formatting import percent, quantity
 from harness.diff.inputs import FailedEntry, KernelData
 from harness.diff.markdown import status_line
+from harness.errors import printable
 
 
 def render_junit(result: DiffResult) -> str:
@@ -39,16 +40,18 @@ def render_junit(result: DiffResult) -> str:
 
 
 # XML 1.0 allows no control characters but tab, newline and carriage return, and xml.etree
-# writes them unchecked: a kernel name holding one would make the whole file unreadable.
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+# writes them unchecked: a kernel name holding one would make the whole file unreadable. Those
+# and the bidi controls are written as escapes (`\x1b`, `\u202e`), as on every page; the two
+# noncharacters XML forbids as well become U+FFFD.
+_NOT_XML = re.compile("[\ufffe\uffff]")
 
 
 def _xml_safe(root: ET.Element) -> None:
     for element in root.iter():
         if element.text:
-            element.text = _NOT_XML.sub("\ufffd", element.text)
+            element.text = _NOT_XML.sub("\ufffd", printable(element.text, keep_lines=True))
         for key, value in element.attrib.items():
-            element.set(key, _NOT_XML.sub("\ufffd", value))
+            element.set(key, _NOT_XML.sub("\ufffd", printable(value, keep_lines=True)))
 
 
 def _case(kernel: KernelDiff) -> ET.Element:

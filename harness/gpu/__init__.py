@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from harness import lazy_face
 
 if TYPE_CHECKING:
+    from harness.gpu.backend import program_text
     from harness.gpu.bench import BenchRun, run_bench
     from harness.gpu.bench_table import format_table
     from harness.gpu.env import (
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
         START_CUDA_AFTER_ENV,
         runner_range,
     )
+    from harness.gpu.source_check import Kernel, Parameter, kernels, source_words
     from harness.gpu.sweep import autotune, enumerate_configs, filter_configs, sample_configs
     from harness.gpu.verify import verify_variant
 
@@ -48,10 +50,17 @@ if TYPE_CHECKING:
 _HOMES: dict[str, tuple[str, str]] = {
     "nvrtc_install_hint": ("harness.gpu.nvrtc", "nvrtc_install_hint"),
     "cupy_install_hint": ("harness.gpu.env", "cupy_install_hint"),
+    "no_cupy_reason": ("harness.gpu.env", "no_cupy_reason"),
     "parameter_problems": ("harness.gpu.source_check", "parameter_problems"),
     "kernel_problems": ("harness.gpu.source_check", "kernel_problems"),
+    "kernels": ("harness.gpu.source_check", "kernels"),
+    "source_words": ("harness.gpu.source_check", "source_words"),
+    "Parameter": ("harness.gpu.source_check", "Parameter"),
+    "Kernel": ("harness.gpu.source_check", "Kernel"),
+    "program_text": ("harness.gpu.backend", "program_text"),
     "find_nvrtc": ("harness.gpu.nvrtc", "find_nvrtc"),
     "compile_problems": ("harness.gpu.nvrtc", "compile_problems"),
+    "compile_variants": ("harness.gpu.nvrtc", "compile_variants"),
     "DEFAULT_ARCH": ("harness.gpu.nvrtc", "DEFAULT_ARCH"),
     "gpu_unavailable_reason": ("harness.gpu.env", "gpu_unavailable_reason"),
     "BenchRun": ("harness.gpu.bench", "BenchRun"),
@@ -88,9 +97,12 @@ __all__ = [
     "START_CUDA_AFTER_ENV",
     "BenchRun",
     "CommandRunner",
+    "Kernel",
+    "Parameter",
     "autotune",
     "collect_environment",
     "compile_problems",
+    "compile_variants",
     "cupy_install_hint",
     "enumerate_configs",
     "filter_configs",
@@ -98,14 +110,18 @@ __all__ = [
     "format_table",
     "gpu_unavailable_reason",
     "kernel_problems",
+    "kernels",
+    "no_cupy_reason",
     "nvrtc_install_hint",
     "parameter_problems",
     "parse_ncu_version",
+    "program_text",
     "require_gpu",
     "run_bench",
     "run_command",
     "runner_range",
     "sample_configs",
+    "source_words",
     "verify_variant",
 ]
 

@@ -46,9 +46,36 @@ PRELUDE = """#ifndef INFINITY
 """
 
 
+# NVRTC's time grows faster than a source's length (minutes well before a megabyte): a source
+# with its local headers is held to this, far past any hand-written kernel file.
+MAX_SOURCE_BYTES = 256 * 1024
+
+
+def _read_source(path: Path, read: int) -> str:
+    """A source file's text: UTF-8, and within what is left of `MAX_SOURCE_BYTES` after
+    `read` bytes; a `ProjectError` of one line otherwise."""
+    try:
+        with path.open("rb") as stream:
+            raw = stream.read(MAX_SOURCE_BYTES - read + 1)
+    except OSError as error:
+        raise ProjectError(f"{path}: cannot be read ({error.strerror or error})") from None
+    if read + len(raw) > MAX_SOURCE_BYTES:
+        raise ProjectError(f"{path}: more than {MAX_SOURCE_BYTES // 1024} KiB of CUDA source "
+                           "with its local headers, more than ncuh compiles (NVRTC would take "
+                           "minutes): keep each variant's kernels in a smaller file")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ProjectError(f"{path}: not UTF-8 text (byte {error.start} is "
+                           f"{raw[error.start]:#04x}); CUDA sources are read as UTF-8") \
+            from None
+
+
 def source_text(folder: Path, source: str) -> str:
-    """The CUDA source with local headers inlined (so CuPy's cache key covers them)."""
-    main_text = (folder / source).read_text(encoding="utf-8")
+    """The CUDA source with local headers inlined (so CuPy's cache key covers them);
+    `ProjectError` for a source that is not UTF-8 or is too large."""
+    main_text = _read_source(folder / source, 0)
+    read = [len(main_text.encode())]
 
     def inline(match: re.Match[str]) -> str:
         header_path = inside_project(folder, match.group(1))
@@ -59,7 +86,8 @@ def source_text(folder: Path, source: str) -> str:
         if not header_path.is_file():
             return match.group(0)  # a system or toolkit header: NVRTC finds it
         # `#pragma once` makes no sense once inlined (NVRTC warns about it in a main file).
-        header = header_path.read_text(encoding="utf-8").replace("#pragma once\n", "")
+        header = _read_source(header_path, read[0]).replace("#pragma once\n", "")
+        read[0] += len(header.encode())
         # #line keeps -lineinfo (ncu's source view, the writeup's hot instructions) pointing
         # at the real file and line, not at CuPy's hashed temporary name.
         resume = main_text.count("\n", 0, match.end()) + 2

@@ -135,19 +135,34 @@ def checkout_root(package_file: str | None = None) -> Path | None:
     return root if checkout else None
 
 
+# The first words of every "no GPU" line: what the user sees, before why.
+NO_GPU = "no NVIDIA GPU visible"
+
+
+def no_cupy_reason() -> str:
+    """The no-GPU line where CuPy is missing."""
+    return (f"{NO_GPU} to ncuh: CuPy, through which it runs kernels, is not installed "
+            f"({cupy_install_hint()})")
+
+
 def gpu_unavailable_reason() -> str | None:
-    """Why no GPU work can run here (one line), or None when CuPy sees a CUDA device."""
+    """Why no GPU work can run here (one line, starting "no NVIDIA GPU visible"), or None
+    when CuPy sees a CUDA device."""
     cupy = _import_cupy()
     if cupy is None:
-        return f"CuPy is not installed ({cupy_install_hint()})"
+        return no_cupy_reason()
     try:
         count = cupy.cuda.runtime.getDeviceCount()
     except Exception as error:  # no driver, driver too old, no device node
         text = str(error).strip()
         detail = f"{type(error).__name__}: {text.splitlines()[0]}" if text else type(error).__name__
-        return f"no usable CUDA device ({detail})"
+        driver = ("; where there is a GPU, its driver is missing or older than CuPy's CUDA"
+                  if "driver" in text.lower() else "")
+        return f"{NO_GPU} (CUDA says {detail}){driver}"
     if count < 1:
-        return "no CUDA device is visible (check CUDA_VISIBLE_DEVICES)"
+        hidden = os.environ.get("CUDA_VISIBLE_DEVICES")
+        return (f"{NO_GPU} (CUDA_VISIBLE_DEVICES={hidden!r} hides every one)"
+                if hidden is not None else f"{NO_GPU} (CUDA sees no device)")
     return None
 
 
@@ -158,7 +173,7 @@ def require_gpu() -> Any:
     """
     reason = gpu_unavailable_reason()
     if reason is not None:
-        raise NoGpuError(f"no GPU: {reason}")
+        raise NoGpuError(reason)
     return _import_cupy()
 
 

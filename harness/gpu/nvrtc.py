@@ -11,11 +11,15 @@ from __future__ import annotations
 import ctypes
 import functools
 import re
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.errors import ProjectError
 from harness.gpu.backend import compile_options, program_text, variant_macros
 from harness.project import Project, Size, Variant
+from harness.util import usable_cores
 
 DEFAULT_ARCH = "sm_90"
 _ERROR = re.compile(r"^(?P<where>.*?\(\d+\)): (?:catastrophic )?error(?: #\S+)?: (?P<what>.*)$")
@@ -119,24 +123,19 @@ def hint(message: str, project: Project) -> str:
     return ""
 
 
-def compile_problems(project: Project, variant: Variant, nvrtc: Nvrtc, arch: str,
-                     size: Size | None = None) -> list[str]:
-    """Each distinct NVRTC error of `variant` at `size` (default: the profile size), one line
-    each with what to write instead (the variant is not named: one error of a shared source
-    is one line for all its variants); [] when it compiles."""
-    if not variant.source:
-        return []
-    size = size or project.profile_size
-    try:
-        defined = variant_macros(project, variant, size, dict(variant.params))
-    except Exception as error:  # the user's `defines` is broken
-        return [f"defines({size}, params) raised {type(error).__name__}: {error}"]
-    options = (*compile_options(defined, variant), f"--gpu-architecture={arch}",
-               *(f"-I{folder}" for folder in nvrtc.include_dirs))
-    ok, log = nvrtc.compile(program_text(project.folder, variant.source), variant.source,
-                            options)
-    if ok:
-        return []
+def _program(project: Project, variant: Variant, nvrtc: Nvrtc, arch: str,
+             size: Size) -> tuple[str, tuple[str, ...]]:
+    """(what NVRTC compiles, its options) for `variant` at `size`; the options leave out the
+    variant's own names where the source never asks for them (so that variants that differ
+    only in name compile once)."""
+    defined = variant_macros(project, variant, size, dict(variant.params))
+    text = program_text(project.folder, variant.source or "")
+    options = compile_options(defined, variant if "NCUH_" in text else None)
+    return text, (*options, f"--gpu-architecture={arch}",
+                  *(f"-I{folder}" for folder in nvrtc.include_dirs))
+
+
+def _log_problems(log: str, project: Project) -> list[str]:
     problems: list[str] = []
     for line in log.splitlines():
         match = _ERROR.match(line.strip())
@@ -148,3 +147,66 @@ def compile_problems(project: Project, variant: Variant, nvrtc: Nvrtc, arch: str
                 problems.append(problem)
     last = (log.strip().splitlines() or ["no log"])[-1]
     return problems or [f"NVRTC failed: {last}"]
+
+
+def compile_problems(project: Project, variant: Variant, nvrtc: Nvrtc, arch: str,
+                     size: Size | None = None) -> list[str]:
+    """Each distinct NVRTC error of `variant` at `size` (default: the profile size), one line
+    each with what to write instead (the variant is not named: one error of a shared source
+    is one line for all its variants); [] when it compiles."""
+    return compile_variants(project, [variant], nvrtc, arch, size).problems[variant.name]
+
+
+# Distinct compiles one check makes at most: each takes NVRTC a few tenths of a second, so a
+# chain of this many takes about a minute on two cores.
+MAX_COMPILES = 128
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """What `compile_variants` found: each variant's problems ([] when it compiled), and the
+    variants it left uncompiled past `MAX_COMPILES`."""
+
+    problems: dict[str, list[str]]
+    skipped: tuple[str, ...]
+    limit: int = MAX_COMPILES  # the most distinct programs compiled
+
+
+def compile_variants(project: Project, variants: Sequence[Variant], nvrtc: Nvrtc, arch: str,
+                     size: Size | None = None) -> Compiled:
+    """Compile every NVRTC variant of `variants` at `size` (default: the profile size): each
+    distinct program once, at most `MAX_COMPILES` of them, on every usable core."""
+    size = size or project.profile_size
+    limit = MAX_COMPILES
+    problems: dict[str, list[str]] = {}
+    programs: dict[tuple[str, tuple[str, ...]], list[str]] = {}  # program -> its variants
+    skipped = []
+    for variant in variants:
+        if not variant.source:
+            problems[variant.name] = []
+            continue
+        try:
+            key = _program(project, variant, nvrtc, arch, size)
+        except ProjectError as error:  # a source that cannot be read
+            problems[variant.name] = [str(error)]
+            continue
+        except Exception as error:  # the user's `defines` is broken
+            problems[variant.name] = [f"defines({size}, params) raised "
+                                      f"{type(error).__name__}: {error}"]
+            continue
+        if key not in programs and len(programs) >= limit:
+            skipped.append(variant.name)
+            continue
+        programs.setdefault(key, []).append(variant.name)
+
+    def compiled(key: tuple[str, tuple[str, ...]]) -> list[str]:
+        text, options = key
+        source = project.variant(programs[key][0]).source or ""  # what errors are blamed on
+        ok, log = nvrtc.compile(text, source, options)
+        return [] if ok else _log_problems(log, project)
+
+    # NVRTC is thread-safe across programs, and ctypes lets go of the GIL while it compiles.
+    with ThreadPoolExecutor(max_workers=min(len(programs), usable_cores()) or 1) as pool:
+        for key, found in zip(programs, pool.map(compiled, programs), strict=True):
+            problems.update(dict.fromkeys(programs[key], found))
+    return Compiled(problems, tuple(skipped), limit)

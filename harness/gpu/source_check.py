@@ -9,6 +9,7 @@ a default itself (`#define NAME`) needs no variant to define it.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -24,13 +25,77 @@ _DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)", re.MULTILINE)
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")
 
 
+# A scalar parameter's C type -> (kind, bytes) as NumPy says them: what a launch must pass.
+_SCALARS: dict[str, tuple[str, int]] = {
+    **dict.fromkeys(("int", "signed", "signed int", "int32_t"), ("i", 4)),
+    **dict.fromkeys(("unsigned", "unsigned int", "uint32_t"), ("u", 4)),
+    **dict.fromkeys(("long", "long int", "signed long", "long long", "long long int",
+                     "signed long long", "int64_t", "ptrdiff_t", "intptr_t", "ssize_t"),
+                    ("i", 8)),
+    **dict.fromkeys(("unsigned long", "unsigned long int", "unsigned long long",
+                     "unsigned long long int", "uint64_t", "size_t", "uintptr_t"), ("u", 8)),
+    **dict.fromkeys(("short", "short int", "signed short", "int16_t"), ("i", 2)),
+    **dict.fromkeys(("unsigned short", "unsigned short int", "uint16_t"), ("u", 2)),
+    **dict.fromkeys(("char", "signed char", "int8_t"), ("i", 1)),
+    **dict.fromkeys(("unsigned char", "uint8_t"), ("u", 1)),
+    "bool": ("b", 1), "float": ("f", 4), "double": ("f", 8),
+    **dict.fromkeys(("__half", "half"), ("f", 2)),
+}
+_QUALIFIERS = {"const", "volatile", "__restrict__", "restrict", "__grid_constant__",
+               "struct"}
+
+
+@dataclass(frozen=True)
+class Parameter:
+    """One parameter of a kernel, as its signature writes it."""
+
+    text: str  # "const float *__restrict__ x"
+    pointer: bool
+    const: bool  # a pointer to const: what it points to is only read
+    scalar: tuple[str, int] | None  # a known scalar type: (NumPy kind, bytes)
+
+
 @dataclass(frozen=True)
 class Kernel:
-    """One `__global__` function of a source: its name, linkage and text."""
+    """One `__global__` function of a source: its name, linkage, parameters and text."""
 
     name: str
     extern_c: bool
     text: str  # from `__global__` to the end of its body
+    parameters: tuple[Parameter, ...] | None = None  # None where they could not be read
+
+
+def _parameter(text: str) -> Parameter:
+    text = " ".join(text.split("=", 1)[0].split())
+    pointer = "*" in text or text.endswith("]") or "&" in text
+    const = pointer and "const" in _WORD.findall(text.split("*", 1)[0])
+    words = [word for word in _WORD.findall(text) if word not in _QUALIFIERS]
+    scalar = None
+    if not pointer:
+        scalar = _SCALARS.get(" ".join(words)) or _SCALARS.get(" ".join(words[:-1]))
+    return Parameter(text, pointer, const, scalar)
+
+
+def _parameters(code: str, opening: int) -> tuple[Parameter, ...] | None:
+    """The parameters of the list that opens at `code[opening]` ("("); None where the list
+    has templates or macros in it that this reading cannot follow."""
+    depth, start, parts = 0, opening + 1, []
+    for index in range(opening, len(code)):
+        char = code[index]
+        if char in "(<[":
+            depth += 1
+        elif char in ")>]":
+            depth -= 1
+            if depth == 0:
+                parts.append(code[start:index])
+                break
+        elif char == "," and depth == 1:
+            parts.append(code[start:index])
+            start = index + 1
+    else:
+        return None
+    parts = [part for part in parts if part.strip() and part.strip() != "void"]
+    return tuple(_parameter(part) for part in parts)
 
 
 def _code(text: str) -> str:
@@ -48,8 +113,15 @@ def _block_end(code: str, opening: int) -> int:
     return len(code) - 1
 
 
+def source_words(text: str) -> set[str]:
+    """Every identifier of a source outside its comments (a macro it uses is one)."""
+    return set(_WORD.findall(_code(text)))
+
+
+@functools.lru_cache(maxsize=16)  # each variant of a source asks again
 def kernels(text: str) -> dict[str, Kernel]:
-    """Every `__global__` function defined (with a body) in `text`, by name."""
+    """Every `__global__` function defined (with a body) in `text`, by name (the dict is
+    shared: do not change it)."""
     code = _code(text)
     blocks = [(m.end() - 1, _block_end(code, m.end() - 1))
               for m in _EXTERN_C_BLOCK.finditer(code)]
@@ -65,7 +137,8 @@ def kernels(text: str) -> dict[str, Kernel]:
         extern_c = (bool(re.search(r'extern\s+"C"\s*(?:__\w+__\s*)*$', before))
                     or any(first < start < last for first, last in blocks))
         found[match.group("name")] = Kernel(match.group("name"), extern_c,
-                                            code[start:end + 1])
+                                            code[start:end + 1],
+                                            _parameters(code, match.end() - 1))
     return found
 
 

@@ -133,7 +133,7 @@ def autotune(project: Project, variant: Variant, size: Size, *, repeats: int = 1
     best = min(timed, key=lambda c: c.median_ms) if timed else None  # type: ignore[arg-type]
     result = TuneResult(variant.name, gpu, size, best, candidates)
     if best is not None and save:
-        cache = cache if cache is not None else TuneCache(cache_path(project))
+        cache = cache if cache is not None else TuneCache(cache_path(project), kept=True)
         cache.put({
             "variant": variant.name,
             "gpu": gpu,

@@ -15,6 +15,7 @@ import hashlib
 import inspect
 import json
 import math
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,10 +25,11 @@ from harness.errors import NcuhError
 from harness.gpu.backend import source_text
 from harness.project import Project, Size, Variant
 from harness.util import CACHE_ENV as CACHE_ENV
-from harness.util import atomic_write_text, cache_dir, load_json
+from harness.util import atomic_write_text, cache_dir, load_json, read_owned
 
 TUNING_SCHEMA = "ncuh.tuning/1"
 TUNING_FILE = "tuning.json"
+MAX_TUNING_BYTES = 64 * 1024 * 1024
 
 
 def cache_path(project: Project) -> Path:
@@ -58,14 +60,22 @@ def source_fingerprint(project: Project, variant: Variant) -> str:
 class TuneCache:
     """One tuning file: entries keyed by (gpu, variant, size)."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, kept: bool = False) -> None:
         self.path = Path(path)
+        self.kept = kept  # the user cache's file, read only where it is the user's alone
         self.entries: list[dict[str, Any]] = []
         self._load()
 
     def _load(self) -> None:
         try:
-            data = load_json(self.path.read_text(encoding="utf-8"), str(self.path))
+            if self.kept:
+                owned = read_owned(self.path, MAX_TUNING_BYTES)
+                if owned is None:  # missing, or another user's, or writable by others
+                    return
+                text = owned.decode("utf-8")
+            else:
+                text = self.path.read_text(encoding="utf-8")
+            data = load_json(text, str(self.path))
         except (OSError, ValueError, NcuhError):
             # Missing, unreadable or nested too deeply: start empty; a cache is never worth
             # failing a run for.
@@ -99,7 +109,10 @@ class TuneCache:
         ordered = sorted(self.entries, key=lambda e: (str(e.get("gpu")), str(e.get("variant")),
                                                       _size_key(e.get("size")) or []))
         data = {"schema": TUNING_SCHEMA, "project": project, "entries": ordered}
-        return atomic_write_text(self.path, json.dumps(data, indent=2) + "\n")
+        written = atomic_write_text(self.path, json.dumps(data, indent=2) + "\n")
+        if self.kept:
+            os.chmod(written, 0o644)  # whatever the umask: a kept file others may write is not read
+        return written
 
 
 _SIZE = re.compile(r"[1-9][0-9]{0,17}(?:x[1-9][0-9]{0,17})*")
@@ -155,7 +168,7 @@ def resolve_params(project: Project, variant: Variant, size: Size, gpu: str | No
     defaults = dict(variant.params)
     if not variant.tunable or gpu is None:
         return Resolved(defaults, "defaults")
-    user = user if user is not None else TuneCache(cache_path(project))
+    user = user if user is not None else TuneCache(cache_path(project), kept=True)
     shipped = shipped if shipped is not None else TuneCache(shipped_path(project))
     note = ""
     if not any(cache.for_gpu(gpu, variant.name) for cache in (shipped, user)):

@@ -18,16 +18,15 @@ from harness import lazy_face
 
 if TYPE_CHECKING:
     from harness.history.changes import Step, series_steps
-    from harness.history.gate import check_runs
+    from harness.history.gate import check_runs, unjudged
     from harness.history.ingest import add_runs
-    from harness.history.record import KernelRecord, RunRecord, read_run
+    from harness.history.record import KernelRecord, RunRecord, StoredRun, read_run
     from harness.history.series import Series, SeriesKey, build_series
     from harness.history.steps import Point, StepFound, find_steps
     from harness.history.store import (
         AddOutcome,
         HistoryError,
         Store,
-        StoredRun,
         open_store,
         store_target,
     )
@@ -38,6 +37,7 @@ _HOMES: dict[str, str] = {
     "Step": "harness.history.changes",
     "series_steps": "harness.history.changes",
     "check_runs": "harness.history.gate",
+    "unjudged": "harness.history.gate",
     "add_runs": "harness.history.ingest",
     "KernelRecord": "harness.history.record",
     "RunRecord": "harness.history.record",
@@ -51,7 +51,7 @@ _HOMES: dict[str, str] = {
     "AddOutcome": "harness.history.store",
     "HistoryError": "harness.history.store",
     "Store": "harness.history.store",
-    "StoredRun": "harness.history.store",
+    "StoredRun": "harness.history.record",
     "open_store": "harness.history.store",
     "store_target": "harness.history.store",
     "Trends": "harness.history.trends",
@@ -81,6 +81,7 @@ __all__ = [
     "read_run",
     "series_steps",
     "store_target",
+    "unjudged",
     "write_trends",
 ]
 

@@ -12,10 +12,10 @@ from harness.diff import (
     judge_kernel,
     kernel_verdict,
 )
-from harness.history.record import KernelRecord
+from harness.history.record import KernelRecord, StoredRun
 from harness.history.series import Series
 from harness.history.steps import CONTEXT_RUNS, Point, StepFound, find_steps, pooled
-from harness.history.store import HistoryError, StoredRun
+from harness.history.store import HistoryError
 
 
 @dataclass(frozen=True)

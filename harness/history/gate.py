@@ -21,9 +21,10 @@ from harness.diff import (
     Thresholds,
 )
 from harness.history.changes import STEP_PCT, kernel_diff, step_thresholds, time_rule
+from harness.history.record import StoredRun
 from harness.history.series import Series, build_series, series_key
 from harness.history.steps import CONTEXT_RUNS, Point, find_steps
-from harness.history.store import HistoryError, StoredRun
+from harness.history.store import HistoryError
 
 
 def check_runs(runs: list[StoredRun], thresholds: Thresholds, since: str | None = None,
@@ -73,6 +74,19 @@ def check_runs(runs: list[StoredRun], thresholds: Thresholds, since: str | None 
                     kernels=tuple(k.current for k in compared))
     return DiffResult(base_side, cur_side, tuple(compared), tuple(added), removed, (),
                       thresholds, broken)
+
+
+def unjudged(runs: list[StoredRun], thresholds: Thresholds) -> DiffResult:
+    """The newest run when there is nothing to judge it by (`check_runs` gave None), as diff
+    shows kernels of one side only: every one of its kernels added, nothing compared (exit
+    0). JSON and JUnit readers then get a document of their own format."""
+    newest = runs[-1]
+    base_side = Side(path=Path(f"history (no earlier run on {newest.gpu or 'this GPU'})"),
+                     kind="run", environment=_environment(newest), kernels=())
+    kernels = tuple(k.kernel_data() for k in newest.kernels if k.time_ms is not None)
+    cur_side = Side(path=Path(newest.short_commit), kind="run",
+                    environment=_environment(newest), kernels=kernels)
+    return DiffResult(base_side, cur_side, (), kernels, (), (), thresholds)
 
 
 def _settled(history: Series, threshold_pct: float, direction: Direction,

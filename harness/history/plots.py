@@ -6,13 +6,15 @@ a thousand-run history of twelve kernels plots in seconds.
 
 from __future__ import annotations
 
+import contextlib
 import io
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from harness.diff import STALL_PREFIX, STALL_SUFFIX
+from harness.errors import printable
 from harness.history.series import Series
 
 if TYPE_CHECKING:
@@ -41,6 +43,21 @@ def _figure(width: float, height: float) -> Figure:
     return Figure(figsize=(width, height), dpi=DPI)
 
 
+@contextlib.contextmanager
+def _literal_text() -> Iterator[None]:
+    """Every text drawn inside is literal: a name or commit holding `$...$` is data, never
+    mathtext for matplotlib to parse."""
+    import matplotlib
+
+    with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+        yield
+
+
+def _shown(text: str) -> str:
+    """Data as plot text: control and bidi characters written as escapes."""
+    return printable(text)
+
+
 def _png(figure: Figure) -> bytes:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
@@ -54,7 +71,8 @@ def _commit_ticks(axes: Axes, commits: Sequence[str]) -> None:
     every = max(1, int(np.ceil(n / MAX_TICKS)))
     ticks = list(range(0, n, every))
     axes.set_xticks(ticks)
-    axes.set_xticklabels([commits[i][:7] for i in ticks], rotation=30, fontsize=6, ha="right")
+    axes.set_xticklabels([_shown(commits[i][:7]) for i in ticks], rotation=30, fontsize=6,
+                         ha="right")
 
 
 def summed(series: Series, metrics: Sequence[str], scale: float) -> list[float | None]:
@@ -84,17 +102,22 @@ def stall_name(metric: str) -> str:
 def series_figure(series: Series, step_indices: Sequence[int],
                   metric: str | None = None) -> bytes:
     """Time with its bench interval, then the key counters (or one chosen metric)."""
+    with _literal_text():
+        return _series_figure(series, step_indices, metric)
+
+
+def _series_figure(series: Series, step_indices: Sequence[int], metric: str | None) -> bytes:
     commits = [r.commit for r in series.runs]
     x = np.arange(len(series))
     panels: list[tuple[str, list[tuple[str, list[float | None]]]]] = []
     if metric is not None:
-        panels.append((metric, [(metric, series.values(metric))]))
+        panels.append((_shown(metric), [(_shown(metric), series.values(metric))]))
     else:
         for title, names, scale in COUNTER_PANELS:
             panels.append((title, [(title, summed(series, names, scale))]))
         stalls = top_stalls(series)
         panels.append(("top stalls (cycles per instruction)",
-                       [(stall_name(s), series.values(s)) for s in stalls]))
+                       [(_shown(stall_name(s)), series.values(s)) for s in stalls]))
     columns = 3
     rows = 1 + int(np.ceil(len(panels) / columns))
     # a fixed layout: matplotlib's constrained layout measures every label again, a third of
@@ -134,13 +157,18 @@ def _time_panel(axes: Axes, series: Series, x: np.ndarray, steps: Sequence[int])
     for index in steps:
         axes.axvline(index - 0.5, color="#d65f5f", linestyle="--", linewidth=1.0)
     axes.set_ylabel("ms", fontsize=8)
-    axes.set_title(f"{series.key.label}: time per run", fontsize=9)
+    axes.set_title(_shown(f"{series.key.label}: time per run"), fontsize=9)
     axes.legend(fontsize=7, loc="best")
 
 
 def gpu_figure(group: Sequence[Series], order: dict[int, int]) -> bytes:
     """One kernel on several GPU models side by side: each one's best time / its time (1 is
     that GPU's best), on the common order in which runs were added."""
+    with _literal_text():
+        return _gpu_figure(group, order)
+
+
+def _gpu_figure(group: Sequence[Series], order: dict[int, int]) -> bytes:
     figure = _figure(10.0, 2.6)
     figure.subplots_adjust(left=0.07, right=0.98, top=0.88, bottom=0.18)
     axes = figure.add_subplot()
@@ -149,11 +177,11 @@ def gpu_figure(group: Sequence[Series], order: dict[int, int]) -> bytes:
         best = np.nanmin(times)
         xs = [order[r.id] for r in series.runs]
         axes.plot(xs, best / times, color=color, linewidth=1.0, marker=".",
-                  label=f"{series.key.gpu} (best {best:.4g} ms)")
+                  label=_shown(f"{series.key.gpu} (best {best:.4g} ms)"))
     axes.set_ylim(0, 1.05)
     axes.set_ylabel("fraction of its best", fontsize=8)
     axes.set_xlabel("run (order added)", fontsize=8)
-    axes.set_title(f"{group[0].key.kernel_label}: each GPU model against its own best",
+    axes.set_title(_shown(f"{group[0].key.kernel_label}: each GPU model against its own best"),
                    fontsize=9)
     axes.legend(fontsize=7, loc="lower left")
     axes.tick_params(labelsize=6)

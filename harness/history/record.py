@@ -3,13 +3,14 @@
 A run directory is read the way `ncuh diff` reads one (`load_side`), then cut down to the
 metrics that trends, change points and diff's explanation use, so a stored run is a few
 kilobytes rather than its reports. `KernelRecord.kernel_data()` gives the kernel back in the
-form diff judges and explains.
+form diff judges and explains; a `StoredRun` is a run as the store gives it back.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,16 +99,6 @@ class KernelRecord:
                 "rules": list(self.rules), "samples_ms": list(self.samples_ms)}
         return zlib.compress(json.dumps(data, separators=(",", ":")).encode(), 6)
 
-    @classmethod
-    def from_row(cls, name: str, size: str | None, ordinal: int, function: str | None,
-                 device: str | None, payload: bytes) -> KernelRecord:
-        data = json.loads(zlib.decompress(payload))
-        return cls(name=name, size=parse_size(size), ordinal=ordinal, function=function,
-                   device=device, compute_capability=data.get("cc"),
-                   metrics={k: float(v) for k, v in data["metrics"].items()},
-                   units=dict(data["units"]), rules=tuple(data["rules"]),
-                   samples_ms=tuple(float(x) for x in data["samples_ms"]))
-
     def kernel_data(self, samples_ms: tuple[float, ...] | None = None,
                     source: str = "history") -> KernelData:
         """The kernel as diff reads one (optionally with other samples, e.g. pooled)."""
@@ -142,24 +133,31 @@ class RunRecord:
         return json.dumps([f.to_json() for f in self.failed], separators=(",", ":"))
 
 
-def parse_failed(text: str) -> tuple[FailedEntry, ...]:
-    """The failed entries of a stored run (as `RunRecord.failed_json` wrote them)."""
-    return tuple(FailedEntry(item["label"], KernelKey(item["key"]["name"],
-                                                      parse_size_list(item["key"]["size"]),
-                                                      item["key"]["ordinal"]), item["error"])
-                 for item in json.loads(text))
+@dataclass(frozen=True)
+class StoredRun:
+    """A run as the store holds it, with its kernels (in the order they were recorded)."""
 
+    id: int
+    commit: str
+    branch: str | None
+    tag: str | None
+    project: str | None
+    gpu: str | None
+    compute_capability: str | None
+    ncu_version: str | None
+    started_at: str | None
+    added_at: str
+    source: str
+    kernels: tuple[KernelRecord, ...]
+    failed: tuple[FailedEntry, ...] = ()
 
-def parse_size_list(size: list[int] | None) -> Size | None:
-    return tuple(size) if size else None
+    @property
+    def short_commit(self) -> str:
+        return self.commit[:10]
 
 
 def size_text(size: Size | None) -> str | None:
     return "x".join(str(n) for n in size) if size else None
-
-
-def parse_size(text: str | None) -> Size | None:
-    return tuple(int(n) for n in text.split("x")) if text else None
 
 
 def read_run(path: Path | str) -> RunRecord:
@@ -184,14 +182,24 @@ def read_run(path: Path | str) -> RunRecord:
     project = manifest.get("project")
     return RunRecord(
         source=path.resolve(), fingerprint=digest.hexdigest(), manifest=manifest,
-        project=project.get("name") if isinstance(project, dict) else None,
-        gpu=side.environment.gpu, compute_capability=side.environment.compute_capability,
-        ncu_version=side.environment.ncu_version, started_at=manifest.get("started_at"),
-        git_commit=manifest.get("git_commit"), kernels=kernels, failed=side.failed)
+        project=_text(project.get("name")) if isinstance(project, dict) else None,
+        gpu=_text(side.environment.gpu),
+        compute_capability=_text(side.environment.compute_capability),
+        ncu_version=_text(side.environment.ncu_version),
+        started_at=_text(manifest.get("started_at")),
+        git_commit=_text(manifest.get("git_commit")), kernels=kernels, failed=side.failed)
+
+
+def _text(value: object) -> str | None:
+    """A manifest's value as the text a store keeps (a GPU name written as a number is
+    that number's text)."""
+    return None if value is None else str(value)
 
 
 def _kernel_record(kernel: KernelData, keep: frozenset[str]) -> KernelRecord:
-    metrics = {n: v for n, v in kernel.metrics.items() if kept_metric(n, keep)}
+    # a value that is no finite number (ncu's NaN) is not collected: JSON has no NaN
+    metrics = {n: v for n, v in kernel.metrics.items()
+               if kept_metric(n, keep) and math.isfinite(v)}
     rules = tuple({"name": r.name, "title": r.title, "type": r.type,
                    "speedup_pct": r.speedup_pct}
                   for r in kernel.rules if r.type in ADVICE_TYPES)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from harness.history.record import KernelRecord, Size, size_text
+from harness.history.record import KernelRecord, Size, StoredRun, size_text
 from harness.history.steps import Point
-from harness.history.store import StoredRun
+from harness.history.store import HistoryError
+from harness.util import compiled_kernel_regex
 
 
 @dataclass(frozen=True, order=True)
@@ -61,11 +62,12 @@ def build_series(runs: list[StoredRun], kernel: str | None = None) -> list[Serie
     """Every series of these runs, sorted by kernel then GPU; `kernel`, a regular expression
     (ncu's `-k` as `kernel_pattern` turns it), keeps the kernels whose variant or function
     name it matches."""
+    pattern = None if kernel is None else compiled_kernel_regex(kernel, HistoryError)
     grouped: dict[SeriesKey, tuple[list[StoredRun], list[KernelRecord]]] = {}
     for run in runs:
         for record in run.kernels:
-            if kernel is not None and not (re.search(kernel, record.name) or (
-                    record.function and re.search(kernel, record.function))):
+            if pattern is not None and not (pattern.search(record.name) or (
+                    record.function and pattern.search(record.function))):
                 continue
             if record.time_ms is None:
                 continue  # nothing to plot or judge: a kernel without duration or samples

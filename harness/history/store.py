@@ -2,9 +2,12 @@
 
 `open_store` finds the store (`--store`, else `NCUH_HISTORY`, else `.ncuh/history.sqlite`
 under the project), checks its schema version and turns every database failure into one
-line (`HistoryError`, exit 2). Each `add` is one transaction: it lands whole or not at all.
+line (`HistoryError`, exit 2). Opening writes nothing: a database that holds anything but
+ncuh's tables is refused as it is (its journal mode too), and a new store is made by its first
+`add`, in that add's transaction. Each `add` is one transaction: it lands whole or not at all.
 SQLite runs in WAL mode with a busy timeout and takes its write lock when a transaction
-begins, so concurrent writers wait their turn instead of failing.
+begins, so concurrent writers wait their turn instead of failing. Every value read back is
+checked (`harness.history.rows`): damage is one line naming the store, the run and the field.
 """
 
 from __future__ import annotations
@@ -14,19 +17,29 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from sqlalchemy import Connection, Engine, create_engine, event, func, inspect, select, text
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, NoSuchModuleError
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Integer,
+    create_engine,
+    event,
+    func,
+    inspect,
+    select,
+    text,
+)
+from sqlalchemy.engine import URL
+from sqlalchemy.exc import DBAPIError, IntegrityError, NoSuchModuleError
 
-from harness.diff import FailedEntry
 from harness.errors import NcuhError
-from harness.history import tables
-from harness.history.record import KernelRecord, RunRecord, parse_failed, size_text
+from harness.history import rows, tables
+from harness.history.record import KernelRecord, RunRecord, StoredRun, size_text
+from harness.history.store_url import hidden, masked, parsed
 
 DEFAULT_STORE = Path(".ncuh") / "history.sqlite"
 ENV_VARIABLE = "NCUH_HISTORY"
@@ -38,29 +51,6 @@ MIGRATIONS: dict[int, Callable[[Connection], None]] = {}
 
 class HistoryError(NcuhError):
     """The history store is missing, corrupt, unreachable, of another version or project."""
-
-
-@dataclass(frozen=True)
-class StoredRun:
-    """A run as the store holds it, with its kernels (in the order they were recorded)."""
-
-    id: int
-    commit: str
-    branch: str | None
-    tag: str | None
-    project: str | None
-    gpu: str | None
-    compute_capability: str | None
-    ncu_version: str | None
-    started_at: str | None
-    added_at: str
-    source: str
-    kernels: tuple[KernelRecord, ...]
-    failed: tuple[FailedEntry, ...] = ()
-
-    @property
-    def short_commit(self) -> str:
-        return self.commit[:10]
 
 
 @dataclass(frozen=True)
@@ -81,21 +71,22 @@ def store_target(store: str | Path | None, project_dir: Path) -> str:
     return f"sqlite:///{Path(spec).expanduser().absolute()}"
 
 
-def describe(url: str) -> str:
-    """The store's name for messages: a path, or a URL without its password."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() == "sqlite":
-        return parsed.database or url
-    return parsed.render_as_string(hide_password=True)
+def describe(url: str, parsed_url: URL | None = None) -> str:
+    """The store's name for messages: a path, or the URL with its passwords masked."""
+    if parsed_url is not None and parsed_url.get_backend_name() == "sqlite":
+        return parsed_url.database or masked(url)
+    return masked(url)
 
 
 class Store:
-    """An open history store."""
+    """An open history store; one still to be made (`ready` False) is made by its first add."""
 
-    def __init__(self, engine: Engine, url: str) -> None:
+    def __init__(self, engine: Engine, url: str, name: str, ready: bool = True) -> None:
         self.engine = engine
         self.url = url
-        self.name = describe(url)
+        self.name = name
+        self.ready = ready
+        self._journal_set = False
 
     @property
     def file(self) -> Path | None:
@@ -106,44 +97,82 @@ class Store:
     # --- reading -----------------------------------------------------------------------------
 
     def runs(self, branch: str | None = None, kernel: str | None = None) -> list[StoredRun]:
-        """Every run in the order it was added, with its kernels (only `kernel`'s, if given)."""
+        """Every run in the order it was added, with its kernels (only `kernel`'s, if given).
+        Each value is checked as it is read: `HistoryError` names the damaged one."""
+        if not self._made():
+            return []
         with self._transaction() as conn:
-            query = select(tables.runs).order_by(tables.runs.c.id)
+            if not self._holds_history(conn):
+                return []
+            query = select(*_bounded(tables.runs, "manifest", "fingerprint")).order_by(
+                tables.runs.c.id)
             if branch is not None:
                 query = query.where(tables.runs.c.branch == branch)
-            rows = conn.execute(query).mappings().all()
-            kq = select(tables.kernels).order_by(tables.kernels.c.id)
+            run_rows = conn.execute(query).mappings().all()
+            kq = select(*_bounded(tables.kernels)).order_by(tables.kernels.c.id)
             if kernel is not None:
                 kq = kq.where(tables.kernels.c.name == kernel)
-            by_run: dict[int, list[KernelRecord]] = {}
-            for k in conn.execute(kq).mappings():
-                by_run.setdefault(k["run_id"], []).append(KernelRecord.from_row(
-                    k["name"], k["size"], k["ordinal"], k["function"], k["device"],
-                    k["payload"]))
-        return [StoredRun(id=r["id"], commit=r["commit_sha"], branch=r["branch"], tag=r["tag"],
-                          project=r["project"], gpu=r["gpu"],
-                          compute_capability=r["compute_capability"],
-                          ncu_version=r["ncu_version"], started_at=r["started_at"],
-                          added_at=r["added_at"], source=r["source"],
-                          kernels=tuple(by_run.get(r["id"], ())),
-                          failed=parse_failed(r["failed"]))
-                for r in rows]
+            kernel_rows = conn.execute(kq).mappings().all()
+        checked: dict[int, StoredRun] = {
+            row["id"]: self._checked(rows.run, row, f"run {row['id']}") for row in run_rows}
+        by_run: dict[int, list[KernelRecord]] = {}
+        for row in kernel_rows:
+            run = checked.get(row["run_id"])
+            if run is not None:  # a kernel of a run not read (another branch's)
+                by_run.setdefault(run.id, []).append(self._checked(
+                    rows.kernel, row, f"run {run.id} at {run.short_commit}, kernel row "
+                                      f"{row['id']}"))
+        return [replace(r, kernels=tuple(by_run.get(r.id, ()))) for r in checked.values()]
+
+    def _checked(self, check: Callable[[Any], Any], row: Any, where: str) -> Any:
+        try:
+            return check(row)
+        except rows.Damage as damage:
+            raise HistoryError(f"history store {self.name} is damaged: {where}: "
+                               f"{damage}") from None
 
     def count(self) -> int:
+        if not self._made():
+            return 0
         with self._transaction() as conn:
+            if not self._holds_history(conn):
+                return 0
             return int(conn.execute(select(func.count()).select_from(tables.runs)).scalar_one())
 
     def project(self) -> str | None:
+        if not self._made():
+            return None
         with self._transaction() as conn:
-            return _project(conn)
+            if not self._holds_history(conn):
+                return None
+            return _project(conn, self.name)
+
+    def _made(self) -> bool:
+        """False for an SQLite store whose file its first add has still to make: reading it
+        must not make it."""
+        return self.ready or self.file is None or self.file.exists()
+
+    def _holds_history(self, conn: Connection) -> bool:
+        """Whether ncuh's tables of this version are there: a store made (or upgraded) since it
+        was opened holds them now."""
+        if not self.ready:
+            self.ready = _schema_state(conn, self.name) == "ours"
+        return self.ready
 
     # --- writing -----------------------------------------------------------------------------
 
     def add(self, record: RunRecord, commit: str, branch: str | None = None,
             tag: str | None = None) -> AddOutcome:
-        """Record one run at one commit; the same run at the same commit is left as it is."""
+        """Record one run at one commit; the same run at the same commit is left as it is.
+        A store still to be made is made here, in the same transaction."""
+        problem = rows.oversized(record, commit, branch, tag)
+        if problem is not None:
+            raise HistoryError(problem)
+        self._journal()
         try:
             with self._transaction(write=True) as conn:
+                _prepare_schema(conn, self.name)
+                self.ready = True
                 existing = _existing(conn, record.fingerprint, commit)
                 if existing is not None:
                     return AddOutcome("present", existing, record, commit)
@@ -157,11 +186,12 @@ class Store:
                     source=str(record.source), manifest=record.manifest_blob(),
                     failed=record.failed_json(),
                 )).inserted_primary_key[0]
-                rows = [{"run_id": run_id, "name": k.name, "size": size_text(k.size),
-                         "ordinal": k.ordinal, "function": k.function, "device": k.device,
-                         "payload": k.payload()} for k in record.kernels]
-                if rows:
-                    conn.execute(tables.kernels.insert(), rows)
+                kernel_rows = [{"run_id": run_id, "name": k.name, "size": size_text(k.size),
+                                "ordinal": k.ordinal, "function": k.function,
+                                "device": k.device, "payload": k.payload()}
+                               for k in record.kernels]
+                if kernel_rows:
+                    conn.execute(tables.kernels.insert(), kernel_rows)
                 return AddOutcome("added", int(run_id), record, commit)
         except IntegrityError:
             # another writer recorded the same run at the same commit first
@@ -184,7 +214,32 @@ class Store:
         except IntegrityError:
             raise
         except DBAPIError as error:
-            raise HistoryError(f"history store {self.name}: {_reason(error)}") from None
+            raise HistoryError(f"history store {self.name}: "
+                               f"{hidden(_reason(error), self.url)}") from None
+
+    def _journal(self) -> None:
+        """Before the first write to an SQLite store: WAL mode, which readers never wait in.
+        Only a store of ncuh's or an empty database is switched; another's is left as it is
+        (the write that follows refuses it)."""
+        if self._journal_set or self.engine.dialect.name != "sqlite":
+            return
+        file = self.file
+        if file is not None:
+            file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with self.engine.connect() as conn:
+                raw = conn.connection.dbapi_connection
+                assert raw is not None
+                names = {row[0] for row in raw.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table'")}
+                if not names or tables.schema_version.name in names:
+                    _while_locked(lambda: raw.execute("PRAGMA journal_mode=WAL"))
+        except (sqlite3.Error, DBAPIError) as error:
+            reason = error.orig if isinstance(error, DBAPIError) else error
+            raise HistoryError(f"history store {self.name}: {reason}") from None
+        except OSError as error:
+            raise HistoryError(f"history store {self.name}: {error.strerror}") from None
+        self._journal_set = True
 
     def close(self) -> None:
         self.engine.dispose()
@@ -192,37 +247,52 @@ class Store:
 
 def open_store(store: str | Path | None = None, project_dir: Path | None = None,
                create: bool = False) -> Store:
-    """Open (and with `create`, make) the store; `HistoryError` when it cannot be used."""
+    """Open the store; `HistoryError` when it cannot be used. Nothing is written here: with
+    `create`, a store that is not there yet (a missing file, an empty database) is made by
+    its first `add`."""
     url = store_target(store, project_dir or Path.cwd())
-    name = describe(url)
     try:
-        parsed = make_url(url)
-    except ArgumentError:
-        raise HistoryError(f"history store {url!r}: not a database URL") from None
-    backend = parsed.get_backend_name()
+        parsed_url = parsed(url)
+    except ValueError as error:
+        raise HistoryError(f"history store {masked(url)}: {error}") from None
+    name = describe(url, parsed_url)
+    backend = parsed_url.get_backend_name()
     if backend not in ("sqlite", "postgresql"):
         raise HistoryError(f"history store {name}: {backend} is not supported "
                            "(an SQLite file or postgresql://)")
+    missing = False
     if backend == "sqlite":
-        path = Path(parsed.database or "")
-        if not path.exists() and not create:
+        path = Path(parsed_url.database or "")
+        missing = not path.exists()
+        if missing and not create:
             raise HistoryError(f"no history store at {path} (`ncuh history add` creates one)")
-        if path.exists() and not path.is_file():
+        if not missing and not path.is_file():
             raise HistoryError(f"history store {path}: not a file")
-        if create:
-            path.parent.mkdir(parents=True, exist_ok=True)
     try:
         engine = _engine(url, backend)
     except (NoSuchModuleError, ImportError) as error:
         raise HistoryError(f"history store {name}: no database driver ({error}); "
                            "pip install 'ncuh[postgresql]'") from None
-    opened = Store(engine, url)
+    except (ValueError, TypeError) as error:  # an option the driver does not take
+        raise HistoryError(f"history store {name}: {hidden(str(error), url)}") from None
+    opened = Store(engine, url, name, ready=False)
+    if missing:
+        return opened
     try:
-        with opened._transaction(write=create) as conn:
-            _check_schema(conn, backend, name, create)
+        with opened._transaction() as conn:
+            state = _schema_state(conn, name)
     except HistoryError:
         engine.dispose()
         raise
+    if state == "empty" and not create:
+        engine.dispose()
+        raise HistoryError(f"history store {name}: holds no ncuh history yet "
+                           "(`ncuh history add` records runs)")
+    if state == "older" and not create:
+        engine.dispose()
+        raise HistoryError(f"history store {name}: its schema is older than this ncuh's "
+                           f"({tables.SCHEMA_VERSION}); the next `ncuh history add` upgrades it")
+    opened.ready = state == "ours"
     return opened
 
 
@@ -237,11 +307,11 @@ def _engine(url: str, backend: str) -> Engine:
     @event.listens_for(engine, "connect")
     def _sqlite_connect(dbapi_connection: Any, _record: Any) -> None:
         # Transactions are begun by hand below: pysqlite's own would begin lazily, and a
-        # reader upgraded to a writer under WAL fails at once instead of waiting.
+        # reader upgraded to a writer under WAL fails at once instead of waiting. Nothing
+        # here is kept in the file: a foreign database opened is left as it is.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-        _while_locked(lambda: cursor.execute("PRAGMA journal_mode=WAL"))
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
@@ -270,37 +340,72 @@ def _while_locked(step: Callable[[], Any]) -> Any:
         pause = min(pause * 2, 0.2)
 
 
-def _check_schema(conn: Connection, backend: str, name: str, create: bool) -> None:
-    if backend == "postgresql":
-        # two first `add`s at once must not both create the tables
-        conn.execute(text("SELECT pg_advisory_xact_lock(4242030)"))
+SchemaState = Literal["ours", "empty", "older"]
+
+
+def _schema_state(conn: Connection, name: str) -> SchemaState:
+    """What the database holds: ncuh's tables of this version ("ours"), of an older version
+    that a migration upgrades ("older"), or nothing at all ("empty"); `HistoryError` for
+    anything else (another's tables, a newer or unknown version, a damaged version)."""
     present = set(inspect(conn).get_table_names())
-    ours = {t.name for t in tables.metadata.sorted_tables}
     if tables.schema_version.name not in present:
-        if present & ours:
-            raise HistoryError(f"history store {name}: not an ncuh history store "
-                               "(tables without a schema version)")
-        if not create:
-            raise HistoryError(f"history store {name}: holds no ncuh history yet "
-                               "(`ncuh history add` records runs)")
-        tables.metadata.create_all(conn)
-        conn.execute(tables.schema_version.insert().values(version=tables.SCHEMA_VERSION))
-        return
-    version = conn.execute(select(func.max(tables.schema_version.c.version))).scalar()
-    if version == tables.SCHEMA_VERSION:
-        return
-    if version is None:
+        if present:
+            others = ", ".join(sorted(present)[:5]) + (", ..." if len(present) > 5 else "")
+            raise HistoryError(f"history store {name}: not an ncuh history store (it holds "
+                               f"other tables: {others}); give ncuh a database of its own")
+        return "empty"
+    values = conn.execute(select(tables.schema_version.c.version)).scalars().all()
+    if not values:
         raise HistoryError(f"history store {name}: its schema version is missing")
+    try:
+        version = max(rows.schema_version(v) for v in values)
+    except rows.Damage as damage:
+        raise HistoryError(f"history store {name} is damaged: ncuh_schema_version: "
+                           f"{damage}") from None
+    if version == tables.SCHEMA_VERSION:
+        return "ours"
     if version > tables.SCHEMA_VERSION:
         raise HistoryError(f"history store {name}: schema version {version} is newer than "
                            f"this ncuh's ({tables.SCHEMA_VERSION}); upgrade ncuh")
+    if any(step not in MIGRATIONS for step in range(version, tables.SCHEMA_VERSION)):
+        raise HistoryError(f"history store {name}: schema version {version} cannot be "
+                           f"migrated to {tables.SCHEMA_VERSION}; start a new store")
+    return "older"
+
+
+def _prepare_schema(conn: Connection, name: str) -> None:
+    """In a writing transaction: the tables made in an empty database, an older schema
+    migrated (two first `add`s at once on PostgreSQL take turns here)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("SELECT pg_advisory_xact_lock(4242030)"))
+    state = _schema_state(conn, name)
+    if state == "ours":
+        return
+    if state == "empty":
+        tables.metadata.create_all(conn)
+        conn.execute(tables.schema_version.insert().values(version=tables.SCHEMA_VERSION))
+        return
+    version = max(rows.schema_version(v) for v in conn.execute(
+        select(tables.schema_version.c.version)).scalars())
     for step in range(version, tables.SCHEMA_VERSION):
-        if step not in MIGRATIONS:
-            raise HistoryError(f"history store {name}: schema version {version} cannot be "
-                               f"migrated to {tables.SCHEMA_VERSION}; start a new store")
         MIGRATIONS[step](conn)
     conn.execute(tables.schema_version.delete())
     conn.execute(tables.schema_version.insert().values(version=tables.SCHEMA_VERSION))
+
+
+def _bounded(table: Any, *left_out: str) -> list[Any]:
+    """A table's columns for a query, each text or bytes value cut one past its bound by the
+    database itself, so that no stored value is read whole when it is too long to be ncuh's."""
+    columns = []
+    for column in table.c:
+        if column.name in left_out:
+            continue
+        if isinstance(column.type, Integer):
+            columns.append(column)
+        else:
+            columns.append(func.substr(column, 1, rows.limit(column) + 1,
+                                       type_=column.type).label(column.name))
+    return columns
 
 
 def _existing(conn: Connection, fingerprint: str, commit: str) -> int | None:
@@ -309,22 +414,28 @@ def _existing(conn: Connection, fingerprint: str, commit: str) -> int | None:
     return None if found is None else int(found)
 
 
-def _project(conn: Connection) -> str | None:
-    return conn.execute(select(tables.store_info.c.value).where(
-        tables.store_info.c.key == "project")).scalar()
+def _project(conn: Connection, name: str) -> str | None:
+    """The project the store belongs to (None before a run that names one)."""
+    (value,) = _bounded(tables.store_info, "key")
+    found = conn.execute(select(value).where(tables.store_info.c.key == "project")).scalar()
+    try:
+        return rows.text(found, "project", rows.limit(tables.runs.c.project), optional=True)
+    except rows.Damage as damage:
+        raise HistoryError(f"history store {name} is damaged: ncuh_store_info: "
+                           f"{damage}") from None
 
 
 def _claim_project(conn: Connection, record: RunRecord, name: str) -> None:
     """A store belongs to one project: the first run that names one claims it."""
     if record.project is None:
         return
-    held = _project(conn)
+    held = _project(conn, name)
     if held is None:
         # two first adds at once may both find no project: the second's insert does nothing,
         # and the project read back is the first's
         conn.execute(_insert(conn, tables.store_info).values(key="project", value=record.project)
                      .on_conflict_do_nothing())
-        held = _project(conn)
+        held = _project(conn, name)
     if held != record.project:
         raise HistoryError(f"{record.source}: a run of project {record.project!r}, but "
                            f"history store {name} belongs to project {held!r}")

@@ -18,9 +18,10 @@ from markupsafe import Markup
 from harness.diff import Thresholds, load_thresholds
 from harness.history import plots
 from harness.history.changes import STEP_PCT, Step, series_steps, step_thresholds
+from harness.history.record import StoredRun
 from harness.history.series import Series, build_series
-from harness.history.store import HistoryError, StoredRun
-from harness.util import md_text, write_file_set
+from harness.history.store import HistoryError
+from harness.util import md_text, template_value, write_file_set
 
 IMAGES = "img"
 
@@ -108,7 +109,7 @@ def _pct(value: float) -> str:
 
 def _step_lines(step: Step) -> list[str]:
     verdict = "slower" if step.regression else "faster"
-    lines = [f"- **{step.commit_range}** ({_pct(step.change_pct)}, {verdict}): "
+    lines = [f"- **{_md(step.commit_range)}** ({_pct(step.change_pct)}, {verdict}): "
              f"{_md(step.summary)}"]
     explanation = step.diff.explanation
     for line in explanation.lines() if explanation else []:
@@ -137,7 +138,7 @@ def _series_md(view: SeriesView) -> str:
     series = view.series
     first, last = series.runs[0], series.runs[-1]
     lines = [f"# {_md(series.key.label)}", "",
-             f"{len(series)} runs, {first.short_commit} to {last.short_commit}. "
+             f"{len(series)} runs, {_md(first.short_commit)} to {_md(last.short_commit)}. "
              "[All series](index.md)", "",
              f"![{_md(series.key.label)}]({IMAGES}/{view.slug}.png)", "", "## Steps", ""]
     if not view.steps:
@@ -162,7 +163,7 @@ def _template_dir() -> Path:
 def _render(name: str, **values: object) -> str:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(_template_dir())),
                              autoescape=True, undefined=jinja2.StrictUndefined,
-                             trim_blocks=True, lstrip_blocks=True)
+                             trim_blocks=True, lstrip_blocks=True, finalize=template_value)
     env.filters["data_uri"] = lambda png: "data:image/png;base64," + _b64(png)
     env.filters["sparkline"] = lambda values: Markup(plots.sparkline_svg(values))
     style = (_template_dir() / "style.css").read_text(encoding="utf-8")

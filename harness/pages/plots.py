@@ -89,6 +89,8 @@ def _kept(chart: Callable[..., Plot]) -> Callable[..., Plot]:
 
             with matplotlib.rc_context():
                 matplotlib.rcdefaults()
+                # names on a chart are data: `$...$` in one is text, never mathtext
+                matplotlib.rcParams["text.parse_math"] = False
                 plot = chart(*args, **options)
             return plot.name, plot.title, plot.png
 

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Literal
 
 import jinja2
-from markupsafe import Markup
 
-from harness.errors import ReportError, printable
+from harness.errors import ReportError
 from harness.pages.markdown_html import markdown_to_html
 from harness.pages.plot_drawer import PlotDrawer
 from harness.pages.plots import ChartCall, Plot
@@ -31,6 +30,7 @@ from harness.util import (
     md_prose,
     md_text,
     pause_at,
+    template_value,
     write_file_set,
 )
 
@@ -108,16 +108,6 @@ def _template_dir() -> Path:
         return Path(__file__).resolve().parents[2] / "templates"
 
 
-def _printable(value: object) -> object:
-    """Every value a template prints, its control and bidi characters written as escapes:
-    a kernel name with ESC or U+202E shows as what it is on any page."""
-    if isinstance(value, Markup):  # already HTML: escapes add no markup to it
-        return Markup(printable(str(value), keep_lines=True))
-    if isinstance(value, str):
-        return printable(value, keep_lines=True)
-    return value
-
-
 # One environment per flavour for the whole process: Jinja2 caches compiled templates per
 # environment, and compiling them again for each of a chain's pages cost more than rendering.
 @cache
@@ -129,7 +119,7 @@ def _environment(html: bool) -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
-        finalize=_printable,
+        finalize=template_value,  # control and bidi characters as escapes
     )
     env.filters["md"] = md_escape  # data as Markdown text
     env.filters["fenced"] = md_fenced  # data inside a ``` block

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from harness import __version__
 from harness.errors import NcuhError
 from harness.profile.ncu_command import CaptureMode, runner_program, variant_filter
-from harness.util import atomic_write_text, cache_dir
+from harness.util import atomic_write_text, cache_dir, private_folder, read_owned
 
 if TYPE_CHECKING:
     from harness.profile.planning import Plan, ProfileRequest, Target
@@ -34,6 +34,7 @@ PLAN_CACHE_VERSION = 2
 CACHE_FOLDER = "_plans"
 SWITCH_ENV = "NCUH_PLAN_CACHE"  # "off": check the project before ncu starts, every time
 KEEP = 64  # plans kept; the least recently used go first
+MAX_PLAN_BYTES = 16 * 1024 * 1024  # a plan of a thousand targets is a few hundred kilobytes
 _PACKAGE = Path(__file__).resolve().parents[1]
 
 
@@ -124,9 +125,13 @@ def load(key: str, request: ProfileRequest, capture: CaptureMode,
          project_file: Path) -> tuple[Target, ...] | None:
     """The targets kept under `key`, built again for `request`; None where none are kept or
     the file is not exactly what `store` writes."""
-    path = _folder() / f"{key}.json"
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        path = _folder() / f"{key}.json"
+        # another user's plan, or one others may write, is not this user's plan
+        data = read_owned(path, MAX_PLAN_BYTES) if private_folder(path.parent) else None
+        if data is None:
+            return None
+        record = json.loads(data)
         if not isinstance(record, dict) or record.get("version") != PLAN_CACHE_VERSION:
             return None
         kept = [KeptTarget.from_json(item) for item in record["targets"]]
@@ -153,6 +158,7 @@ def store(key: str, targets: tuple[Target, ...]) -> None:
         folder = _folder()
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write_text(folder / f"{key}.json", text)
+        os.chmod(folder / f"{key}.json", 0o600)  # whatever the umask: `load` reads no other
         kept = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
         for old in kept[KEEP:]:
             old.unlink(missing_ok=True)

@@ -30,7 +30,7 @@ from typing import Any
 
 from harness import util
 from harness.errors import NcuhError, NcuNotFoundError, NoGpuError
-from harness.gpu import cupy_install_hint
+from harness.gpu import no_cupy_reason
 from harness.profile import plan_cache, processes
 from harness.profile.entry import (
     EntryResult,
@@ -263,7 +263,7 @@ def _prepare(request: ProfileRequest, checked: Plan | None) -> _Start:
     request = dataclasses.replace(request, settings=with_section_overlay(request.settings, ncu))
     plan_ = dataclasses.replace(plan_, request=request)  # the same targets, ncu's sections
     if not request.program and not cupy_installed():
-        raise NoGpuError(f"no GPU: CuPy is not installed ({cupy_install_hint()})")
+        raise NoGpuError(no_cupy_reason())
     slots = gpu_slots(request)
     # Only where ncu replays one kernel (or range) inside one run of the program: replaying
     # the whole program (`application`) runs it again and again, and the gates would open

@@ -17,6 +17,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import tempfile
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -234,10 +235,12 @@ def build_overlay(stock: Path, dest: Path, slimmed: Sequence[str] = SLIMMED_SECT
         marker = {"stock": str(stock), "slimmed": done, "thinned": _thin(folder, files, thinned),
                   "rules_left_out": rules, "sections": sorted(files)}
         (tmp / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
-        # mkdtemp makes 0700; a cache shared by several users must be readable by their ncu
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o777 & ~umask)
+        # readable by every user's ncu, writable by its owner alone whatever the umask: a rule
+        # file here is Python that ncu runs, and `read_marker` serves no other overlay
+        for path in [tmp / MARKER, *folder.iterdir()]:
+            os.chmod(path, 0o644)
+        os.chmod(folder, 0o755)
+        os.chmod(tmp, 0o755)
         os.replace(tmp, dest)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -284,14 +287,28 @@ def _thin(folder: Path, files: dict[str, Path],
 
 def read_marker(dest: Path) -> dict[str, Any] | None:
     """What the overlay built at `dest` holds (`build_overlay`), or None where there is no
-    whole one (never built, half-deleted, or emptied)."""
+    whole one (never built, half-deleted, or emptied) or where it is not this user's alone
+    (`owned_overlay`)."""
     try:
+        if not owned_overlay(dest):
+            return None
         marker = json.loads((dest / MARKER).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     if not isinstance(marker, dict) or not _has_sections(dest / SECTIONS):
         return None
     return marker
+
+
+def owned_overlay(dest: Path) -> bool:
+    """Whether the overlay's folders and files are this user's and writable by no one else,
+    none a link: ncu runs its rule files."""
+    folder = dest / SECTIONS
+    for path in (dest, dest / MARKER, folder, *folder.iterdir()):
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode) or not util.owned_privately(info):
+            return False
+    return True
 
 
 def stock_key(stock: Path) -> str:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from harness import lazy_face
 
 if TYPE_CHECKING:
-    from harness.project.check import signature_problems
+    from harness.project.check import signature_problem, signature_problems
     from harness.project.loader import load_project, open_project
     from harness.project.locate import (
         OUTSIDE_ENV,
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         find_project,
         inside_project,
     )
-    from harness.project.model import Launch, Limit, Project, Reference, Variant
+    from harness.project.model import Launch, Limit, Project, Reference, Variant, variants_named
     from harness.project.size import Size, parse_size, parse_sizes, parse_value, size_text
 
 # public name -> the module that defines it
@@ -42,6 +42,7 @@ _HOMES: dict[str, str] = {
     "find_project": "harness.project.locate",
     "inside_project": "harness.project.locate",
     "load_project": "harness.project.loader",
+    "signature_problem": "harness.project.check",
     "signature_problems": "harness.project.check",
     "open_project": "harness.project.loader",
     "Launch": "harness.project.model",
@@ -49,6 +50,7 @@ _HOMES: dict[str, str] = {
     "Project": "harness.project.model",
     "Reference": "harness.project.model",
     "Variant": "harness.project.model",
+    "variants_named": "harness.project.model",
     "Size": "harness.project.size",
     "parse_size": "harness.project.size",
     "parse_sizes": "harness.project.size",
@@ -75,8 +77,10 @@ __all__ = [
     "parse_size",
     "parse_sizes",
     "parse_value",
+    "signature_problem",
     "signature_problems",
     "size_text",
+    "variants_named",
 ]
 
 __getattr__, __dir__ = lazy_face(__name__, _HOMES)

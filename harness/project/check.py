@@ -86,8 +86,8 @@ def signature_problems(project: Project) -> list[str]:
             problems.append(f"{project.path}: key 'problem.tolerance': tolerance({size}) "
                             f"raised {type(error).__name__}: {error}")
             break
-        if not value > 0:
+        if not value >= 0:
             problems.append(f"{project.path}: key 'problem.tolerance': tolerance({size}) "
-                            f"returned {value!r}; expected a number > 0")
+                            f"returned {value!r}; expected a number >= 0 (0: exact)")
             break
     return problems

@@ -4,14 +4,13 @@ Where the project comes from, first match wins: `--project PATH` (a file or its 
 `$NCUH_PROJECT`, an `ncuh.toml` (or a `pyproject.toml` with `[tool.ncuh]`) in the current
 directory or any parent, and finally the bundled default project.
 
-Every problem is a `ProjectError` (exit 2) of one line that names the file, the key and what
-was expected: TOML syntax, empty or binary files, unknown keys and wrong types (the pydantic
-schema), user modules that are missing or fail to import (with their error), callables that
-do not exist, expressions that are not arithmetic on the dims, a `previous` that names no
-variant, cycles, duplicate names, default parameters that the variant's own
-`constraints` refuse, a project "file" that is a FIFO or a device, more than `MAX_VARIANTS`
-variants, and `source`/`strategy` files outside the project folder (unless
-$NCUH_ALLOW_OUTSIDE_PATHS=1).
+Every problem of a file is found before it is refused, one line each naming the file, the key
+and what was expected; one `ProjectError` (exit 2) carries them all (`ncuh check` prints each):
+TOML syntax, empty or binary files, unknown keys and wrong types (the pydantic schema), user
+modules that are missing or fail to import, callables that do not exist, expressions that are
+not arithmetic on the dims, a `previous` that names no variant, cycles, duplicate names,
+defaults the variant's `constraints` refuse, a FIFO or a device, more than `MAX_VARIANTS`
+variants, and files outside the project folder (unless $NCUH_ALLOW_OUTSIDE_PATHS=1).
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ import stat
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -38,9 +37,11 @@ from harness.project.model import (
     as_written,
     constraint_problems,
 )
-from harness.project.schema import ProjectFile, VariantTable, describe_error
+from harness.project.schema import ProjectFile, VariantTable, describe_errors
 from harness.project.size import Size, parse_size
 from harness.util import file_kind, load_toml
+
+T = TypeVar("T")
 
 # ---------------------------------------------------------------------------------- reading
 
@@ -73,16 +74,47 @@ def _read_table(path: Path) -> dict[str, Any]:
     return data
 
 
+class _Unresolved(Exception):
+    """A callable of a module that failed to import: that failure is named once already."""
+
+
+class _Problems:
+    """The problems of one project file, gathered so that every one is named at once."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def add(self, error: ProjectError) -> None:
+        self.lines += [line for line in error.problems if line not in self.lines]
+
+    def attempt(self, function: Callable[..., T], *args: Any) -> T | None:
+        """`function(*args)`, or None with its problem noted."""
+        try:
+            return function(*args)
+        except _Unresolved:
+            return None
+        except ProjectError as error:
+            self.add(error)
+            return None
+
+
 def _callable_finder(path: Path, folder: Path, default_module: str | None) -> Callable:
     modules: dict[str, Any] = {}
+    failed: set[str] = set()
 
     def module(name: str, where: str) -> Any:
+        if name in failed:
+            raise _Unresolved(name)
         if name not in modules:
             # The project's own module is blamed on [project] module, not on whichever
             # callable happened to be resolved first.
             if name == default_module:
                 where = "[project] module"
-            modules[name] = _import(name, folder, f"{path}: {where}")
+            try:
+                modules[name] = _import(name, folder, f"{path}: {where}")
+            except ProjectError:
+                failed.add(name)
+                raise
         return modules[name]
 
     def find(spec: str, where: str) -> Callable[..., Any]:
@@ -248,27 +280,28 @@ def _previous_links(path: Path, tables: Sequence[VariantTable]) -> list[str | No
 
 
 def _variants(path: Path, folder: Path, tables: Sequence[VariantTable], find: Callable,
-              profile_size: Size) -> tuple[Variant, ...]:
-    links = _previous_links(path, tables)
+              profile_size: Size | None, problems: _Problems) -> tuple[Variant, ...]:
+    links = problems.attempt(_previous_links, path, tables) or [None] * len(tables)
     variants = []
     for index, table in enumerate(tables):
         where = f"[[variant]] #{index + 1} ({table.name!r})"
         if table.source is not None and inside_project(folder, table.source) is None:
-            raise ProjectError(f"{path}: {where}: key 'source': {table.source!r} {_OUTSIDE}")
-        if table.source is not None and not (folder / table.source).is_file():
-            raise ProjectError(f"{path}: {where}: key 'source': file {table.source!r} not found "
-                               f"in {folder}")
+            problems.add(ProjectError(f"{path}: {where}: key 'source': {table.source!r} "
+                                      f"{_OUTSIDE}"))
+        elif table.source is not None and not (folder / table.source).is_file():
+            problems.add(ProjectError(f"{path}: {where}: key 'source': file {table.source!r} "
+                                      f"not found in {folder}"))
 
         def get(key: str, table: VariantTable = table, where: str = where) -> Any:
             spec = getattr(table, key)
-            return None if spec is None else find(spec, f"{where}: key {key!r}")
+            return None if spec is None else problems.attempt(find, spec, f"{where}: key {key!r}")
 
         variant = Variant(
             name=table.name,
             iteration=index,
             title=table.title or table.name.replace("_", " ").capitalize(),
             previous=links[index],
-            strategy=_strategy(path, folder, where, table.strategy),
+            strategy=problems.attempt(_strategy, path, folder, where, table.strategy) or "",
             params=dict(table.params),
             tunable={key: list(values) for key, values in table.tunable.items()},
             source=table.source,
@@ -279,14 +312,21 @@ def _variants(path: Path, folder: Path, tables: Sequence[VariantTable], find: Ca
             capture=table.capture,
             constraints=get("constraints"),
         )
-        problems = constraint_problems(path, folder, variant, None, variant.params)
-        if not problems:
-            problems = constraint_problems(path, folder, variant, profile_size, variant.params)
-        if problems:
-            raise ProjectError(f"{path}: {where}: key 'params': invalid defaults: "
-                               f"{'; '.join(problems)}")
+        problems.attempt(_defaults_fit, path, folder, where, variant, profile_size)
         variants.append(variant)
     return tuple(variants)
+
+
+def _defaults_fit(path: Path, folder: Path, where: str, variant: Variant,
+                  profile_size: Size | None) -> None:
+    """The variant's own `constraints` accept its default parameters, alone and at the
+    profile size."""
+    found = constraint_problems(path, folder, variant, None, variant.params)
+    if not found and profile_size is not None:
+        found = constraint_problems(path, folder, variant, profile_size, variant.params)
+    if found:
+        raise ProjectError(f"{path}: {where}: key 'params': invalid defaults: "
+                           f"{'; '.join(found)}")
 
 
 def _key(name: str) -> str:
@@ -301,7 +341,7 @@ def load_project(path: Path | str) -> Project:
     try:
         return _load(path)
     except ProjectError as error:
-        raise ProjectError(as_written(path, str(error))) from None
+        raise ProjectError.of([as_written(path, line) for line in error.problems]) from None
 
 
 # A chain is read by people, page by page; far beyond this a project file is a mistake (or
@@ -318,7 +358,8 @@ def _spec(path: Path) -> tuple[ProjectFile, dict[str, Any]]:
     try:
         return ProjectFile.model_validate(data), data
     except ValidationError as error:
-        raise ProjectError(f"{path}: {describe_error(error, data)}") from None
+        raise ProjectError.of([f"{path}: {line}" for line in describe_errors(error, data)]) \
+            from None
 
 
 def _tolerance(path: Path, value: float | str, find: Any) -> Callable[[Size], float]:
@@ -330,53 +371,73 @@ def _tolerance(path: Path, value: float | str, find: Any) -> Callable[[Size], fl
 
     def tolerance(size: Size) -> float:
         result = float(function(size))
-        if not (math.isfinite(result) and result > 0):  # inf would pass every result
+        if not (math.isfinite(result) and result >= 0):  # inf would pass every result
             raise ProjectError(f"{path}: key 'problem.tolerance': {value} gave {result!r} at "
-                               f"size {size}; expected a finite number > 0")
+                               f"size {size}; expected a finite number >= 0 (0: exact)")
         return result
 
     return tolerance
 
 
+def _sizes(path: Path, problem: Any, dims: tuple[str, ...],
+           problems: _Problems) -> tuple[tuple[Size, ...], Size | None]:
+    """The default sizes (those that parse) and the profile size (None where it cannot be
+    known)."""
+    parsed = (problems.attempt(_size, path, "problem.default_sizes", text, dims)
+              for text in problem.default_sizes)
+    default_sizes = tuple(dict.fromkeys(size for size in parsed if size is not None))
+    if problem.profile_size:
+        return default_sizes, problems.attempt(_size, path, "problem.profile_size",
+                                               problem.profile_size, dims)
+    return default_sizes, default_sizes[-1] if default_sizes else None
+
+
 def _load(path: Path) -> Project:
     folder = path.parent
     spec, _ = _spec(path)
+    problems = _Problems()
     problem = spec.problem
     dims = tuple(problem.dims)
     if len(set(dims)) != len(dims):
-        raise ProjectError(f"{path}: key 'problem.dims': duplicate dimension names {list(dims)}")
-    default_sizes = tuple(dict.fromkeys(
-        _size(path, "problem.default_sizes", text, dims) for text in problem.default_sizes))
-    profile_size = (_size(path, "problem.profile_size", problem.profile_size, dims)
-                    if problem.profile_size else default_sizes[-1])
-    tried = tuple(dict.fromkeys((*default_sizes, profile_size)))  # where flops/bytes are tried
+        problems.add(ProjectError(f"{path}: key 'problem.dims': duplicate dimension names "
+                                  f"{list(dims)}"))
+    default_sizes, profile_size = _sizes(path, problem, dims, problems)
+    # where flops and bytes are tried
+    tried = tuple(dict.fromkeys((*default_sizes, *([profile_size] if profile_size else []))))
     extra = [name for name in problem.poison or [] if name not in problem.outputs]
     if extra:
-        raise ProjectError(f"{path}: key 'problem.poison': {extra[0]!r} is not in "
-                           f"problem.outputs ({', '.join(problem.outputs)})")
+        problems.add(ProjectError(f"{path}: key 'problem.poison': {extra[0]!r} is not in "
+                                  f"problem.outputs ({', '.join(problem.outputs)})"))
     find = _callable_finder(path, folder, spec.project.module)
-    tolerance = _tolerance(path, problem.tolerance, find)
+    tolerance = problems.attempt(_tolerance, path, problem.tolerance, find)
     reference = None
     if spec.reference is not None:
-        reference = Reference(
-            name=spec.reference.name, key=_key(spec.reference.name),
-            call=find(spec.reference.call, "[reference]: key 'call'"),
-            strategy=spec.reference.strategy.strip(),
-        )
+        call = problems.attempt(find, spec.reference.call, "[reference]: key 'call'")
+        reference = Reference(name=spec.reference.name, key=_key(spec.reference.name),
+                              call=call, strategy=spec.reference.strategy.strip())  # type: ignore[arg-type]
     limits = tuple(
         Limit(name=table.name, key=_key(table.name),
-              call=find(table.call, f"[[limit]] #{i + 1}: key 'call'"),
-              bytes=_work_model(path, folder, f"[[limit]] #{i + 1} ({table.name!r}): key 'bytes'",
-                                table.bytes, dims, find, tried))  # type: ignore[arg-type]
+              call=problems.attempt(find, table.call, f"[[limit]] #{i + 1}: key 'call'"),  # type: ignore[arg-type]
+              bytes=problems.attempt(  # type: ignore[arg-type]
+                  _work_model, path, folder, f"[[limit]] #{i + 1} ({table.name!r}): key 'bytes'",
+                  table.bytes, dims, find, tried))
         for i, table in enumerate(spec.limit)
     )
-    variants = _variants(path, folder, spec.variant, find, profile_size)
+    variants = _variants(path, folder, spec.variant, find, profile_size, problems)
     taken = {v.name for v in variants}
     for other in ([reference] if reference else []) + list(limits):
         if other.key in taken:
-            raise ProjectError(f"{path}: {other.name!r} ({other.key}) has the name of a variant "
-                               "or another reference; give it its own name")
+            problems.add(ProjectError(f"{path}: {other.name!r} ({other.key}) has the name of a "
+                                      "variant or another reference; give it its own name"))
         taken.add(other.key)
+    inputs = problems.attempt(find, problem.inputs, "key 'problem.inputs'")
+    expected = problems.attempt(find, problem.expected, "key 'problem.expected'")
+    flops = problems.attempt(_work_model, path, folder, "key 'problem.flops'", problem.flops,
+                             dims, find, tried)
+    work_bytes = problems.attempt(_work_model, path, folder, "key 'problem.bytes'",
+                                  problem.bytes, dims, find, tried)
+    if problems.lines:
+        raise ProjectError.of(problems.lines)
     return Project(
         name=spec.project.name,
         description=spec.project.description,
@@ -384,17 +445,17 @@ def _load(path: Path) -> Project:
         folder=folder,
         dims=dims,
         default_sizes=default_sizes,
-        profile_size=profile_size,
-        inputs=find(problem.inputs, "key 'problem.inputs'"),
+        profile_size=profile_size,  # type: ignore[arg-type]
+        inputs=inputs,  # type: ignore[arg-type]
         outputs=tuple(problem.outputs),
         poison=tuple(problem.outputs if problem.poison is None else problem.poison),
-        expected=find(problem.expected, "key 'problem.expected'"),
-        tolerance=tolerance,
+        expected=expected,
+        tolerance=tolerance,  # type: ignore[arg-type]
         compare=problem.compare,
         rtol=float(problem.rtol),
         atol=float(problem.atol),
-        flops=_work_model(path, folder, "key 'problem.flops'", problem.flops, dims, find, tried),
-        bytes=_work_model(path, folder, "key 'problem.bytes'", problem.bytes, dims, find, tried),
+        flops=flops,
+        bytes=work_bytes,
         summary_min_size=problem.summary_min_size,
         reference=reference,
         limits=limits,

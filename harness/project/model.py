@@ -102,6 +102,14 @@ class Variant:
         }
 
 
+def variants_named(names: Sequence[str], most: int = 6) -> str:
+    """"variant 'a'", "variants 'a', 'b'", or past `most` names "variants 'a', ... and 994
+    more": how a line names the variants it is about."""
+    shown = ", ".join(repr(name) for name in names[:most])
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return f"variant{'s' if len(names) > 1 else ''} {shown}{more}"
+
+
 _TABLE_NAMES = re.compile(r"(\[\[?)(project|problem|reference|limit|variant)(\]\]?)"
                           r"|(key ')(project|problem|reference|limit|variant)([.'])")
 

@@ -1,8 +1,8 @@
 """The shape of a project file, as pydantic models: unknown keys are refused, types are strict.
 
 `ncuh.toml` (or the `[tool.ncuh]` table of a `pyproject.toml`) is validated against
-`ProjectFile`; `describe_error` turns pydantic's first complaint into one line naming the key
-and what was expected. What the schema cannot see (callables, files, the chain's links) is
+`ProjectFile`; `describe_errors` turns each of pydantic's complaints into one line naming the
+key and what was expected. What the schema cannot see (callables, files, the chain's links) is
 checked by `harness.project.loader`.
 """
 
@@ -49,15 +49,23 @@ class ProblemTable(_Table):
     outputs: Annotated[list[Identifier], Field(min_length=1)]
     poison: list[Identifier] | None = None
     expected: CallableName
-    # finite: `inf` (or 1e309, which TOML reads as inf) would let every result pass
-    tolerance: Annotated[StrictFloat | StrictInt, Field(gt=0, allow_inf_nan=False)] \
+    # finite: `inf` (or 1e309, which TOML reads as inf) would let every result pass; 0 is an
+    # exact comparison, bit for bit
+    tolerance: Annotated[StrictFloat | StrictInt, Field(ge=0, allow_inf_nan=False)] \
         | CallableName = 1e-4
-    compare: Literal["relative_frobenius", "max_abs", "allclose"] = "relative_frobenius"
+    compare: Literal["relative_frobenius", "max_abs", "allclose", "exact"] = "relative_frobenius"
     rtol: Annotated[StrictFloat | StrictInt, Field(ge=0, allow_inf_nan=False)] = 1e-5
     atol: Annotated[StrictFloat | StrictInt, Field(ge=0, allow_inf_nan=False)] = 1e-8
     flops: NonEmpty | None = None
     bytes: NonEmpty | None = None
     summary_min_size: Annotated[StrictInt, Field(ge=1)] | None = None
+
+    @model_validator(mode="after")
+    def _exact_takes_no_tolerance(self) -> ProblemTable:
+        if self.compare == "exact" and "tolerance" in self.model_fields_set:
+            raise ValueError("key 'tolerance': compare = \"exact\" takes no tolerance (every "
+                             "element must equal the truth); remove one of the two")
+        return self
 
     @model_validator(mode="after")
     def _dims_are_not_size_methods(self) -> ProblemTable:
@@ -184,23 +192,36 @@ def _place(loc: Sequence[object], data: dict) -> tuple[str, list[str]]:
     return where, keys
 
 
-def describe_error(error: ValidationError, data: dict) -> str:
-    """The first problem as "<where>key '<key>': <what was expected>"."""
-    errors = error.errors()
+def _union_prefix(loc: Sequence[object]) -> tuple[object, ...] | None:
+    """Where a union's member error points (the key before the member tags), else None."""
+    tags = [i for i, part in enumerate(loc) if isinstance(part, str) and (
+        "[" in part or part in _UNION_TAGS)]
+    return tuple(loc[:tags[0]]) if tags else None
+
+
+def describe_errors(error: ValidationError, data: dict) -> list[str]:
+    """Every problem, one line each, as "<where>key '<key>': <what was expected>"."""
+    groups: dict[tuple[object, ...], list[dict]] = {}
+    for member in error.errors():
+        prefix = _union_prefix(member["loc"])
+        groups.setdefault(prefix if prefix is not None else tuple(member["loc"]),
+                          []).append(member)
+    return list(dict.fromkeys(_describe(members, data) for members in groups.values()))
+
+
+def _describe(errors: list[dict], data: dict) -> str:
+    """One line for the errors pydantic gives about one key."""
     first = errors[0]
     loc = [part for part in first["loc"] if not (isinstance(part, str) and "[" in part)]
     # A union (a number or a callable name) reports one error per member, under tags that are
     # not keys: name the key once and every form it may take.
-    tags = [i for i, part in enumerate(first["loc"]) if isinstance(part, str) and (
-        "[" in part or part in _UNION_TAGS)]
-    if tags:
-        prefix = tuple(first["loc"][:tags[0]])
+    prefix = _union_prefix(first["loc"])
+    if prefix is not None:
         forms = []
         for member in errors:
-            if tuple(member["loc"][:len(prefix)]) == prefix:
-                form = _expected(member).split(", got")[0].removeprefix("expected ")
-                if form not in forms:
-                    forms.append(form)
+            form = _expected(member).split(", got")[0].removeprefix("expected ")
+            if form not in forms:
+                forms.append(form)
         where, keys = _place(prefix, data)
         place = f"{where}: " if where else ""
         return (f"{place}key {'.'.join(keys)!r}: expected {' or '.join(forms)}, "

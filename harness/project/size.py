@@ -51,13 +51,15 @@ class Size:
         dims = object.__getattribute__(self, "_dims")
         if name in dims:
             return object.__getattribute__(self, "_values")[dims.index(name)]
-        raise AttributeError(name)
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise AttributeError(f"a size has no dimension {name!r} (its dims: {', '.join(dims)})")
 
     def __getitem__(self, key: str | int) -> int:
         if isinstance(key, int):
             return self._values[key]
         if key not in self._dims:
-            raise KeyError(key)
+            raise KeyError(f"a size has no dimension {key!r} (its dims: {', '.join(self._dims)})")
         return self._values[self._dims.index(key)]
 
     def __iter__(self) -> Iterator[int]:

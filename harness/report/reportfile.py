@@ -18,7 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import ReportError
 from harness.report.ncu_import import import_ncu_report
-from harness.util import column_holds_bad_text, holds_bad_text, regular_file
+from harness.util import (
+    column_holds_bad_text,
+    compiled_kernel_regex,
+    holds_bad_text,
+    regular_file,
+)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -288,9 +293,6 @@ def kernel_ref(path: Path, context: Any, kernel_id: int, place: tuple[int, int])
                      range_index=range_index, action_index=action_index, action=action)
 
 
-MAX_REGEX_CHARS = 1000  # a kernel filter is a name or a few alternatives
-
-
 def select_kernels(report: LoadedReport, kernel_regex: str | None) -> list[KernelRef]:
     """Kernels whose function (or demangled) name matches `kernel_regex` (re.search).
 
@@ -298,15 +300,7 @@ def select_kernels(report: LoadedReport, kernel_regex: str | None) -> list[Kerne
     """
     if kernel_regex is None:
         return list(report.kernels)
-    if len(kernel_regex) > MAX_REGEX_CHARS:
-        raise ReportError(f"--kernel regex of {len(kernel_regex)} characters (at most "
-                          f"{MAX_REGEX_CHARS})")
-    try:
-        pattern = re.compile(kernel_regex)
-    # a repeat count over re's limit (`a{99999999999}`) is an OverflowError, deep nesting a
-    # RecursionError: the pattern is bad either way
-    except (re.error, OverflowError, RecursionError) as error:
-        raise ReportError(f"bad --kernel regex {kernel_regex!r}: {error}") from None
+    pattern = compiled_kernel_regex(kernel_regex, ReportError)
     chosen = [
         kernel
         for kernel in report.kernels

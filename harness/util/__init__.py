@@ -1,6 +1,6 @@
 """Small helpers every stage uses: atomic output, input-file checks, the user's cache
-folder and the files kept in it, where ncu is installed, Markdown escaping of data, and work
-shared with forked children.
+folder and the files kept in it, where ncu is installed, Markdown escaping of data, the
+user's kernel regex, and work shared with forked children.
 """
 
 from __future__ import annotations
@@ -26,14 +26,17 @@ if TYPE_CHECKING:
         SWITCH_ENV as CACHE_SWITCH_ENV,
     )
     from harness.util.kept_files import (
-        keep as keep_packed,
-    )
-    from harness.util.kept_files import (
+        inflated,
         mark_used,
+        owned_privately,
         private_folder,
         prune,
         read_kept,
+        read_owned,
         store,
+    )
+    from harness.util.kept_files import (
+        keep as keep_packed,
     )
     from harness.util.kept_files import (
         wanted as cache_wanted,
@@ -41,6 +44,7 @@ if TYPE_CHECKING:
     from harness.util.markdown_text import (
         code_span,
         html_text,
+        template_value,
     )
     from harness.util.markdown_text import (
         fenced as md_fenced,
@@ -61,6 +65,7 @@ if TYPE_CHECKING:
         versioned_roots,
     )
     from harness.util.user_cache import CACHE_ENV, cache_dir
+    from harness.util.user_regex import compiled_kernel_regex
     from harness.util.work_queue import (
         forked,
         made_at_once,
@@ -78,6 +83,7 @@ _HOMES: dict[str, tuple[str, str]] = {
     "load_toml": ("harness.util.input_file", "load_toml"),
     "load_json": ("harness.util.input_file", "load_json"),
     "refuse_inputs": ("harness.util.atomic", "refuse_inputs"),
+    "refuse_input_folders": ("harness.util.atomic", "refuse_input_folders"),
     "terminate_as_interrupt": ("harness.util.signals", "terminate_as_interrupt"),
     "pause_at": ("harness.util.signals", "pause_at"),
     "deferred_signals": ("harness.util.signals", "deferred_signals"),
@@ -92,14 +98,19 @@ _HOMES: dict[str, tuple[str, str]] = {
     "cache_wanted": ("harness.util.kept_files", "wanted"),
     "CACHE_SWITCH_ENV": ("harness.util.kept_files", "SWITCH_ENV"),
     "mark_used": ("harness.util.kept_files", "mark_used"),
+    "inflated": ("harness.util.kept_files", "inflated"),
+    "owned_privately": ("harness.util.kept_files", "owned_privately"),
+    "read_owned": ("harness.util.kept_files", "read_owned"),
     "private_folder": ("harness.util.kept_files", "private_folder"),
     "prune": ("harness.util.kept_files", "prune"),
     "read_kept": ("harness.util.kept_files", "read_kept"),
     "store": ("harness.util.kept_files", "store"),
     "code_span": ("harness.util.markdown_text", "code_span"),
     "column_holds_bad_text": ("harness.util.input_file", "column_holds_bad_text"),
+    "compiled_kernel_regex": ("harness.util.user_regex", "compiled_kernel_regex"),
     "holds_bad_text": ("harness.util.input_file", "holds_bad_text"),
     "html_text": ("harness.util.markdown_text", "html_text"),
+    "template_value": ("harness.util.markdown_text", "template_value"),
     "md_fenced": ("harness.util.markdown_text", "fenced"),
     "md_one_line": ("harness.util.markdown_text", "one_line"),
     "md_prose": ("harness.util.markdown_text", "prose"),
@@ -130,11 +141,13 @@ __all__ = [
     "cache_wanted",
     "code_span",
     "column_holds_bad_text",
+    "compiled_kernel_regex",
     "deferred_signals",
     "file_kind",
     "forked",
     "holds_bad_text",
     "html_text",
+    "inflated",
     "keep_packed",
     "load_json",
     "load_toml",
@@ -147,16 +160,20 @@ __all__ = [
     "md_text",
     "ncu_executable",
     "ncu_install_dirs",
+    "owned_privately",
     "pause_at",
     "private_folder",
     "prune",
     "put_index",
     "read_kept",
+    "read_owned",
     "read_text",
+    "refuse_input_folders",
     "refuse_inputs",
     "regular_file",
     "store",
     "taken_indices",
+    "template_value",
     "terminate_as_interrupt",
     "usable_cores",
     "version_key",

@@ -120,6 +120,18 @@ def refuse_inputs(destination: Path | str, inputs: Iterable[Path | str]) -> None
                               "command (inputs are never written)")
 
 
+def refuse_input_folders(destination: Path | str, inputs: Iterable[Path | str]) -> None:
+    """`OutputError` when the folder `destination` (pages written as a set) is one of
+    `inputs` or lies inside an input folder (a run directory): inputs are never written."""
+    where = Path(os.path.realpath(destination))
+    for source in inputs:
+        path = Path(os.path.realpath(source))
+        if where == path or (path.is_dir() and where.is_relative_to(path)):
+            within = "inside " if where != path else ""
+            raise OutputError(f"cannot write into {destination}: it is {within}{source}, an "
+                              "input of this command (inputs are never written)")
+
+
 @contextlib.contextmanager
 def atomic_path(destination: Path | str, *, suffix: str = "") -> Iterator[Path]:
     """Yield a temporary file path beside `destination`; rename it there on success.

@@ -3,7 +3,9 @@ this user's that no one else may write, without following links, and bounded in 
 
 What is kept is a result (typed reports, an export's table, a drawn plot), so a file planted
 by someone else would be served as one: `private_folder` refuses a folder another user owns
-or may write, and `read_kept` refuses a link, a FIFO, an oversized file or a zlib bomb.
+or may write, and `read_kept` refuses a file another user owns or may write, a link, a FIFO,
+an oversized file or a zlib bomb. `owned_privately` is that one test of ownership, for every
+file and folder read back from the user cache.
 Files are zlib-packed, written atomically, and the least recently used beyond a folder's
 budget are dropped (`prune`).
 """
@@ -32,6 +34,13 @@ def wanted() -> bool:
     return os.environ.get(SWITCH_ENV, "").strip().lower() not in ("off", "0", "no", "false")
 
 
+def owned_privately(info: os.stat_result) -> bool:
+    """Whether a file or folder of the user cache may be trusted: this user's, and writable by
+    no one else (no group or other write bit)."""
+    owner_ok = not hasattr(os, "getuid") or info.st_uid == os.getuid()
+    return owner_ok and not info.st_mode & 0o022
+
+
 def private_folder(target: Path) -> bool:
     """Whether `target` may hold kept files: a folder of this user's that no one else may
     write (made so where it is missing)."""
@@ -40,45 +49,56 @@ def private_folder(target: Path) -> bool:
         info = target.stat()
     except (OSError, RuntimeError):
         return False
-    owner_ok = not hasattr(os, "getuid") or info.st_uid == os.getuid()
-    return stat.S_ISDIR(info.st_mode) and owner_ok and not info.st_mode & 0o022
+    return stat.S_ISDIR(info.st_mode) and owned_privately(info)
 
 
-def read_kept(path: Path) -> bytes | None:
-    """A kept file's unpacked bytes: a regular file (no link followed, no FIFO waited on) of
-    bounded size, inflated to a bounded size; None otherwise."""
+def read_owned(path: Path, max_bytes: int) -> bytes | None:
+    """The bytes of a file of the user cache: a regular file of at most `max_bytes` that this
+    user owns and no one else may write (no link followed, no FIFO waited on); None otherwise."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
         handle = os.open(path, flags)
-    except OSError:
+    except (OSError, ValueError):
         return None
     try:
         with os.fdopen(handle, "rb") as stream:
             info = os.fstat(stream.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_PACKED_BYTES:
+            if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes \
+                    or not owned_privately(info):
                 return None
-            packed = stream.read(MAX_PACKED_BYTES + 1)
-        return _inflated(packed)
-    except (OSError, zlib.error, MemoryError):
+            data = stream.read(max_bytes + 1)
+    except (OSError, MemoryError):
         return None
+    return data if len(data) <= max_bytes else None
 
 
-def _inflated(packed: bytes) -> bytes | None:
+def read_kept(path: Path) -> bytes | None:
+    """A kept file's unpacked bytes: a file `read_owned` reads, of bounded size, inflated to a
+    bounded size; None otherwise."""
+    packed = read_owned(path, MAX_PACKED_BYTES)
+    return None if packed is None else inflated(packed, MAX_PLAIN_BYTES)
+
+
+def inflated(packed: bytes, limit: int) -> bytes | None:
     """The bytes of one or more zlib streams one after another (parts packed apart, as an
-    export's are), at most `MAX_PLAIN_BYTES` in all; None if a stream is cut short."""
+    export's are), at most `limit` in all; None where that is not what `packed` holds (not
+    zlib, a stream cut short, more than `limit` bytes: a zlib bomb stops there)."""
     members: list[bytes] = []
-    left = MAX_PLAIN_BYTES
-    while True:
-        if left <= 0:  # a further stream past the bound (a max_length of 0 would mean none)
-            return None
-        inflater = zlib.decompressobj()
-        members.append(inflater.decompress(packed, left))
-        left -= len(members[-1])
-        if inflater.unconsumed_tail or not inflater.eof:
-            return None
-        packed = inflater.unused_data
-        if not packed:
-            return b"".join(members)
+    left = limit
+    try:
+        while True:
+            if left <= 0:  # a further stream past the bound (a max_length of 0 means none)
+                return None
+            inflater = zlib.decompressobj()
+            members.append(inflater.decompress(packed, left))
+            left -= len(members[-1])
+            if inflater.unconsumed_tail or not inflater.eof:
+                return None
+            packed = inflater.unused_data
+            if not packed:
+                return b"".join(members)
+    except (zlib.error, MemoryError):
+        return None
 
 
 def mark_used(path: Path) -> None:

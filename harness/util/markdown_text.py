@@ -15,6 +15,8 @@ from __future__ import annotations
 import html
 import re
 
+from markupsafe import Markup
+
 from harness.errors import printable
 
 # Inline markup anywhere on a line: emphasis, code, links/images, raw HTML and entities,
@@ -31,7 +33,11 @@ _LINE_BREAKS = re.compile(r"[\r\n\v\f\x85\u2028\u2029]+")
 _BACKTICKS = re.compile(r"`+")
 _FENCE_LINE = re.compile(r"^( {0,3})(`{3,}|~{3,})", re.MULTILINE)
 _BACKTICK_FENCE_LINE = re.compile(r"^( {0,3})(`{3,})", re.MULTILINE)
-_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
+# A code span as CommonMark reads one, taken only where that is sure: a whole run of backticks
+# not escaped by a backslash, closed by the next run of the same length on the same line.
+# Anything else (a span over lines, which a list item or a blank line may cut short) is text,
+# its `<` escaped like any other: a backslash too many in rare code, never raw HTML.
+_CODE_SPAN = re.compile(r"(?<![`\\])(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 
 
 def one_line(value: object) -> str:
@@ -59,6 +65,17 @@ def fenced(value: object) -> str:
     return _BACKTICK_FENCE_LINE.sub(lambda m: m.group(1) + "'" * len(m.group(2)), body)
 
 
+def template_value(value: object) -> object:
+    """What a page template prints of `value` (Jinja2's `finalize`): its control and bidi
+    characters written as escapes, so a name with ESC or U+202E shows as what it is on any page
+    (already-escaped HTML too: escapes add no markup to it)."""
+    if isinstance(value, Markup):
+        return Markup(printable(str(value), keep_lines=True))
+    if isinstance(value, str):
+        return printable(value, keep_lines=True)
+    return value
+
+
 def html_text(value: object) -> str:
     """`value` as text inside raw HTML (a `<details>` summary), on one line."""
     return html.escape(one_line(value), quote=True)
@@ -66,7 +83,8 @@ def html_text(value: object) -> str:
 
 def prose(value: object) -> str:
     """Authored Markdown (a variant's strategy) kept as Markdown, minus what could take over the
-    page: raw HTML is shown as text and a fence cannot open."""
+    page: raw HTML is shown as text (every `<` outside a code span escaped) and a fence cannot
+    open."""
     source = printable(value, keep_lines=True)
     parts: list[str] = []
     position = 0

@@ -120,3 +120,40 @@ def test_a_wrong_kernel_is_caught_and_never_timed(tmp_path: Path) -> None:
     result = BenchRun.load(tmp_path / "out" / "bench.json").result("nvrtc", (1000,))
     assert result.status == "failed" and result.samples_ms == []
     assert result.error.startswith("wrong result: max abs error")
+
+
+TRANSPOSE = Path(__file__).resolve().parents[1] / "projects" / "transpose"
+
+
+def test_the_transpose_chain_is_exact_and_checks_clean_beside_a_real_cupy(tmp_path: Path) -> None:
+    """compare = "exact" on a real GPU: every variant, the reference and the limit run, and no
+    element differs; `ncuh check` (its dry run standing in for the CuPy installed here) passes
+    too."""
+    done = ncuh("bench", "--project", str(TRANSPOSE), "--all", "--repeats", "5", "--out",
+                str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run = BenchRun.load(tmp_path / "bench.json")
+    assert run.variants == ["naive", "tiled", "padded", "swizzled", "cupy", "device_copy"]
+    assert all(r.status == "ok" for r in run.results), [r.error for r in run.results]
+    assert {r.rel_error for r in run.results if r.kind != "limit"} == {0.0}
+    checked = ncuh("check", "--project", str(TRANSPOSE), cwd=tmp_path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "4 of 4 variant(s)" in checked.stdout and checked.stderr == ""
+
+
+def test_an_exact_comparison_refuses_one_element_one_ulp_off(tmp_path: Path) -> None:
+    import shutil
+
+    shutil.copytree(TRANSPOSE, tmp_path / "p")
+    source = tmp_path / "p" / "transpose.cu"
+    text = source.read_text()
+    wrong = "x[(size_t)row * cols + col] * (row == 5 && col == 7 ? 1.0000001f : 1.0f)"
+    source.write_text(text.replace("x[(size_t)row * cols + col];", f"{wrong};", 1))
+    done = ncuh("bench", "--project", str(tmp_path / "p"), "--variant", "naive", "--sizes",
+                "1000x600", "--repeats", "3", "--no-references", "--out", str(tmp_path / "out"),
+                cwd=tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr
+    result = BenchRun.load(tmp_path / "out" / "bench.json").result("naive", (1000, 600))
+    assert result.status == "failed" and result.samples_ms == []
+    assert result.error == "wrong result: 1 element(s) of out differ from the truth (compared " \
+                           "exactly)"

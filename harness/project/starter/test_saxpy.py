@@ -34,6 +34,7 @@ def test_variant_matches_the_truth(name: str, size: str) -> None:
 
 
 def test_vectorized_keeps_up_with_the_reference(ncuh_bench) -> None:
-    """`ncuh_bench` (conftest.py) verifies, then times the variant beside CuPy in one run."""
+    """`ncuh_bench` (ncuh's pytest fixture) verifies, then times the variant beside CuPy in one
+    run."""
     timing = ncuh_bench("vectorized", "2^26")
     assert timing.vs_reference is not None and timing.vs_reference >= 0.9, timing
