@@ -108,6 +108,8 @@ def test_a_failed_kernel_is_listed_with_why(monkeypatch: pytest.MonkeyPatch,
     index = (tmp_path / "pages" / "index.md").read_text()
     assert ("| not judged: failed: the profiled program exited with status 1 |"
             in index.splitlines()[9])
+    assert ("The top 2 cover 87.2% of it; 1 of them was profiled at its launch nearest the "
+            "median duration.") in index
 
 
 def test_each_process_gets_its_pages_under_an_index_of_processes(
@@ -280,3 +282,20 @@ def test_each_programs_sample_run_writes_up_from_a_fresh_clone(tmp_path: Path) -
         for index in out.rglob("index.md"):
             for link in re.findall(r"\]\(([^)]+\.md)\)", index.read_text()):
                 assert (index.parent / link).is_file(), (index, link)
+
+
+@pytest.mark.parametrize("window,words", [
+    ({}, "every launch the filters let through"),
+    ({"launch_skip": 40, "launch_count": 200},
+     "200 launches after the first 40 the filters let through"),
+    ({"nvtx_include": ["step/"], "nvtx_over": "every thread"},
+     "every launch the filters let through inside the NVTX range step/ from any thread"),
+    ({"nvtx_include": ["regex:step_[0-9]/", "train/"], "nvtx_over": "ncu"},
+     "every launch the filters let through inside the NVTX range regex:step_[0-9]/ or train/"),
+])
+def test_the_index_says_which_launches_the_first_pass_ranked(window: dict[str, Any],
+                                                             words: str) -> None:
+    from harness.pages.program import _window
+    from harness.rundir.ranking import RankingRecord
+
+    assert _window(RankingRecord(top=1, processes=(), window=window)) == words

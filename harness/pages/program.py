@@ -84,6 +84,19 @@ class ProcessPages:
     def top_share_pct(self) -> float:
         return self.rows[-1].share.cumulative_pct if self.rows else 0.0
 
+    @property
+    def profiled(self) -> str:
+        """Which of the top N were profiled again, in words (none, where the run holds only
+        the first pass)."""
+        pages = sum(1 for row in self.rows if row.page is not None)
+        if pages == len(self.rows):
+            return "each was profiled at its launch nearest the median duration"
+        if pages == 0:
+            return "none of them was profiled again"
+        if pages == 1:
+            return "1 of them was profiled at its launch nearest the median duration"
+        return f"{pages} of them were profiled at their launch nearest the median duration"
+
 
 @dataclass
 class ProgramWriteup:
@@ -194,10 +207,14 @@ def _process_pages(run: Run, ranking: RankingRecord, process: ProcessRecord) -> 
 
 def _window(ranking: RankingRecord) -> str:
     skip, count = ranking.window.get("launch_skip") or 0, ranking.window.get("launch_count")
-    if not skip and count is None:
-        return "every launch"
     after = f" after the first {skip}" if skip else ""
-    return f"{count} launches{after}" if count is not None else f"every launch{after}"
+    launches = f"{count} launches{after}" if count is not None else f"every launch{after}"
+    launches += " the filters let through"
+    ranges = ranking.window.get("nvtx_include") or []
+    if ranges:
+        anywhere = " from any thread" if ranking.window.get("nvtx_over") == "every thread" else ""
+        launches += f" inside the NVTX range {' or '.join(ranges)}{anywhere}"
+    return launches
 
 
 def collect_program(run: Run) -> ProgramWriteup:
