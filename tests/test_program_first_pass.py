@@ -126,17 +126,23 @@ def test_the_eager_steps_ranking_and_its_representative_launches() -> None:
         assert abs(held[kernel.representative_id]["ns"] - middle) == pytest.approx(nearest)
 
 
-def test_top_with_a_step_range_profiles_each_kernel_by_name_from_the_start(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path / "cache"))
+def profile_on_the_eager_first_pass(monkeypatch: pytest.MonkeyPatch, *args: str
+                                    ) -> tuple[Any, ProgramNcu]:
+    """`ncuh profile ARGS` with ncu's stand-in answering the recorded eager first pass (and
+    each second pass with a committed report)."""
     monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: NCU)
     fake = ProgramNcu([], table=page("eager"), mangled_table=mangled_page("eager"))
     monkeypatch.setattr(lib, "run_command", fake)
     monkeypatch.setattr(lib, "start_command", lib.in_threads(fake))
-    result = CliRunner().invoke(main, [
-        "profile", "--top", "3", "--nvtx-include", "step/", "--out", str(tmp_path), "--",
-        "python3", "examples/transformer_step.py", "--steps", "2", "--warmup", "1"],
-        catch_exceptions=False)
+    return CliRunner().invoke(main, ["profile", *args], catch_exceptions=False), fake
+
+
+def test_top_with_a_step_range_profiles_each_kernel_by_name_from_the_start(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path / "cache"))
+    result, fake = profile_on_the_eager_first_pass(
+        monkeypatch, "--top", "3", "--nvtx-include", "step/", "--out", str(tmp_path), "--",
+        "python3", "examples/transformer_step.py", "--steps", "2", "--warmup", "1")
     assert result.exit_code == 0, result.output
     assert "GPU time 6.081 ms over 646 launches of 80 kernels" in result.stdout.splitlines()
     first, *second = [argv for argv in fake.calls if "-o" in argv]
@@ -152,12 +158,9 @@ def test_top_with_a_step_range_profiles_each_kernel_by_name_from_the_start(
 
 def test_a_range_no_launch_was_made_in_is_one_line(monkeypatch: pytest.MonkeyPatch,
                                                    tmp_path: Path) -> None:
-    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: NCU)
-    fake = ProgramNcu([], table=page("eager"), mangled_table=mangled_page("eager"))
-    monkeypatch.setattr(lib, "run_command", fake)
-    monkeypatch.setattr(lib, "start_command", lib.in_threads(fake))
-    result = CliRunner().invoke(main, ["profile", "--top", "3", "--nvtx-include", "steps/",
-                                       "--out", str(tmp_path), "--", "python3", "t.py"])
+    result, _ = profile_on_the_eager_first_pass(
+        monkeypatch, "--top", "3", "--nvtx-include", "steps/", "--out", str(tmp_path), "--",
+        "python3", "t.py")
     assert result.exit_code == 2
     line = result.stderr.strip().splitlines()[-1]
     assert line.startswith("ncuh: error: none of the first pass's 1076 launches")

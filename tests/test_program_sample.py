@@ -20,12 +20,11 @@ from click.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script, as under pytest
 
-from program_support import ENVIRONMENT, ProgramNcu
-from test_program_first_pass import mangled_page, page
+from program_support import ENVIRONMENT
+from test_program_first_pass import profile_on_the_eager_first_pass
 from test_program_top import NCU
 
 from harness.cli import main
-from harness.profile import run as lib
 from harness.rundir import load_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -43,14 +42,9 @@ def build(out: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The sample: `ncuh profile --top 5 --nvtx-include step/ --clock-control none` on the
     recorded first pass, kept as the first pass left it (its ranking; no kernel profiled)."""
     monkeypatch.setenv("NCUH_CACHE_DIR", str(out / "cache"))
-    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: NCU)
-    fake = ProgramNcu([], table=page("eager"), mangled_table=mangled_page("eager"))
-    monkeypatch.setattr(lib, "run_command", fake)
-    monkeypatch.setattr(lib, "start_command", lib.in_threads(fake))
-    result = CliRunner().invoke(main, [
-        "profile", "--top", str(TOP), "--nvtx-include", "step/", "--clock-control", "none",
-        "--out", str(out / "runs"), "--", *PROGRAM],
-        catch_exceptions=False)
+    result, _ = profile_on_the_eager_first_pass(
+        monkeypatch, "--top", str(TOP), "--nvtx-include", "step/", "--clock-control", "none",
+        "--out", str(out / "runs"), "--", *PROGRAM)
     assert result.exit_code == 0, result.output
     run = Path(result.stdout.splitlines()[-1]).rename(out / SAMPLE.name)
     manifest = json.loads((run / "manifest.json").read_text())
