@@ -124,7 +124,7 @@ def _top(bench: Bench, kind: str, top: int, program: list[str], *options: str
             "top": [{"name": k["name"][:120], "grid": k["grid"], "block": k["block"],
                      "share_pct": round(k["share_pct"], 1)} for k in shown]})
     return {
-        "status": status, "run": run_dir.name, "profile_s": round(profile_s, 1),
+        "status": status, "top": top, "run": run_dir.name, "profile_s": round(profile_s, 1),
         "writeup_s": round(writeup_s, 1), "writeup_status": status_w,
         "command_to_pages_s": round(profile_s + writeup_s, 1),
         "first_pass_s": ranking["seconds"], "launches_seen": ranking["launches_seen"],
@@ -215,8 +215,8 @@ def _table(figures: dict[str, Any]) -> list[str]:
     full = figures.get("full") or {}
     rows = ["| figure | eager | compiled | cuda graph | torchrun |", "|---|---:|---:|---:|---:|"]
     alone = figures.get("alone_s", {})
-    rows.append(f"| program alone (s) | {alone.get('eager') or '-'} | "
-                f"{alone.get('compiled') or '-'} | | |")
+    shown = ["-" if alone.get(kind) is None else alone[kind] for kind in ("eager", "compiled")]
+    rows.append(f"| program alone (s) | {shown[0]} | {shown[1]} | | |")
     for label, key, unit in (("command to pages (s)", "command_to_pages_s", ""),
                              ("first pass (s)", "first_pass_s", ""),
                              ("first pass / program alone", "first_pass_over_alone", "x"),
@@ -225,8 +225,9 @@ def _table(figures: dict[str, Any]) -> list[str]:
                              ("entries ok", "entries_ok", "")):
         rows.append(f"| {label} | " + " | ".join(cell(k, key, unit) for k in (
             "eager", "compiled", "graph", "torchrun")) + " |")
-    shares = [", ".join(f"{p['top_share_pct']}%" for p in (figures.get(k) or {}).get(
-        "processes", [])) or "-" for k in ("eager", "compiled", "graph", "torchrun")]
+    shares = [", ".join(f"{p['top_share_pct']}% (top {figures[k]['top']})" for p in (
+        figures.get(k) or {}).get("processes", [])) or "-"
+        for k in ("eager", "compiled", "graph", "torchrun")]
     rows.append("| share of GPU time the top N cover | " + " | ".join(shares) + " |")
     if full:
         state = ("finished" if full["finished"] else
