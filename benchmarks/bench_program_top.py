@@ -196,14 +196,15 @@ def _measure(bench: Bench, top: int, full_seconds: float, two_gpus: bool) -> Non
 
 
 def _pack(bench: Bench) -> None:
-    """Each run directory and every page into .tar.xz files under --out."""
+    """Each run directory and every page into .tar.xz files under --out (xz's fastest preset:
+    a first pass's report is tens of MB, and packing is outside the budget)."""
     for kind in ("eager", "compiled", "graph", "torchrun"):
         folder = (bench.figures.get(kind) or {}).pop("_dir", None)
         if folder:
-            with tarfile.open(bench.out / f"run_{kind}.tar.xz", "w:xz") as tar:
+            with tarfile.open(bench.out / f"run_{kind}.tar.xz", "w:xz", preset=1) as tar:
                 tar.add(folder, arcname=Path(folder).name)
     if (bench.work / "pages").is_dir():
-        with tarfile.open(bench.out / "pages.tar.xz", "w:xz") as tar:
+        with tarfile.open(bench.out / "pages.tar.xz", "w:xz", preset=1) as tar:
             tar.add(bench.work / "pages", arcname="pages")
 
 
