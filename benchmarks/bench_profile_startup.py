@@ -6,7 +6,8 @@
 A stand-in `ncu` (a bash script put first on PATH) notes the wall-clock time it was started
 and the time it is about to exit, sleeps `--ncu-seconds` (so that the post-processing children,
 which run beside ncu, have finished their start as they would beside a real ncu), copies a
-recorded report (tests/fixtures/h100_pages_register_tiled_1024.ncu-rep) to its `-o` path, and
+recorded report (tests/fixtures/h100_pages_register_tiled_1024.ncu-rep.xz, unpacked) to its `-o`
+path, and
 prints the runner's result line. `ncuh profile --variant V --size S` then runs for real on it:
 the bundled project, planning, the environment probe and the metrics export of that report
 (NVIDIA's `ncu_report` must be importable, e.g. `pip install ncu-report`). An empty `cupy`
@@ -40,6 +41,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import lzma
 import os
 import re
 import statistics
@@ -52,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-REPORT = ROOT / "tests" / "fixtures" / "h100_pages_register_tiled_1024.ncu-rep"
+PACKED_REPORT = ROOT / "tests" / "fixtures" / "h100_pages_register_tiled_1024.ncu-rep.xz"
 
 # The stand-in ncu. Bash, not Python: its own start must not count as ncuh's.
 STAND_IN = r"""#!/bin/bash
@@ -107,6 +109,7 @@ def _stand_ins(work: Path) -> Path:
     ncu = bin_dir / "ncu"
     ncu.write_text(STAND_IN)
     ncu.chmod(0o755)
+    (work / "report.ncu-rep").write_bytes(lzma.decompress(PACKED_REPORT.read_bytes()))
     return stubs
 
 
@@ -119,7 +122,7 @@ def _environment(root: Path, work: Path, ncu_seconds: float) -> dict[str, str]:
         # That checkout's harness, whatever is installed.
         "PYTHONPATH": os.pathsep.join([str(root), str(work / "stubs")]),
         "NCUH_BENCH_NCU_SECONDS": str(ncu_seconds),
-        "NCUH_BENCH_REPORT": str(REPORT),
+        "NCUH_BENCH_REPORT": str(work / "report.ncu-rep"),  # written by `_stand_ins`
         "NCUH_BENCH_LOG": str(work / "ncu.log"),
         "NCUH_BENCH_RESULT": RUNNER_RESULT,
     })

@@ -108,7 +108,8 @@ def timed(args: list[str], env: dict[str, str]) -> float:
 def measure(name: str, make_args: Any, repeats: int, scratch: Path) -> dict[str, Any]:
     """Cold and warm medians of one command; `make_args(n)` gives the n-th command line."""
     base = {**os.environ}
-    base.pop("NCUH_REPORT_CACHE", None)
+    for switch in ("NCUH_REPORT_AND_PLOT_CACHE", "NCUH_REPORT_CACHE"):  # the cache on
+        base.pop(switch, None)
     cold = []
     for n in range(repeats):
         env = {**base, "NCUH_CACHE_DIR": str(scratch / f"{name}-cold-{n}")}

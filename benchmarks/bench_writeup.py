@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import lzma
 import os
 import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = ROOT / "tests" / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+PACKED_FIXTURE = ROOT / "tests" / "fixtures" / "h100_sgemm_naive_smem.ncu-rep.xz"
 # None of these kernels is in the fixture, so every entry shows both of its kernels: 20 pages.
 VARIANTS = ("coalesced", "smem_tiled", "blocktile_1d", "register_tiled", "vectorized",
             "bank_conflict_free", "warptiled", "double_buffered", "async_copy", "autotuned")
@@ -35,9 +35,10 @@ def build_run(run: Path) -> None:
     """A run directory per harness.rundir.manifest's schema: ten entries, 20 kernels."""
     run.mkdir(parents=True)
     entries = []
+    report = lzma.decompress(PACKED_FIXTURE.read_bytes())
     for name in VARIANTS:
         label = f"{name}_1024"
-        shutil.copyfile(FIXTURE, run / f"{label}.ncu-rep")
+        (run / f"{label}.ncu-rep").write_bytes(report)
         entries.append({"label": label, "variant": name, "size": SIZE, "params": {},
                         "report": f"{label}.ncu-rep", "status": "ok", "error": None})
     manifest = {"schema": "ncuh.run/1", "ncuh_version": "0.1.0", "git_commit": None,
@@ -79,7 +80,8 @@ def _timed(keep: Path | None) -> tuple[float, int, int]:
         ncuh = Path(sys.executable).with_name("ncuh")
         command = [str(ncuh)] if ncuh.exists() else [sys.executable, "-m", "harness"]
         env = {**os.environ, "NCUH_CACHE_DIR": str(Path(tmp) / "cache")}
-        env.pop("NCUH_REPORT_CACHE", None)
+        for switch in ("NCUH_REPORT_AND_PLOT_CACHE", "NCUH_REPORT_CACHE"):  # the cache on
+            env.pop(switch, None)
         start = time.perf_counter()
         subprocess.run([*command, "writeup", str(run), "--out", str(out)], check=True,
                        stdout=subprocess.DEVNULL, env=env)

@@ -19,7 +19,7 @@ import click
 from harness import __version__
 from harness.commands import PROJECT_HELP
 from harness.errors import NcuhError, error_line
-from harness.util import terminate_as_interrupt
+from harness.util import cache_switch_note, terminate_as_interrupt
 
 # command name -> "module:attribute"; the order is the order of `ncuh --help`.
 COMMANDS: dict[str, str] = {
@@ -34,6 +34,21 @@ COMMANDS: dict[str, str] = {
     "writeup": "harness.commands.writeup:writeup",
     "diff": "harness.commands.diff:diff",
     "history": "harness.commands.history:history",
+}
+# Each command's short help, which `ncuh --help` lists without importing the commands
+# (tests/test_cli_grammar.py keeps each the command's own).
+SHORT_HELP: dict[str, str] = {
+    "init": "Write a small working project to start from.",
+    "list": "List the project's variants, reference and limits.",
+    "check": "Check the project without a GPU (compile, dry run).",
+    "bench": "Check every variant's output, then time it.",
+    "profile": "Profile variants (or a program) under Nsight Compute.",
+    "merge": "Join run directories (shards) into one.",
+    "export": "Export every metric of a report or a run as CSV or JSON.",
+    "report": "Print each kernel's sections and ncu's rules.",
+    "writeup": "Write iteration pages (Markdown and HTML) from runs.",
+    "diff": "Compare two runs: regressions, explained; exit 0/1/2.",
+    "history": "Keep runs by commit; trends, steps and a gate.",
 }
 
 
@@ -72,6 +87,10 @@ class LazyGroup(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, SHORT_HELP[name]) for name in COMMANDS])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         target = COMMANDS.get(cmd_name)
@@ -126,6 +145,9 @@ class LazyGroup(click.Group):
 def main(ctx: click.Context, project: Path | None) -> None:
     """ncuh: run kernel variants under Nsight Compute, explain the reports, gate regressions."""
     ctx.obj = {"project": project}
+    note = cache_switch_note()
+    if note:
+        click.echo(f"ncuh: {note}", err=True)
 
 
 if __name__ == "__main__":  # `python -m harness.cli ...` (`python -m harness`: harness.entry)

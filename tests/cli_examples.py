@@ -1,7 +1,6 @@
 """The documented `ncuh` commands, run as a user runs them (`python -m harness` in a process of
 its own), each distinct read-only command once per test process: the README's samples, the
-documentation's examples and the check tests name some of the same commands
-(tests/conftest.py keeps their modules on one worker).
+documentation's examples and the check tests name some of the same commands.
 
 Paths under /tmp/ in an example are written in a folder of this test process instead.
 """

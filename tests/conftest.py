@@ -1,22 +1,25 @@
-"""Shared test setup: fixture paths, clean skips for tests marked `gpu`, golden files, and
-the groups that pytest-xdist keeps on one worker.
+"""Shared test setup: fixture paths, clean skips for tests marked `gpu`, golden files, the
+order modules are handed out in, and one GPU test at a time.
 
 Prose (findings, pages, verdicts) is pinned in tests/golden/<module>/<name>.txt through the
 `golden` fixture. After an intended change of wording, rewrite them with
 `pytest --update-golden` (or NCUH_UPDATE_GOLDEN=1) and review the diff.
 
-The suite runs on every core (`-n auto --dist loadgroup` in pyproject.toml). A test module's
-tests run on one worker, so its module-scoped fixtures (reports read once, a Slurm cluster,
-a browser's pages) are made once; the GPU tests (all in `test_*_gpu.py` modules) are one
-group, so on a GPU machine they run one after the other on a single worker and never share
-the GPU. `-n 0` runs everything in one process.
+The suite runs on every core (`-n auto --dist loadfile --no-loadscope-reorder` in
+pyproject.toml): a test module's tests run on one worker, so its module-scoped fixtures
+(reports read once, a Slurm cluster, a browser's pages) are made once, and modules are handed
+out in the order collected, the longest first (`FIRST_MODULES`). Tests marked `gpu` hold a
+lock of the test run while they run, so on a GPU machine they run one after the other, on
+whichever worker, and never share the GPU. `-n 0` runs everything in one process.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import fcntl
 import functools
 import os
-import re
 import shutil
 import signal
 import sys
@@ -25,15 +28,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-NAIVE_SMEM_REPORT = FIXTURES / "h100_sgemm_naive_smem.ncu-rep"
 NAIVE_SMEM_RAW_CSV = FIXTURES / "h100_sgemm_naive_smem.raw.csv"
 NAIVE_SMEM_DETAILS = FIXTURES / "h100_sgemm_naive_smem.details.txt.gz"
 GOLDEN = Path(__file__).parent / "golden"
+RUN_FOLDER_ENV = "NCUH_TEST_RUN_DIR"  # the folder one test run's processes share
 
 # Python's default, where the environment turns it off (PYTHONDONTWRITEBYTECODE), for the whole
 # test process: pytest keeps each test module's rewritten asserts in __pycache__ (ignored by
@@ -88,78 +90,66 @@ def gpu_unavailable_reason() -> str | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     # Tests never read or write the user's ~/.cache/ncuh: a test run starts from an empty
-    # cache folder of its own, which its xdist workers (started with the environment set
-    # here) share; tests that need another one set NCUH_CACHE_DIR themselves.
-    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("NCUH_CACHE_DIR"):
+    # folder of its own, which its xdist workers (started with the environment set here)
+    # share: the cache folder, and the lock the GPU tests take turns on. Tests that need
+    # another cache folder set NCUH_CACHE_DIR themselves.
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(RUN_FOLDER_ENV):
         return
-    folder = tempfile.mkdtemp(prefix="ncuh-test-cache-")
+    folder = tempfile.mkdtemp(prefix="ncuh-test-run-")
     config.add_cleanup(functools.partial(shutil.rmtree, folder, True))
-    os.environ["NCUH_CACHE_DIR"] = folder
+    os.environ[RUN_FOLDER_ENV] = folder
+    os.environ["NCUH_CACHE_DIR"] = os.path.join(folder, "cache")
 
 
-# Modules whose tests share one worker with other modules' tests: every GPU test, one after
-# the other (they never share the GPU); the history tests (one PostgreSQL server); the tests
-# that run the documented commands (each such command run once, tests/cli_examples.py); the
-# tests that read the reduction run's pages (written up once, tests/reduction_run.py); the
-# tests that read every committed report in-process (each read once, packed_fixtures).
-WORKER_GROUPS = {
-    "gpu": re.compile(r"(^|/)test_\w+_gpu\.py$"),
-    "postgresql": re.compile(r"(^|/)test_history_\w+\.py$"),
-    "examples": re.compile(r"(^|/)test_(docs|readme_commands|check_command)\.py$"),
-    "reduction run": re.compile(r"(^|/)test_(reduction_pages|writeup_side_by_side)\.py$"),
-    "fixture reports": re.compile(
-        r"(^|/)test_(findings_claims|findings_prose|findings_coalescing|zoo_pages|pages_set"
-        r"|profile_metrics_raw|roofline|sass_hotspots)\.py$"),
-}
+def run_folder() -> Path:
+    """The folder this test run's processes share; outside a test run (a benchmark that uses the
+    test helpers), one of this process's own, removed when it exits."""
+    if RUN_FOLDER_ENV not in os.environ:
+        folder = tempfile.mkdtemp(prefix="ncuh-test-run-")
+        atexit.register(shutil.rmtree, folder, True)
+        os.environ[RUN_FOLDER_ENV] = folder
+    return Path(os.environ[RUN_FOLDER_ENV])
 
 
-# The groups that take longest, handed out first so that no worker is left running one of
-# them alone at the end; the others follow, most tests first.
-LONG_GROUPS = ("fixture reports", "examples", "tests/test_details_page.py", "tests/test_fuzz.py",
-               "tests/test_signals.py", "tests/test_diff_fixture.py", "postgresql",
-               "tests/test_data_not_code.py")
+@contextlib.contextmanager
+def gpu_turn() -> Iterator[None]:
+    """Holds the test run's GPU lock: one GPU test at a time, whichever worker runs it."""
+    with (run_folder() / "gpu.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
-def worker_group(nodeid: str) -> str:
-    """The group of a test that pytest-xdist keeps on one worker: a group of WORKER_GROUPS,
-    else the test's module."""
-    module = nodeid.split("::")[0]
-    return next((name for name, pattern in WORKER_GROUPS.items() if pattern.search(module)),
-                module)
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    # the whole protocol: a module's fixtures are set up and torn down within its tests' turns
+    if item.get_closest_marker("gpu") is None:
+        return (yield)
+    with gpu_turn():
+        return (yield)
 
 
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
-    """`--dist loadgroup` by `worker_group`. xdist's own loadgroup reads marks through node
-    ids that pytest 9.2 no longer lets a plugin rename (pytest-xdist issue 1386); a scope
-    scheduler that groups by node id works on every pytest."""
-    # every distributing mode keeps the groups (above all: GPU tests never share a GPU)
-    if config.getvalue("dist") in ("no", "each", None):
-        return None
-    from xdist.scheduler import LoadScopeScheduling
+# Test modules handed out first, longest first, so that no worker is left running one of them
+# alone at the end; the others follow in the order collected.
+FIRST_MODULES = (
+    "tests/test_findings_claims.py",
+    "tests/test_details_page.py",
+    "tests/test_zoo_pages.py",
+    "tests/test_fuzz.py",
+    "tests/test_signals.py",
+    "tests/test_check_command.py",
+    "tests/test_profile_cpu.py",
+    "tests/test_diff_bad_input.py",
+    "tests/test_data_not_code.py",
+    "tests/test_read_cache.py",
+    "tests/test_profile_worker.py",
+    "tests/test_head_start.py",
+    "tests/test_docs.py",
+)
 
-    if not all(hasattr(LoadScopeScheduling, name)
-               for name in ("_split_scope", "_assign_work_unit")):
-        raise pytest.UsageError("this pytest-xdist has no scope scheduler to group tests by: "
-                                "run with -n0, or install pytest-xdist<3.9")
 
-    class GroupScheduling(LoadScopeScheduling):
-        ordered = False
-
-        def _split_scope(self, nodeid: str) -> str:
-            return worker_group(nodeid)
-
-        def _assign_work_unit(self, node: Any) -> None:
-            if not self.ordered:  # the queue is whole by the first hand-out
-                self.ordered = True
-                units = sorted(self.workqueue.items(), key=lambda unit: (
-                    LONG_GROUPS.index(unit[0]) if unit[0] in LONG_GROUPS else len(LONG_GROUPS),
-                    -len(unit[1])))
-                self.workqueue.clear()
-                self.workqueue.update(units)
-            super()._assign_work_unit(node)
-
-    return GroupScheduling(config, log)
+def _module_rank(item: pytest.Item) -> int:
+    module = item.nodeid.split("::")[0]
+    return FIRST_MODULES.index(module) if module in FIRST_MODULES else len(FIRST_MODULES)
 
 
 # (node id, marked gpu) of every test collected, for tests/test_suite_hygiene.py
@@ -167,6 +157,7 @@ COLLECTED = pytest.StashKey[list[tuple[str, bool]]]()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_module_rank)  # stable: a module's tests keep their order
     config.stash[COLLECTED] = [(item.nodeid, item.get_closest_marker("gpu") is not None)
                                for item in items]
     gpu_items = [item for item in items if item.get_closest_marker("gpu") is not None]
@@ -177,11 +168,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     for item in gpu_items:
         item.add_marker(pytest.mark.skip(reason=f"gpu test: {reason}"))
-
-
-@pytest.fixture
-def naive_smem_report() -> Path:
-    return NAIVE_SMEM_REPORT
 
 
 def interrupt_when_written(path: Path, words: int) -> threading.Thread:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from conftest import NAIVE_SMEM_REPORT
+from packed_fixtures import NAIVE_SMEM_REPORT
 
 SIZE = [1024, 1024, 1024]
 H100_ENV = {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
-from packed_fixtures import cached_profiles
+from packed_fixtures import NAIVE_SMEM_REPORT, cached_profiles
 
 from harness.findings import Finding
 from harness.report.model import KernelReport
 
-REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+REPORT = NAIVE_SMEM_REPORT
 
 
 @functools.cache

@@ -52,12 +52,13 @@ from pathlib import Path
 from typing import Any
 
 from click.testing import CliRunner
+from packed_fixtures import H200_NAIVE, H200_REGISTER_TILED, H200_RUN
 
 from harness.cli import main
 
 FIXTURES = Path(__file__).parent / "fixtures"
-REPORTS = (FIXTURES / "h200_naive_256.ncu-rep", FIXTURES / "h200_register_tiled_256.ncu-rep")
-MANIFEST = FIXTURES / "h200_profile_256.manifest.json"
+REPORTS = (H200_NAIVE, H200_REGISTER_TILED)
+MANIFEST = H200_RUN / "manifest.json"
 BENCH = FIXTURES / "h200_bench_small.json"
 OUTCOMES = ("refused", "same", "valid", "changed value", "silent", "traceback", "bad error",
             "unclean", "data lost")

@@ -31,14 +31,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 from conftest import FIXTURES
+from packed_fixtures import H100_PAGES_NAIVE, report
 
 from harness.cli import main
 from harness.history import RunRecord, read_run
 from harness.history.vcs import CI_VARIABLES
 
-REGISTER_TILED = FIXTURES / "h100_full_register_tiled_1024.ncu-rep"
-SMEM_TILED = FIXTURES / "h100_full_smem_tiled_1024.ncu-rep"
-NAIVE_PAGES = FIXTURES / "h100_pages_naive_1024.ncu-rep"  # the quickest report to read
+REGISTER_TILED = report(FIXTURES / "h100_full_register_tiled_1024.ncu-rep")
+SMEM_TILED = report(FIXTURES / "h100_full_smem_tiled_1024.ncu-rep")
+NAIVE_PAGES = H100_PAGES_NAIVE  # the quickest report to read
 SIZE = [1024, 1024, 1024]
 H100_ENV = {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0",
             "driver": "580.159.04", "ncu_version": "2025.3.1"}

@@ -1,20 +1,27 @@
-"""The reduction chain's recorded H100 run (tests/fixtures/reduction_h100_2p26) written up
-with its project, once per test process: several test modules read the same pages
-(tests/conftest.py keeps them on one worker). The writeup is shared: tests only read it."""
+"""The reduction chain's recorded H100 run (reports/runs/reduction-h100-2p26) written up with
+its project, once per test process: several test modules read the same pages. The writeup is
+shared: tests only read it."""
 
 from __future__ import annotations
 
 import functools
 from pathlib import Path
+from unittest import mock
+
+from packed_fixtures import REDUCTION_RUN as RUN
 
 from harness.pages.writeup import Writeup, collect
+from harness.rundir import Run
 
-RUN = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
-BENCH = RUN / "bench_reduction.json"
+BENCH = RUN / "bench.json"
 PROJECT = Path(__file__).parent.parent / "kernels" / "reduction"
 
 
 @functools.cache
 def reduction_writeup(with_bench: bool = True) -> Writeup:
-    """The run's pages, with its bench results or (False) from ncu's durations alone."""
-    return collect([RUN, BENCH] if with_bench else [RUN], project=PROJECT)
+    """The run's pages, with its bench results or (False) from ncu's durations alone: the run
+    read as one profiled without `--bench`."""
+    if with_bench:
+        return collect([RUN], project=PROJECT)
+    with mock.patch.object(Run, "bench", lambda _run: None):
+        return collect([RUN], project=PROJECT)

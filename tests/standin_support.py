@@ -10,11 +10,12 @@ import os
 from pathlib import Path
 
 import pytest
+from packed_fixtures import H200_NAIVE
 
 from harness.profile import run as lib
 
 STANDINS = Path(__file__).parent / "standins"
-REPORT = Path(__file__).parent / "fixtures" / "h200_naive_256.ncu-rep"
+REPORT = H200_NAIVE
 
 
 @pytest.fixture(name="standins")
@@ -34,7 +35,7 @@ def use_standins(monkeypatch: pytest.MonkeyPatch, folder: Path) -> Path:
     monkeypatch.setenv("NCUH_CACHE_DIR", str(folder.parent / f"{folder.name}.user-cache"))
     monkeypatch.delenv("NCU_HOME", raising=False)
     monkeypatch.setattr(lib, "cupy_installed", lambda: True)
-    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: STANDINS / "ncu")
+    monkeypatch.setattr("harness.util.ncu_executable", lambda: STANDINS / "ncu")
     return log
 
 

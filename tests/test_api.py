@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import NAIVE_SMEM_REPORT
+from packed_fixtures import NAIVE_SMEM_REPORT, REDUCTION_RUN
 
 import harness
 from harness.api import Result, load
@@ -20,7 +20,6 @@ from harness.cli import main
 from harness.errors import ReportError
 
 ROOT = Path(__file__).resolve().parents[1]
-REDUCTION_RUN = ROOT / "tests" / "fixtures" / "reduction_h100_2p26"
 
 
 def test_import_harness_stays_cheap() -> None:
@@ -117,7 +116,7 @@ def test_run_directory_labels_every_row() -> None:
 
 
 def test_bench_results_table() -> None:
-    result = load(REDUCTION_RUN / "bench_reduction.json")
+    result = load(REDUCTION_RUN / "bench.json")
     assert result.kind == "bench" and result.kernels == []
     frame = result.to_dataframe()
     first = frame.iloc[0]

@@ -1,11 +1,18 @@
 """The shape of harness/: one package per stage with a face, imports one way, short functions.
 
+A face (a package's `__init__`, docs/architecture.md) imports its public names plainly from
+their modules, under their own names, and lists them in `__all__`; only the names of modules
+that import a heavy library (`HEAVY_LIBRARIES`), at import time and directly or through the
+modules they import, or that run as programs (`python -m`, which would run a module its face
+imported a second time), are listed in its one `lazy_names` call instead and come on first use.
+
 Read with `ast` only: nothing under harness/ is imported here.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +40,10 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
 )
 TOP_LEVEL = {"__init__.py", "__main__.py", "entry.py", "cli.py", "errors.py"}
+# libraries that take tens of milliseconds or more to import: a face imports a module that
+# brings one only when one of its names is first used
+HEAVY_LIBRARIES = {"cupy", "jinja2", "matplotlib", "ncu_report", "numpy", "pandas", "pydantic",
+                   "sqlalchemy"}
 MAX_FUNCTION_LINES = 80
 
 
@@ -214,6 +225,106 @@ def test_no_face_name_is_hidden_by_a_submodule_of_the_same_name() -> None:
     clashes = [f"{package}.{name}" for package in PACKAGES for name in _face(package)
                if (HARNESS / package / f"{name}.py").exists()]
     assert clashes == []
+
+
+@dataclass(frozen=True)
+class Face:
+    plain: dict[str, str]  # name -> the module it is imported from
+    lazy: dict[str, str]  # name -> the module it comes from on first use
+    renamed: list[str]  # `x as y` imports
+    stray: list[str]  # statements a face does not hold
+
+
+def _face_parts(package: str) -> Face:
+    tree = ast.parse((HARNESS / package / "__init__.py").read_text(encoding="utf-8"))
+    plain: dict[str, str] = {}
+    lazy: dict[str, str] = {}
+    renamed, stray = [], []
+    for node in tree.body[1:] if ast.get_docstring(tree) else tree.body:
+        if isinstance(node, ast.ImportFrom) and node.module in ("__future__", "harness"):
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+                f"harness.{package}."):
+            renamed += [alias.name for alias in node.names if alias.asname]
+            plain |= {alias.name: node.module for alias in node.names}
+        elif isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__getattr__":
+            homes = ast.literal_eval(node.value.args[1])
+            lazy |= {name: module for module, names in homes.items() for name in names}
+        elif not (isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__"):
+            stray.append(ast.unparse(node)[:60])
+    return Face(plain, lazy, renamed, stray)
+
+
+def _top_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """The imports a module runs when it is imported (not those in functions, nor those for
+    type checkers alone)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append(node)
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" not in ast.unparse(node.test):
+            todo += [*node.body, *node.orelse]
+        elif isinstance(node, ast.Try):
+            todo += [*node.body, *node.orelse, *node.finalbody,
+                     *(part for handler in node.handlers for part in handler.body)]
+    return found
+
+
+FACES = {package: _face_parts(package) for package in PACKAGES}
+
+
+def _runs_at_import(module: str) -> tuple[set[str], set[str]]:
+    """The heavy libraries and the harness modules importing `module` imports itself (a face's
+    name: the module it comes from)."""
+    libraries, modules = set(), set()
+    for node in _top_level_imports(ast.parse(SOURCES[module].read_text(encoding="utf-8"))):
+        pairs = ([(alias.name, "") for alias in node.names] if isinstance(node, ast.Import)
+                 else [(node.module or "", alias.name) for alias in node.names])
+        for source, name in pairs:
+            face = FACES.get(source.removeprefix("harness.")) if name else None
+            if source.split(".")[0] in HEAVY_LIBRARIES:
+                libraries.add(source.split(".")[0])
+            elif face is not None:
+                modules.add(face.plain.get(name) or face.lazy.get(name) or f"{source}.{name}")
+            elif source.startswith("harness."):
+                modules.add(f"{source}.{name}" if f"{source}.{name}" in SOURCES else source)
+    return libraries, modules & SOURCES.keys()
+
+
+@functools.cache
+def _heavy(module: str) -> frozenset[str]:
+    """The heavy libraries importing `module` brings, itself or through what it imports."""
+    libraries, modules = _runs_at_import(module)
+    return frozenset(libraries.union(*(_heavy(other) for other in modules - {module})))
+
+
+def _program(module: str) -> bool:
+    """Whether `module` runs as a program (`if __name__ == "__main__":`)."""
+    return any(isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
+               for node in ast.parse(SOURCES[module].read_text(encoding="utf-8")).body)
+
+
+def _lazy_by_rule(module: str) -> bool:
+    return bool(_heavy(module)) or _program(module)
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=lambda name: f"harness.{name}")
+def test_a_face_imports_its_names_plainly_and_lazily_only_what_is_heavy(package: str) -> None:
+    face = FACES[package]
+    assert face.renamed == [] and face.stray == []
+    assert sorted([*face.plain, *face.lazy]) == sorted(_face(package))
+    assert {name: module for name, module in face.plain.items() if _lazy_by_rule(module)} == {}
+    assert {name: module for name, module in face.lazy.items() if not _lazy_by_rule(module)} == {}
+
+
+def test_the_face_rule_tells_heavy_from_light() -> None:
+    assert _heavy("harness.history.tables") == {"sqlalchemy"}
+    assert _heavy("harness.rundir.manifest") == {"pydantic"}
+    assert "pydantic" in _heavy("harness.diff.inputs")  # through harness.rundir's load_run
+    assert _heavy("harness.util.atomic") == set() and _heavy("harness.report.model") == set()
+    assert _program("harness.profile.worker") and not _program("harness.profile.run")
 
 
 def test_only_the_entry_points_sit_at_the_top_of_harness() -> None:

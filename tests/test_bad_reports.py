@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import NAIVE_SMEM_REPORT
+from packed_fixtures import NAIVE_SMEM_REPORT
 
 from harness.cli import main
 from harness.errors import ReportError

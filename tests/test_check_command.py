@@ -93,10 +93,10 @@ def test_init_names_the_nvrtc_extra_only_when_nvrtc_is_missing(tmp_path: Path,
     root = Path(__file__).resolve().parent.parent
     note = ("note: `ncuh check` compiles the variants with NVRTC, which needs ncuh's nvrtc "
             f"extra: pip install -e '{root}[nvrtc]'")
-    monkeypatch.setattr("harness.gpu.nvrtc.find_nvrtc", lambda: None)
+    monkeypatch.setattr("harness.gpu.find_nvrtc", lambda: None)
     without = CliRunner().invoke(main, ["init", str(tmp_path / "a")])
     assert without.exit_code == 0 and without.stderr.splitlines()[-1] == note
-    monkeypatch.setattr("harness.gpu.nvrtc.find_nvrtc", lambda: object())
+    monkeypatch.setattr("harness.gpu.find_nvrtc", lambda: object())
     with_it = CliRunner().invoke(main, ["init", str(tmp_path / "b")])
     assert with_it.exit_code == 0 and "nvrtc extra" not in with_it.stderr
     assert with_it.stderr.splitlines()[-1].startswith("next: cd ")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import NAIVE_SMEM_REPORT
+from packed_fixtures import H200_NAIVE, H200_RUN, NAIVE_SMEM_REPORT
 
 from harness.cli import main
 from harness.errors import ProjectError, error_line, printable
@@ -25,7 +25,7 @@ from harness.project import OUTSIDE_ENV, load_project
 from harness.report.export_format import spreadsheet_column, spreadsheet_text
 
 FIXTURES = Path(__file__).parent / "fixtures"
-REPORT = FIXTURES / "h200_naive_256.ncu-rep"
+REPORT = H200_NAIVE
 SCALE = Path(__file__).parent / "projects" / "scale"
 # what must never reach a terminal or a page raw: ESC (a terminal's commands: here a title
 # change), BEL, CR, DEL, a C1 control, the bidi overrides and isolates
@@ -122,7 +122,7 @@ def _run_dir(tmp_path: Path, label: str) -> Path:
     run = tmp_path / "run"
     run.mkdir()
     shutil.copyfile(REPORT, run / "naive_256.ncu-rep")
-    manifest = json.loads((FIXTURES / "h200_profile_256.manifest.json").read_text())
+    manifest = json.loads((H200_RUN / "manifest.json").read_text())
     manifest["entries"] = [dict(manifest["entries"][0], label=label)]
     (run / "manifest.json").write_text(json.dumps(manifest))
     return run

@@ -3,15 +3,17 @@ the default output places and the install hint."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import click
 import pytest
 from click.shell_completion import ShellComplete
 from click.testing import CliRunner
-from conftest import NAIVE_SMEM_REPORT
+from packed_fixtures import NAIVE_SMEM_REPORT
 
-from harness.cli import COMMANDS, main
+from harness.cli import COMMANDS, SHORT_HELP, main
 from harness.commands.options import KERNEL_HELP, kernel_pattern
 from harness.gpu.env import cupy_install_hint
 
@@ -28,6 +30,21 @@ def command(name: str) -> click.Command:
 def option(name: str, param: str) -> click.Option:
     (found,) = [p for p in command(name).params if p.name == param]
     return found  # type: ignore[return-value]
+
+
+def test_the_help_lists_each_commands_own_short_help() -> None:
+    """`ncuh --help` lists the commands from `SHORT_HELP`, without importing them."""
+    assert list(SHORT_HELP) == list(COMMANDS)
+    for name in COMMANDS:
+        assert command(name).get_short_help_str(1000) == SHORT_HELP[name], name
+    listed = CliRunner().invoke(main, ["--help"]).stdout.split("Commands:\n")[1]
+    assert [line.split()[0] for line in listed.splitlines()] == list(COMMANDS)
+    probe = ("import sys\nfrom harness.cli import main\n"
+             "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m.startswith('harness.commands.')))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                            check=True, cwd=ROOT).stdout.splitlines()[-1]
+    assert loaded == "['harness.commands.options']"  # the project option's help alone
 
 
 @pytest.mark.parametrize("name", WRITERS)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES
+from packed_fixtures import H200_NAIVE, H200_REGISTER_TILED
 
 from harness.cli import main
 from harness.diff.compare import diff_runs
@@ -19,8 +19,8 @@ from harness.errors import NcuhError, ReportError
 from harness.report.reportfile import check_report_file, open_report
 from harness.util.input_file import column_holds_bad_text, holds_bad_text
 
-GOOD = FIXTURES / "h200_naive_256.ncu-rep"
-OTHER = FIXTURES / "h200_register_tiled_256.ncu-rep"
+GOOD = H200_NAIVE
+OTHER = H200_REGISTER_TILED
 
 
 def flipped(tmp_path: Path, pct: int, length: int = 4096) -> Path:

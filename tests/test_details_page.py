@@ -22,14 +22,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from packed_fixtures import reports
+from packed_fixtures import NAIVE_SMEM_REPORT, PAGES_OF, ncu_page, reports
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SGEMM = FIXTURES / "h100_sgemm_naive_smem.ncu-rep"
-# every fixture report with ncu's details page beside it
-# (the zoo's are committed packed with xz: `packed_fixtures`)
-REPORTS = [report for report in [*reports(FIXTURES), *reports(FIXTURES / "zoo")]
-           if report.with_name(report.name.replace(".ncu-rep", ".details.txt.gz")).exists()]
+SGEMM = NAIVE_SMEM_REPORT
+# every fixture report with ncu's details page beside it (the zoo's are committed packed with
+# xz), and the sample runs of reports/ whose details page is among the fixtures: `packed_fixtures`
+REPORTS = [report for report in [*reports(FIXTURES), *reports(FIXTURES / "zoo"), *PAGES_OF]
+           if ncu_page(report, ".details.txt.gz").exists()]
 _SECTION = re.compile(r"^    Section: (.+)$")
 # ncu's line naming the profiled process ([pid] executable@host): not in ncu_report's API
 _PROCESS = re.compile(r"^\[\d+\] \S+@\S+$")
@@ -99,7 +99,7 @@ def _texts(report: Path) -> tuple[str, str]:
 
 def _read_texts(report: Path) -> tuple[str, str]:
     """(ncuh's page, ncu's page) of a report."""
-    details = report.with_name(report.name.replace(".ncu-rep", ".details.txt.gz"))
+    details = ncu_page(report, ".details.txt.gz")
     with gzip.open(details, "rt") as handle:
         theirs = _without_nvtx_stack(handle.read())
     # `ncuh report` in a fresh process, as a user runs it (through the one report model):
@@ -111,7 +111,7 @@ def _read_texts(report: Path) -> tuple[str, str]:
     return ours, theirs
 
 
-@pytest.fixture(scope="module", params=REPORTS, ids=lambda p: p.stem)
+@pytest.fixture(scope="module", params=REPORTS, ids=lambda p: ncu_page(p, "").name)
 def pages(request):
     ours, theirs = _texts(request.param)
     return _kernels(ours), _kernels(theirs)
@@ -259,10 +259,10 @@ def test_cli_print_details_all_adds_the_body_tables():
 
 
 def test_rule_lines_padded_as_ncu_pads_them_only_on_the_report_page():
-    from harness.report.report_view import render, render_text, report_views
+    from harness.report.report_view import render_text, render_view, report_views
 
     views = report_views(SGEMM)
-    padded = [line for line in render(views, "text").splitlines() if line.endswith(" ")]
+    padded = [line for line in render_view(views, "text").splitlines() if line.endswith(" ")]
     assert padded and all(len(line) == 120 for line in padded)  # ncu's width, every one
     # pages that embed the view (writeup) keep no trailing spaces
     assert not [line for line in render_text(views).splitlines() if line.endswith(" ")]

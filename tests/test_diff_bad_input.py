@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import NAIVE_SMEM_REPORT
 from diff_rundirs import H100_ENV, make_run, samples
+from packed_fixtures import H100_PAGES_NAIVE, NAIVE_SMEM_REPORT
 
 # One kernel of the `pages` set, 13 times smaller than the SGEMM pair: these runs are refused
 # or compared for their manifests, not their counters.
-SMALL_REPORT = NAIVE_SMEM_REPORT.with_name("h100_pages_naive_1024.ncu-rep")
+SMALL_REPORT = H100_PAGES_NAIVE
 
 
 def ncuh_diff(*args: object) -> subprocess.CompletedProcess[str]:

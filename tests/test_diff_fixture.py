@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import NAIVE_SMEM_RAW_CSV, NAIVE_SMEM_REPORT
+from conftest import NAIVE_SMEM_RAW_CSV
 from diff_rundirs import make_run, samples
+from packed_fixtures import NAIVE_SMEM_REPORT
 
 from harness.diff.compare import diff_runs
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import NAIVE_SMEM_REPORT
+from packed_fixtures import NAIVE_SMEM_REPORT
 
 from harness.diff.compare import DiffResult, diff_runs
 from harness.diff.inputs import Environment, KernelData, KernelKey, Side

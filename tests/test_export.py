@@ -10,8 +10,9 @@ import math
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import NAIVE_SMEM_RAW_CSV, NAIVE_SMEM_REPORT
+from conftest import NAIVE_SMEM_RAW_CSV
 from ncu_units import matches_printed, to_base, unit_factor
+from packed_fixtures import H200_REGISTER_TILED, NAIVE_SMEM_REPORT
 
 from harness.cli import main
 from harness.report.reportfile import EXPORT_COLUMNS, export_metrics, open_report
@@ -185,7 +186,7 @@ def test_export_parts_share_the_rows_not_the_metrics() -> None:
     # register_tiled's report: a few per-PC source counters hold most of its 40,628 rows.
     from harness.report.reportfile import export_columns
 
-    report = open_report(NAIVE_SMEM_REPORT.parent / "h200_register_tiled_256.ncu-rep")
+    report = open_report(H200_REGISTER_TILED)
     whole = export_columns(report)
     parts = [export_columns(report, part=(index, 8)) for index in range(8)]
     # Compared as text: a NaN value is not equal to itself.

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from packed_fixtures import REDUCTION_RUN
 
 from harness.report import read_cache
 from harness.report.export_format import spreadsheet_text
@@ -20,7 +21,7 @@ from harness.report.export_lines import csv_cell
 from harness.util import kept_files
 
 ROOT = Path(__file__).resolve().parent.parent
-FOUR_KERNELS = ROOT / "tests" / "fixtures" / "reduction_h100_2p26" / "sequential_67108864.ncu-rep"
+FOUR_KERNELS = REDUCTION_RUN / "sequential_67108864.ncu-rep"
 ONE_KERNEL = ROOT / "reports" / "runs" / "sgemm-h200-256" / "register_tiled_256.ncu-rep"
 
 cells = st.one_of(

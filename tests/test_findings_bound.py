@@ -11,7 +11,7 @@ from harness.report.model import SpeedOfLight
 def test_naive_fixture_is_memory_bound_on_l1():
     # ncu: Memory Throughput 95.93%, L1/TEX 98.99%, Compute (SM) 5.81%; SOLBottleneck
     # "utilizing greater than 80.0% ... Start by analyzing L1"
-    assert bound.classify(naive()) == "memory"
+    assert bound.classify_bound(naive()) == "memory"
     [finding] = bound.check(naive())
     assert finding.kind == "bad"
     assert finding.metrics["memory_unit"] == "L1/TEX"
@@ -32,7 +32,7 @@ def test_latency_bound_when_both_below_sixty():
     profile = synthetic(speed_of_light=SpeedOfLight(compute_throughput_pct=47.15,
                                                     memory_throughput_pct=48.97))
     [finding] = bound.check(profile)
-    assert bound.classify(profile) == "latency"
+    assert bound.classify_bound(profile) == "latency"
     assert finding.kind == "bad"
     assert "latency-bound" in finding.title
 
@@ -56,4 +56,4 @@ def test_dram_bound_points_at_dram():
 
 def test_not_collected_gives_nothing():
     assert bound.check(synthetic()) == []
-    assert bound.classify(synthetic()) is None
+    assert bound.classify_bound(synthetic()) is None

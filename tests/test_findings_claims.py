@@ -14,7 +14,15 @@ import re
 from pathlib import Path
 
 import pytest
-from packed_fixtures import cached_profiles, reports
+from packed_fixtures import (
+    H100_PAGES_EARLIER_NAIVE,
+    H100_PAGES_NAIVE,
+    H100_PAGES_SMEM_TILED,
+    H200_RUN,
+    REDUCTION_RUN,
+    cached_profiles,
+    reports,
+)
 
 from harness.findings import evidence, pipes, run_rules, vectorization
 from harness.findings.model import Finding
@@ -22,9 +30,10 @@ from harness.report.model import InstructionClass, KernelReport, OpcodeCount, Pi
 
 ROOT = Path(__file__).parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
-FOLDERS = [FIXTURES, FIXTURES / "zoo", FIXTURES / "reduction_h100_2p26",
-           FIXTURES / "async_copy_pair", FIXTURES / "divergence_pair", FIXTURES / "unit_leak",
-           ROOT / "benchmarks" / "data"]
+FOLDERS = [FIXTURES, FIXTURES / "zoo", REDUCTION_RUN, H200_RUN, FIXTURES / "async_copy_pair",
+           FIXTURES / "divergence_pair", ROOT / "benchmarks" / "data"]
+# the other sample runs in reports/ that were recorded as fixtures
+SAMPLES = [H100_PAGES_NAIVE, H100_PAGES_SMEM_TILED, H100_PAGES_EARLIER_NAIVE]
 # rules whose verdicts compare two iterations, or repeat ncu's own words: no measure of one
 # profile can bear them out
 UNMEASURED = ("progress", "ncu_rules")
@@ -32,7 +41,7 @@ PERCENT = re.compile(r"(\d[\d,]*(?:\.\d+)?)%")
 
 
 def _all_reports() -> list[Path]:
-    return [path for folder in FOLDERS for path in reports(folder)]
+    return [*(path for folder in FOLDERS for path in reports(folder)), *SAMPLES]
 
 
 def _profiles(path: Path) -> tuple[KernelReport, ...]:
@@ -52,7 +61,7 @@ def test_the_audit_reads_every_committed_report():
     names = {p.name for p in REPORTS}
     assert len(REPORTS) >= 57, sorted(names)
     assert {"zoo_atomic_same.ncu-rep", "warp_shuffle_67108864.ncu-rep",
-            "h200_naive_256.ncu-rep", "h100_sgemm_naive_smem.ncu-rep",
+            "naive_256.ncu-rep", "h100_sgemm_naive_smem.ncu-rep",
             # the Hopper-era zoo
             "zoo_bf16_gemm.ncu-rep", "zoo_fp8_gemm.ncu-rep", "zoo_cluster_dsmem.ncu-rep",
             "zoo_atomic_scattered.ncu-rep", "zoo_polling.ncu-rep"} <= names
@@ -130,7 +139,7 @@ def test_float_atomics_without_fp16_are_never_told_hfma2():
 
 
 def test_a_shuffle_reduction_is_not_gemm_like():
-    real = _one(FIXTURES / "reduction_h100_2p26", "warp_shuffle_67108864.ncu-rep")
+    real = _one(REDUCTION_RUN, "warp_shuffle_67108864.ncu-rep")
     # its adds as multiply-adds and a busy LSU: the shape of the false claim; math is still
     # a side line of its instructions (the loads and the index arithmetic are the work)
     as_fma = tuple(OpcodeCount("FFMA" if o.opcode == "FADD" else o.opcode, o.executed,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-from findings_support import REPORT, naive, prose, smem, synthetic
-from packed_fixtures import cached_profiles
+from conftest import FIXTURES
+from findings_support import naive, prose, smem, synthetic
+from packed_fixtures import cached_profiles, report
 
 from harness.findings import bank_conflicts, coalescing
 from harness.report.model import AsyncCopies, Coalescing, GlobalAccesses
@@ -177,7 +178,7 @@ def test_shared_memory_is_left_to_the_bank_conflicts_finding():
     # excess; the bank conflicts finding speaks of them, the coalescing finding of global
     # accesses only (Source Counters: 1,835,008 of 4,194,304 sectors excess per instruction,
     # 43.75%; here 43.80% of the 4,198,764 sectors L1TEX counted)
-    (profile,) = cached_profiles(REPORT.with_name("h100_full_register_tiled_1024.ncu-rep"))
+    (profile,) = cached_profiles(report(FIXTURES / "h100_full_register_tiled_1024.ncu-rep"))
     [finding] = coalescing.check(profile)
     assert finding.title.startswith("Global loads and stores are uncoalesced: 43.8%")
     # (L1TEX counts a few thousand sectors more than Source Counters from run to run)

@@ -18,7 +18,7 @@ def test_smem_fixture_rules_with_speedups():
     # (85.86%) speaks of the compute pipes while L1/TEX (shared memory) binds: set aside
     assert names[0] == "CPIStall"
     assert "HighPipeUtilization" not in names
-    aside = [a.title for a in ncu_rules.set_aside(smem())]
+    aside = [a.title for a in ncu_rules.ncu_set_aside(smem())]
     assert aside[0] == "ncu OPT: Low Utilization (ncu estimates up to 85.9% speedup)"
     assert "SharedMemoryConflicts" in names
     conflicts = found[names.index("SharedMemoryConflicts")]
@@ -35,7 +35,7 @@ def test_registry_drops_ncu_messages_our_rules_already_explain():
     assert "HighPipeUtilization" not in rules  # pipes said it: LSU busiest, not FMA (bad)
     # nobody else did, but memory binds the kernel: set aside, not dropped
     assert "IssueSlotUtilization" not in rules
-    assert any("Issue Slot Utilization" in a.title for a in ncu_rules.set_aside(smem()))
+    assert any("Issue Slot Utilization" in a.title for a in ncu_rules.ncu_set_aside(smem()))
     naive = {f.metrics.get("ncu_rule") for f in run_rules(smem()) if f.rule == "ncu_rules"}
     assert "LaunchConfiguration" not in naive  # 3.88 waves leave 3.0% idle: set aside too
 
@@ -66,18 +66,16 @@ def test_every_rule_is_registered_once():
 
 
 def _reduction(variant: str):
-    from packed_fixtures import reports
+    from packed_fixtures import REDUCTION_RUN
 
     from harness.report.builder import load_kernel_reports
 
-    folder = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
-    [path] = [p for p in reports(folder) if p.name == f"{variant}_67108864.ncu-rep"]
-    return load_kernel_reports(path)[0]
+    return load_kernel_reports(REDUCTION_RUN / f"{variant}_67108864.ncu-rep")[0]
 
 
 def test_warp_shuffle_store_rules_are_set_aside(golden):
     profile = _reduction("warp_shuffle")
-    aside = {a.title: a.reason for a in ncu_rules.set_aside(profile)}
+    aside = {a.title: a.reason for a in ncu_rules.ncu_set_aside(profile)}
     golden("warp_shuffle_set_aside",
            "\n".join(f"{title}\n    {reason}" for title, reason in sorted(aside.items())))
     assert "1,056 executed" in aside[
@@ -106,7 +104,7 @@ def test_store_share_boundary_decides_the_set_aside():
         return dataclasses.replace(profile, memory_widths=widths)
 
     def compression_aside(p) -> bool:
-        return any("Compression" in a.title for a in ncu_rules.set_aside(p))
+        return any("Compression" in a.title for a in ncu_rules.ncu_set_aside(p))
 
     assert compression_aside(with_stores(ncu_rules.MIN_DIRECTION_SHARE - 0.01))
     assert not compression_aside(with_stores(ncu_rules.MIN_DIRECTION_SHARE))
@@ -121,4 +119,4 @@ def test_a_streaming_kernel_keeps_its_store_rules():
     [stream] = load_kernel_reports(report(Path(__file__).parent / "fixtures" / "zoo"
                                     / "zoo_stream_dram.ncu-rep"))
     assert any("Low Compression Rate" in f.title for f in ncu_rules.check(stream))
-    assert not any("Compression" in a.title for a in ncu_rules.set_aside(stream))
+    assert not any("Compression" in a.title for a in ncu_rules.ncu_set_aside(stream))

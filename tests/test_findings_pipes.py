@@ -12,7 +12,7 @@ from harness.report.model import PipeUse
 
 def test_pipes_are_read_from_the_compute_workload_breakdown():
     # ncu Compute Workload Analysis, sgemm_smem: LSU the busiest pipe
-    top = pipes.busiest(smem())[0]
+    top = pipes.busiest_pipes(smem())[0]
     assert (top.pipe, top.label) == ("lsu", "LSU")
     assert f"{top.pct:.1f}" == "75.9"
     assert f"{smem().pipe('fma', 'cycles'):.1f}" == "14.7"

@@ -14,11 +14,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from packed_fixtures import NAIVE_SMEM_REPORT, REDUCTION_RUN
 
 from harness.pages.render import render_page, write
 from harness.pages.writeup import collect
 
-REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+REPORT = NAIVE_SMEM_REPORT
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser")) if p), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed")
 
@@ -89,8 +90,8 @@ def test_kernel_page_loads(pages: Path, tmp_path: Path):
 
 def test_source_listings_open_in_place(tmp_path: Path):
     # the reduction's warp_shuffle page: its hot spots have line info and the project's source
-    run = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
-    writeup = collect([run], project=Path(__file__).parent.parent / "kernels" / "reduction")
+    project = Path(__file__).parent.parent / "kernels" / "reduction"
+    writeup = collect([REDUCTION_RUN], project=project)
     page = next(p for p in writeup.pages if p.variant == "warp_shuffle")
     html = render_page(page, writeup, "html")
     target = tmp_path / "shuffle.html"

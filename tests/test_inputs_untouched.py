@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from packed_fixtures import NAIVE_SMEM_REPORT
 from test_writeup_run import make_run
 
 from harness.cli import main
 
-REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+REPORT = NAIVE_SMEM_REPORT
 
 
 def _state(path: Path) -> tuple[int, bytes]:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from packed_fixtures import H200_NAIVE, H200_REGISTER_TILED, H200_RUN
 
 from harness.cli import main
 from harness.pages.writeup import collect
@@ -21,11 +22,9 @@ def _run(root: Path, name: str, *, swapped: bool) -> Path:
     report holds register_tiled's kernel."""
     run = root / name
     run.mkdir()
-    shutil.copyfile(FIXTURES / "h200_profile_256.manifest.json", run / "manifest.json")
-    naive = "h200_register_tiled_256" if swapped else "h200_naive_256"
-    shutil.copyfile(FIXTURES / f"{naive}.ncu-rep", run / "naive_256.ncu-rep")
-    shutil.copyfile(FIXTURES / "h200_register_tiled_256.ncu-rep",
-                    run / "register_tiled_256.ncu-rep")
+    shutil.copyfile(H200_RUN / "manifest.json", run / "manifest.json")
+    shutil.copyfile(H200_REGISTER_TILED if swapped else H200_NAIVE, run / "naive_256.ncu-rep")
+    shutil.copyfile(H200_REGISTER_TILED, run / "register_tiled_256.ncu-rep")
     return run
 
 

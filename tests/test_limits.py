@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from packed_fixtures import H200_NAIVE, H200_RUN
 
 from harness.cli import main
 from harness.diff.thresholds import MAX_RESAMPLES, load_thresholds
@@ -29,7 +30,7 @@ from harness.util.input_file import MAX_JSON_DEPTH, json_depth, load_json, load_
 from harness.util.user_regex import MAX_REGEX_CHARS
 
 FIXTURES = Path(__file__).parent / "fixtures"
-REPORT = FIXTURES / "h200_naive_256.ncu-rep"
+REPORT = H200_NAIVE
 SCALE = Path(__file__).parent / "projects" / "scale"
 
 
@@ -72,7 +73,7 @@ def _run_dir(tmp_path: Path, manifest_entries: str | None = None) -> Path:
     run = tmp_path / "run"
     run.mkdir()
     shutil.copyfile(REPORT, run / "naive_256.ncu-rep")
-    manifest = json.loads((FIXTURES / "h200_profile_256.manifest.json").read_text())
+    manifest = json.loads((H200_RUN / "manifest.json").read_text())
     manifest["entries"] = manifest["entries"][:1]
     text = json.dumps(manifest)
     if manifest_entries is not None:  # a key of the manifest's own object

@@ -13,8 +13,8 @@ import dataclasses
 from typing import Any
 
 import pytest
-from conftest import NAIVE_SMEM_REPORT
 from markdown_support import HOSTILE, assert_same_structure, md, raw_html_from_data
+from packed_fixtures import NAIVE_SMEM_REPORT
 
 from harness.diff.compare import diff_runs
 from harness.diff.inputs import Environment, KernelData, KernelKey, Side
@@ -143,17 +143,17 @@ def test_report_markdown_keeps_its_structure_with_hostile_names() -> None:
 @pytest.mark.parametrize("value", HOSTILE)
 def test_text_renders_back_to_the_same_characters(value: str) -> None:
     """Escaped, the value reads as itself (line breaks as spaces) in one paragraph."""
-    tokens = md.parse(f"x {markdown_text.text(value)}")
+    tokens = md.parse(f"x {markdown_text.md_text(value)}")
     assert [t.type for t in tokens] == ["paragraph_open", "inline", "paragraph_close"]
     shown = "".join(c.content for c in tokens[1].children or [])
-    assert shown == "x " + markdown_text.one_line(value).strip()
+    assert shown == "x " + markdown_text.md_one_line(value).strip()
 
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_code_span_and_fence_cannot_be_closed_by_data(value: str) -> None:
     span = md.parse(f"a `{markdown_text.code_span(value)}` b")
     assert [c.type for c in span[1].children or []] == ["text", "code_inline", "text"]
-    fence = md.parse(f"```\n{markdown_text.fenced(value)}\n```\nafter")
+    fence = md.parse(f"```\n{markdown_text.md_fenced(value)}\n```\nafter")
     assert [t.type for t in fence] == ["fence", "paragraph_open", "inline", "paragraph_close"]
 
 

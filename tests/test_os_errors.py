@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import FIXTURES, NAIVE_SMEM_REPORT
+from packed_fixtures import H200_NAIVE, NAIVE_SMEM_REPORT
 
 from harness.cli import main
 from harness.errors import OutputError
 from harness.util import atomic
 from harness.util.atomic import atomic_file_set, atomic_path, atomic_write_text
 
-REPORT = FIXTURES / "h200_naive_256.ncu-rep"
+REPORT = H200_NAIVE
 REPO = Path(__file__).resolve().parents[1]
 NAME_MAX = os.pathconf("/tmp", "PC_NAME_MAX")
 

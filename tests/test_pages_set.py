@@ -10,19 +10,29 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from packed_fixtures import cached_profiles, reports, unpacked
+from packed_fixtures import (
+    H100_PAGES_NAIVE,
+    H100_PAGES_SMEM_TILED,
+    H200_NAIVE,
+    H200_REGISTER_TILED,
+    cached_profiles,
+    ncu_page,
+    reports,
+    unpacked,
+)
+from packed_fixtures import report as fixture_report
 
 from harness.findings.registry import run_rules
 from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS
-from harness.profile.slim_sections import (
+from harness.report.details_layout import EXTRA_HEADER_ROWS, METRIC_OPTIONS
+from harness.report.reportfile import open_report, select_kernels
+from harness.rundir.slim_sections import (
     RULES_LEFT_OUT,
     SLIMMED_SECTIONS,
     THINNED_METRICS,
     added_metrics,
     is_slim,
 )
-from harness.report.details_layout import EXTRA_HEADER_ROWS, METRIC_OPTIONS
-from harness.report.reportfile import open_report, select_kernels
 
 FIXTURES = Path(__file__).parent / "fixtures"
 # Every `--set full` report: the chain's, and the zoo's (one per problem class: atomics, FP64,
@@ -30,8 +40,8 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # The async-copy GEMM (cp.async loads) both ways, committed packed (`packed_fixtures`).
 ASYNC_PAIR = (unpacked(FIXTURES / "async_copy_pair" / "h100_pages_async_copy_1024.ncu-rep.xz"),
               unpacked(FIXTURES / "async_copy_pair" / "h100_full_async_copy_1024.ncu-rep.xz"))
-FULL_REPORTS = [*reports(FIXTURES, "h*_*.ncu-rep"), *reports(FIXTURES / "zoo", "zoo_*.ncu-rep"),
-                ASYNC_PAIR[1]]
+FULL_REPORTS = [*reports(FIXTURES, "h*_*.ncu-rep"), H200_NAIVE, H200_REGISTER_TILED,
+                *reports(FIXTURES / "zoo", "zoo_*.ncu-rep"), ASYNC_PAIR[1]]
 FULL_REPORTS = [r for r in FULL_REPORTS if "_pages_" not in r.name]
 DROPPED = {
     "NumaAffinity", "Nvlink_Tables", "Nvlink_Topology", "PmSampling",
@@ -66,10 +76,13 @@ def test_the_metrics_named_are_in_the_full_reports(report: Path) -> None:
 
 
 # Pairs of reports of the same kernel recorded both ways (benchmarks/gpu/profile_speed.sh
-# records them: `<gpu>_pages_<label>.ncu-rep` beside `<gpu>_full_<label>.ncu-rep`).
-PAIRS = [(pages, pages.with_name(pages.name.replace("_pages_", "_full_")))
-         for pages in sorted(FIXTURES.glob("*_pages_*.ncu-rep"))]
-PAIRS.append(ASYNC_PAIR)
+# records them: `<gpu>_pages_<label>.ncu-rep` beside `<gpu>_full_<label>.ncu-rep`; two of the
+# `pages` ones are sample runs in reports/ too).
+PAIRS = [(H100_PAGES_NAIVE, fixture_report(FIXTURES / "h100_full_naive_1024.ncu-rep")),
+         (fixture_report(FIXTURES / "h100_pages_register_tiled_1024.ncu-rep"),
+          fixture_report(FIXTURES / "h100_full_register_tiled_1024.ncu-rep")),
+         (H100_PAGES_SMEM_TILED, fixture_report(FIXTURES / "h100_full_smem_tiled_1024.ncu-rep")),
+         ASYNC_PAIR]
 
 
 def _collected(value: object, path: str = "") -> dict[str, bool]:
@@ -92,7 +105,7 @@ def _findings(report: Path) -> list[list[tuple[str, str, str]]]:
 
 @pytest.mark.skipif(not PAIRS, reason="no pages/full report pair recorded yet "
                                       "(benchmarks/gpu/profile_speed.sh records one)")
-@pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair[0].name)
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair[1].name)
 def test_pages_and_full_give_the_same_findings_and_fields(pair: tuple[Path, Path]) -> None:
     pages, full = pair
     assert full.is_file(), f"{full.name} is missing beside {pages.name}"
@@ -109,7 +122,7 @@ def _raw_value(report: Path, column: str) -> str:
     """The first kernel's value of `column` on ncu's raw page beside the report."""
     import csv
 
-    with report.with_suffix(".raw.csv").open(newline="") as handle:
+    with ncu_page(report, ".raw.csv").open(newline="") as handle:
         header, _units, first = list(csv.reader(handle))[:3]
     return first[header.index(column)]
 
@@ -119,7 +132,7 @@ def _metric_names(report: Path) -> set[str]:
     return set(kernel.action.metric_names())
 
 
-@pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair[0].name)
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair[1].name)
 def test_pages_slims_the_memory_widgets_and_keeps_what_they_fed(pair: tuple[Path, Path]) -> None:
     pages, full = pair
     pages_names, full_names = _metric_names(pages), _metric_names(full)
@@ -143,7 +156,7 @@ SOURCE_METRICS_READ = (
 )
 
 
-@pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair[0].name)
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair[1].name)
 def test_pages_thins_source_counters_of_what_nobody_reads(pair: tuple[Path, Path]) -> None:
     pages, full = pair
     pages_names, full_names = _metric_names(pages), _metric_names(full)
@@ -160,7 +173,7 @@ def _rule_names(report: Path) -> set[str]:
     return {rule.name for profile in cached_profiles(report) for rule in profile.rules}
 
 
-@pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair[0].name)
+@pytest.mark.parametrize("pair", PAIRS, ids=lambda pair: pair[1].name)
 def test_pages_runs_no_rule_of_the_per_instruction_sectors(pair: tuple[Path, Path]) -> None:
     pages, full = pair
     assert not _rule_names(pages) & set(RULES_LEFT_OUT)
@@ -170,7 +183,7 @@ def test_pages_runs_no_rule_of_the_per_instruction_sectors(pair: tuple[Path, Pat
     both = {"UncoalescedGlobalAccess", "UncoalescedSharedAccess"}
     fired = {"naive": {"UncoalescedGlobalAccess"}, "smem_tiled": set(),
              "register_tiled": both, "async_copy": both}
-    variant = pages.name.removeprefix("h100_pages_").removesuffix("_1024.ncu-rep")
+    variant = full.name.removeprefix("h100_full_").removesuffix("_1024.ncu-rep")
     assert _rule_names(full) & set(RULES_LEFT_OUT) == fired[variant]
     for profile in cached_profiles(full):
         assert not {r.name for r in profile.rules_for_pages} & set(RULES_LEFT_OUT)
@@ -205,7 +218,7 @@ def test_without_the_memory_counters_ncus_coalescing_rule_stands() -> None:
 
     from harness.report.model import Coalescing
 
-    (full,) = cached_profiles(FIXTURES / "h100_full_naive_1024.ncu-rep")
+    (full,) = cached_profiles(fixture_report(FIXTURES / "h100_full_naive_1024.ncu-rep"))
     assert "UncoalescedGlobalAccess" not in {r.name for r in full.rules_for_pages}
     bare = dataclasses.replace(full, coalescing=Coalescing())
     assert "UncoalescedGlobalAccess" in {r.name for r in bare.rules_for_pages}
@@ -216,7 +229,7 @@ def test_without_the_memory_counters_ncus_coalescing_rule_stands() -> None:
 def test_the_coalescing_finding_reads_the_same_counters_both_ways(golden) -> None:
     # naive: ncu's UncoalescedGlobalAccess (full only) counts 85% of the sectors excess,
     # instruction by instruction; the memory counters both sets collect say 84.9%
-    pages, full = (FIXTURES / f"h100_{which}_naive_1024.ncu-rep" for which in ("pages", "full"))
+    pages, full = H100_PAGES_NAIVE, fixture_report(FIXTURES / "h100_full_naive_1024.ncu-rep")
     found = []
     for report in (pages, full):
         (profile,) = cached_profiles(report)

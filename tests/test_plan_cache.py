@@ -31,7 +31,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("NCUH_PROJECT", str(folder / "ncuh.toml"))
     monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv(plan_cache.SWITCH_ENV, raising=False)
-    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: NCU)
+    monkeypatch.setattr("harness.util.ncu_executable", lambda: NCU)
     monkeypatch.setattr(lib, "cupy_installed", lambda: True)
     return folder / "ncuh.toml"
 

@@ -21,7 +21,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv(kept_files.SWITCH_ENV, raising=False)
+    monkeypatch.delenv(kept_files.CACHE_SWITCH_ENV, raising=False)
     return tmp_path / plot_cache.FOLDER
 
 
@@ -51,7 +51,7 @@ def test_a_plot_is_drawn_once_for_the_same_inputs(cache: Path) -> None:
 
 def test_the_switch_off_draws_every_time_and_keeps_nothing(
         cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(kept_files.SWITCH_ENV, "off")
+    monkeypatch.setenv(kept_files.CACHE_SWITCH_ENV, "off")
     draw = Drawer()
     for _ in range(2):
         plot_cache.kept_or_drawn("gflops_chart", "()", draw)
@@ -75,14 +75,14 @@ def test_a_kept_file_that_is_no_plot_is_drawn_anew(cache: Path) -> None:
     (kept,) = cache.glob(f"*{plot_cache.SUFFIX}")
     kept.write_bytes(b"not zlib")
     assert plot_cache.kept_or_drawn("gflops_chart", "()", draw)[2] == PNG + b"pixels"
-    kept_files.keep(cache, kept.name, b"gflops\0caption\0<svg onload=alert(1)>", 1 << 20)
+    kept_files.keep_packed(cache, kept.name, b"gflops\0caption\0<svg onload=alert(1)>", 1 << 20)
     assert plot_cache.kept_or_drawn("gflops_chart", "()", draw)[2].startswith(PNG)
     assert draw.calls == 3
     # a name that would leave the pages' plots/ folder, with a real PNG behind it
-    kept_files.keep(cache, kept.name, b"../../escape\0caption\0" + PNG + b"x", 1 << 20)
+    kept_files.keep_packed(cache, kept.name, b"../../escape\0caption\0" + PNG + b"x", 1 << 20)
     assert plot_cache.kept_or_drawn("gflops_chart", "()", draw)[0] == "gflops"
     assert draw.calls == 4
-    kept_files.keep(cache, kept.name, b"stalls_2\0caption\0" + PNG + b"x", 1 << 20)
+    kept_files.keep_packed(cache, kept.name, b"stalls_2\0caption\0" + PNG + b"x", 1 << 20)
     assert plot_cache.kept_or_drawn("gflops_chart", "()", draw)[0] == "stalls_2"  # a plain stem
     assert draw.calls == 4
 
@@ -106,7 +106,7 @@ def test_a_users_matplotlibrc_does_not_restyle_the_pages(cache: Path, tmp_path: 
             "sys.stdout.buffer.write(gflops_chart(['a'], [1.0], reference=None).png)")
     pngs = []
     for config in (rc, tmp_path / "empty"):
-        env = {**os.environ, "MPLCONFIGDIR": str(config), kept_files.SWITCH_ENV: "off",
+        env = {**os.environ, "MPLCONFIGDIR": str(config), kept_files.CACHE_SWITCH_ENV: "off",
                "PYTHONPATH": str(ROOT)}
         pngs.append(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                                    check=True).stdout)

@@ -31,7 +31,7 @@ def test_every_plot_renders_with_gaps():
 
 
 def test_same_data_same_bytes(monkeypatch):
-    monkeypatch.setenv("NCUH_REPORT_CACHE", "off")  # drawn twice, not kept and read back
+    monkeypatch.setenv("NCUH_REPORT_AND_PLOT_CACHE", "off")  # drawn twice, not kept and read back
     first = gflops_chart(["a"], [1.0], reference=2.0).png
     assert first == gflops_chart(["a"], [1.0], reference=2.0).png
     assert to_data_uri(b"x") == "data:image/png;base64,eA=="

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from packed_fixtures import H100_PAGES_NAIVE, NAIVE_SMEM_REPORT
 
 from harness.cli import main
 from harness.profile import run as lib
@@ -32,10 +33,9 @@ from harness.report import metrics_export
 from harness.report.reportfile import export_metrics
 from harness.rundir.manifest import load_run
 
-NAIVE_SMEM_REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
 # What the stand-in ncu writes unless a test needs two kernels: one kernel of the `pages`
 # set, 13 times smaller, so the exports that follow it are quick.
-SMALL_REPORT = Path(__file__).parent / "fixtures" / "h100_pages_naive_1024.ncu-rep"
+SMALL_REPORT = H100_PAGES_NAIVE
 NCU = Path("/opt/nvidia/nsight-compute/2025.3.1/ncu")
 VERSION_OUTPUT = (
     "NVIDIA (R) Nsight Compute Command Line Profiler\n"
@@ -81,7 +81,7 @@ def fake_machine(monkeypatch: pytest.MonkeyPatch,
     """A chain, an ncu on PATH and CuPy installed, none of them real; a cache of its own."""
     monkeypatch.setenv("NCUH_PROJECT", str(STUB))
     monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path_factory.mktemp("user-cache")))
-    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: NCU)
+    monkeypatch.setattr("harness.util.ncu_executable", lambda: NCU)
     monkeypatch.setattr(lib, "cupy_installed", lambda: True)
 
 
@@ -155,7 +155,7 @@ class FakeNcu:
             # What the real worker prints on an H100 with --no-cuda (the worker itself:
             # test_profile_worker).
             env = {**ENVIRONMENT, "ncu_path": args[1], "ncu_version": "2025.3.1.0"}
-            return 0, profile_worker.RESULT_PREFIX + json.dumps(env) + "\n"
+            return 0, profile_worker.WORKER_RESULT_PREFIX + json.dumps(env) + "\n"
         # The worker's own code, without redirecting stdout: exports run on several threads.
         parsed = metrics_export._parser().parse_args(args[1:])
         pairs = [(label, Path(report)) for label, _, report in
@@ -164,9 +164,9 @@ class FakeNcu:
         if parsed.after is not None:  # started beside its ncu: wait for the go-ahead
             go, jobs = profile_worker.wait_for_go(parsed.after)
             if not go:
-                return 0, profile_worker.RESULT_PREFIX + '{"rows": 0, "skipped": true}\n'
-        rows = metrics_export.metrics(parsed.out, pairs, jobs=jobs)
-        return 0, profile_worker.RESULT_PREFIX + json.dumps({"rows": rows}) + "\n"
+                return 0, profile_worker.WORKER_RESULT_PREFIX + '{"rows": 0, "skipped": true}\n'
+        rows = metrics_export.export_metrics_csv(parsed.out, pairs, jobs=jobs)
+        return 0, profile_worker.WORKER_RESULT_PREFIX + json.dumps({"rows": rows}) + "\n"
 
     @property
     def profiled(self) -> list[list[str]]:
@@ -471,7 +471,7 @@ def assert_one_error_line(result: Any, *needles: str) -> str:
 def test_no_ncu_says_how_to_get_it(
     tmp_path: Path, fake_ncu: FakeNcu, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: None)
+    monkeypatch.setattr("harness.util.ncu_executable", lambda: None)
     result = invoke(["--variant", "naive", "--size", "256", "--out", str(tmp_path)])
     assert_one_error_line(result, "ncu (Nsight Compute) was not found",
                           "https://developer.nvidia.com/nsight-compute")
@@ -655,7 +655,7 @@ def test_program_filters_without_a_program(tmp_path: Path, fake_ncu: FakeNcu) ->
 def test_dry_run_prints_the_exact_command_lines_without_gpu_or_ncu(
     tmp_path: Path, fake_ncu: FakeNcu, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: None)
+    monkeypatch.setattr("harness.util.ncu_executable", lambda: None)
 
     def no_probe(*args: Any) -> None:
         raise AssertionError("a dry run must not look for CuPy or start a child")

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
+from packed_fixtures import H200_RUN
 
 from harness.report.reportfile import export_metrics, open_report
 
@@ -31,7 +32,7 @@ def _int(cell: str) -> int:
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_the_nvtx_capture_holds_exactly_the_target_launch(variant: str) -> None:
-    report = open_report(FIXTURES / f"h200_{variant}_256.ncu-rep")
+    report = open_report(H200_RUN / f"{variant}_256.ncu-rep")
     assert [k.name for k in report.kernels] == [f"sgemm_{variant}"]
     raw = _raw(variant)
     assert raw["Kernel Name"][1] == f"sgemm_{variant}"
@@ -46,7 +47,7 @@ def test_the_nvtx_capture_holds_exactly_the_target_launch(variant: str) -> None:
 def test_values_equal_ncus_raw_page(
     variant: str, grid: int, block: int, registers: int, duration_us: float
 ) -> None:
-    frame = export_metrics(FIXTURES / f"h200_{variant}_256.ncu-rep")
+    frame = export_metrics(H200_RUN / f"{variant}_256.ncu-rep")
     aggregate = frame[frame["instance"] == ""].set_index("metric")["value"]
     raw = _raw(variant)
     assert aggregate["launch__grid_size"] == grid == _int(raw["launch__grid_size"][1])
@@ -58,7 +59,7 @@ def test_values_equal_ncus_raw_page(
 
 
 def test_the_recorded_manifest_describes_the_reports() -> None:
-    manifest = json.loads((FIXTURES / "h200_profile_256.manifest.json").read_text())
+    manifest = json.loads((H200_RUN / "manifest.json").read_text())
     assert manifest["schema"] == "ncuh.run/1"
     assert manifest["environment"]["gpu"] == "NVIDIA H200"
     assert manifest["environment"]["ncu_version"] == "2025.3.1.0"

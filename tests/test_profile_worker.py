@@ -16,20 +16,27 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from packed_fixtures import (
+    H100_PAGES_EARLIER_NAIVE,
+    H100_PAGES_NAIVE,
+    NAIVE_SMEM_REPORT,
+    ncu_page,
+    report,
+)
 
 from harness.errors import NcuhError
 from harness.profile import post
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
-from harness.profile.worker import RESULT_PREFIX
+from harness.profile.worker import WORKER_RESULT_PREFIX
 from harness.report import metrics_export
 from harness.report.reportfile import export_metrics
 from harness.util.atomic import atomic_write_text
 
-REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+REPORT = NAIVE_SMEM_REPORT
 # A one-kernel `pages` report (8,292 rows to REPORT's 96,622): for the tests of how the export
 # is split, joined and started, which any report shows.
-SMALL_REPORT = REPORT.with_name("h100_pages_naive_1024.ncu-rep")
+SMALL_REPORT = H100_PAGES_NAIVE
 
 
 def _export(args: list[str]) -> list[str]:
@@ -53,7 +60,7 @@ def test_metrics_worker_writes_the_labelled_export(tmp_path: Path) -> None:
         post._worker_environment())
     assert status == 0, output
     expected = export_metrics(SMALL_REPORT)
-    assert json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):]) == {
+    assert json.loads(output.strip().splitlines()[-1][len(WORKER_RESULT_PREFIX):]) == {
         "rows": 2 * len(expected)}
     table = pd.read_csv(out, keep_default_na=False)
     assert table["label"].tolist() == ["a"] * len(expected) + ["b"] * len(expected)
@@ -79,7 +86,7 @@ def test_environment_worker_answers_in_one_json_line(tmp_path: Path) -> None:
         _probe(["environment", str(ncu)]), post._worker_environment()).wait()
     assert status == 0, output
     (line,) = output.strip().splitlines()
-    environment = json.loads(line[len(RESULT_PREFIX):])
+    environment = json.loads(line[len(WORKER_RESULT_PREFIX):])
     assert environment["ncuh_version"] == "0.1.0"
     assert environment["ncu_path"] == str(ncu)
     assert environment["ncu_version"] == "2025.3.1.0"
@@ -113,7 +120,7 @@ def test_environment_worker_without_cuda_asks_nvidia_smi_about_the_runners_devic
         env).wait()
     assert status == 0, output
     (line,) = output.strip().splitlines()
-    environment = json.loads(line[len(RESULT_PREFIX):])
+    environment = json.loads(line[len(WORKER_RESULT_PREFIX):])
     assert environment["gpu"] == "NVIDIA H100 80GB HBM3"
     assert environment["compute_capability"] == "9.0"
     assert environment["driver"] == "580.159.04"
@@ -151,7 +158,7 @@ def _meeting(folder: Path, me: str, other: str) -> list[str]:
         f"(folder / {me + '.here'!r}).touch()\n"
         "for _ in range(6000):\n"
         f"    if (folder / {other + '.here'!r}).exists():\n"
-        f"        print({RESULT_PREFIX!r} + json.dumps({{'rows': 0, 'met': {other!r}}}))\n"
+        f"        print({WORKER_RESULT_PREFIX!r} + json.dumps({{'rows': 0, 'met': {other!r}}}))\n"
         "        sys.exit(0)\n"
         "    time.sleep(0.01)\n"
         "sys.exit(1)\n"
@@ -178,7 +185,7 @@ def test_post_processing_runs_both_children_as_processes_at_the_same_time(
     result = post.post_process(run_dir, [], Path("/usr/bin/ncu"), spawner)
     assert [argv[2] for argv in started] == [post.PROBE_MODULE, post.EXPORT_MODULE]
     assert started[0][3:] == ["environment", "/usr/bin/ncu", "--no-cuda", "--list-gpus"]
-    metrics = json.loads((run_dir / "logs" / "metrics.log").read_text()[len(RESULT_PREFIX):])
+    metrics = json.loads((run_dir / "logs" / "metrics.log").read_text()[len(WORKER_RESULT_PREFIX):])
     # each child saw the other running: they ran at the same time
     assert metrics["met"] == "environment" and result.environment["met"] == "metrics"
     assert result.metrics == {"status": "ok", "error": None, "rows": 0}
@@ -242,12 +249,12 @@ def test_metrics_export_in_parallel_parts_equals_the_serial_export(
     tmp_path: Path, jobs: int
 ) -> None:
     from harness.report.export_format import export_text
-    from harness.report.metrics_export import metrics
+    from harness.report.metrics_export import export_metrics_csv
     from harness.report.reportfile import export_columns
 
     out = tmp_path / "run" / "metrics.csv"
     out.parent.mkdir()
-    rows = metrics(out, [("a", SMALL_REPORT), ("b", SMALL_REPORT)], jobs=jobs)
+    rows = export_metrics_csv(out, [("a", SMALL_REPORT), ("b", SMALL_REPORT)], jobs=jobs)
     serial = export_text(export_columns(SMALL_REPORT)).splitlines()
     lines = out.read_text(encoding="utf-8").splitlines()
     assert rows == 2 * (len(serial) - 1) == len(lines) - 1
@@ -272,7 +279,7 @@ def test_an_export_started_early_waits_for_its_go_ahead(tmp_path: Path) -> None:
     atomic_write_text(go, "go 2")
     status, output = job.wait()
     assert status == 0, output
-    rows = json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):])["rows"]
+    rows = json.loads(output.strip().splitlines()[-1][len(WORKER_RESULT_PREFIX):])["rows"]
     assert rows == len(out.read_text().splitlines()) - 1 > 1000
 
 
@@ -283,7 +290,7 @@ def test_an_export_told_to_skip_writes_nothing(tmp_path: Path) -> None:
         _export([str(out), f"a={tmp_path / 'missing.ncu-rep'}", "--after",
                       str(go)]), post._worker_environment())
     assert status == 0, output
-    assert json.loads(output.strip().splitlines()[-1][len(RESULT_PREFIX):]) == {
+    assert json.loads(output.strip().splitlines()[-1][len(WORKER_RESULT_PREFIX):]) == {
         "rows": 0, "skipped": True}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.go"]
 
@@ -307,16 +314,15 @@ def test_an_export_in_parts_says_what_the_whole_export_and_ncu_say(
     assert tables[jobs] == tables[1]
     excessive = [line.split(b",") for line in tables[jobs].splitlines()
                  if b",derived__memory_l2_theoretical_sectors_global_excessive,," in line]
-    raw = pd.read_csv(REPORT.with_suffix(".raw.csv"), nrows=1)
+    raw = pd.read_csv(ncu_page(REPORT, ".raw.csv"), nrows=1)
     assert raw["derived__memory_l2_theoretical_sectors_global_excessive"][0] == "sector"
     assert [row[-1] for row in excessive] == [b"sector", b"sector"]  # both kernels
 
 
 # A `pages` report from before the sectors per instruction left `pages`: it still
 # holds the derived metric whose unit differs from `full`'s.
-PAGES_REPORT = (Path(__file__).parent / "fixtures" / "unit_leak"
-                / "h100_pages_earlier_naive_1024.ncu-rep")
-FULL_REPORT = Path(__file__).parent / "fixtures" / "h100_full_naive_1024.ncu-rep"
+PAGES_REPORT = H100_PAGES_EARLIER_NAIVE
+FULL_REPORT = report(Path(__file__).parent / "fixtures" / "h100_full_naive_1024.ncu-rep")
 EXCESSIVE = "derived__memory_l2_theoretical_sectors_global_excessive"
 
 
@@ -334,12 +340,12 @@ def test_each_report_of_an_export_keeps_the_unit_ncu_gives_it(tmp_path: Path, jo
     assert status == 0, output
     table = pd.read_csv(out, keep_default_na=False)
     assert {"rows": len(table)} == json.loads(output.strip().splitlines()[-1][
-        len(RESULT_PREFIX):])
+        len(WORKER_RESULT_PREFIX):])
     units = table[(table["metric"] == EXCESSIVE) & (table["instance"] == "")]
     assert units.set_index("label")["unit"].to_dict() == {"p": "byte", "f": "sector",
                                                           "p2": "byte"}
-    for report, unit in ((PAGES_REPORT, "Mbyte"), (FULL_REPORT, "sector")):
-        raw = pd.read_csv(report.with_suffix(".raw.csv"), nrows=1)
+    for path, unit in ((PAGES_REPORT, "Mbyte"), (FULL_REPORT, "sector")):
+        raw = pd.read_csv(ncu_page(path, ".raw.csv"), nrows=1)
         assert raw[EXCESSIVE][0] == unit
 
 
@@ -356,5 +362,5 @@ def test_an_export_child_that_crashes_is_one_error_and_no_file(
     monkeypatch.setattr(metrics_export, "_export_part", _crash)  # the forked children see it
     out = tmp_path / "metrics.csv"
     with pytest.raises(NcuhError, match="exporting it crashed"):
-        metrics_export.metrics(out, [("p", PAGES_REPORT), ("f", FULL_REPORT)], jobs=2)
+        metrics_export.export_metrics_csv(out, [("p", PAGES_REPORT), ("f", FULL_REPORT)], jobs=2)
     assert list(tmp_path.iterdir()) == []

@@ -4,7 +4,6 @@ work-model expressions, discovery, `ncuh init`, and every bad project file as on
 from __future__ import annotations
 
 import ast
-import importlib
 import re
 import shutil
 from pathlib import Path
@@ -510,32 +509,6 @@ def test_harness_names_no_bundled_chain_but_the_default_project_line(golden) -> 
     golden("names_of_bundled_chains_in_harness", "\n".join(hits))
 
 
-def test_the_wheel_carries_every_file_of_the_bundled_project_and_the_starter() -> None:
-    """pyproject's package data covers every tracked file of kernels/sgemm and the starter
-    (checked by pattern; `pip wheel . --no-deps` and a listing show the same)."""
-    import fnmatch
-    import subprocess
-    import tomllib
-
-    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
-    patterns = data["package-data"]
-    tracked = subprocess.run(["git", "-C", str(ROOT), "ls-files", "kernels", "harness/project"],
-                             capture_output=True, text=True, check=False).stdout.split()
-    if not tracked:
-        pytest.skip("not a git checkout")
-    for name in tracked:
-        if name.endswith("__init__.py") or (name.startswith("harness/project/")
-                                            and "starter" not in name):
-            continue
-        package, root = (("harness.kernels", "kernels/") if name.startswith("kernels/")
-                         else ("harness.project", "harness/project/"))
-        relative = name.removeprefix(root)
-        assert any(fnmatch.fnmatch(relative, p) and relative.count("/") == p.count("/")
-                   for p in patterns[package]), name
-    assert "pydantic>=2" in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
-        "dependencies"]
-
-
 def test_profiling_a_program_needs_no_project_even_a_broken_one(tmp_path: Path,
                                                                  monkeypatch) -> None:
     (tmp_path / "ncuh.toml").write_text("[project\n")
@@ -664,9 +637,9 @@ def test_writeup_of_a_run_whose_project_is_broken_warns_once(
 def test_every_public_name_of_the_project_package_resolves_to_its_home() -> None:
     import harness.project as package
 
-    assert sorted(package.__all__) == sorted(package._HOMES)
     for name in package.__all__:
-        home = importlib.import_module(package._HOMES[name])
-        assert getattr(package, name) is getattr(home, name), name
+        value = getattr(package, name)
+        if callable(value):  # a function or class: defined in the package, under this name
+            assert value.__module__.startswith("harness.project.") and value.__name__ == name
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = package.nothing

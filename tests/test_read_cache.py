@@ -13,6 +13,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from packed_fixtures import NAIVE_SMEM_REPORT
 
 from harness.report import read_cache
 from harness.util import kept_files
@@ -147,7 +148,7 @@ def test_reports_read_ahead_are_the_reports_read_here() -> None:
 def test_a_report_read_after_another_reading_is_not_kept(tmp_path: Path) -> None:
     """After an export of the report (ncu_report then answers a derived unit in sectors, not
     bytes), its profiles are not what a reading alone gives: they are used, never kept."""
-    report = ROOT / "tests" / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+    report = NAIVE_SMEM_REPORT
     script = (
         "import sys\n"
         "from harness.report import export_columns, load_kernel_reports\n"

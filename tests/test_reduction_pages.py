@@ -1,5 +1,5 @@
 """The reduction chain's pages from its real H100 run at n = 2^26
-(tests/fixtures/reduction_h100_2p26: ncu reports, manifest, bench results).
+(reports/runs/reduction-h100-2p26: ncu reports, manifest, bench results).
 
 Most iterations run several launches (the main kernel, then passes over its partial sums):
 each iteration gets one page about its main kernel, the other launches listed on it, and the
@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from packed_fixtures import REDUCTION_RUN
 from reduction_run import reduction_writeup
 
 from harness.findings import bound, pipes, vectorization
@@ -17,7 +18,7 @@ from harness.pages.render import build_plots
 from harness.pages.writeup import KernelPage, Writeup
 
 ROOT = Path(__file__).parent.parent
-RUN = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
+RUN = REDUCTION_RUN
 
 CHAIN = ["interleaved_divergent", "interleaved_strided", "sequential", "first_add",
          "unroll_last_warp", "complete_unroll", "grid_stride", "warp_shuffle", "vectorized",
@@ -191,11 +192,13 @@ def test_the_reduction_gets_no_tiling_advice():
 
 
 def test_a_tiled_sgemm_keeps_its_tiling_advice():
+    from packed_fixtures import report as fixture_report
+
     from harness.findings import shape
     from harness.pages.writeup import collect as collect_pages
     from harness.report.builder import load_kernel_reports
 
-    report = ROOT / "tests" / "fixtures" / "h100_pages_register_tiled_1024.ncu-rep"
+    report = fixture_report(ROOT / "tests" / "fixtures" / "h100_pages_register_tiled_1024.ncu-rep")
     [profile] = load_kernel_reports(report)
     assert shape.tiles(profile)  # 4 shared loads per store, 4.1% of its instructions
     [tiled] = collect_pages([report]).pages

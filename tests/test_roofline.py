@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
-from packed_fixtures import cached_profiles
+from packed_fixtures import NAIVE_SMEM_REPORT, cached_profiles
 
 from harness.report.roofline import Roofline
 
-REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+REPORT = NAIVE_SMEM_REPORT
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from packed_fixtures import cached_profiles
+from packed_fixtures import NAIVE_SMEM_REPORT, REDUCTION_RUN, cached_profiles
 
 from harness.report import load_kernel_reports
 from harness.report.model import KernelReport, SassInstruction
 from harness.report.sass_hotspots import hotspots, source_code
 
-REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+REPORT = NAIVE_SMEM_REPORT
 
 
 @pytest.fixture(scope="module")
@@ -123,9 +123,8 @@ def test_pages_show_the_hot_line_code_escaped_in_markdown_and_html():
 def test_listing_around_a_hot_spot_counts_every_line():
     from harness.report.sass_hotspots import CONTEXT, listing
 
-    run = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
     folders = [Path(__file__).parent.parent / "kernels" / "reduction"]
-    [profile, *_] = load_kernel_reports(run / "warp_shuffle_67108864.ncu-rep")
+    [profile, *_] = load_kernel_reports(REDUCTION_RUN / "warp_shuffle_67108864.ncu-rep")
     [top, *_] = hotspots(profile, 5, folders)
     assert top.source == "warp_shuffle.cu:25" and top.listing is not None
     lines = {line.number: line for line in top.listing.lines}

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES
+from packed_fixtures import H200_NAIVE, H200_RUN
 
 from harness.cli import main
 from harness.diff.thresholds import ThresholdsError, load_thresholds
@@ -21,7 +22,7 @@ from harness.profile.run import check_program
 from harness.rundir.manifest import BenchFile, Manifest, load_bench, load_run
 
 REPO = Path(__file__).resolve().parents[1]
-REPORT = FIXTURES / "h200_naive_256.ncu-rep"
+REPORT = H200_NAIVE
 BENCH = FIXTURES / "h200_bench_small.json"
 
 
@@ -30,7 +31,7 @@ def run_dir(root: Path, change: Any = None, name: str = "run") -> Path:
     run = root / name
     run.mkdir()
     os.link(REPORT, run / "naive_256.ncu-rep")  # a hard link: inside the run, no copy
-    manifest = json.loads((FIXTURES / "h200_profile_256.manifest.json").read_text())
+    manifest = json.loads((H200_RUN / "manifest.json").read_text())
     manifest["entries"] = manifest["entries"][:1]
     if change:
         change(manifest)
@@ -51,7 +52,7 @@ def one_line(result, *phrases: str) -> str:
 
 
 RUNS = sorted(p.parent for p in (REPO / "reports").rglob("manifest.json"))
-LOOSE_MANIFESTS = [FIXTURES / "h200_profile_256.manifest.json",
+LOOSE_MANIFESTS = [H200_RUN / "manifest.json",
                    *sorted((REPO / "reports").rglob("*.manifest.json"))]
 
 
@@ -162,7 +163,7 @@ def test_bad_bench_json_is_one_line_naming_file_and_field(tmp_path, change, phra
 
 
 def test_manifest_model_round_trips() -> None:
-    text = (FIXTURES / "h200_profile_256.manifest.json").read_text()
+    text = (H200_RUN / "manifest.json").read_text()
     assert Manifest.from_json(text, "x").to_json() == json.loads(text)
 
 

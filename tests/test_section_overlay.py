@@ -528,9 +528,9 @@ def test_the_cuda_toolkit_wrapper_finds_the_newest_nsight_compute_as_it_does(
         (root / "sections").mkdir(parents=True)
         if root.name != "nsight-compute-2026.1.0":  # a tree without sections is passed over
             (root / "sections" / "SpeedOfLight.section").write_text("")
-    monkeypatch.setattr("harness.util.ncu_locate.versioned_roots", lambda: [])
+    monkeypatch.setattr("harness.util.versioned_roots", lambda: [])
     assert so.stock_sections(wrapper) == toolkit / "nsight-compute-2025.3.1" / "sections"
-    monkeypatch.setattr("harness.util.ncu_locate.versioned_roots",
+    monkeypatch.setattr("harness.util.versioned_roots",
                         lambda: [opt / "2025.10.0", opt / "2024.3.2"])
     assert so.stock_sections(wrapper) == opt / "2025.10.0" / "sections"
 

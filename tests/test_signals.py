@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import test_bench_flow
 from click.testing import CliRunner
+from packed_fixtures import H100_PAGES_NAIVE
 from standin_support import use_standins
 from test_writeup_run import make_run
 
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # a shell's background job (which ignores SIGINT, and its children inherit that).
 pytestmark = pytest.mark.usefixtures("ctrl_c_raises")
 # one kernel of the `pages` set: what is signalled is the publishing, not the reading
-SMALL_REPORT = ROOT / "tests" / "fixtures" / "h100_pages_naive_1024.ncu-rep"
+SMALL_REPORT = H100_PAGES_NAIVE
 SIGNALS = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
 
 
@@ -147,7 +148,7 @@ def test_writeup_into_a_new_folder_publishes_nothing(run: Path, tmp_path: Path,
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
 def test_writeup_stopped_while_its_plots_are_drawn_leaves_no_drawer(
         run: Path, tmp_path: Path, sig: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NCUH_REPORT_CACHE", "off")  # no plot kept: every one is drawn
+    monkeypatch.setenv("NCUH_REPORT_AND_PLOT_CACHE", "off")  # no plot kept: every one is drawn
     scratch = tmp_path / "tmp"  # where the drawer's children write their plots
     scratch.mkdir()
     monkeypatch.setenv("TMPDIR", str(scratch))
@@ -234,10 +235,10 @@ def test_bench_writes_no_half_results(host_project, tmp_path: Path,
                                       signal_at: dict[str, int], sig: int) -> None:
     from test_bench_cpu import sample_run
 
+    import harness.gpu
     from harness.commands import bench
-    from harness.gpu import env as gpu_env
 
-    monkeypatch.setattr(gpu_env, "require_gpu", lambda: None)
+    monkeypatch.setattr(harness.gpu, "require_gpu", lambda: None)  # as the command looks it up
     monkeypatch.setattr(bench, "run_bench", lambda *args, **kwargs: sample_run())
     out = tmp_path / "bench"
     signal_at["publish bench.json"] = sig

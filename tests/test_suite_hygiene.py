@@ -1,17 +1,21 @@
 """The test suite keeps to its own rules: long prose is pinned in golden files (tests/golden/,
-rewritten with `pytest --update-golden`), not in assert literals; every GPU test is in a
-`test_*_gpu.py` module (the group pytest-xdist runs on one worker, tests/conftest.py); the
-groups handed out first exist."""
+rewritten with `pytest --update-golden`), not in assert literals; GPU tests take turns; the
+modules handed out first exist (tests/conftest.py); the fixtures stay small, their reports
+packed, none a copy of a sample in reports/ (tests/fixtures/README.md)."""
 
 from __future__ import annotations
 
 import ast
+import fcntl
+import hashlib
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import COLLECTED, LONG_GROUPS, WORKER_GROUPS, worker_group
+from conftest import COLLECTED, FIRST_MODULES, gpu_turn, run_folder
 
 TESTS = Path(__file__).parent
 # a word of prose: lower-case letters standing alone between spaces (no metric name, path or
@@ -67,18 +71,65 @@ def test_the_prose_finder_tells_prose_from_names() -> None:
                                              (2, " is not a header NVRTC has")]
 
 
-def test_the_long_groups_handed_out_first_exist() -> None:
-    for group in LONG_GROUPS:
-        assert group in WORKER_GROUPS or (TESTS.parent / group).is_file(), group
+def test_the_modules_handed_out_first_exist() -> None:
+    assert len(set(FIRST_MODULES)) == len(FIRST_MODULES)
+    for module in FIRST_MODULES:
+        assert (TESTS.parent / module).is_file(), module
 
 
-def test_every_gpu_test_is_in_the_gpu_group(request: pytest.FixtureRequest) -> None:
-    marking = sorted(path.relative_to(TESTS).as_posix() for path in TESTS.rglob("test_*.py")
-                     if re.search(r"\bmark\.gpu\b", path.read_text(encoding="utf-8")))
-    assert len(marking) >= 8
-    for module in marking:
-        assert worker_group(f"tests/{module}::test_x") == "gpu", module
-    assert worker_group("tests/test_profile_gpus.py::test_x") == "tests/test_profile_gpus.py"
-    # and what this run collected (all of tests/ in a whole run)
-    for nodeid, marked_gpu in request.config.stash[COLLECTED]:
-        assert (worker_group(nodeid) == "gpu") == marked_gpu, nodeid
+def test_the_longest_modules_are_collected_first(request: pytest.FixtureRequest) -> None:
+    modules = list(dict.fromkeys(nodeid.split("::")[0]
+                                 for nodeid, _ in request.config.stash[COLLECTED]))
+    first = [module for module in FIRST_MODULES if module in modules]
+    assert modules[:len(first)] == first
+
+
+def test_a_gpu_test_waits_for_the_gpu_test_running(tmp_path: Path) -> None:
+    """While one process holds the GPU turn, another cannot take it."""
+    probe = ("import fcntl, sys\n"
+             "with open(sys.argv[1], 'a') as lock:\n"
+             "    try:\n"
+             "        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+             "    except BlockingIOError:\n"
+             "        print('busy')\n"
+             "    else:\n"
+             "        print('free')\n")
+    lock = str(run_folder() / "gpu.lock")
+    with gpu_turn():
+        held = subprocess.run([sys.executable, "-c", probe, lock], capture_output=True,
+                              text=True, check=True).stdout
+    after = subprocess.run([sys.executable, "-c", probe, lock], capture_output=True, text=True,
+                           check=True).stdout
+    assert (held, after) == ("busy\n", "free\n")
+
+
+@pytest.mark.gpu
+def test_a_gpu_test_runs_in_its_turn() -> None:
+    """Runs where a GPU answers; elsewhere skips like every GPU test."""
+    with pytest.raises(BlockingIOError), (run_folder() / "gpu.lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _fixture_files() -> list[Path]:
+    """The files of tests/fixtures a checkout carries (git's list, where there is one)."""
+    listed = subprocess.run(["git", "-C", str(TESTS.parent), "ls-files", "tests/fixtures"],
+                            capture_output=True, text=True, check=False).stdout.split()
+    if listed:
+        return [TESTS.parent / name for name in listed]
+    return [path for path in (TESTS / "fixtures").rglob("*") if path.is_file()]
+
+
+def test_the_fixtures_stay_small_and_every_report_is_packed() -> None:
+    files = _fixture_files()
+    # the zoo (one report a kernel kind) and a PyTorch program's first passes are most of it
+    assert sum(path.stat().st_size for path in files) <= 17 * 1024 * 1024
+    assert [path.name for path in files if path.name.endswith(".ncu-rep")] == []
+    assert len([path for path in files if path.name.endswith(".ncu-rep.xz")]) >= 40
+
+
+def test_no_fixture_is_a_copy_of_a_sample_in_reports() -> None:
+    def digest(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    samples = {digest(path) for path in (TESTS.parent / "reports").rglob("*") if path.is_file()}
+    assert [path.name for path in _fixture_files() if digest(path) in samples] == []

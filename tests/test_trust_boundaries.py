@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import NAIVE_SMEM_REPORT
 from markdown_support import md, raw_html_from_data, structure
+from packed_fixtures import NAIVE_SMEM_REPORT
 
 from harness.api import load
 from harness.cli import main

@@ -13,10 +13,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from packed_fixtures import NAIVE_SMEM_REPORT, REDUCTION_RUN
 
 from harness.project import default_project_path
 
-REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+REPORT = NAIVE_SMEM_REPORT
 GOLDEN = Path(__file__).parent / "golden" / "writeup_fixture"
 PAGES = ("index.md", "h100_sgemm_naive_smem_0_sgemm_naive.md",
          "h100_sgemm_naive_smem_1_sgemm_smem.md")
@@ -80,7 +81,7 @@ def test_fix_ideas_point_at_their_findings(rendered: Path):
 
 # The reduction chain's warp_shuffle page and the chain's index: the page with every part this
 # fixture lacks (a previous iteration, source listings, ncu results set aside, GB/s).
-RUN = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
+RUN = REDUCTION_RUN
 PROJECT = Path(__file__).parent.parent / "kernels" / "reduction"
 CHAIN_GOLDEN = Path(__file__).parent / "golden" / "writeup_reduction"
 CHAIN_PAGES = ("index.md", "07_warp_shuffle_67108864.md")
@@ -89,7 +90,7 @@ CHAIN_PAGES = ("index.md", "07_warp_shuffle_67108864.md")
 @pytest.fixture(scope="module")
 def chain(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("chain")
-    _writeup(out, RUN, RUN / "bench_reduction.json", "--project", PROJECT)
+    _writeup(out, RUN, "--project", PROJECT)
     return out
 
 

@@ -7,14 +7,14 @@ import functools
 from pathlib import Path
 
 import pytest
-from packed_fixtures import report
+from packed_fixtures import H100_PAGES_NAIVE, H100_PAGES_SMEM_TILED, report
 
 from harness.pages.render import write
 from harness.pages.writeup import Writeup, collect
 
 ROOT = Path(__file__).parent.parent
-H100 = [ROOT / "tests" / "fixtures" / f"h100_pages_{v}_1024.ncu-rep"
-        for v in ("naive", "smem_tiled", "register_tiled")]
+H100 = [H100_PAGES_NAIVE, H100_PAGES_SMEM_TILED,
+        report(ROOT / "tests" / "fixtures" / "h100_pages_register_tiled_1024.ncu-rep")]
 H200 = ROOT / "benchmarks" / "data" / "h200_five_variants_1024.ncu-rep"
 
 

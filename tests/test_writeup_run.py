@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from packed_fixtures import NAIVE_SMEM_REPORT
 
 from harness.cli import main
 from harness.pages.writeup import collect
@@ -18,7 +19,7 @@ from harness.project import default_project_path, load_project
 
 REPO = Path(__file__).resolve().parent.parent
 
-REPORT = Path(__file__).parent / "fixtures" / "h100_sgemm_naive_smem.ncu-rep"
+REPORT = NAIVE_SMEM_REPORT
 SIZE = [1024, 1024, 1024]
 
 

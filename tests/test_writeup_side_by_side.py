@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from packed_fixtures import H100_PAGES_SMEM_TILED, REDUCTION_RUN, report
 from reduction_run import reduction_writeup
 
 from harness.diff.compare import diff_runs
@@ -15,7 +16,7 @@ from harness.pages.writeup import Writeup
 from harness.report.builder import load_kernel_reports
 
 ROOT = Path(__file__).parent.parent
-RUN = ROOT / "tests" / "fixtures" / "reduction_h100_2p26"
+RUN = REDUCTION_RUN
 # table key -> diff's metric key and the factor from the table's unit to diff's
 SAME_AS_DIFF = {"time": ("time", 1e3), "instructions": ("instructions", 1.0),
                 "registers": ("registers", 1.0), "shared_memory": ("shared_memory", 1.0),
@@ -91,12 +92,11 @@ def test_the_bound_unit_plot_names_each_iterations_unit():
 
 
 def test_side_by_side_of_two_sgemm_reports():
-    [smem] = load_kernel_reports(ROOT / "tests" / "fixtures" / "h100_pages_smem_tiled_1024.ncu-rep")
-    [tiled] = load_kernel_reports(
-        ROOT / "tests" / "fixtures" / "h100_pages_register_tiled_1024.ncu-rep")
+    register_tiled = report(ROOT / "tests" / "fixtures" / "h100_pages_register_tiled_1024.ncu-rep")
+    [smem] = load_kernel_reports(H100_PAGES_SMEM_TILED)
+    [tiled] = load_kernel_reports(register_tiled)
     rows = {c.key: c for c in since_previous(smem, tiled)}
-    metrics = _diff_metrics(ROOT / "tests" / "fixtures" / "h100_pages_smem_tiled_1024.ncu-rep",
-                            ROOT / "tests" / "fixtures" / "h100_pages_register_tiled_1024.ncu-rep",
+    metrics = _diff_metrics(H100_PAGES_SMEM_TILED, register_tiled,
                             {"sgemm_smem_tiled": "sgemm_register_tiled"})
     for key, (diff_key, factor) in SAME_AS_DIFF.items():
         assert rows[key].before * factor == pytest.approx(metrics[diff_key].baseline), key

@@ -11,7 +11,7 @@ import gzip
 from pathlib import Path
 
 import pytest
-from packed_fixtures import cached_profiles, report
+from packed_fixtures import REDUCTION_RUN, cached_profiles, report
 
 from harness.findings import (
     atomics,
@@ -36,7 +36,7 @@ from harness.report.model import KernelReport
 
 # The reports are committed packed with xz (`packed_fixtures`).
 ZOO = Path(__file__).parent / "fixtures" / "zoo"
-REDUCTION = Path(__file__).parent / "fixtures" / "reduction_h100_2p26"
+REDUCTION = REDUCTION_RUN
 
 # program -> words its page's TLDR must hold
 PROBLEMS = {
@@ -153,9 +153,9 @@ def test_same_address_atomics_on_real_counters():
 
 
 def test_pipes_name_the_right_unit():
-    assert pipes.busiest(profile("zoo_fp64"))[0].pipe == "fp64"
-    assert pipes.busiest(profile("zoo_transcendental"))[0].pipe == "xu"
-    assert pipes.busiest(profile("zoo_tensor_gemm"))[0].pipe.startswith("tensor_op_")
+    assert pipes.busiest_pipes(profile("zoo_fp64"))[0].pipe == "fp64"
+    assert pipes.busiest_pipes(profile("zoo_transcendental"))[0].pipe == "xu"
+    assert pipes.busiest_pipes(profile("zoo_tensor_gemm"))[0].pipe.startswith("tensor_op_")
     assert pipes.expected_pipe(profile("zoo_tensor_gemm")) == "tensor"
     # the tensor GEMM sits on the pipe it should: no "off its pipe" finding
     assert all("GEMM-like" not in f.title for f in pipes.check(profile("zoo_tensor_gemm")))
@@ -206,7 +206,7 @@ def test_hopper_gemms_are_judged_by_the_tensor_pipe():
     assert use.main_feed == ("TMA (UTMALDG)",)
     tma_sectors = "l1tex__m_xbar2l1tex_read_sectors_mem_global_op_tma_ld.sum"
     assert use.feed["TMA (UTMALDG)"] == 32 * raw("zoo_bf16_gemm")[tma_sectors] == 1610612736
-    assert bound.classify(gemm) == "compute"
+    assert bound.classify_bound(gemm) == "compute"
     found = run_rules(gemm)
     assert [f for f in found if f.kind == "bad"] == []
     [occ] = [f for f in found if f.rule == "occupancy" and f.title.startswith("Theoretical")]
@@ -229,9 +229,9 @@ def test_tensor_pipe_sets_the_bound_where_sm_throughput_reads_low():
     # cuDNN attention: SM throughput 54.0% (< 60) but its tensor pipe runs at 63.2%
     attention = profile("zoo_cudnn_attention")
     assert attention.speed_of_light.compute_throughput_pct < bound.LATENCY_THRESHOLD
-    assert bound.classify(attention) == "compute"
+    assert bound.classify_bound(attention) == "compute"
     # flash attention (mma.sync) at 52.3% with memory at 44.5%: latency-bound
-    assert bound.classify(profile("zoo_flash_attention")) == "latency"
+    assert bound.classify_bound(profile("zoo_flash_attention")) == "latency"
     [finding] = tensor_core.check(profile("zoo_flash_attention"))
     assert finding.kind == "info" and "mma.sync (HMMA), fed by cp.async (LDGSTS)" in finding.title
 
@@ -253,9 +253,9 @@ def test_tma_copy_is_memory_bound_through_tma():
     tma_sectors = raw("zoo_tma_copy")["l1tex__m_xbar2l1tex_read_sectors_mem_global_op_tma_ld.sum"]
     assert feeds.load_bytes(copy) == {"TMA (UTMALDG)": 32 * tma_sectors}
     assert feeds.async_share(copy) == 1.0
-    assert bound.describe(copy) == "memory-bound (L2, loads by TMA (UTMALDG))"
+    assert bound.describe_bound(copy) == "memory-bound (L2, loads by TMA (UTMALDG))"
     # a kernel whose loads are plain LDGs says nothing of a feed
-    assert bound.describe(profile("zoo_stream_dram")) == "memory-bound (DRAM)"
+    assert bound.describe_bound(profile("zoo_stream_dram")) == "memory-bound (DRAM)"
 
 
 def test_distributed_shared_memory_is_named():

@@ -7,27 +7,15 @@
     result.kernels             # the typed profiles
     result.page("pages/")      # the iteration pages
 
-Importing this package does no work: pandas, ncu_report and CuPy load when first used. The
-pytest plugin (`ncuh_bench`) is `harness.api.pytest_plugin`.
+pandas, ncu_report and CuPy load when first used. The pytest plugin (`ncuh_bench`) is
+`harness.api.pytest_plugin`.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from harness.api.result import Result, load
+from harness.api.runs import bench, profile
 
-from harness import lazy_face
-
-if TYPE_CHECKING:
-    from harness.api.result import Result, load
-    from harness.api.runs import bench, profile
-
-_HOMES = {
-    "Result": "harness.api.result",
-    "load": "harness.api.result",
-    "bench": "harness.api.runs",
-    "profile": "harness.api.runs",
-}
-
-__all__ = ["Result", "bench", "load", "profile"]
-
-__getattr__, __dir__ = lazy_face(__name__, _HOMES)
+__all__ = [
+    "Result", "bench", "load", "profile",
+]

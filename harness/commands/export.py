@@ -70,17 +70,17 @@ def _export_run(run_dir: Path, output: Path | None, kernel_regex: str | None) ->
     """Every report of a run in one CSV, a `label` column first: its metrics.csv, made as
     `ncuh profile --metrics-csv` makes it (`harness.report.export_metrics_csv`: each report read
     in processes of its own, in parts at once)."""
-    from harness.report import export_metrics_csv as metrics
+    from harness.report import export_metrics_csv
     from harness.rundir import load_run
 
     reports = [(entry.label, entry.report) for entry in load_run(run_dir).entries
                if entry.ok and entry.report is not None]
     if output is not None:
-        rows = metrics(output, reports, kernel_regex=kernel_regex)
+        rows = export_metrics_csv(output, reports, kernel_regex=kernel_regex)
         click.echo(printable(f"wrote {rows:,} rows to {output}"), err=True)
         return
     with tempfile.TemporaryDirectory(prefix="ncuh-export-") as folder:
         table = Path(folder) / "metrics.csv"
-        metrics(table, reports, kernel_regex=kernel_regex)
+        export_metrics_csv(table, reports, kernel_regex=kernel_regex)
         with table.open(encoding="utf-8", newline="") as stream:
             shutil.copyfileobj(stream, sys.stdout)

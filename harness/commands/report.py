@@ -8,8 +8,7 @@ import click
 
 from harness.commands.options import kernel_option
 from harness.errors import ReportError, printable
-from harness.report import DETAILS, VIEW_FORMATS, report_views
-from harness.report import render_view as render
+from harness.report import DETAILS, VIEW_FORMATS, render_view, report_views
 from harness.util import holds_bad_text
 
 
@@ -27,7 +26,7 @@ def report(report: Path, kernel_regex: str | None, fmt: str, details: str) -> No
     # The views alone: the same `build_view` the typed profile carries, without the SASS
     # listing and the every-metric table that only writeup and diff read (three times the time).
     views = report_views(report, kernel_regex)
-    text = render(views, fmt, details)  # type: ignore[arg-type]
+    text = render_view(views, fmt, details)  # type: ignore[arg-type]
     if holds_bad_text(text):
         raise ReportError(f"{report} is corrupt: it holds text that is not UTF-8")
     # names from the report (kernels, rule messages) reach a terminal: no ESC, no U+202E

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.diff.explain import Explanation, explain
+from harness.diff.explain import Explanation, explain_counters
 from harness.diff.inputs import (
     Environment,
     FailedEntry,
@@ -107,7 +107,8 @@ def diff_runs(
     for pair in matching.pairs:
         metrics = judge_kernel(pair.baseline, pair.current, thresholds)
         verdict = kernel_verdict(metrics)
-        explanation = None if verdict == "SAME" else explain(pair.baseline, pair.current, metrics)
+        explanation = (None if verdict == "SAME"
+                       else explain_counters(pair.baseline, pair.current, metrics))
         kernels.append(KernelDiff(pair.key, pair.baseline, pair.current, verdict,
                                   tuple(metrics), explanation))
     # a size-less key (a user program) may sit beside sized ones: None sorts first

@@ -108,7 +108,8 @@ class Explanation:
                 "notes": list(self.notes)}
 
 
-def explain(base: KernelData, cur: KernelData, verdicts: list[MetricVerdict]) -> Explanation:
+def explain_counters(base: KernelData, cur: KernelData,
+                     verdicts: list[MetricVerdict]) -> Explanation:
     """Explain the change of one kernel pair from its two profiles."""
     headline = _headline(verdicts)
     if base.function is None or cur.function is None:

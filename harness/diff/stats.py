@@ -18,6 +18,7 @@ from typing import Literal
 
 import numpy as np
 
+from harness.diff.rank_test import mann_whitney_p
 from harness.diff.thresholds import Direction, TimingSettings
 
 Verdict = Literal["SLOWER", "FASTER", "SAME", "UNSURE"]
@@ -56,10 +57,8 @@ def compare_samples(
         return _single(base.size, cur.size, base_median, cur_median, change, threshold_pct,
                        direction, settings.noise_floor_pct)
 
-    from scipy import stats as scipy_stats  # half a second to import: only when needed
-
     low, high = _bootstrap_ci(base, cur, settings)
-    p_value = float(scipy_stats.mannwhitneyu(cur, base, alternative="two-sided").pvalue)
+    p_value = mann_whitney_p(cur.tolist(), base.tolist())
     significant = (low > 0 or high < 0) and p_value < settings.alpha
     if abs(change) < threshold_pct:
         verdict: Verdict = "SAME"

@@ -10,8 +10,13 @@ against the target GPU's limits (`targets`) and its kernel's parameters (`launch
 whole run happens in a child process (`run`), one size after another (`trial`).
 """
 
-from harness.dryrun.run import TIMEOUT_S, dry_run
+from harness import lazy_names
 from harness.dryrun.targets import Target, target
-from harness.dryrun.trial import HOST_LIMIT, DryRun
 
 __all__ = ["HOST_LIMIT", "TIMEOUT_S", "DryRun", "Target", "dry_run", "target"]
+
+# names of modules that import numpy: imported on first use
+__getattr__ = lazy_names(__name__, {
+    "harness.dryrun.run": ("TIMEOUT_S", "dry_run"),
+    "harness.dryrun.trial": ("HOST_LIMIT", "DryRun"),
+})

@@ -26,7 +26,7 @@ NEAR_PEAK = 85.0
 Bound = Literal["memory", "compute", "latency"]
 
 
-def classify(profile: KernelReport) -> Bound | None:
+def classify_bound(profile: KernelReport) -> Bound | None:
     """The binding unit, or None when the speed-of-light throughputs were not collected.
     A tensor-core kernel's compute side is its tensor pipe where that is busier than the SM
     throughput figure (which averages over sub-units a WGMMA kernel leaves idle)."""
@@ -62,23 +62,23 @@ def busiest_memory_unit(profile: KernelReport) -> tuple[str, float] | None:
 def near_dram_peak(profile: KernelReport) -> float | None:
     """DRAM throughput in percent of peak when a memory-bound kernel is near it, else None."""
     unit = busiest_memory_unit(profile)
-    if classify(profile) != "memory" or unit is None or unit[0] != "DRAM":
+    if classify_bound(profile) != "memory" or unit is None or unit[0] != "DRAM":
         return None
     return unit[1] if unit[1] >= NEAR_PEAK else None
 
 
-def describe(profile: KernelReport) -> str:
+def describe_bound(profile: KernelReport) -> str:
     """The binding unit in a few words, e.g. "compute-bound (FP64 pipe at 86.7%)",
     "memory-bound (DRAM)", "latency-bound (busiest memory unit L2 at 47.2%)"."""
     from harness.findings.feeds import ASYNC_PATHS, async_share, main_paths
-    from harness.findings.pipes import busiest, content  # pipes reads bound's thresholds too
+    from harness.findings.pipes import busiest_pipes, content  # pipes reads bound's thresholds too
     from harness.findings.tensor_core import near_peak, summary
 
-    bound = classify(profile)
+    bound = classify_bound(profile)
     if bound is None:
         return "not collected"
     sol = profile.speed_of_light
-    pipes = busiest(profile)
+    pipes = busiest_pipes(profile)
     unit = busiest_memory_unit(profile)
     if bound == "compute":
         if not pipes:
@@ -155,7 +155,7 @@ _STREAMING_FIX = {
 
 
 def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
-    bound = classify(profile)
+    bound = classify_bound(profile)
     if bound is None:
         return []
     sol = profile.speed_of_light
@@ -185,7 +185,7 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
             )
         ]
     if bound == "compute":
-        from harness.findings.pipes import busiest
+        from harness.findings.pipes import busiest_pipes
         from harness.findings.tensor_core import tensor_use
 
         # a tensor-core kernel is compute-bound by its tensor pipe (see `classify`)
@@ -193,7 +193,7 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
 
         kind = "good" if compute >= LATENCY_THRESHOLD else "info"
         saturated = " and near saturation" if compute >= HIGH_THRESHOLD else ""
-        pipes = busiest(profile)
+        pipes = busiest_pipes(profile)
         on_pipe = f" on the {pipes[0].label} pipe ({fmt(pipes[0].pct)}%)" if pipes else ""
         return [
             Finding(

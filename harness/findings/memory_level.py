@@ -9,7 +9,7 @@ even closer (shared memory, registers) or from fewer accesses.
 
 from __future__ import annotations
 
-from harness.findings.bound import classify
+from harness.findings.bound import classify_bound
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
 from harness.report import KernelReport
@@ -26,7 +26,7 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
     sol = profile.speed_of_light
     dram, l2 = sol.dram_throughput_pct, sol.l2_throughput_pct
     compute = sol.compute_throughput_pct
-    if dram is None or l2 is None or classify(profile) is None:
+    if dram is None or l2 is None or classify_bound(profile) is None:
         return []
     if compute is not None and (sol.memory_throughput_pct or 0.0) < compute:
         return []  # compute is the busier side: where the bytes come from matters less

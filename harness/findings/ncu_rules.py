@@ -4,7 +4,7 @@ Our rules explain the common cases in the chain's terms; ncu's rules cover every
 (L2 compression, issue-slot use, ...). A rule is shown as information (largest estimated
 speedup first, ncu's message verbatim) only when what it rests on matters for this kernel:
 the accesses it speaks of are a real share of the kernel's own, and its topic is the unit that
-binds. The others are set aside (`set_aside`) with the reason, for an "ncu also says" list.
+binds. The others are set aside (`ncu_set_aside`) with the reason, for an "ncu also says" list.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def why_not(rule: RuleResult, profile: KernelReport) -> str | None:
             # compressible memory is written memory: the rule weighs the kernel's stores
             return (f"about global {direction}s: {fmt(share[1], 0)} executed, "
                     f"{fmt(share[0], 2)}% of the kernel's global memory instructions")
-    if _compute_rule(rule) and bound_rule.classify(profile) == "memory":
+    if _compute_rule(rule) and bound_rule.classify_bound(profile) == "memory":
         unit = bound_rule.busiest_memory_unit(profile)
         where = f" ({unit[0]} at {fmt(unit[1])}% of peak)" if unit else ""
         return f"about the compute pipes and issue slots; memory binds the kernel{where}"
@@ -137,7 +137,7 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
     return [_finding(r) for r in _candidates(profile) if why_not(r, profile) is None]
 
 
-def set_aside(profile: KernelReport) -> list[SetAside]:
+def ncu_set_aside(profile: KernelReport) -> list[SetAside]:
     """ncu's results that do not matter for this kernel, each with the reason."""
     out = []
     for rule in _candidates(profile):

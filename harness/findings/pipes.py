@@ -72,7 +72,7 @@ def _opcode_counts(profile: KernelReport, pipe: str) -> str:
                      for op in wanted if op in found)
 
 
-def busiest(profile: KernelReport) -> list[PipeUse]:
+def busiest_pipes(profile: KernelReport) -> list[PipeUse]:
     """One entry per pipe (its higher measure), busiest first. Sums of other pipes are left
     out: "Shared (FP16+Tensor)", which on Hopper also carries FP64 (an FP64 kernel shows it
     as busy as the FP64 pipe), and "Tensor (All)" where a specific tensor pipe is listed."""
@@ -126,7 +126,7 @@ def _summary(uses: list[PipeUse]) -> str:
 
 
 def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
-    uses = busiest(profile)
+    uses = busiest_pipes(profile)
     if not uses:
         return []
     top = uses[0]

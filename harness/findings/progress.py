@@ -10,7 +10,8 @@ from harness.findings.model import Finding, fmt
 from harness.findings.stalls import label
 from harness.report import KernelReport
 
-NAME = "progress"
+PROGRESS_RULE = "progress"
+NAME = PROGRESS_RULE  # the name every rule module gives its findings
 SECTION = "GPU Speed Of Light Throughput"
 FASTER = 1.05  # a change under 5% is within run-to-run noise of a profiled launch
 STALL_MIN_CYCLES = 1.0

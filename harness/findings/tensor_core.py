@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from harness.findings import evidence, feeds
 from harness.findings.evidence import ev
 from harness.findings.model import Finding, fmt
-from harness.findings.pipes import busiest
+from harness.findings.pipes import busiest_pipes
 from harness.report import KernelReport
 
 NAME = "tensor_core"
@@ -65,7 +65,7 @@ def tensor_use(profile: KernelReport) -> TensorUse | None:
     """The tensor pipe's use, or None when the kernel executed no MMA instruction or the
     tensor pipe was not collected."""
     mma = _executed(profile, WGMMA_OPCODES + MMA_OPCODES)
-    tensor = [use for use in busiest(profile) if use.pipe.startswith("tensor")]
+    tensor = [use for use in busiest_pipes(profile) if use.pipe.startswith("tensor")]
     if not mma or not tensor:
         return None
     top = max(tensor, key=lambda use: use.pct)
@@ -80,7 +80,7 @@ def tensor_use(profile: KernelReport) -> TensorUse | None:
 
 
 def _tensor_pct(profile: KernelReport) -> float | None:
-    tensor = [use.pct for use in busiest(profile) if use.pipe.startswith("tensor")]
+    tensor = [use.pct for use in busiest_pipes(profile) if use.pipe.startswith("tensor")]
     return max(tensor) if tensor else None
 
 

@@ -1,8 +1,8 @@
 """Which parameters a tunable variant runs with: tuning winners per GPU model and size.
 
 Winners (schema "ncuh.tuning/1") come from `tuning.json` beside the project file (shipped, read
-only) and from the user's cache (`$NCUH_CACHE_DIR/<project>/tuning.json` or
-`~/.cache/ncuh/<project>/tuning.json`, written by `ncuh bench --tune`), which overrides.
+only) and from the user's cache (`<project>/tuning.json` under `harness.util.cache_dir`,
+written by `ncuh bench --tune`), which overrides.
 `resolve_params` gives the winner for this GPU, variant and size; else the nearest tuned size's
 when the variant's constraints accept it; else the defaults. An entry for another source is
 stale. A GPU model with no entries borrows those of a model of the same compute capability,

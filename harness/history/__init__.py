@@ -6,58 +6,12 @@
     write_trends(build_trends(store.runs()), Path("site"))
 
 `series_steps` finds a series' change points and explains each with diff; `check_runs`
-judges the newest run against its series and returns a diff result. The names are loaded on
-first use, so recording a run does not pay for matplotlib or ruptures.
+judges the newest run against its series and returns a diff result.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from harness import lazy_face
-
-if TYPE_CHECKING:
-    from harness.history.changes import Step, series_steps
-    from harness.history.gate import check_runs, unjudged
-    from harness.history.ingest import add_runs
-    from harness.history.record import KernelRecord, RunRecord, StoredRun, read_run
-    from harness.history.series import Series, SeriesKey, build_series
-    from harness.history.steps import Point, StepFound, find_steps
-    from harness.history.store import (
-        AddOutcome,
-        HistoryError,
-        Store,
-        open_store,
-        store_target,
-    )
-    from harness.history.trends import Trends, build_trends, write_trends
-
-# public name -> the module that defines it
-_HOMES: dict[str, str] = {
-    "Step": "harness.history.changes",
-    "series_steps": "harness.history.changes",
-    "check_runs": "harness.history.gate",
-    "unjudged": "harness.history.gate",
-    "add_runs": "harness.history.ingest",
-    "KernelRecord": "harness.history.record",
-    "RunRecord": "harness.history.record",
-    "read_run": "harness.history.record",
-    "Series": "harness.history.series",
-    "SeriesKey": "harness.history.series",
-    "build_series": "harness.history.series",
-    "Point": "harness.history.steps",
-    "StepFound": "harness.history.steps",
-    "find_steps": "harness.history.steps",
-    "AddOutcome": "harness.history.store",
-    "HistoryError": "harness.history.store",
-    "Store": "harness.history.store",
-    "StoredRun": "harness.history.record",
-    "open_store": "harness.history.store",
-    "store_target": "harness.history.store",
-    "Trends": "harness.history.trends",
-    "build_trends": "harness.history.trends",
-    "write_trends": "harness.history.trends",
-}
+from harness import lazy_names
 
 __all__ = [
     "AddOutcome",
@@ -80,9 +34,20 @@ __all__ = [
     "open_store",
     "read_run",
     "series_steps",
-    "store_target",
     "unjudged",
     "write_trends",
 ]
 
-__getattr__, __dir__ = lazy_face(__name__, _HOMES)
+# names of modules that import jinja2, numpy, pydantic, sqlalchemy: imported on first use
+__getattr__ = lazy_names(__name__, {
+    "harness.history.changes": ("Step", "series_steps"),
+    "harness.history.gate": ("check_runs", "unjudged"),
+    "harness.history.ingest": ("add_runs",),
+    "harness.history.record": ("KernelRecord", "RunRecord", "StoredRun", "read_run"),
+    "harness.history.series": ("Series", "SeriesKey", "build_series"),
+    "harness.history.steps": ("Point", "StepFound", "find_steps"),
+    "harness.history.store": (
+        "AddOutcome", "HistoryError", "Store", "open_store",
+    ),
+    "harness.history.trends": ("Trends", "build_trends", "write_trends"),
+})

@@ -1,16 +1,17 @@
-"""Change points in one series of values: candidates from `ruptures`, kept when diff agrees.
+"""Change points in one series of values: candidates from binary segmentation, kept when diff
+agrees.
 
 The series (one value per run: the bench median, or ncu's duration) is divided by its median,
 and its noise is estimated robustly from neighbouring differences: sigma = 1.4826 * MAD(diff)
-/ sqrt(2), which a step barely moves. Binary segmentation (ruptures' Binseg, fast on a
-thousand runs where PELT is quadratic) with the l2 cost proposes change points under the
-penalty PENALTY_FACTOR * sigma^2 * ln(n) (BIC's form, made stricter), so noise alone rarely
-pays for a split. Each candidate is then judged the way `ncuh diff` judges timing: the samples
-of the runs either side (bench samples where the runs have them, else the per-run values) must
-differ by more than the threshold and beyond the noise (bootstrap interval and Mann-Whitney),
-and every run on either side must have moved: each run after a step lies beyond every run
-before it, by at least half the threshold from their median (so one outlying run never makes
-a step of the runs around it).
+/ sqrt(2), which a step barely moves. Binary segmentation (`segmentation.change_points`, as
+ruptures' Binseg does it: fast on a thousand runs where PELT is quadratic) with the l2 cost
+proposes change points under the penalty PENALTY_FACTOR * sigma^2 * ln(n) (BIC's form, made
+stricter), so noise alone rarely pays for a split. Each candidate is then judged the way
+`ncuh diff` judges timing: the samples of the runs either side (bench samples where the runs
+have them, else the per-run values) must differ by more than the threshold and beyond the
+noise (bootstrap interval and Mann-Whitney), and every run on either side must have moved:
+each run after a step lies beyond every run before it, by at least half the threshold from
+their median (so one outlying run never makes a step of the runs around it).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.diff import Direction, TimingComparison, TimingSettings, compare_samples
+from harness.history.segmentation import change_points
 
 PENALTY_FACTOR = 3.0
 MIN_SEGMENT = 2  # runs on each side of a step
@@ -62,8 +64,6 @@ def noise_sigma(values: Sequence[float]) -> float:
 def candidates(values: Sequence[float], min_size: int = MIN_SEGMENT) -> list[int]:
     """Indices where binary segmentation splits the normalized series (each the first point
     after a split)."""
-    import ruptures  # a second to import: only when a series is searched
-
     x = np.asarray(values, dtype=float)
     if x.size < 2 * min_size:
         return []
@@ -71,8 +71,7 @@ def candidates(values: Sequence[float], min_size: int = MIN_SEGMENT) -> list[int
     x = x / scale
     sigma = noise_sigma(x)
     penalty = PENALTY_FACTOR * sigma * sigma * math.log(x.size)
-    algo = ruptures.Binseg(model="l2", min_size=min_size, jump=1).fit(x.reshape(-1, 1))
-    return [int(b) for b in algo.predict(pen=penalty)[:-1]]
+    return change_points(x.tolist(), penalty, min_size)
 
 
 def pooled(points: Sequence[Point]) -> tuple[float, ...]:

@@ -7,7 +7,7 @@ versions, the chart's name and the `repr` of its inputs (exact for floats). The 
 under matplotlib's default settings, so a user's matplotlibrc cannot make one key stand for two
 pictures. What is kept is a file name stem, a caption and PNG bytes, read back through
 `harness.util.read_kept` from a private folder and served only as a plain stem and a PNG;
-`NCUH_REPORT_CACHE=off` reads and keeps nothing here either.
+`NCUH_REPORT_AND_PLOT_CACHE=off` reads and keeps nothing here either.
 """
 
 from __future__ import annotations

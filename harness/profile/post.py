@@ -93,9 +93,9 @@ def _worker_environment() -> dict[str, str]:
 
 
 def _worker_result(output: str) -> Any:
-    from harness.profile.worker import RESULT_PREFIX
+    from harness.profile.worker import WORKER_RESULT_PREFIX
 
-    return result_line(output, RESULT_PREFIX)
+    return result_line(output, WORKER_RESULT_PREFIX)
 
 
 def _telling_line(output: str, limit: int = 300) -> str:

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import util
-from harness.profile.slim_sections import (
+from harness.rundir import (
     OPTIONAL_RULE_INPUTS_LEFT_OUT,
     RULE_METRICS,
     RULES_LEFT_OUT,

@@ -8,7 +8,7 @@
 
 The other child, the metrics export, reads reports and so lives in `harness.report`
 (`python -m harness.report.metrics_export`); it prints its result after the same
-`RESULT_PREFIX` and waits for its report with `wait_for_go`. `ncuh profile` starts both
+`WORKER_RESULT_PREFIX` and waits for its report with `wait_for_go`. `ncuh profile` starts both
 beside ncu (`harness.profile.post`). Children, because the orchestrator must survive whatever
 CUDA (CuPy) and NVIDIA's `ncu_report` module do in-process: a native crash there fails one
 recorded step instead of killing ncuh with a half-built run directory.
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
     from harness.gpu import CommandRunner
 
-RESULT_PREFIX = "ncuh-worker-result: "
+WORKER_RESULT_PREFIX = "ncuh-worker-result: "
 
 
 def environment(
@@ -62,7 +62,7 @@ def environment(
 
 
 def _parser() -> argparse.ArgumentParser:
-    # Imported here: `ncuh profile` imports this module for RESULT_PREFIX alone.
+    # Imported here: `ncuh profile` imports this module for WORKER_RESULT_PREFIX alone.
     import argparse
 
     parser = argparse.ArgumentParser(prog="python -m harness.profile.worker")
@@ -109,7 +109,7 @@ def main(argv: Sequence[str]) -> int:
         from harness.profile.gpus import list_gpus
 
         found["gpus"] = [asdict(gpu) for gpu in list_gpus()]
-    print(RESULT_PREFIX + json.dumps(found, default=str), flush=True)
+    print(WORKER_RESULT_PREFIX + json.dumps(found, default=str), flush=True)
     return 0
 
 

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import NcuhError, printable
-from harness.profile import WORKER_RESULT_PREFIX, wait_for_go
 from harness.report.export_format import spreadsheet_column, spreadsheet_text
 from harness.report.ncu_import import import_ncu_report
 from harness.report.reportfile import EXPORT_COLUMNS, export_columns
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
     import argparse
 
 
-def metrics(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = None,
+def export_metrics_csv(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int | None = None,
             kernel_regex: str | None = None) -> int:
     """Write the tidy export of every report, a `label` column first; return the row count.
 
@@ -168,6 +167,9 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str]) -> int:
+    # the protocol of profile's post-processing children: only the child needs it
+    from harness.profile import WORKER_RESULT_PREFIX, wait_for_go
+
     args = _parser().parse_args(argv)
     pairs = []
     for item in args.pairs:
@@ -183,7 +185,7 @@ def main(argv: Sequence[str]) -> int:
                       flush=True)
                 return 0
             jobs = jobs_now or jobs
-        rows = metrics(args.out, pairs, jobs=jobs)
+        rows = export_metrics_csv(args.out, pairs, jobs=jobs)
     except NcuhError as error:
         print(f"ncuh-worker: {printable(error)}", file=sys.stderr, flush=True)
         return 2

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.profile import RULES_LEFT_OUT
 from harness.report.roofline import Roofline
+from harness.rundir import RULES_LEFT_OUT
 
 Number = float | None  # None: the metric was not collected in this report
 

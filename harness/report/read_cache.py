@@ -8,7 +8,7 @@ ncu_report answers a few derived units from what its process asked before, so an
 only where the reading matches a reading of that report alone (`BuiltReport.alone`). Entries
 are read back by an unpickler that builds only the report model's dataclasses and plain
 containers; the least recently used beyond `KEEP_BYTES` are dropped, and
-`NCUH_REPORT_CACHE=off` reads and keeps nothing.
+`NCUH_REPORT_AND_PLOT_CACHE=off` reads and keeps nothing.
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def _reader_fingerprint() -> bytes:
     """What a kept entry was built by: this package's reading code, ncuh, ncu_report, Python."""
     digest = hashlib.sha256(f"{_FORMAT}|{__version__}|{sys.version}".encode())
     # the reading code, and the slimmed sections the details view consults
-    sources = [*sorted(_PACKAGE.glob("*.py")), _PACKAGE.parent / "profile" / "slim_sections.py"]
+    sources = [*sorted(_PACKAGE.glob("*.py")), _PACKAGE.parent / "rundir" / "slim_sections.py"]
     for source in sources:
         digest.update(source.name.encode())
         with contextlib.suppress(OSError):

@@ -17,7 +17,6 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from harness.profile import added_metrics, is_slim
 from harness.report.details_layout import (
     DISPLAY_UNITS,
     EXTRA_HEADER_ROWS,
@@ -42,6 +41,7 @@ from harness.report.ncu_format import display, format_number, scale_unit
 from harness.report.reportfile import KernelRef, open_report, select_kernels
 from harness.report.rule_text import format_speedup, speedup_label
 from harness.report.rules import read_rules
+from harness.rundir import added_metrics, is_slim
 from harness.util import md_text
 
 ViewFormat = Literal["text", "md", "json"]
@@ -486,7 +486,8 @@ def render_json(views: list[KernelView], details: Details = "header") -> str:
                       indent=2, ensure_ascii=False) + "\n"
 
 
-def render(views: list[KernelView], fmt: ViewFormat = "text", details: Details = "header") -> str:
+def render_view(views: list[KernelView], fmt: ViewFormat = "text",
+                details: Details = "header") -> str:
     """The view as `ncuh report` prints it (its text byte for byte as ncu prints the page)."""
     if fmt == "text":
         return render_text(views, details, pad=True)

@@ -20,19 +20,20 @@ import time
 import zlib
 from pathlib import Path
 
+from harness.util.user_cache import CACHE_SWITCH_ENV, OLD_CACHE_SWITCH_ENV
+
 # Past these a kept file is not one of ours (a planted file, a link to a device, a zlib bomb)
 # and is read as none.
 MAX_PACKED_BYTES = 256 * 1024 * 1024
 MAX_PLAIN_BYTES = 1024 * 1024 * 1024
 PACKED_GLOB = "*.z"  # every kept file's name ends in .z
-SWITCH_ENV = "NCUH_REPORT_CACHE"  # "off": nothing is read back or kept
 _STALE_S = 3600  # what a process killed while writing left behind, pruned after an hour
 
 
-def wanted() -> bool:
-    """Whether kept files are read and written (`NCUH_REPORT_CACHE` is not "off")."""
-    return os.environ.get(SWITCH_ENV, "").strip().lower() not in ("off", "0", "no", "false")
-
+def cache_wanted() -> bool:
+    """Whether kept files are read and written (`NCUH_REPORT_AND_PLOT_CACHE` is not "off")."""
+    value = os.environ.get(CACHE_SWITCH_ENV, os.environ.get(OLD_CACHE_SWITCH_ENV, ""))
+    return value.strip().lower() not in ("off", "0", "no", "false")
 
 def owned_privately(info: os.stat_result) -> bool:
     """Whether a file or folder of the user cache may be trusted: this user's, and writable by
@@ -120,7 +121,7 @@ def store(target: Path, name: str, packed: bytes) -> None:
         raise
 
 
-def keep(target: Path, name: str, data: bytes, budget_bytes: int) -> bool:
+def keep_packed(target: Path, name: str, data: bytes, budget_bytes: int) -> bool:
     """Keep `data` packed as `target/name` in a private folder, then prune the folder to
     `budget_bytes`; False where it cannot be kept, which is no error for a cache."""
     try:

@@ -40,26 +40,26 @@ _BACKTICK_FENCE_LINE = re.compile(r"^( {0,3})(`{3,})", re.MULTILINE)
 _CODE_SPAN = re.compile(r"(?<![`\\])(`+)(?!`)(.+?)(?<!`)\1(?!`)")
 
 
-def one_line(value: object) -> str:
+def md_one_line(value: object) -> str:
     """`value` as one line: line breaks and other vertical space become a single space, other
     control and bidi characters escapes (`\\x1b`, `\\u202e`)."""
     return printable(_LINE_BREAKS.sub(" ", str(value)), keep_lines=True)
 
 
-def text(value: object) -> str:
+def md_text(value: object) -> str:
     """`value` as literal Markdown text: prose, headings, list items, table cells, and the start
     of a line."""
-    escaped = _INLINE.sub(r"\\\1", one_line(value).strip())
+    escaped = _INLINE.sub(r"\\\1", md_one_line(value).strip())
     escaped = _LEADING_NUMBER.sub(r"\1\\\2", escaped)
     return "\\" + escaped if _LEADING_MARK.match(escaped) else escaped
 
 
 def code_span(value: object) -> str:
     """`value` for inside a single-backtick code span: no backtick can end the span early."""
-    return _BACKTICKS.sub("'", one_line(value))
+    return _BACKTICKS.sub("'", md_one_line(value))
 
 
-def fenced(value: object) -> str:
+def md_fenced(value: object) -> str:
     """Multi-line `value` for inside a ``` fence: no line of it can close the fence."""
     body = printable(str(value).replace("\r\n", "\n").replace("\r", "\n"), keep_lines=True)
     return _BACKTICK_FENCE_LINE.sub(lambda m: m.group(1) + "'" * len(m.group(2)), body)
@@ -78,10 +78,10 @@ def template_value(value: object) -> object:
 
 def html_text(value: object) -> str:
     """`value` as text inside raw HTML (a `<details>` summary), on one line."""
-    return html.escape(one_line(value), quote=True)
+    return html.escape(md_one_line(value), quote=True)
 
 
-def prose(value: object) -> str:
+def md_prose(value: object) -> str:
     """Authored Markdown (a variant's strategy) kept as Markdown, minus what could take over the
     page: raw HTML is shown as text (every `<` outside a code span escaped) and a fence cannot
     open."""

@@ -1,5 +1,6 @@
-"""What the `pages` set's slimmed and thinned sections hold: read by the profile side that writes
-them (`harness.profile.section_overlay`) and by the details page that prints them.
+"""What the `pages` set's slimmed and thinned sections hold, so what a run's `pages` reports hold:
+read by the profile side that writes them (`harness.profile.section_overlay`) and by the report
+side that reads them (the typed report's rules, the details page).
 
 `WIDGET_METRICS_READ` and `RULE_METRICS` replace the widgets of the two memory sections;
 `THINNED_METRICS` are Source Counters' per-instruction metrics that nothing ncuh runs or reads
