@@ -142,7 +142,7 @@ def _alone(bench: Bench, *extra: str) -> float | None:
 
 def _full(bench: Bench, launches: int, seconds: float) -> dict[str, Any]:
     """ncu --set full of the whole program's every launch, stopped after `seconds`."""
-    from harness.util.ncu_locate import ncu_executable
+    from harness.util import ncu_executable
 
     argv = [str(ncu_executable() or "ncu"), "--config-file", "off", "--set", "full",
             "-o", str(bench.work / "full"), "-f", *_program()]
@@ -265,7 +265,7 @@ def main() -> int:
 
 def _bench(bench: Bench, args: argparse.Namespace) -> None:
     from harness.profile.gpus import list_gpus
-    from harness.util.ncu_locate import ncu_executable
+    from harness.util import ncu_executable
 
     gpus = [gpu.manifest() for gpu in list_gpus()]
     torch = bench.run([sys.executable, "-c", "import torch, triton; print(torch.__version__, "

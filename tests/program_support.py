@@ -165,7 +165,7 @@ def program_run(monkeypatch: Any, out: Path, launches: Sequence[Launch], run_id:
     from harness.profile import run as lib
     from harness.profile.planning import ProfileRequest
 
-    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable",
+    monkeypatch.setattr("harness.util.ncu_executable",
                         lambda: Path("/opt/nvidia/nsight-compute/2025.3.1/ncu"))
     fake = fake or ProgramNcu(launches)
     request = ProfileRequest(program=program, out=out, top=top, run_id=run_id)

@@ -52,7 +52,7 @@ def one_gpu(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Host:
     monkeypatch.setattr(bench.subprocess, "run", host)
     gpu = Gpu(index=0, name="NVIDIA H200", uuid="GPU-0", pci_bus_id="00000000:19:00.0")
     monkeypatch.setattr("harness.profile.gpus.list_gpus", lambda: [gpu])
-    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: Path("/usr/bin/ncu"))
+    monkeypatch.setattr("harness.util.ncu_executable", lambda: Path("/usr/bin/ncu"))
     return host
 
 

@@ -130,7 +130,7 @@ def profile_on_the_eager_first_pass(monkeypatch: pytest.MonkeyPatch, *args: str
                                     ) -> tuple[Any, ProgramNcu]:
     """`ncuh profile ARGS` with ncu's stand-in answering the recorded eager first pass (and
     each second pass with a committed report)."""
-    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: NCU)
+    monkeypatch.setattr("harness.util.ncu_executable", lambda: NCU)
     fake = ProgramNcu([], table=page("eager"), mangled_table=mangled_page("eager"))
     monkeypatch.setattr(lib, "run_command", fake)
     monkeypatch.setattr(lib, "start_command", lib.in_threads(fake))

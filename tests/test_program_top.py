@@ -50,7 +50,7 @@ TOTAL_NS = sum(FLASH_NS) + sum(GEMM_NS) + sum(FUSED_NS) + sum(FILL_NS)  # 1,913,
 def machine(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """ncu on PATH and CuPy installed, neither real; a cache of its own."""
     monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
-    monkeypatch.setattr("harness.util.ncu_locate.ncu_executable", lambda: NCU)
+    monkeypatch.setattr("harness.util.ncu_executable", lambda: NCU)
     monkeypatch.setattr(lib, "cupy_installed", lambda: True)
 
 

@@ -19,7 +19,7 @@ import pytest
 from harness.profile.gpus import list_gpus
 from harness.report import load_kernel_reports
 from harness.rundir import Run, kernel_key, load_run
-from harness.util.ncu_locate import ncu_executable
+from harness.util import ncu_executable
 
 pytestmark = pytest.mark.gpu
 

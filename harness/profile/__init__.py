@@ -3,8 +3,9 @@
 `planning`, `plan_cache`, `ncu_command`, `section_overlay` and `ncu_errors` build and judge ncu
 runs; `two_pass`, `launches`, `nvtx_spans` and `ranking` time every launch of a program, rank
 its kernels and choose the launches `--top` profiles; `run`, `entry`, `processes`, `schedule`,
-`head_start`, `gpus` and `past_runs` run them on one GPU or several; `phases`, `post`, `worker`, `manifest` and `progress` time, post-process and
-record them; `slurm` and `merge` spread them over a cluster and join the shards.
+`head_start`, `gpus` and `past_runs` run them on one GPU or several; `phases`, `post`,
+`worker`, `manifest` and `progress` time, post-process and record them; `slurm` and `merge`
+spread them over a cluster and join the shards.
 """
 
 from __future__ import annotations
