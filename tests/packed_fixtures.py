@@ -103,7 +103,7 @@ def reports(folder: Path, pattern: str = "*.ncu-rep") -> list[Path]:
 
 
 def ncu_page(report: Path, suffix: str) -> Path:
-    """ncu's page of `report` (`suffix` ".raw.csv", ".details.txt.gz", ...): beside it, or
+    """ncu's page of `report` (`suffix` ".raw.csv.gz", ".details.txt.gz", ...): beside it, or
     for a sample run of reports/, in tests/fixtures under the name `PAGES_OF` gives."""
     stem = PAGES_OF.get(report, report.with_name(report.name.removesuffix(".ncu-rep")))
     return stem.with_name(stem.name + suffix)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import subprocess
 import sys
@@ -23,7 +24,7 @@ def ncuh(*args: str) -> subprocess.CompletedProcess[str]:
 
 def raw_value(metric: str, kernel: str) -> float:
     """A value from ncu's own `--page raw --csv` output beside the fixture."""
-    with NAIVE_SMEM_RAW_CSV.open(newline="") as handle:
+    with gzip.open(NAIVE_SMEM_RAW_CSV, "rt", newline="") as handle:
         rows = list(csv.reader(handle))
     column = rows[0].index(metric)
     row = next(r for r in rows[2:] if r[rows[0].index("Kernel Name")] == kernel)

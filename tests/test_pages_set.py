@@ -121,8 +121,9 @@ def test_pages_and_full_give_the_same_findings_and_fields(pair: tuple[Path, Path
 def _raw_value(report: Path, column: str) -> str:
     """The first kernel's value of `column` on ncu's raw page beside the report."""
     import csv
+    import gzip
 
-    with ncu_page(report, ".raw.csv").open(newline="") as handle:
+    with gzip.open(ncu_page(report, ".raw.csv.gz"), "rt", newline="") as handle:
         header, _units, first = list(csv.reader(handle))[:3]
     return first[header.index(column)]
 

@@ -8,6 +8,7 @@ clock control base, NVTX capture); the manifest of that run is beside them, and 
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 from pathlib import Path
 
@@ -21,7 +22,8 @@ VARIANTS = ("naive", "register_tiled")
 
 
 def _raw(variant: str) -> dict[str, tuple[str, str]]:
-    with open(FIXTURES / f"h200_{variant}_256.raw.csv", newline="", encoding="utf-8") as f:
+    with gzip.open(FIXTURES / f"h200_{variant}_256.raw.csv.gz", "rt", newline="",
+                   encoding="utf-8") as f:
         header, units, values = list(csv.reader(f))[:3]
     return {name: (unit, value) for name, unit, value in zip(header, units, values, strict=True)}
 
