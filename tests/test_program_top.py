@@ -8,6 +8,7 @@ and each second-pass ncu writes the committed report of the kernel its `-k` name
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shlex
@@ -73,7 +74,8 @@ def error_lines(result: Any) -> list[str]:
 
 def test_the_launch_table_is_ncus_raw_page_in_its_own_unit() -> None:
     """ncu's raw page of a real H100 report (display units: ms): its one launch, exactly."""
-    (launch,) = read_launches((FIXTURES / "h100_pages_naive_1024.raw.csv").read_text())
+    with gzip.open(FIXTURES / "h100_pages_naive_1024.raw.csv.gz", "rt") as page:
+        (launch,) = read_launches(page.read())
     assert launch == TableLaunch(id=0, name="sgemm_naive", grid=(32, 32, 1), block=(32, 32, 1),
                                  duration_ns=5_510_208.0, process=656, device=0,
                                  ranges=(("<default domain>", "ncuh-naive_1024"),))
