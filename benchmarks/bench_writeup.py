@@ -1,9 +1,10 @@
-"""How long `ncuh writeup` takes for a chain of 20 kernels (target: under 10 s on 2 cores).
+"""How long `ncuh writeup` takes for a run of 20 kernels (target: under 10 s on 2 cores).
 
-Builds a run directory whose ten entries (ten variants of the chain at one size) each
-hold a copy of the two-kernel fixture report, so the writeup has 20 kernel pages, an index
-and its plots; then times a first `ncuh writeup` of it as a user would run it (a fresh
-process with an empty cache of its own: every report read, every plot drawn).
+Builds a run directory whose 20 entries each hold a different one-kernel report of the zoo
+(`tests/fixtures/zoo`, unpacked from xz: no two entries share a report, so none is served
+by the report cache from another's reading), so the writeup has 20 kernel pages, an index and
+its plots; then times a first `ncuh writeup` of it as a user would run it (a fresh process
+with an empty cache of its own: every report read, every plot drawn).
 
     python benchmarks/bench_writeup.py [--keep DIR] [--repeats 3] [--out results.json]
 """
@@ -15,6 +16,7 @@ import json
 import lzma
 import os
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -24,22 +26,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKED_FIXTURE = ROOT / "tests" / "fixtures" / "h100_sgemm_naive_smem.ncu-rep.xz"
-# None of these kernels is in the fixture, so every entry shows both of its kernels: 20 pages.
-VARIANTS = ("coalesced", "smem_tiled", "blocktile_1d", "register_tiled", "vectorized",
-            "bank_conflict_free", "warptiled", "double_buffered", "async_copy", "autotuned")
-SIZE = [1024, 1024, 1024]
+ZOO = ROOT / "tests" / "fixtures" / "zoo"
+KERNELS = 20
 
 
 def build_run(run: Path) -> None:
-    """A run directory per harness.rundir.manifest's schema: ten entries, 20 kernels."""
+    """A run directory per harness.rundir.manifest's schema: 20 entries of one kernel each,
+    each a different report."""
     run.mkdir(parents=True)
     entries = []
-    report = lzma.decompress(PACKED_FIXTURE.read_bytes())
-    for name in VARIANTS:
-        label = f"{name}_1024"
-        (run / f"{label}.ncu-rep").write_bytes(report)
-        entries.append({"label": label, "variant": name, "size": SIZE, "params": {},
+    for packed in sorted(ZOO.glob("zoo_*.ncu-rep.xz"))[:KERNELS]:
+        label = packed.name.removesuffix(".ncu-rep.xz")
+        with lzma.open(packed) as source, (run / f"{label}.ncu-rep").open("wb") as target:
+            shutil.copyfileobj(source, target)
+        entries.append({"label": label, "variant": None, "size": None, "params": {},
                         "report": f"{label}.ncu-rep", "status": "ok", "error": None})
     manifest = {"schema": "ncuh.run/1", "ncuh_version": "0.1.0", "git_commit": None,
                 "environment": {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0"},
@@ -80,8 +80,7 @@ def _timed(keep: Path | None) -> tuple[float, int, int]:
         ncuh = Path(sys.executable).with_name("ncuh")
         command = [str(ncuh)] if ncuh.exists() else [sys.executable, "-m", "harness"]
         env = {**os.environ, "NCUH_CACHE_DIR": str(Path(tmp) / "cache")}
-        for switch in ("NCUH_REPORT_AND_PLOT_CACHE", "NCUH_REPORT_CACHE"):  # the cache on
-            env.pop(switch, None)
+        env.pop("NCUH_REPORT_CACHE", None)
         start = time.perf_counter()
         subprocess.run([*command, "writeup", str(run), "--out", str(out)], check=True,
                        stdout=subprocess.DEVNULL, env=env)

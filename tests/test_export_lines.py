@@ -1,4 +1,5 @@
-"""`ncuh export`'s CSV made a metric at a time and in forked pieces: the bytes csv.writer wrote."""
+"""`ncuh export`'s CSV made a metric at a time and in pieces by forked workers: the bytes
+csv.writer wrote."""
 
 from __future__ import annotations
 
@@ -105,7 +106,7 @@ def test_a_kept_text_of_streams_packed_apart_reads_as_one(tmp_path: Path) -> Non
 
 def test_an_export_is_kept_when_asked_again_and_read_back_the_same(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_CACHE_DIR": str(tmp_path),
-           read_cache.SWITCH_ENV: "on"}
+           kept_files.CACHE_SWITCH_ENV: "on"}
     run = [sys.executable, "-m", "harness", "export", str(FOUR_KERNELS)]
     folder = tmp_path / read_cache.CACHE_FOLDER
 
@@ -117,7 +118,7 @@ def test_an_export_is_kept_when_asked_again_and_read_back_the_same(tmp_path: Pat
     second = subprocess.run(run, env=env, capture_output=True, check=True).stdout
     assert len(entries(read_cache.TEXT_SUFFIX)) == 1 and not entries(read_cache.ASKED_SUFFIX)
     third = subprocess.run(run, env=env, capture_output=True, check=True).stdout  # read back
-    uncached = subprocess.run(run, env={**env, read_cache.SWITCH_ENV: "off"},
+    uncached = subprocess.run(run, env={**env, kept_files.CACHE_SWITCH_ENV: "off"},
                               capture_output=True, check=True).stdout
     assert first == second == third == uncached
     assert first.startswith(b"kernel_id,kernel,metric,")
@@ -183,7 +184,7 @@ def test_a_report_with_corrupt_kernels_names_the_first_one_whoever_read_it(
             data[at] ^= 0xFF
     report = tmp_path / "two_corrupt.ncu-rep"
     report.write_bytes(data)
-    env = {**os.environ, "PYTHONPATH": str(ROOT), read_cache.SWITCH_ENV: "off"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), kept_files.CACHE_SWITCH_ENV: "off"}
     for _ in range(3):  # each process may take either kernel first
         done = subprocess.run([sys.executable, "-m", "harness", "export", str(report), "-o",
                                str(tmp_path / "out.csv")], env=env, capture_output=True,

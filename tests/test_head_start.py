@@ -30,7 +30,7 @@ from harness.cli import main
 from harness.errors import NcuhError
 from harness.gpu import gates
 from harness.gpu.protocol import GATES_OWNER_ENV, LAUNCH_AFTER_ENV, START_CUDA_AFTER_ENV
-from harness.profile.head_start import HEAD_START_ENV, NcuOutputWatch, head_start_wanted
+from harness.profile.head_start import HEAD_START_ENV, NcuOutputWatch, head_starts_on
 from harness.rundir.manifest import load_run
 
 VARIANTS = ("naive", "coalesced", "smem_tiled")
@@ -248,14 +248,14 @@ def test_a_single_target_gets_no_head_start(tmp_path: Path, standins: Path) -> N
 @pytest.mark.parametrize(("value", "wanted"), [
     (None, True), ("on", True), ("1", True), ("off", False), ("OFF", False), ("0", False),
     ("no", False), ("false", False)])
-def test_head_start_wanted_reads_the_environment(
+def test_head_starts_on_reads_the_environment(
     monkeypatch: pytest.MonkeyPatch, value: str | None, wanted: bool
 ) -> None:
     if value is None:
         monkeypatch.delenv(HEAD_START_ENV, raising=False)
     else:
         monkeypatch.setenv(HEAD_START_ENV, value)
-    assert head_start_wanted() is wanted
+    assert head_starts_on() is wanted
 
 
 def test_output_watch_sees_the_first_replay_once_even_across_split_output() -> None:

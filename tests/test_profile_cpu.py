@@ -29,7 +29,6 @@ from harness.cli import main
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
 from harness.profile.ncu_command import NcuSettings
-from harness.report import metrics_export
 from harness.report.reportfile import export_metrics
 from harness.rundir.manifest import load_run
 
@@ -138,7 +137,7 @@ class FakeNcu:
         return action  # (status, output)
 
     def worker(self, args: list[str]) -> tuple[int, str]:
-        """The real metrics worker, in this process; the environment worker's answer."""
+        """The real metrics worker, in a process of its own; the environment worker's answer."""
         started = time.monotonic()
         if self.barrier is not None:
             self.barrier.wait()  # BrokenBarrierError when the other worker is not running
@@ -156,17 +155,12 @@ class FakeNcu:
             # test_profile_worker).
             env = {**ENVIRONMENT, "ncu_path": args[1], "ncu_version": "2025.3.1.0"}
             return 0, profile_worker.WORKER_RESULT_PREFIX + json.dumps(env) + "\n"
-        # The worker's own code, without redirecting stdout: exports run on several threads.
-        parsed = metrics_export._parser().parse_args(args[1:])
-        pairs = [(label, Path(report)) for label, _, report in
-                 (item.partition("=") for item in parsed.pairs)]
-        jobs = parsed.jobs
-        if parsed.after is not None:  # started beside its ncu: wait for the go-ahead
-            go, jobs = profile_worker.wait_for_go(parsed.after)
-            if not go:
-                return 0, profile_worker.WORKER_RESULT_PREFIX + '{"rows": 0, "skipped": true}\n'
-        rows = metrics_export.export_metrics_csv(parsed.out, pairs, jobs=jobs)
-        return 0, profile_worker.WORKER_RESULT_PREFIX + json.dumps({"rows": rows}) + "\n"
+        # The real worker, in a process of its own as `ncuh profile` starts it: it reads each
+        # report as a fresh process does (this one has read others), and forks its parts.
+        done = subprocess.run([sys.executable, "-m", "harness.report.metrics_export",
+                               *args[1:]], env=_fresh_environment(), capture_output=True,
+                              text=True, check=False)
+        return done.returncode, done.stdout + done.stderr
 
     @property
     def profiled(self) -> list[list[str]]:
@@ -200,6 +194,18 @@ def only_run(out: Path) -> Path:
     children = list(out.iterdir())
     assert len(children) == 1, children
     return children[0]
+
+
+def _fresh_environment() -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+
+
+def export_run(*args: str) -> subprocess.CompletedProcess[str]:
+    """`ncuh export ARGS` in a process of its own, as a user runs it (ncu_report answers a few
+    units from what its process read before: this test process has read other reports)."""
+    return subprocess.run([sys.executable, "-m", "harness", "export", *args],
+                          env=_fresh_environment(), capture_output=True, text=True,
+                          check=False)
 
 
 def error_lines(result: Any) -> list[str]:
@@ -797,14 +803,11 @@ def test_the_manifest_environment_joins_the_runners_cuda_fields_and_the_probe(
 def test_metrics_csv_has_a_label_column_and_matches_ncuh_export(
     tmp_path: Path, fake_ncu: FakeNcu
 ) -> None:
-    from harness.report.export_format import export_text
-    from harness.report.reportfile import export_columns
-
     result = invoke(["--variant", "naive", "--size", "256", "--metrics-csv", "--out",
                      str(tmp_path)])
     assert result.exit_code == 0, result.output
     lines = (only_run(tmp_path) / "metrics.csv").read_text(encoding="utf-8").splitlines()
-    exported = export_text(export_columns(SMALL_REPORT)).splitlines()
+    exported = export_run(str(SMALL_REPORT)).stdout.splitlines()
     assert lines[0] == "label," + exported[0]
     assert len(lines) == len(exported)
     assert all(line == "naive_256," + row for line, row in zip(lines[1:], exported[1:],
@@ -828,13 +831,13 @@ def test_metrics_csv_is_opt_in_and_ncuh_export_of_the_run_writes_it_later(
     assert list(fake_ncu.worker_times) == ["environment"]  # no export child was started
 
     later = tmp_path / "later.csv"
-    exported = CliRunner().invoke(main, ["export", str(run.path), "-o", str(later)])
-    assert exported.exit_code == 0, exported.output
+    exported = export_run(str(run.path), "-o", str(later))
+    assert exported.returncode == 0, exported.stderr
     written = (only_run(with_table) / "metrics.csv").read_bytes()
     assert later.read_bytes() == written
     rows = written.count(b"\n") - 1
     assert exported.stderr == f"wrote {rows:,} rows to {later}\n"
-    to_stdout = CliRunner().invoke(main, ["export", str(run.path)])
+    to_stdout = export_run(str(run.path))
     assert to_stdout.stdout.encode() == written
 
 
@@ -846,8 +849,8 @@ def test_export_of_a_run_directory_is_csv_only_and_refuses_a_broken_run(
                      "--size", "512", "--out", str(tmp_path / "runs")])
     assert result.exit_code == 1, result.output  # one entry failed, three have reports
     run_dir = only_run(tmp_path / "runs")
-    result = CliRunner().invoke(main, ["export", str(run_dir), "-o", str(tmp_path / "t.csv")])
-    assert result.exit_code == 0, result.output
+    exported = export_run(str(run_dir), "-o", str(tmp_path / "t.csv"))
+    assert exported.returncode == 0, exported.stderr
     labels = {line.split(",", 1)[0] for line in
               (tmp_path / "t.csv").read_text(encoding="utf-8").splitlines()[1:]}
     assert labels == {"naive_256", "naive_512", "register_tiled_512"}  # the failed one: none
@@ -860,9 +863,9 @@ def test_export_of_a_run_directory_is_csv_only_and_refuses_a_broken_run(
     # A later report is broken: the earlier ones' rows are not left behind either.
     (run_dir / "register_tiled_512.ncu-rep").write_bytes(b"not a report")
     for output in (["-o", str(tmp_path / "t.csv")], []):
-        result = CliRunner().invoke(main, ["export", str(run_dir), *output])
-        assert result.exit_code == 2 and len(error_lines(result)) == 1, result.output
-        assert result.stdout == ""
+        exported = export_run(str(run_dir), *output)
+        assert exported.returncode == 2 and len(error_lines(exported)) == 1, exported.stderr
+        assert exported.stdout == ""
         assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]  # no part, no temp
     (run_dir / "naive_256.ncu-rep").unlink()
     result = CliRunner().invoke(main, ["export", str(run_dir)])
@@ -878,8 +881,8 @@ def test_export_of_a_run_directory_takes_a_kernel_filter(
                      "--out", str(tmp_path / "runs")])
     assert result.exit_code == 0, result.output
     run_dir = only_run(tmp_path / "runs")
-    result = CliRunner().invoke(main, ["export", str(run_dir), "-k", "regex:smem"])
-    assert result.exit_code == 0, result.output
-    rows = [line.split(",")[:3] for line in result.stdout.splitlines()[1:]]
+    exported = export_run(str(run_dir), "-k", "regex:smem")
+    assert exported.returncode == 0, exported.stderr
+    rows = [line.split(",")[:3] for line in exported.stdout.splitlines()[1:]]
     assert {(label, kernel) for label, _, kernel in rows} == {
         ("naive_256", "sgemm_smem"), ("register_tiled_256", "sgemm_smem")}

@@ -1,5 +1,7 @@
-"""The profile's metrics by name equal ncu's raw page (`--page raw --csv`) for every zoo report:
-the one model holds what ncu printed, in base units."""
+"""Every metric as ncuh reads it equals ncu's raw page (`--page raw --csv`) for every zoo
+report, in base units: the one reader of values that the export, the summaries of `ncuh diff`
+and the page metrics share (`builder.read_metrics`), asked after the details view as a
+summary and a page ask it (ncu_report answers a few units from what was asked before)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,10 @@ import pandas as pd
 import pytest
 from ncu_units import matches_printed
 from packed_fixtures import cached_profiles, reports
+
+from harness.report.builder import read_metrics
+from harness.report.report_view import build_view
+from harness.report.reportfile import open_report
 
 # committed packed with xz (`packed_fixtures`)
 ZOO = Path(__file__).parent / "fixtures" / "zoo"
@@ -25,10 +31,16 @@ def test_profile_metrics_equal_ncu_raw_page(report: Path) -> None:
     [profile] = cached_profiles(report)
     assert profile.name == raw["Kernel Name"].split("(")[0].strip() or profile.name in raw[
         "Kernel Name"]
+    [kernel] = open_report(report).kernels
+    build_view(kernel)  # first, where this process read nothing of the report (a kept profile)
+    every = read_metrics(kernel)
+    # the page's metrics are those of the one reader
+    assert profile.metrics and all(every[name] == metric
+                                   for name, metric in profile.metrics.items())
     compared, mismatches = 0, []
     for name in (c for c in raw_page.columns if c not in RAW_ID_COLUMNS):
-        metric = profile.metrics.get(name)
-        assert metric is not None, f"{name} is on ncu's raw page but not in the profile"
+        metric = every.get(name)
+        assert metric is not None, f"{name} is on ncu's raw page but not read"
         value = metric.value
         if value is None:
             if metric.instances:  # instanced: ncu prints the aggregate

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import faulthandler
 import importlib.util
 import json
 import os
 import shlex
-import signal
+import subprocess
 import sys
 import threading
 import time
@@ -24,12 +23,10 @@ from packed_fixtures import (
     report,
 )
 
-from harness.errors import NcuhError
 from harness.profile import post
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
 from harness.profile.worker import WORKER_RESULT_PREFIX
-from harness.report import metrics_export
 from harness.report.reportfile import export_metrics
 from harness.util.atomic import atomic_write_text
 
@@ -248,14 +245,20 @@ def test_the_runner_without_nvtx_fails_in_one_line_before_compiling(
 def test_metrics_export_in_parallel_parts_equals_the_serial_export(
     tmp_path: Path, jobs: int
 ) -> None:
-    from harness.report.export_format import export_text
-    from harness.report.metrics_export import export_metrics_csv
-    from harness.report.reportfile import export_columns
-
     out = tmp_path / "run" / "metrics.csv"
     out.parent.mkdir()
-    rows = export_metrics_csv(out, [("a", SMALL_REPORT), ("b", SMALL_REPORT)], jobs=jobs)
-    serial = export_text(export_columns(SMALL_REPORT)).splitlines()
+    # in a worker process of its own, as `ncuh profile` runs it: one thread, so it forks; the
+    # serial export too, in a process of its own (this one has read other reports, which
+    # changes a few units ncu_report answers)
+    environment = post._worker_environment()
+    status, output = lib.run_command(
+        _export([str(out), f"a={SMALL_REPORT}", f"b={SMALL_REPORT}", "--jobs", str(jobs)]),
+        environment)
+    assert status == 0, output
+    rows = json.loads(output.strip().splitlines()[-1][len(WORKER_RESULT_PREFIX):])["rows"]
+    serial = subprocess.run([sys.executable, "-m", "harness", "export", str(SMALL_REPORT)],
+                            env=environment, capture_output=True, text=True,
+                            check=True).stdout.splitlines()
     lines = out.read_text(encoding="utf-8").splitlines()
     assert rows == 2 * (len(serial) - 1) == len(lines) - 1
     assert lines[0] == "label," + serial[0]
@@ -349,18 +352,29 @@ def test_each_report_of_an_export_keeps_the_unit_ncu_gives_it(tmp_path: Path, jo
         assert raw[EXCESSIVE][0] == unit
 
 
-def _crash(task: object) -> None:
-    # The child keeps its crash to itself: pytest's faulthandler, inherited through the fork,
-    # would dump every thread's stack and the loaded modules onto the terminal.
-    faulthandler.disable()
+_CRASHING_EXPORT = """
+import os, signal, sys
+from pathlib import Path
+from harness.errors import NcuhError
+from harness.report import metrics_export
+def crash(task):
     os.kill(os.getpid(), signal.SIGSEGV)  # as ncu_report's native code may
+metrics_export._export_part = crash  # the forked workers see it
+out, pages, full = map(Path, sys.argv[1:])
+try:
+    metrics_export.export_metrics_csv(out, [("p", pages), ("f", full)], jobs=2)
+except NcuhError as error:
+    print(error)
+"""
 
 
-def test_an_export_child_that_crashes_is_one_error_and_no_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(metrics_export, "_export_part", _crash)  # the forked children see it
-    out = tmp_path / "metrics.csv"
-    with pytest.raises(NcuhError, match="exporting it crashed"):
-        metrics_export.export_metrics_csv(out, [("p", PAGES_REPORT), ("f", FULL_REPORT)], jobs=2)
-    assert list(tmp_path.iterdir()) == []
+def test_an_export_child_that_crashes_is_one_error_and_no_file(tmp_path: Path) -> None:
+    # in a process of its own, as `ncuh profile` runs the export: one thread, so it forks
+    out = tmp_path / "out" / "metrics.csv"
+    out.parent.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    said = subprocess.run([sys.executable, "-c", _CRASHING_EXPORT, str(out), str(PAGES_REPORT),
+                           str(FULL_REPORT)], env=env, capture_output=True, text=True,
+                          check=True).stdout
+    assert said == f"{PAGES_REPORT}: exporting it crashed (in ncu_report)\n"
+    assert list(out.parent.iterdir()) == []  # no metrics.csv, no parts folder

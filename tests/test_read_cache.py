@@ -1,5 +1,5 @@
 """Reports read once: every command writes the same bytes with the report cache off, with it
-empty (reports read ahead in forked processes and kept) and with it full, on real reports."""
+empty (reports read and kept) and with it full, on real reports."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def _ncuh(args: list[str], env: dict[str, str]) -> bytes:
 def _outputs(mode: str, scratch: Path, cache: Path) -> dict[str, bytes]:
     """What each command writes, run as a user runs it (a process each)."""
     env = {**os.environ, "NCUH_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}
-    env[read_cache.SWITCH_ENV] = "off" if mode == "off" else "on"
+    env[kept_files.CACHE_SWITCH_ENV] = "off" if mode == "off" else "on"
     out = scratch / mode
     outputs = {
         "report": _ncuh(["report", str(RUN / "naive_256.ncu-rep"), "--print-details", "all"],
@@ -89,30 +89,44 @@ def test_an_edited_report_never_meets_its_old_entry(tmp_path: Path) -> None:
     assert key is not None and read_cache.report_key(report) not in (None, key)
 
 
-def test_a_kept_entry_builds_nothing_but_the_report_model(tmp_path: Path) -> None:
+@pytest.fixture
+def cache_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The report cache's folder, under a cache of this test's own."""
+    monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path / "cache"))
+    folder = read_cache.folder()
+    folder.mkdir(mode=0o700, parents=True)
+    return folder
+
+
+def test_a_kept_entry_builds_nothing_but_the_report_model(cache_folder: Path) -> None:
     class Sneaky:
         def __reduce__(self) -> tuple[object, tuple[()]]:
             return (os.getcwd, ())  # a call an unguarded load would make
 
-    (tmp_path / f"k{read_cache.SUFFIX}").write_bytes(zlib.compress(pickle.dumps([Sneaky()])))
-    assert read_cache.fetch("k", tmp_path) is None
+    (cache_folder / f"k{read_cache.SUFFIX}").write_bytes(
+        zlib.compress(pickle.dumps([Sneaky()])))
+    assert read_cache.fetch("k") is None
 
 
 @pytest.mark.parametrize("value", ["off", "0", "no", "false", " OFF "])
 def test_the_switch_turns_the_cache_off(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
-    monkeypatch.setenv(read_cache.SWITCH_ENV, value)
-    assert not read_cache.wanted()
+    monkeypatch.setenv(kept_files.CACHE_SWITCH_ENV, value)
+    assert not kept_files.cache_wanted()
+    monkeypatch.setenv(kept_files.CACHE_SWITCH_ENV, "on")
+    assert kept_files.cache_wanted()
 
 
-def test_a_cut_entry_is_read_again_and_replaced(tmp_path: Path) -> None:
+def test_a_cut_entry_is_read_again_and_replaced(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     env = {**os.environ, "NCUH_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT),
-           read_cache.SWITCH_ENV: "on"}
+           kept_files.CACHE_SWITCH_ENV: "on"}
     report = RUN / "naive_256.ncu-rep"
     first = _ncuh(["diff", str(report), str(report), "--format", "json"], env)
     (entry,) = (tmp_path / read_cache.CACHE_FOLDER).glob(f"*{read_cache.SUFFIX}")
     entry.write_bytes(entry.read_bytes()[:100])
     assert _ncuh(["diff", str(report), str(report), "--format", "json"], env) == first
-    assert read_cache.fetch(entry.name.removesuffix(read_cache.SUFFIX), entry.parent)
+    monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path))
+    assert read_cache.fetch(entry.name.removesuffix(read_cache.SUFFIX))
 
 
 def test_a_cache_that_cannot_be_written_is_no_error(tmp_path: Path) -> None:
@@ -120,34 +134,14 @@ def test_a_cache_that_cannot_be_written_is_no_error(tmp_path: Path) -> None:
     blocked.write_text("not a folder")  # the cache folder cannot be made under a file
     env = {**os.environ, "NCUH_CACHE_DIR": str(blocked), "PYTHONPATH": str(ROOT)}
     report = RUN / "naive_256.ncu-rep"
-    off = _ncuh(["export", str(report)], {**env, read_cache.SWITCH_ENV: "off"})
-    assert _ncuh(["export", str(report)], {**env, read_cache.SWITCH_ENV: "on"}) == off
-
-
-def test_reports_read_ahead_are_the_reports_read_here() -> None:
-    """A child forked by `read_ahead` builds what this process would (run in a new process,
-    which may fork)."""
-    script = (
-        "import pickle, sys\n"
-        "from pathlib import Path\n"
-        "from harness.report import batch_read, load_kernel_reports, read_ahead\n"
-        "batch_read.SHARE_BYTES = 1  # two small reports: worth two processes here\n"
-        "paths = sorted(Path(sys.argv[1]).glob('*.ncu-rep'))\n"
-        "assert read_ahead(paths, jobs=2) == 2\n"
-        "sys.stdout.buffer.write(pickle.dumps([load_kernel_reports(p) for p in paths]))\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(ROOT), read_cache.SWITCH_ENV: "off"}
-    ahead = subprocess.run([sys.executable, "-c", script, str(RUN)], env=env,
-                           capture_output=True, check=True).stdout
-    here = subprocess.run([sys.executable, "-c", script.replace(
-        "assert read_ahead(paths, jobs=2) == 2\n", ""), str(RUN)], env=env,
-        capture_output=True, check=True).stdout
-    assert repr(pickle.loads(ahead)) == repr(pickle.loads(here))
+    off = _ncuh(["export", str(report)], {**env, kept_files.CACHE_SWITCH_ENV: "off"})
+    assert _ncuh(["export", str(report)], {**env, kept_files.CACHE_SWITCH_ENV: "on"}) == off
 
 
 def test_a_report_read_after_another_reading_is_not_kept(tmp_path: Path) -> None:
     """After an export of the report (ncu_report then answers a derived unit in sectors, not
-    bytes), its profiles are not what a reading alone gives: they are used, never kept."""
+    bytes), its profiles (their details page) are not what a reading alone gives: they are
+    used, never kept."""
     report = NAIVE_SMEM_REPORT
     script = (
         "import sys\n"
@@ -155,11 +149,12 @@ def test_a_report_read_after_another_reading_is_not_kept(tmp_path: Path) -> None
         "if sys.argv[2] == 'export-first':\n"
         "    export_columns(sys.argv[1])\n"
         "profiles = load_kernel_reports(sys.argv[1])\n"
-        "print(profiles[0].metrics["
-        "'derived__memory_l2_theoretical_sectors_global_excessive'].unit)\n"
+        "rows = [row for section in profiles[0].details.sections for row in section.rows\n"
+        "        if row.metric == 'derived__memory_l2_theoretical_sectors_global_excessive']\n"
+        "print(rows[0].raw_unit)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_CACHE_DIR": str(tmp_path),
-           read_cache.SWITCH_ENV: "on"}
+           kept_files.CACHE_SWITCH_ENV: "on"}
 
     def unit(order: str) -> str:
         return subprocess.run([sys.executable, "-c", script, str(report), order], env=env,
@@ -174,60 +169,57 @@ def test_a_report_read_after_another_reading_is_not_kept(tmp_path: Path) -> None
 
 
 def _kept_entry(folder: Path) -> tuple[str, bytes]:
-    """A real entry (the report model of one small report), kept into `folder`."""
+    """A real entry (the report model of one small report), kept into the cache's `folder`."""
     from harness.report import load_kernel_reports
 
     key = "k" * 40
-    assert read_cache.keep(key, load_kernel_reports(RUN / "naive_256.ncu-rep"), folder)
+    assert read_cache.keep(key, load_kernel_reports(RUN / "naive_256.ncu-rep"))
     return key, (folder / f"{key}{read_cache.SUFFIX}").read_bytes()
 
 
-def test_only_a_list_of_kernel_reports_is_served(tmp_path: Path) -> None:
-    key, _ = _kept_entry(tmp_path)
-    assert [p.name for p in read_cache.fetch(key, tmp_path)] == ["sgemm_naive"]
+def test_only_a_list_of_kernel_reports_is_served(cache_folder: Path) -> None:
+    key, _ = _kept_entry(cache_folder)
+    assert [p.name for p in read_cache.fetch(key)] == ["sgemm_naive"]
     for foreign in ([1, 2, "x"], {"a": 1}, [("tuple",)], []):
-        (tmp_path / f"{key}{read_cache.SUFFIX}").write_bytes(zlib.compress(pickle.dumps(foreign)))
-        assert read_cache.fetch(key, tmp_path) in (None, []), foreign
+        (cache_folder / f"{key}{read_cache.SUFFIX}").write_bytes(
+            zlib.compress(pickle.dumps(foreign)))
+        assert read_cache.fetch(key) in (None, []), foreign
 
 
 def test_an_entry_that_is_no_regular_file_or_inflates_past_the_bound_is_none(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    key, data = _kept_entry(tmp_path)
-    entry = tmp_path / f"{key}{read_cache.SUFFIX}"
+        cache_folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key, data = _kept_entry(cache_folder)
+    entry = cache_folder / f"{key}{read_cache.SUFFIX}"
     entry.unlink()
     entry.symlink_to("/dev/zero")  # read whole, it would never end
-    assert read_cache.fetch(key, tmp_path) is None
+    assert read_cache.fetch(key) is None
     entry.unlink()
     os.mkfifo(entry)  # opened for reading, it would wait for a writer
-    assert read_cache.fetch(key, tmp_path) is None
+    assert read_cache.fetch(key) is None
     entry.unlink()
     entry.write_bytes(data)
     monkeypatch.setattr(kept_files, "MAX_PLAIN_BYTES", len(zlib.decompress(data)) - 1)
-    assert read_cache.fetch(key, tmp_path) is None  # one byte past the bound
+    assert read_cache.fetch(key) is None  # one byte past the bound
     monkeypatch.setattr(kept_files, "MAX_PLAIN_BYTES", len(zlib.decompress(data)))
-    assert read_cache.fetch(key, tmp_path) is not None  # at the bound
+    assert read_cache.fetch(key) is not None  # at the bound
 
 
-def test_a_cache_folder_others_may_write_is_not_used(tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path))
-    folder = read_cache.folder()
-    key, _ = _kept_entry(folder)
-    folder.chmod(0o700)
-    assert read_cache.usable(folder) and read_cache.fetch(key) is not None
-    folder.chmod(0o777)  # a shared folder: anyone could have planted the entry
-    assert not read_cache.usable(folder)
+def test_a_cache_folder_others_may_write_is_not_used(cache_folder: Path) -> None:
+    key, _ = _kept_entry(cache_folder)
+    assert kept_files.private_folder(cache_folder) and read_cache.fetch(key) is not None
+    cache_folder.chmod(0o777)  # a shared folder: anyone could have planted the entry
+    assert not kept_files.private_folder(cache_folder)
     assert read_cache.fetch(key) is None
     assert not read_cache.keep("n" * 40, [])
-    folder.chmod(0o700)
+    cache_folder.chmod(0o700)
 
 
 def test_a_cache_folder_that_cannot_be_named_leaves_diff_to_read_the_reports(
         tmp_path: Path) -> None:
     env = {**os.environ, "NCUH_CACHE_DIR": str(tmp_path / ("x" * 300)),
-           "PYTHONPATH": str(ROOT), read_cache.SWITCH_ENV: "on"}
+           "PYTHONPATH": str(ROOT), kept_files.CACHE_SWITCH_ENV: "on"}
     args = ["diff", str(BASELINE), str(CURRENT), "--format", "json"]
-    assert _ncuh(args, env) == _ncuh(args, {**env, read_cache.SWITCH_ENV: "off"})
+    assert _ncuh(args, env) == _ncuh(args, {**env, kept_files.CACHE_SWITCH_ENV: "off"})
 
 
 def test_what_a_killed_writer_left_an_hour_ago_is_pruned(tmp_path: Path,

@@ -162,15 +162,11 @@ def test_zoo_reports_list_their_imported_python_source():
     assert html.count('<details class="listing"') == len({h.source for h in spots})
 
 
-def test_only_the_most_sampled_instructions_are_disassembled(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_only_the_most_sampled_instructions_are_disassembled() -> None:
     """ncu_report disassembles at each `sass_by_pc`: a kernel's reading asks it for the
     `SASS_TEXTS` most sampled instructions only, which hold every hot spot the pages show."""
-    from harness.report import builder, reportfile
+    from harness.report import builder
     from harness.report.model import Metric
-
-    # this process's note that it disassembled is the test's alone
-    monkeypatch.setattr(reportfile, "_disassembler_started", False)
 
     class Action:
         def __init__(self) -> None:
@@ -200,4 +196,3 @@ def test_only_the_most_sampled_instructions_are_disassembled(
     texts = {i.pc: i.sass for i in sass}
     assert texts[hottest[0]] == f"FFMA R{hottest[0]}, R1, R2, R{hottest[0]}"  # spaces folded
     assert sum(1 for text in texts.values() if text) == 32
-    assert builder.disassembler_started()

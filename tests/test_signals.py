@@ -146,23 +146,20 @@ def test_writeup_into_a_new_folder_publishes_nothing(run: Path, tmp_path: Path,
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2,
                     reason="plots are drawn beside the pages only with a second core")
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
-def test_writeup_stopped_while_its_plots_are_drawn_leaves_no_drawer(
+def test_writeup_stopped_while_its_plots_are_drawn_leaves_no_worker(
         run: Path, tmp_path: Path, sig: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NCUH_REPORT_AND_PLOT_CACHE", "off")  # no plot kept: every one is drawn
-    scratch = tmp_path / "tmp"  # where the drawer's children write their plots
-    scratch.mkdir()
-    monkeypatch.setenv("TMPDIR", str(scratch))
     paused = Paused(["writeup", str(run), "--out", "pages", "--format", "md"],
                     "drawing plots", tmp_path)
-    drawers = _children(paused.process.pid)
-    assert drawers  # the plot drawer, drawing or waiting
+    workers = _children(paused.process.pid)
+    assert workers  # the plot workers, drawing or done
     paused.signal(sig)
     code, said = paused.end()
     assert code == 128 + sig, said
     assert "Traceback" not in said
     assert not (tmp_path / "pages").exists()
-    assert not [pid for pid in drawers if _alive(pid)]
-    assert list(scratch.iterdir()) == []  # no scratch folder left behind
+    assert not list(tmp_path.glob(".pages*"))  # no staging folder
+    assert not [pid for pid in workers if _alive(pid)]
 
 
 @pytest.fixture(scope="module")

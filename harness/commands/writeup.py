@@ -49,11 +49,11 @@ def writeup(sources: tuple[Path, ...], out: Path | None, fmt: str,
     Run directories and reports are data: writeup never imports a module they name or
     carry, and only --project (here or as `ncuh --project`) runs a project's code.
     """
-    from harness.pages import started_drawer
+    from harness.pages import plot_workers
 
-    # the drawer is forked first, before any report is opened (and before the pages' own
-    # imports, which it does not need), to draw while they are read
-    with started_drawer() as drawer:
+    # the plot workers are forked first, before any report is opened (and before the pages'
+    # own imports, which they do not need), to import matplotlib while the reports are read
+    with plot_workers() as workers:
         from harness.pages import collect, ranked_run, write
 
         out = out or _default_out()
@@ -63,7 +63,7 @@ def writeup(sources: tuple[Path, ...], out: Path | None, fmt: str,
             result, rendered = _program_pages(program, out, fmt)
         else:
             result = collect(sources, project_path(project))
-            rendered = write(result, out, fmt, drawer)  # type: ignore[arg-type]
+            rendered = write(result, out, fmt, workers)  # type: ignore[arg-type]
     click.echo(printable(f"wrote {len(result.pages)} page(s), {len(rendered.files)} file(s) "
                          f"under {out}"))
     for path in rendered.files:

@@ -10,7 +10,7 @@ __all__ = [
     "Direction", "Environment", "FailedEntry", "KernelData", "KernelDiff", "KernelKey",
     "MetricRule", "Side", "Thresholds", "TimingComparison", "TimingSettings", "compare_samples",
     "diff_runs", "explain_counters", "judge_kernel", "kernel_verdict", "load_side",
-    "load_thresholds", "read_sides_ahead", "render_json", "render_junit", "render_markdown",
+    "load_thresholds", "render_json", "render_junit", "render_markdown",
     "status_line",
 ]
 
@@ -22,7 +22,6 @@ __getattr__ = lazy_names(__name__, {
     ),
     "harness.diff.inputs": (
         "Environment", "FailedEntry", "KernelData", "KernelKey", "Side", "load_side",
-        "read_sides_ahead",
     ),
     "harness.diff.json_output": ("render_json",),
     "harness.diff.junit": ("render_junit",),

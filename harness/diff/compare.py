@@ -18,7 +18,6 @@ from harness.diff.inputs import (
     KernelKey,
     Side,
     load_side,
-    read_sides_ahead,
 )
 from harness.diff.matching import match_kernels, parse_pairs
 from harness.diff.stats import Verdict
@@ -94,7 +93,6 @@ def diff_runs(
     """
     thresholds = config if isinstance(config, Thresholds) else load_thresholds(config)
     renames = dict(pairs) if isinstance(pairs, dict) else parse_pairs(list(pairs))
-    read_sides_ahead(*(side for side in (baseline, current) if not isinstance(side, Side)))
     base_side = baseline if isinstance(baseline, Side) else load_side(baseline)
     cur_side = current if isinstance(current, Side) else load_side(current)
     mismatches = environment_mismatches(base_side.environment, cur_side.environment)

@@ -30,7 +30,6 @@ from harness.report import (
     every_metric,
     load_kernel_reports,
     load_kernel_summaries,
-    read_ahead,
 )
 from harness.rundir import (
     BenchFile,
@@ -42,7 +41,6 @@ from harness.rundir import (
     profiled_as_ranked,
     program_key,
     shape_text,
-    source_reports,
 )
 
 Size = tuple[int, ...]
@@ -129,12 +127,6 @@ class Side:
         return {"path": str(self.path), "kind": self.kind,
                 "environment": self.environment.to_json(), "kernels": len(self.kernels),
                 "failed": [f.to_json() for f in self.failed]}
-
-
-def read_sides_ahead(*paths: Path | str, wanted: Wanted = every_metric) -> None:
-    """Read the reports of every side at once (`harness.report.read_ahead`), as `load_side`
-    with the same `wanted` reads them."""
-    read_ahead(source_reports(paths), wanted=wanted)
 
 
 def load_side(path: Path | str, wanted: Wanted = every_metric) -> Side:

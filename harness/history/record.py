@@ -26,7 +26,6 @@ from harness.diff import (
     KernelKey,
     load_side,
     load_thresholds,
-    read_sides_ahead,
 )
 from harness.errors import ReportError
 from harness.report import RuleResult
@@ -170,7 +169,6 @@ def read_run(path: Path | str) -> RunRecord:
     def wanted(name: str) -> bool:
         return kept_metric(name, keep)
 
-    read_sides_ahead(path, wanted=wanted)
     side = load_side(path, wanted=wanted)
     manifest_bytes = (path / "manifest.json").read_bytes()
     bench = path / "bench.json"

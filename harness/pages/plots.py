@@ -10,16 +10,20 @@ plot without importing matplotlib.
 from __future__ import annotations
 
 import base64
+import contextlib
 import functools
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from harness.pages import plot_cache
 from harness.report import Roofline
+from harness.util import usable_cores, worker_pool
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
@@ -101,9 +105,27 @@ def _kept(chart: Callable[..., Plot]) -> Callable[..., Plot]:
     return kept
 
 
+def draw_chart(call: ChartCall) -> Plot:
+    """`call`'s plot, kept or drawn (what a plot worker is asked)."""
+    return call.drawn()
+
+
+PLOT_WORKERS = 6  # at most one a chart of the index
+
+
+@contextlib.contextmanager
+def plot_workers() -> Iterator[Executor | None]:
+    """Processes forked now, one per further core, that import matplotlib and draw a first
+    figure while this process goes on (reading its reports), then draw the charts they are
+    handed (`draw_chart`); None on one core, or beside other threads (`worker_pool`), where
+    this process draws."""
+    with worker_pool(min(usable_cores() - 1, PLOT_WORKERS), warm_up) as pool:
+        yield pool
+
+
 def warm_up() -> None:
     """Import what drawing needs and draw one small figure with text (fonts loaded), so that
-    processes forked after this draw at once (`plot_drawer`)."""
+    a plot worker draws its charts at once."""
     import matplotlib
 
     with matplotlib.rc_context():

@@ -19,7 +19,7 @@ from typing import Any
 from harness.errors import ReportError
 from harness.pages.program_share import ProgramShare
 from harness.pages.writeup import KernelPage, Writeup, kernel_page
-from harness.report import KernelReport, load_kernel_reports, read_ahead
+from harness.report import KernelReport, load_kernel_reports
 from harness.rundir import (
     ProcessRecord,
     RankedKernelRecord,
@@ -31,7 +31,6 @@ from harness.rundir import (
     profiled_as_ranked,
     shape_text,
     short_name,
-    source_reports,
 )
 
 SHORT_NAME = 60  # characters of a kernel's name in tables and headings
@@ -222,7 +221,6 @@ def collect_program(run: Run) -> ProgramWriteup:
     ranking = run.record.ranking if run.record is not None else None
     if ranking is None:
         raise ReportError(f"{run.path}: not a program's run (its manifest has no ranking)")
-    read_ahead(source_reports([run.path]))
     program = run.manifest.get("program") or []
     words = [str(word) for word in program] if isinstance(program, list) else []
     return ProgramWriteup(

@@ -12,14 +12,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import jinja2
 
 from harness.errors import ReportError
 from harness.pages.markdown_html import markdown_to_html
-from harness.pages.plot_drawer import PlotDrawer
-from harness.pages.plots import ChartCall, Plot
+from harness.pages.plots import ChartCall, Plot, draw_chart
 from harness.pages.side_by_side import KeyValue
 from harness.pages.writeup import KernelPage, Writeup, index_pages
 from harness.report import Hotspot, Listing
@@ -33,6 +32,9 @@ from harness.util import (
     template_value,
     write_file_set,
 )
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor, Future
 
 Format = Literal["md", "html", "both"]
 PLOTS_DIR = "plots"
@@ -141,30 +143,37 @@ class Rendered:
     files: tuple[Path, ...]
 
 
-def build_plots(writeup: Writeup, drawer: PlotDrawer | None = None) -> list[Plot]:
+def build_plots(writeup: Writeup) -> list[Plot]:
     """The index plots of the chain (at the largest profiled size for runs)."""
-    return _PendingPlots(plot_calls(writeup), drawer).plots()
+    return _PendingPlots(plot_calls(writeup), None).plots()
 
 
 class _PendingPlots:
-    """The index plots: kept ones read back at once, the others handed to `drawer` (where one
-    was started) to draw while the command goes on, or drawn here when asked for."""
+    """The index plots: kept ones read back at once, the others handed to `workers` (where
+    there are some: `plot_workers`) to draw while the command goes on, or drawn here."""
 
-    def __init__(self, calls: list[ChartCall], drawer: PlotDrawer | None) -> None:
+    def __init__(self, calls: list[ChartCall], workers: Executor | None) -> None:
         self._calls = calls
         self._kept = [call.kept() for call in calls]
-        missing = [call for call, plot in zip(calls, self._kept, strict=True) if plot is None]
-        if drawer is not None and not (missing and drawer.submit(missing)):
-            drawer.stop()  # nothing to draw, or it cannot: the plots not kept are drawn here
-            drawer = None
-        self._drawer = drawer
-        self._missing = len(missing)
+        self._drawing: dict[int, Future[Plot]] = {}
+        for index, (call, plot) in enumerate(zip(calls, self._kept, strict=True)):
+            if plot is None and workers is not None:
+                try:
+                    self._drawing[index] = workers.submit(draw_chart, call)
+                except RuntimeError:  # a worker died, or the pool was shut: drawn here
+                    break
 
     def plots(self) -> list[Plot]:
-        answers = self._drawer.results() if self._drawer is not None else []
-        drawn = iter(answers + [None] * (self._missing - len(answers)))
-        return [plot or next(drawn) or call.drawn()
-                for call, plot in zip(self._calls, self._kept, strict=True)]
+        return [plot or self._drawn(index) for index, plot in enumerate(self._kept)]
+
+    def _drawn(self, index: int) -> Plot:
+        drawing = self._drawing.get(index)
+        if drawing is not None:
+            try:
+                return drawing.result()
+            except Exception:  # a worker died (or failed): the command draws it itself
+                pass
+        return self._calls[index].drawn()
 
 
 def plot_calls(writeup: Writeup) -> list[ChartCall]:
@@ -265,7 +274,7 @@ def _style() -> str:
 
 
 def write(writeup: Writeup, out: Path | str, fmt: Format = "both",
-          drawer: PlotDrawer | None = None) -> Rendered:
+          plot_workers: Executor | None = None) -> Rendered:
     """Write the index and every page under `out` as one set; return the files written.
 
     Everything is rendered first, then written into a temporary sibling of `out` and moved
@@ -274,8 +283,8 @@ def write(writeup: Writeup, out: Path | str, fmt: Format = "both",
     """
     out = Path(out)
     formats: tuple[Literal["md", "html"], ...] = ("md", "html") if fmt == "both" else (fmt,)
-    # the drawer draws the plots not kept while the pages are rendered here
-    pending = _PendingPlots(plot_calls(writeup), drawer)
+    # the workers (where there are some) draw the plots not kept while the pages render here
+    pending = _PendingPlots(plot_calls(writeup), plot_workers)
     pause_at("drawing plots")
     pages: dict[str, str | bytes] = {}
     for page in writeup.pages:

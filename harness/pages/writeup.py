@@ -49,7 +49,6 @@ from harness.report import (
     Roofline,
     hotspots,
     load_kernel_reports,
-    read_ahead,
     render_text,
     stall_label,
 )
@@ -62,7 +61,6 @@ from harness.rundir import (
     RunEntry,
     load_bench,
     load_run,
-    source_reports,
 )
 
 if TYPE_CHECKING:
@@ -787,7 +785,6 @@ def collect(sources: Sequence[Path | str], project: Path | None = None) -> Write
     items: list[_Item] = []
     environment: dict[str, Any] = {}
     standalone_bench: list[BenchRecord] = []
-    read_ahead(source_reports(sources))
     for source in sources:
         path = Path(source)
         bench_file = _bench_source(path)

@@ -25,6 +25,7 @@ from typing import TypeVar
 
 from harness.gpu import GATES_OWNER_ENV, LAUNCH_AFTER_ENV, START_CUDA_AFTER_ENV
 from harness.profile.processes import StreamingCommand
+from harness.util import switched_off
 
 HEAD_START_ENV = "NCUH_HEAD_START"
 # ncu's replay modes in which the program runs once: its processes' disconnection is final.
@@ -35,10 +36,9 @@ _PROFILING = "==PROF== Profiling"
 _PROCESS_LINE = re.compile(r"==PROF== (Connected to|Disconnected from) process (\d+)")
 
 
-def head_start_wanted() -> bool:
+def head_starts_on() -> bool:
     """Whether the environment leaves head starts on (the default)."""
-    return os.environ.get(HEAD_START_ENV, "on").strip().lower() not in ("off", "0", "no",
-                                                                        "false")
+    return not switched_off(HEAD_START_ENV)
 
 
 @dataclass

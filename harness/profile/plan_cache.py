@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from harness import __version__
 from harness.errors import NcuhError
 from harness.profile.ncu_command import CaptureMode, runner_program, variant_filter
-from harness.util import atomic_write_text, cache_dir, private_folder, read_owned
+from harness.util import atomic_write_text, cache_dir, private_folder, read_owned, switched_off
 
 if TYPE_CHECKING:
     from harness.profile.planning import Plan, ProfileRequest, Target
@@ -38,8 +38,9 @@ MAX_PLAN_BYTES = 16 * 1024 * 1024  # a plan of a thousand targets is a few hundr
 _PACKAGE = Path(__file__).resolve().parents[1]
 
 
-def wanted() -> bool:
-    return os.environ.get(SWITCH_ENV, "").strip().lower() not in ("off", "0", "no", "false")
+def is_on() -> bool:
+    """Whether plans are kept and read back (`NCUH_PLAN_CACHE` is not "off")."""
+    return not switched_off(SWITCH_ENV)
 
 
 def _words(sizes: tuple[Any, ...]) -> list[Any]:

@@ -12,7 +12,6 @@ next target; the parts are joined in target order. `PostProcessing` is fed targe
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
 import signal
@@ -28,7 +27,7 @@ from typing import Any, Protocol
 from harness.profile.gpus import Gpu, gpu_for_bus_id
 from harness.profile.processes import Job, Spawner, package_environment, result_line
 from harness.rundir import METRICS
-from harness.util import atomic_path, atomic_write_text
+from harness.util import atomic_path, atomic_write_text, usable_cores
 
 PARTS_DIR = ".metrics-parts"
 
@@ -208,7 +207,7 @@ class PostProcessing:
         self.metrics_csv = metrics_csv
         # While ncu runs beside it, an export uses a few cores only: ncu and the runner need
         # theirs. The export after the last ncu may use them all (the worker's default).
-        self.export_jobs = export_jobs or max(1, min(4, (os.cpu_count() or 2) // 4))
+        self.export_jobs = export_jobs or max(1, min(4, usable_cores() // 4))
         self.parts_dir = run_dir / PARTS_DIR
         self._parts: dict[str, _Part] = {}
         self._environment: _Timed | None = None

@@ -45,7 +45,7 @@ from harness.profile.head_start import (
     FreshStartClock,
     HeadStarts,
     NcuOutputWatch,
-    head_start_wanted,
+    head_starts_on,
 )
 from harness.profile.manifest import build_manifest, iso_now, name_gpus, run_timings
 from harness.profile.ncu_command import CaptureMode, KernelFilter, NcuSettings
@@ -200,7 +200,7 @@ class _KeptPlanSource:
 def _kept_plan_source(request: ProfileRequest, capture: CaptureMode) -> _KeptPlanSource | None:
     """The key of a project's request (read before anything else reads the project file);
     None for a user's program, with the cache off, or where the file cannot be found."""
-    if request.program or not plan_cache.wanted():
+    if request.program or not plan_cache.is_on():
         return None
     from harness.errors import ProjectError
     from harness.project import find_project
@@ -268,7 +268,7 @@ def _prepare(request: ProfileRequest, checked: Plan | None) -> _Start:
     # Only where ncu replays one kernel (or range) inside one run of the program: replaying
     # the whole program (`application`) runs it again and again, and the gates would open
     # after its first run.
-    head_start = (not request.program and head_start_wanted()
+    head_start = (not request.program and head_starts_on()
                   and request.settings.replay_mode in HEAD_START_REPLAY_MODES
                   and len(plan_.targets) > len(slots))
     run_id, final_dir = _unique_run_dir(request.out.resolve(),

@@ -34,7 +34,7 @@ from harness.rundir import (
     WIDGET_METRICS_READ,
 )
 from harness.util import CACHE_ENV as CACHE_ENV
-from harness.util import cache_dir
+from harness.util import cache_dir, switched_off
 
 # 2: Source Counters thinned too; 3: of per-instruction thread counts; 4: of the sectors and
 # wavefronts per instruction, with the two rules that read them
@@ -368,7 +368,7 @@ def pages_overlay(ncu: Path | str, root: Path | None = None,
     where `NCUH_PAGES_OVERLAY=off` asks for ncu's stock sections, or where `sections` (asked
     for beside `pages`) names one the stock folder lacks: `--section-folder` replaces ncu's
     search path, so a section of the user's own folder would not be found."""
-    if os.environ.get(SWITCH_ENV, "").strip().lower() in ("off", "0", "no"):
+    if switched_off(SWITCH_ENV):
         return OverlayResult(None, f"{SWITCH_ENV}=off")
     try:
         stock = stock_sections(ncu)

@@ -7,13 +7,11 @@ through the typed `KernelReport` built here.
 from __future__ import annotations
 
 from harness import lazy_names
-from harness.report.batch_read import read_ahead
 from harness.report.builder import (
     build_kernel_report,
     every_metric,
     load_kernel_reports,
     load_kernel_summaries,
-    may_fork,
 )
 from harness.report.export_format import EXPORT_FORMATS, write_export
 from harness.report.instruction_classes import MATH_CLASSES
@@ -53,7 +51,7 @@ __all__ = [
     "KernelReport", "Listing", "PipeUse", "Roofline", "RuleResult", "build_kernel_report",
     "every_metric", "export_columns", "export_metrics", "export_metrics_csv", "exported",
     "hotspots", "import_ncu_report", "limiters_of", "load_kernel_reports", "load_kernel_summaries",
-    "may_fork", "open_report", "read_ahead", "render_text", "render_view", "report_views",
+    "open_report", "render_text", "render_view", "report_views",
     "select_kernels", "stall_label", "write_export",
 ]
 

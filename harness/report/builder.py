@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harness.report import read_cache
 from harness.report.instruction_classes import classify
@@ -41,18 +41,18 @@ from harness.report.model import (
     WarpState,
 )
 from harness.report.ncu_import import import_ncu_report
+from harness.report.page_metrics import PAGE_METRICS
 from harness.report.reportfile import (
     KernelRef,
     LoadedReport,
-    disassembler_started,
     metric_records,
-    note_disassembler,
     open_report,
     reports_opened,
     select_kernels,
 )
 from harness.report.roofline import roofline_from
 from harness.report.rules import read_rules
+from harness.util import cache_wanted
 
 STALL_METRIC = re.compile(
     r"^smsp__average_warps_issue_stalled_(?P<reason>.+)_per_issue_active\.ratio$"
@@ -116,11 +116,11 @@ class _Metrics:
         return values
 
 
-def _all_metrics(kernel: KernelRef, wanted: Callable[[str], bool] | None = None,
+def read_metrics(kernel: KernelRef, wanted: Callable[[str], bool] | None = None,
                  instances: bool = True) -> dict[str, Metric]:
     """Every metric (or every `wanted` one) of the kernel, read as `ncuh export` reads them
     (one reader of values: base units, strings and enums as ncu prints them, instances by
-    correlation id unless left out)."""
+    correlation id unless left out), in the report's order."""
     # every value (and unit) first, then the labels: the order ncu_report was always asked in
     records = list(metric_records([kernel], import_ncu_report(), wanted=wanted,
                                   instances=instances, share_labels=True))
@@ -410,20 +410,30 @@ def _source_line(action: Any, pc: int) -> str | None:
 SASS_TEXTS = 32
 
 
+def _stall_samples(name: str) -> bool:
+    """A stall reason's samples by PC (not those of its warps not issued, which nothing
+    reads)."""
+    return name.startswith(PCSAMP_PREFIX) and not name.endswith("_not_issued")
+
+
+def _per_pc(name: str) -> bool:
+    """The per-instruction metrics `_sass` reads: executions and stall samples by PC."""
+    return name == "inst_executed" or _stall_samples(name)
+
+
 def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...]:
     """Every instruction ncu counted (inst_executed by PC) or sampled, with its counters; the
-    text of the `SASS_TEXTS` most sampled (the rest have "")."""
+    text of the `SASS_TEXTS` most sampled (the rest have ""). `metrics` holds the `_per_pc`
+    ones."""
     executed = _by_pc(metrics, "inst_executed")
     samples: dict[int, dict[str, int]] = {}
     for name in metrics:
-        if name.startswith(PCSAMP_PREFIX) and not name.endswith("_not_issued"):
+        if _stall_samples(name):
             for pc, value in _by_pc(metrics, name).items():
                 if value:
                     samples.setdefault(pc, {})[name[len(PCSAMP_PREFIX):]] = int(value)
     # ranked as hotspots ranks them: most samples first, ties by address
     hottest = sorted(samples, key=lambda pc: (-sum(samples[pc].values()), pc))[:SASS_TEXTS]
-    if hottest:
-        note_disassembler()
     texts = {pc: " ".join(str(action.sass_by_pc(pc) or "").split()) for pc in hottest}
     result = []
     for pc in sorted(set(executed) | set(samples)):
@@ -478,7 +488,8 @@ def build_kernel_report(kernel: KernelRef) -> KernelReport:
     # print what ncu prints.
     details = build_view(kernel, rules)
     m = _Metrics(kernel.action)
-    metrics = _all_metrics(kernel)
+    # the metrics the pages read by name and the per-instruction ones, not every metric
+    read = read_metrics(kernel, lambda name: name in PAGE_METRICS or _per_pc(name))
     opcodes = m.instances("sass__inst_executed_per_opcode_with_modifier_all") or {}
     mix = _instruction_mix(m)
     return KernelReport(
@@ -506,35 +517,34 @@ def build_kernel_report(kernel: KernelRef) -> KernelReport:
         atomics=_atomics(m),
         local_memory=_local_memory(m),
         instruction_classes=classify(mix),
-        sass=_sass(kernel.action, metrics),
+        sass=_sass(kernel.action, read),
         source_files=_source_files(kernel.action),
         roofline=roofline_from(m.number),
         details=details,
-        metrics=metrics,
+        metrics={name: metric for name, metric in read.items() if name in PAGE_METRICS},
     )
 
 
 # ncu_report answers a few derived metrics' units from what its process asked before. Reports
-# of the same metric names asked in the same order (`build_report_file`, or summaries of every
-# metric) leave each other's answers as they are alone; a report of other metrics, or one read
-# another way (export, details views, a summary of a few metrics), may not.
-_signatures: set[int] = set()  # metric names of the reports asked in that order
-_in_order = 0  # how many reports were opened and asked in that order
-def may_fork() -> bool:
-    """Whether a child forked now reads reports as a fresh process would, and safely."""
-    return reports_opened() == 0 and not disassembler_started()
+# of the same metric names read the same way (whole profiles, or summaries of every metric)
+# leave each other's answers as they are alone; a report of other metrics, or one read another
+# way (export, details views, a summary of a few metrics), may not.
+Way = Literal["profiles", "summaries"]
+_readings: set[tuple[Way, int]] = set()  # how each report was read, and its metric names
+_counted = 0  # how many reports were opened and read one of those ways
 
 
-def _asked(report: LoadedReport, in_order: bool = True) -> bool:
-    """Note that `report` (just opened) is asked about; whether it then reads as it would
-    alone: every report opened before was asked in the same order and had the same names."""
-    global _in_order
-    signature = hash(frozenset(name for kernel in report.kernels
-                               for name in kernel.action.metric_names()))
-    alone = reports_opened() - 1 == _in_order and not (_signatures - {signature})
-    if in_order:
-        _in_order += 1
-        _signatures.add(signature)
+def _asked(report: LoadedReport, way: Way | None) -> bool:
+    """Note that `report` (just opened) is read `way`; whether it then reads as it would
+    alone: every report opened before was read the same way and had the same names."""
+    global _counted
+    reading = (way, hash(frozenset(name for kernel in report.kernels
+                                    for name in kernel.action.metric_names())))
+    alone = way is not None and reports_opened() - 1 == _counted and not (
+        _readings - {reading})
+    if way is not None:
+        _counted += 1
+        _readings.add(reading)  # type: ignore[arg-type]
     return alone
 
 
@@ -550,7 +560,7 @@ class BuiltReport:
 def build_report_file(path: Path | str) -> BuiltReport:
     """Open a report and build the profile of every kernel, asking ncu_report."""
     report = open_report(path)
-    alone = _asked(report)
+    alone = _asked(report, "profiles")
     return BuiltReport([build_kernel_report(kernel) for kernel in report.kernels], alone)
 
 
@@ -575,77 +585,56 @@ def summarize_kernel(kernel: KernelRef, wanted: Callable[[str], bool]) -> Kernel
         mangled_name=kernel.mangled_name, device=m.text("device__attribute_display_name"),
         compute_capability=_compute_capability(m), coalescing=_coalescing(m, opcodes),
         rules=read_rules(kernel.action),
-        metrics=_all_metrics(kernel, wanted, instances=False))
+        metrics=read_metrics(kernel, wanted, instances=False))
 
 
 def summarize_report_file(path: Path | str, wanted: Callable[[str], bool]) -> BuiltReport:
     """`summarize_kernel` of every kernel of a report."""
     report = open_report(path)
-    alone = _asked(report, in_order=wanted is every_metric)
+    alone = _asked(report, "summaries" if wanted is every_metric else None)
     return BuiltReport([summarize_kernel(kernel, wanted) for kernel in report.kernels], alone)
 
 
-def kept_name(key: str, wanted: Callable[[str], bool] | None) -> str | None:
-    """The cache entry under which a reading of report `key` is kept: whole profiles under
-    the report's key, summaries of `every_metric` under its summary key; None for summaries
-    of fewer metrics, which are not kept."""
-    if wanted is None:
-        return key
-    return read_cache.summary_key(key) if wanted is every_metric else None
-
-
-def _already_read(key: str, wanted: Callable[[str], bool] | None = None
-                  ) -> list[KernelReport] | None:
-    """What a child read ahead or an earlier command kept of report `key`: its profiles, or
-    with `wanted` its summaries where there are some (whole profiles serve a summary too)."""
-    found = (read_cache.taken_summaries(key, wanted) if wanted is not None else None) \
-        or read_cache.taken(key)
-    if found is None and read_cache.wanted():
-        found = (read_cache.fetch(read_cache.summary_key(key)) if wanted is not None
-                 else None) or read_cache.fetch(key)
-    return found
-
-
-def _keep(key: str, built: BuiltReport, wanted: Callable[[str], bool] | None = None) -> None:
-    """Keep what was built where it reads as a reading of the report alone would."""
-    name = kept_name(key, wanted)
-    if name is not None and built.alone and read_cache.wanted():
-        read_cache.keep(name, built.profiles)
+def _read_or_kept(path: Path, read: Callable[[], BuiltReport],
+                  wanted: Callable[[str], bool] | None) -> list[KernelReport]:
+    """What an earlier command kept of the report at `path` (its profiles, or with `wanted`
+    its summaries of every metric, which serve any `wanted`), else what `read` builds, kept
+    where it reads as a reading of the report alone would. A whole profile holds only the
+    metrics the pages read: it serves no summary."""
+    key = read_cache.report_key(path) if cache_wanted() else None
+    if key is None:
+        return read().profiles
+    kept = read_cache.fetch(key if wanted is None else read_cache.summary_key(key))
+    if kept is not None:
+        return kept
+    built = read()
+    # summaries of fewer metrics than every one are not kept
+    if built.alone and (wanted is None or wanted is every_metric):
+        read_cache.keep(key if wanted is None else read_cache.summary_key(key), built.profiles)
+    return built.profiles
 
 
 def load_kernel_summaries(path: Path | str,
                           wanted: Callable[[str], bool]) -> list[KernelReport]:
     """`load_kernel_reports` for a reader of metrics' aggregate values, units and rules
-    (diff, history): the summaries or profiles read ahead or kept where there are some, else
-    each kernel's summary (`summarize_kernel`), read in a fraction of the time. Every field
-    that a summary fills holds what the whole profile holds; summaries of `every_metric` are
-    kept (`read_cache.summary_key`), and serve any `wanted`."""
+    (diff, history): the summaries of every metric kept where there are some, else each
+    kernel's summary (`summarize_kernel`), read in a fraction of the time. Every field that a
+    summary fills holds what the whole profile holds; summaries of `every_metric` are kept
+    (`read_cache.summary_key`), and serve any `wanted`."""
     import_ncu_report()
     path = Path(path)
-    key = read_cache.report_key(path)
-    if key is not None and (profiles := _already_read(key, wanted)) is not None:
-        return profiles
-    built = summarize_report_file(path, wanted)
-    if key is not None:
-        _keep(key, built, wanted)
-    return built.profiles
+    return _read_or_kept(path, lambda: summarize_report_file(path, wanted), wanted)
 
 
 def load_kernel_reports(path: Path | str, kernel_regex: str | None = None) -> list[KernelReport]:
     """Open a report and build the profile of every (matching) kernel, in report order.
 
-    Every kernel of a report is read once: what a child read ahead (`batch_read`) or an
-    earlier command kept (`read_cache`) is taken as it is, keyed by the report's bytes.
+    What an earlier command kept (`read_cache`) is taken as it is, keyed by the report's
+    bytes.
     """
     import_ncu_report()
     if kernel_regex is not None:
         report = open_report(path)
         return [build_kernel_report(kernel) for kernel in select_kernels(report, kernel_regex)]
     path = Path(path)
-    key = read_cache.report_key(path)
-    if key is not None and (profiles := _already_read(key)) is not None:
-        return profiles
-    built = build_report_file(path)
-    if key is not None:
-        _keep(key, built)
-    return built.profiles
+    return _read_or_kept(path, lambda: build_report_file(path), None)

@@ -105,14 +105,14 @@ def export_text(table: ExportColumns | pd.DataFrame, fmt: ExportFormat = "csv") 
 
 @dataclass(frozen=True)
 class Exported:
-    """An export's text as UTF-8 pieces, in order (bytes, or views of what a forked process
-    wrote), and its row count. Where it is to be kept, `packed` is the kept entry: the row
-    count and the header packed (zlib), then each piece packed where it was made, one stream
-    after another (`read_cache.keep_text` stores them as they are)."""
+    """An export's text as UTF-8 pieces, in order, and its row count. Where it is to be
+    kept, `packed` is the kept entry: the row count and the header packed (zlib), then each
+    piece packed where it was made, one stream after another (`read_cache.keep_text` stores
+    them as they are)."""
 
-    pieces: list[bytes | memoryview]
+    pieces: list[bytes]
     rows: int
-    packed: list[bytes | memoryview] | None = None
+    packed: list[bytes] | None = None
 
     def write(self, stream: BinaryIO) -> None:
         for piece in self.pieces:

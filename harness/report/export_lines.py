@@ -1,4 +1,4 @@
-"""`ncuh export`'s CSV of one report: formatted a metric at a time, read in forked pieces.
+"""`ncuh export`'s CSV of one report: formatted a metric at a time, read in pieces at once.
 
 An export's rows repeat their metric's kernel, name and unit on every instance, and nearly all
 of its labels and values are numbers: each metric's repeated cells are formatted once and each
@@ -6,10 +6,10 @@ instance row is one f-string. A text cell is what `spreadsheet_text` makes of it
 csv.writer where it holds a character csv may quote (`csv_cell`, tested against csv.writer):
 the bytes are those `write_export` writes.
 
-The report is opened once, its kernels not yet decoded; processes forked from this one (which
-ncu_report leaves without threads) each take the next kernel as they are free
-(`harness.util.made_at_once`), decode it and format it, packing it (zlib) where it is to be
-kept. A report of fewer kernels than processes is decoded first and split by rows instead.
+The report is opened once, its kernels not yet decoded; workers forked from this one (which
+ncu_report leaves without threads until SASS is listed) each take the next kernel as they are
+free (`harness.util.parallel_map`), decode it and format it, packing it (zlib) where it is to
+be kept. A report of fewer kernels than workers is decoded first and split by rows instead.
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import re
-import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,13 +31,12 @@ from harness.report.reportfile import (
     KernelRef,
     LoadedReport,
     MetricRecord,
-    disassembler_started,
     kernel_ref,
     load_context,
     metric_records,
     select_kernels,
 )
-from harness.util import column_holds_bad_text, made_at_once, may_fork_now
+from harness.util import column_holds_bad_text, parallel_map
 
 HEADER = ",".join(EXPORT_COLUMNS) + "\n"
 # A text cell with one of these is quoted by csv.writer, or not, as its Python decides (3.11
@@ -116,52 +114,34 @@ def part_text(kernels: Iterable[KernelRef], part: ExportPart, where: Path) -> tu
 class _Piece:
     """One piece of the export: its CSV bytes, their packed stream (b"" unpacked), its rows."""
 
-    data: bytes | memoryview
-    packed: bytes | memoryview
+    data: bytes
+    packed: bytes
     rows: int
-
-    def encoded(self) -> bytes:
-        """The piece as one item of `made_at_once` (`decoded` reads it back)."""
-        return _SIZES.pack(self.rows, len(self.data)) + self.data + self.packed
-
-    @classmethod
-    def decoded(cls, item: bytes | memoryview) -> _Piece:
-        rows, size = _SIZES.unpack_from(item)
-        view = memoryview(item)  # the piece's bytes are written out as they are: no copies
-        return cls(view[_SIZES.size:_SIZES.size + size], view[_SIZES.size + size:], rows)
-
-
-_SIZES = struct.Struct("<QQ")  # rows, CSV bytes
 
 
 def export_csv(report_path: Path, kernel_regex: str | None, jobs: int,
                pack: bool = False) -> Exported:
-    """The CSV of one report (header included), made by `jobs` processes at once where this
-    process may fork, else here; with `pack`, each piece is also packed where it was made."""
+    """The CSV of one report (header included), made by `jobs` forked workers at once, or here
+    (one job, or no worker to be had); with `pack`, each piece is also packed where it was
+    made."""
     context, places = load_context(report_path)
-    # no fork after SASS was listed here (the disassembler's thread) or beside a thread
-    jobs = jobs if may_fork_now() and not disassembler_started() else 1
     if kernel_regex is None and len(places) >= jobs > 1:
         # A piece per kernel, taken by whichever process is free: each decodes and checks only
         # the kernels it takes, and asks their units from their first metric on, as a reading
         # of one kernel alone does (a kernel's size is not known before it is decoded).
-        def kernel_piece(index: int) -> bytes:
+        def kernel_piece(index: int) -> _Piece:
             kernel = kernel_ref(report_path, context, index, places[index])
-            return _piece([kernel], (0, 1), report_path, pack).encoded()
+            return _piece([kernel], (0, 1), report_path, pack)
 
-        return _whole(_pieces(len(places), kernel_piece, jobs), pack)
+        return _whole(parallel_map(kernel_piece, len(places), jobs), pack)
     kernels = [kernel_ref(report_path, context, i, place) for i, place in enumerate(places)]
     kernels = select_kernels(LoadedReport(report_path, context, kernels), kernel_regex)
     if jobs <= 1:
         return _whole([_piece(kernels, (0, 1), report_path, pack)], pack)
     # Fewer kernels than processes (or a filter, which reads every name): the kernels are
     # decoded here, then split by rows (`metric_records` asks the units before a part's start).
-    return _whole(_pieces(jobs, lambda index: _piece(kernels, (index, jobs), report_path,
-                                                     pack).encoded(), jobs), pack)
-
-
-def _pieces(count: int, make: Callable[[int], bytes], jobs: int) -> list[_Piece]:
-    return [_Piece.decoded(item) for item in made_at_once(count, make, jobs)]
+    return _whole(parallel_map(lambda index: _piece(kernels, (index, jobs), report_path, pack),
+                               jobs, jobs), pack)
 
 
 def _piece(kernels: list[KernelRef], part: ExportPart, where: Path, pack: bool) -> _Piece:

@@ -11,20 +11,18 @@ environment child does.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from harness.errors import NcuhError, printable
 from harness.report.export_format import spreadsheet_column, spreadsheet_text
 from harness.report.ncu_import import import_ncu_report
 from harness.report.reportfile import EXPORT_COLUMNS, export_columns
-from harness.util import pause_at
+from harness.util import pause_at, usable_cores, worker_pool
 
 if TYPE_CHECKING:
     import argparse
@@ -37,23 +35,22 @@ def export_metrics_csv(out: Path, pairs: Sequence[tuple[str, Path]], jobs: int |
     Streamed with the csv module from `export_columns` (as `ncuh export` does): no pandas,
     which would add about a second to every `ncuh profile`. The export is split into `jobs`
     (default: up to 8, one per core) contiguous parts holding about as many rows each, written
-    by forked processes at once, then joined in order. A 4096 `--set full` report of one
-    kernel is about 150,000 rows: 1.15 s in one process, 0.53 s in 8 parts on the H100
-    machine; each part still opens the whole report, which bounds the gain.
+    by workers at once (`harness.util.worker_pool`), then joined in order; each part
+    still opens the whole report, which bounds the gain.
 
     Several reports are exported one after another, each in children of its own: ncu_report
     keeps a derived metric's unit per process, the first report's definition winning (an
     earlier `pages` report's `derived__memory_l2_theoretical_sectors_global_excessive` is in
-    bytes, a `full` one's in sectors), so no process reads two reports. The children are forked, so
-    the calling process must not have read a report itself: this worker's own process and
-    `ncuh export` read none before.
+    bytes, a `full` one's in sectors), so no process reads two reports: a pool per report,
+    whose workers are forked from a process that has read none (this worker's own process,
+    `ncuh export`), or spawned beside threads.
     """
     import shutil
     import tempfile
 
     from harness.util import atomic_path
 
-    jobs = jobs or min(8, os.cpu_count() or 1)
+    jobs = jobs or min(8, usable_cores())
     with atomic_path(out) as tmp, tempfile.TemporaryDirectory(
         dir=out.parent, prefix=".metrics-parts-"
     ) as scratch:
@@ -83,51 +80,26 @@ class _Part:
 
 def _run_parts(tasks: list[_Part], jobs: int, *, in_this_process: bool
                ) -> list[tuple[Path, int]]:
-    """One report's parts, in children (forked) unless there is one job and this process may
-    read the report itself (it reads no other)."""
+    """One report's parts, in forked workers unless there is one job (or no worker to be
+    had) and this process may read the report itself (it reads no other)."""
     if in_this_process and (jobs <= 1 or len(tasks) <= 1):
         return [_export_part(task) for task in tasks]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    # fork: the children start at once, with this process's imports already done
-    context = multiprocessing.get_context("fork")
-    pool = ProcessPoolExecutor(max_workers=jobs, mp_context=context,
-                               initializer=_leave_signals_to_the_parent)
-    try:
+    # beside threads, the parts of several reports are read by spawned workers: each report in
+    # processes of its own, whatever this process read before
+    with worker_pool(jobs, spawn_beside_threads=not in_this_process) as pool:
+        if pool is None and in_this_process:  # no worker to be had: the parts one by one
+            return [_export_part(task) for task in tasks]
+        if pool is None:
+            raise NcuhError(f"{tasks[0].report}: no worker process could be started to "
+                            "export it apart from the other reports")
         futures = [pool.submit(_export_part, task) for task in tasks]
         pause_at("export parts")
-        return [future.result() for future in futures]
-    except BrokenProcessPool:
-        raise NcuhError(f"{tasks[0].report}: exporting it crashed (in ncu_report)") from None
-    except BaseException:
-        _kill_workers(pool)  # an interrupt: no child works on, or waits, after we are gone
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _leave_signals_to_the_parent() -> None:
-    """In a worker: Ctrl-C (sent to the whole process group) is the parent's to handle, and
-    SIGTERM ends the worker at once (not the parent's handler, inherited by the fork)."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    signal.signal(signal.SIGHUP, signal.SIG_DFL)
-
-
-def _kill_workers(pool: Any) -> None:
-    # ProcessPoolExecutor kills its workers only from Python 3.14 (kill_workers); before, its
-    # processes are reached through the attribute that holds them.
-    kill = getattr(pool, "kill_workers", None)
-    if kill is not None:
-        kill()
-        return
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        with contextlib.suppress(OSError, ValueError):
-            process.kill()
+        try:
+            return [future.result() for future in futures]
+        except BrokenProcessPool:
+            raise NcuhError(f"{tasks[0].report}: exporting it crashed (in ncu_report)") from None
 
 
 def _export_part(task: _Part) -> tuple[Path, int]:

@@ -635,12 +635,14 @@ class KernelReport:
     source_files: Mapping[str, str] = field(default_factory=dict)  # imported sources: path -> text
     roofline: Roofline = field(default_factory=Roofline)
     details: KernelView | None = None  # ncu's details page of this kernel
-    # every metric of the report by name: what the fields above do not name is still here
+    # metrics by name: of a whole profile, those the pages read (`page_metrics.PAGE_METRICS`);
+    # of a summary (`builder.summarize_kernel`), the aggregate of each metric its reader wants
     metrics: Mapping[str, Metric] = field(default_factory=dict, repr=False)
     mangled_name: str = ""  # the name `ncu --kernel-name-base mangled -k` matches exactly
 
     def metric(self, name: str) -> Number:
-        """A plain numeric metric in base units; None when absent, instanced or a string."""
+        """A plain numeric metric in base units; None when absent, instanced or a string (a
+        whole profile holds only the metrics the pages read: `page_metrics.PAGE_METRICS`)."""
         metric = self.metrics.get(name)
         if metric is None or isinstance(metric.value, str):
             return None

@@ -28,9 +28,7 @@ from typing import Any
 from harness import __version__
 from harness.report.ncu_import import import_ncu_report
 from harness.util import (
-    CACHE_SWITCH_ENV,
     cache_dir,
-    cache_wanted,
     mark_used,
     private_folder,
     prune,
@@ -42,41 +40,10 @@ CACHE_FOLDER = "_reports"
 SUFFIX = ".pickle.z"
 TEXT_SUFFIX = ".txt.z"  # an export's table (`keep_text`)
 ASKED_SUFFIX = ".asked.z"  # an export asked for once, kept when asked again (`asked_again`)
-SWITCH_ENV = CACHE_SWITCH_ENV  # "off": every report is read from the file, nothing kept
 KEEP_BYTES = 512 * 1024 * 1024  # entries are about a fifth of their report
 _FORMAT = 1
 _PACKAGE = Path(__file__).resolve().parent
 _CHUNK = 1 << 20
-
-
-# What `batch_read` read ahead for this process (here or in its children): report key ->
-# typed reports, and report key -> (the summary reader's `wanted`, its summaries).
-_handed: dict[str, list[Any]] = {}
-_handed_summaries: dict[str, tuple[Any, list[Any]]] = {}
-
-
-def hand_over(key: str, profiles: list[Any], wanted: Any = None) -> None:
-    """Typed reports (or, with `wanted`, summaries) read elsewhere, for this process."""
-    if wanted is None:
-        _handed[key] = profiles
-    else:
-        _handed_summaries[key] = (wanted, profiles)
-
-
-def taken(key: str) -> list[Any] | None:
-    """The typed reports handed over under `key` (each caller gets its own list)."""
-    found = _handed.get(key)
-    return list(found) if found is not None else None
-
-
-def taken_summaries(key: str, wanted: Any) -> list[Any] | None:
-    """The summaries handed over under `key` for this very `wanted`."""
-    found = _handed_summaries.get(key)
-    return list(found[1]) if found is not None and found[0] is wanted else None
-
-
-def wanted() -> bool:
-    return cache_wanted()
 
 
 def folder() -> Path:
@@ -145,32 +112,22 @@ class _ModelUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not part of a kept report")
 
 
-def usable(target: Path) -> bool:
-    """Whether `target` may hold entries (`kept_files.private_folder`): another user's
-    entries would be served as results."""
-    return private_folder(target)
-
-
-def _kept_bytes(name: str, where: Path | None) -> tuple[bytes, Path] | None:
+def _kept_bytes(name: str) -> tuple[bytes, Path] | None:
     """The inflated bytes of the entry file `name` and its path; None where there is none
-    readable. The cache's own entries are read only from a folder `usable` allows (`where`
-    is a folder this process made)."""
-    target = where or folder()
-    if where is None and not usable(target):
+    readable, or the folder is not private (another user's entries would be served as
+    results)."""
+    target = folder()
+    if not private_folder(target):
         return None
     path = target / name
     data = read_kept(path)
     return (data, path) if data is not None else None
 
 
-def entry_path(key: str, where: Path | None = None) -> Path:
-    return (where or folder()) / f"{key}{SUFFIX}"
-
-
-def fetch(key: str, where: Path | None = None) -> list[Any] | None:
+def fetch(key: str) -> list[Any] | None:
     """The kernel reports kept under `key`; None where there is no readable entry."""
     try:
-        found = _kept_bytes(f"{key}{SUFFIX}", where)
+        found = _kept_bytes(f"{key}{SUFFIX}")
         if found is None:
             return None
         data, path = found
@@ -185,25 +142,24 @@ def fetch(key: str, where: Path | None = None) -> list[Any] | None:
 
     if not isinstance(profiles, list) or not all(isinstance(p, KernelReport) for p in profiles):
         return None
-    if where is None:
-        mark_used(path)
+    mark_used(path)
     return profiles
 
 
-def keep(key: str, profiles: list[Any], where: Path | None = None) -> bool:
+def keep(key: str, profiles: list[Any]) -> bool:
     """Keep `profiles` under `key` (atomically); False where the cache cannot be written,
     which is no error: the next read asks the report again."""
     try:
         data = zlib.compress(pickle.dumps(profiles, protocol=pickle.HIGHEST_PROTOCOL), 1)
     except (pickle.PicklingError, TypeError, AttributeError, RecursionError):
         return False
-    return _store(key, data, where)
+    return _store(key, data)
 
 
 def fetch_text(key: str) -> bytes | None:
     """The UTF-8 text kept under `key` by `keep_text`; None where there is none readable."""
     try:
-        found = _kept_bytes(f"{key}{TEXT_SUFFIX}", None)
+        found = _kept_bytes(f"{key}{TEXT_SUFFIX}")
         if found is None:
             return None
         data, path = found
@@ -220,7 +176,7 @@ def asked_again(key: str) -> bool:
     takes no room in the cache, and a first one does not wait for its packing."""
     try:
         target = folder()
-        if not usable(target):
+        if not private_folder(target):
             return False
         note = target / f"{key}{ASKED_SUFFIX}"
         if note.is_file():
@@ -231,35 +187,24 @@ def asked_again(key: str) -> bool:
     return False
 
 
-def keep_text(key: str, packed: list[bytes | memoryview]) -> bool:
+def keep_text(key: str, packed: list[bytes]) -> bool:
     """Keep a text made from a report (an export) under `key`, given as its parts packed
     apart (zlib streams, one after another); False where it cannot be."""
-    kept = _store(key, b"".join(packed), None, suffix=TEXT_SUFFIX)
+    kept = _store(key, b"".join(packed), suffix=TEXT_SUFFIX)
     if kept:
         with contextlib.suppress(OSError, RuntimeError):
             (folder() / f"{key}{ASKED_SUFFIX}").unlink(missing_ok=True)
     return kept
 
 
-def keep_file(key: str, entry: Path) -> bool:
-    """Keep an entry written elsewhere (by `keep` into another folder) under `key`."""
+def _store(key: str, data: bytes, suffix: str = SUFFIX) -> bool:
+    """Write packed `data` as the entry `key` into the cache, which is then pruned."""
     try:
-        data = entry.read_bytes()
-    except OSError:
-        return False
-    return _store(key, data, None)
-
-
-def _store(key: str, data: bytes, where: Path | None, suffix: str = SUFFIX) -> bool:
-    """Write packed `data` as the entry `key`: into `where` as it is, or into the cache,
-    which is then pruned."""
-    try:
-        target = where or folder()
-        if not usable(target):
+        target = folder()
+        if not private_folder(target):
             return False
         store(target, f"{key}{suffix}", data)
-        if where is None:
-            prune(target, KEEP_BYTES)
+        prune(target, KEEP_BYTES)
     except (OSError, RuntimeError):
         return False
     return True

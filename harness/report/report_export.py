@@ -14,14 +14,14 @@ from pathlib import Path
 from harness.report import read_cache
 from harness.report.export_format import Exported, ExportFormat, export_text, pack_piece
 from harness.report.reportfile import export_columns
-from harness.util import usable_cores
+from harness.util import cache_wanted, usable_cores
 
 
 def exported(report: Path, kernel_regex: str | None = None,
              fmt: ExportFormat = "csv") -> Exported:
     """The export of one report as `write_export` writes it; kept (`read_cache`) and read back
     while the report and this reader are unchanged."""
-    report_key = read_cache.report_key(report) if read_cache.wanted() else None
+    report_key = read_cache.report_key(report) if cache_wanted() else None
     key = None
     if report_key is not None:
         asked = f"{report_key}|export|{fmt}|{kernel_regex!r}".encode()
@@ -47,7 +47,7 @@ def _export(report: Path, kernel_regex: str | None, fmt: ExportFormat, pack: boo
     table = export_columns(report, kernel_regex=kernel_regex)
     text = export_text(table, fmt).encode()
     rows = len(table)
-    packed: list[bytes | memoryview] | None = (
+    packed: list[bytes] | None = (
         [pack_piece(f"{rows}\n".encode() + text)] if pack else None)
     return Exported([text], rows, packed)
 

@@ -240,21 +240,6 @@ def reports_opened() -> int:
     return _opened
 
 
-# Whether this process listed SASS: ncu_report's disassembler then runs a thread of its own,
-# after which a fork can hang.
-_disassembler_started = False
-
-
-def note_disassembler() -> None:
-    """Note that SASS is about to be listed here (`disassembler_started`)."""
-    global _disassembler_started
-    _disassembler_started = True
-
-
-def disassembler_started() -> bool:
-    return _disassembler_started
-
-
 def open_report(path: Path | str) -> LoadedReport:
     """Validate and load a report; `ReportError` (one line) for anything that is not a
     complete report with at least one profiled kernel."""

@@ -34,14 +34,14 @@ __all__ = [
     "Manifest", "ProcessRecord", "ProjectRecord", "RankedKernelRecord", "RankedRef",
     "RankingRecord", "Run", "RunEntry", "added_metrics", "describe", "is_run_directory",
     "is_slim", "kernel_key", "load_bench", "load_run", "profiled_as_ranked", "program_key",
-    "run_inputs", "shape_text", "short_name", "source_reports", "validate",
+    "run_inputs", "shape_text", "short_name", "validate",
 ]
 
 # names of modules that import pydantic: imported on first use
 __getattr__ = lazy_names(__name__, {
     "harness.rundir.manifest": (
         "BenchFile", "BenchRecord", "Manifest", "ProjectRecord", "Run", "RunEntry",
-        "load_bench", "load_run", "run_inputs", "source_reports",
+        "load_bench", "load_run", "run_inputs",
     ),
     "harness.rundir.ranking": (
         "PROGRAM_TIME", "ProcessRecord", "RankedKernelRecord", "RankedRef", "RankingRecord",

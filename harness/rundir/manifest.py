@@ -308,24 +308,6 @@ def run_inputs(path: Path | str) -> list[Path]:
     return [run.path / MANIFEST, run.path / BENCH, *reports]
 
 
-def source_reports(sources: Sequence[Path | str]) -> list[Path]:
-    """The reports that reading `sources` (run directories and reports) reads, in order; a
-    source that is neither, or a run directory that cannot be read, names none (its reader
-    then says what is wrong)."""
-    reports: list[Path] = []
-    for source in sources:
-        path = Path(source)
-        try:
-            if is_run_directory(path):
-                reports += [entry.report for entry in load_run(path).entries
-                            if entry.report is not None]
-            elif path.is_file():
-                reports.append(path)
-        except (ReportError, OSError):
-            continue
-    return reports
-
-
 def _entry(run_path: Path, raw: ManifestEntry, index: int,
            kernels: dict[str, str | None]) -> RunEntry:
     report = None

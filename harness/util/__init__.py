@@ -1,6 +1,6 @@
 """Small helpers every stage uses: atomic output, input-file checks, the user's cache
-folder and the files kept in it, where ncu is installed, Markdown escaping of data, and work
-shared with forked children.
+folder and the files kept in it, where ncu is installed, Markdown escaping of data, the
+user's kernel regex, and work shared with worker processes.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from harness.util.atomic import (
     refuse_inputs,
     write_file_set,
 )
+from harness.util.env_switch import switched_off
 from harness.util.input_file import (
     column_holds_bad_text,
     file_kind,
@@ -45,26 +46,19 @@ from harness.util.markdown_text import (
     template_value,
 )
 from harness.util.ncu_locate import ncu_executable, ncu_install_dirs, version_key, versioned_roots
+from harness.util.process_pool import parallel_map, usable_cores, worker_pool
 from harness.util.signals import pause_at, terminate_as_interrupt
 from harness.util.user_cache import CACHE_ENV, CACHE_SWITCH_ENV, cache_dir, cache_switch_note
 from harness.util.user_regex import compiled_kernel_regex
-from harness.util.work_queue import (
-    forked,
-    made_at_once,
-    may_fork_now,
-    put_index,
-    taken_indices,
-    usable_cores,
-)
 
 __all__ = [
     "CACHE_ENV", "CACHE_SWITCH_ENV", "atomic_directory", "atomic_file_set", "atomic_path",
     "atomic_write_text", "cache_dir", "cache_switch_note", "cache_wanted", "code_span",
-    "column_holds_bad_text", "compiled_kernel_regex", "file_kind", "forked", "holds_bad_text",
-    "html_text", "inflated", "keep_packed", "load_json", "load_toml", "made_at_once", "mark_used",
-    "may_fork_now", "md_fenced", "md_one_line", "md_prose", "md_text", "ncu_executable",
-    "ncu_install_dirs", "owned_privately", "pause_at", "private_folder", "prune", "put_index",
-    "read_kept", "read_owned", "read_text", "refuse_input_folders", "refuse_inputs", "regular_file",
-    "store", "taken_indices", "template_value", "terminate_as_interrupt", "usable_cores",
-    "version_key", "versioned_roots", "write_file_set",
+    "column_holds_bad_text", "compiled_kernel_regex", "file_kind", "holds_bad_text", "html_text",
+    "inflated", "keep_packed", "load_json", "load_toml", "mark_used", "md_fenced", "md_one_line",
+    "md_prose", "md_text", "ncu_executable", "ncu_install_dirs", "owned_privately",
+    "parallel_map", "pause_at", "private_folder", "prune", "read_kept", "read_owned", "read_text",
+    "refuse_input_folders", "refuse_inputs", "regular_file", "store", "switched_off",
+    "template_value", "terminate_as_interrupt", "usable_cores", "version_key", "versioned_roots",
+    "worker_pool", "write_file_set",
 ]

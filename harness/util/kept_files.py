@@ -20,6 +20,7 @@ import time
 import zlib
 from pathlib import Path
 
+from harness.util.env_switch import switched_off
 from harness.util.user_cache import CACHE_SWITCH_ENV, OLD_CACHE_SWITCH_ENV
 
 # Past these a kept file is not one of ours (a planted file, a link to a device, a zlib bomb)
@@ -31,9 +32,11 @@ _STALE_S = 3600  # what a process killed while writing left behind, pruned after
 
 
 def cache_wanted() -> bool:
-    """Whether kept files are read and written (`NCUH_REPORT_AND_PLOT_CACHE` is not "off")."""
-    value = os.environ.get(CACHE_SWITCH_ENV, os.environ.get(OLD_CACHE_SWITCH_ENV, ""))
-    return value.strip().lower() not in ("off", "0", "no", "false")
+    """Whether kept files are read and written (`NCUH_REPORT_AND_PLOT_CACHE`, or its former
+    name where it is unset, is not "off")."""
+    return not switched_off(CACHE_SWITCH_ENV if CACHE_SWITCH_ENV in os.environ
+                            else OLD_CACHE_SWITCH_ENV)
+
 
 def owned_privately(info: os.stat_result) -> bool:
     """Whether a file or folder of the user cache may be trusted: this user's, and writable by
