@@ -306,7 +306,7 @@ def test_each_result_file_says_when_where_and_how(path: Path) -> None:
 def test_the_performance_page_names_every_benchmark_tool() -> None:
     text = (DOCS / "performance.md").read_text()
     tools = sorted([*(ROOT / "benchmarks").glob("*.py"), *(ROOT / "benchmarks").glob("gpu/*")])
-    assert len(list((ROOT / "benchmarks" / "gpu").iterdir())) <= 3
+    assert len(list((ROOT / "benchmarks" / "gpu").iterdir())) <= 4
     for tool in tools:
         assert f"`{tool.relative_to(ROOT)}`" in text, tool
 
@@ -323,10 +323,10 @@ def test_each_benchmark_tool_prints_its_use(tool: Path) -> None:
 
 
 def test_reports_holds_only_pages_and_sample_runs() -> None:
-    # three chains' pages (Markdown, HTML, plots), their sample runs and init's project:
-    # about 40 files a chain; dated logs or scratch output would push it past the bound
+    # three chains' pages (Markdown, HTML, plots), the sample runs (a program's too) and init's
+    # project: about 40 files a chain; dated logs or scratch output would push it past the bound
     files = [path for path in (ROOT / "reports").rglob("*") if path.is_file()]
-    assert 20 <= len(files) <= 130
+    assert 20 <= len(files) <= 140
 
 
 def test_every_command_has_a_short_help_that_ncuh_help_shows_whole() -> None:

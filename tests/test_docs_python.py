@@ -34,6 +34,6 @@ def test_the_examples_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsy
 
 def test_the_gpu_examples_compile() -> None:
     examples = blocks("py")
-    assert len(examples) == 2
+    assert len(examples) == 3
     for code in examples:
         compile(code, str(PAGE), "exec")

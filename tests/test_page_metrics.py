@@ -30,7 +30,9 @@ def _sources() -> dict[str, list[Path]]:
     beside the previous iteration's. Left out: the first-pass reports of a whole program
     (`fixtures/program`: a thousand launches, one metric each) and the reading benchmark's
     data."""
-    runs = {run.name: [run] for run in sorted(RUNS.iterdir()) if (run / "manifest.json").is_file()}
+    # a run holding a program's ranking alone has no report to read
+    runs = {run.name: [run] for run in sorted(RUNS.iterdir())
+            if (run / "manifest.json").is_file() and any(run.glob("*.ncu-rep"))}
     shown = {path.read_bytes() for path in (ROOT / "reports").rglob("*.ncu-rep")}
     own = [path for path in reports(FIXTURES) if path.read_bytes() not in shown]
     return {

@@ -228,7 +228,7 @@ def test_profile_two_variants_writes_a_complete_run_directory(
     assert result.stdout.strip().splitlines()[-1] == str(out / run_dir.name)
 
     manifest = json.loads((run_dir / "manifest.json").read_text())
-    assert manifest["schema"] == "ncuh.run/1"
+    assert manifest["schema"] == "ncuh.run/2"
     assert manifest["ncuh_version"] == "0.1.0"
     head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
                           cwd=Path(__file__).parent, check=False).stdout.strip()

@@ -32,6 +32,9 @@ HTML_ROWS = 40
 # The summary (the index page's table), what `_repr_html_` shows.
 SUMMARY_COLUMNS = ("page", "kernel", "size", "time_ms", "time_source", "gflops", "gbps",
                    "pct_of_reference", "limiter", "tldr")
+# A program's ranking (`profile --top`): one row per kernel (name and launch shape) per process.
+RANKING_COLUMNS = ("process", "rank", "kernel", "grid", "block", "launches", "total_ms",
+                   "share_pct", "cumulative_pct", "mean_us", "stdev_us")
 
 
 def _kind(path: Path) -> Kind:
@@ -162,15 +165,34 @@ class Result:
             frame = frame.drop(columns=["pct_of_reference"])
         return frame
 
+    def ranking(self) -> pd.DataFrame:
+        """A program's ranking (`ncuh profile --top`): one row per kernel and process, most
+        GPU time first (columns `RANKING_COLUMNS`); `ReportError` for any other source."""
+        import pandas as pd
+
+        from harness.rundir import load_run, shape_text
+
+        record = load_run(self.path).record if self.kind == "run" else None
+        if record is None or record.ranking is None:
+            raise ReportError(f"{self.path}: not a program's run (profile --top): no ranking")
+        rows = [{"process": process.key, "rank": k.rank, "kernel": k.name,
+                 "grid": shape_text(k.grid), "block": shape_text(k.block),
+                 "launches": k.launches, "total_ms": k.total_ns / 1e6,
+                 "share_pct": k.share_pct, "cumulative_pct": k.cumulative_pct,
+                 "mean_us": k.mean_ns / 1e3, "stdev_us": k.stdev_ns / 1e3}
+                for process in record.ranking.processes for k in process.kernels]
+        return pd.DataFrame(rows, columns=list(RANKING_COLUMNS))
+
     # ------------------------------------------------------------------ pages
 
     def page(self, out: Path | str | None = None,
              fmt: Literal["md", "html", "both"] = "md") -> str | Path:
         """The pages: with `out`, every page and the plots written there as `ncuh writeup`
-        writes them, and the index's path returned; without, the index page's text (no
-        plots) in `fmt` ("md" or "html"). `out` inside the run read is an `OutputError`, as
-        in `ncuh writeup`: inputs are never written."""
-        from harness.pages import render_index, write
+        writes them (a program's run: its ranking and its kernels' pages), and the index's
+        path returned; without, the index page's text (no plots) in `fmt` ("md" or
+        "html"). `out` inside the run read is an `OutputError`, as in `ncuh writeup`: inputs
+        are never written."""
+        from harness.pages import collect_program, ranked_run, render_index, write, write_program
         from harness.util import refuse_input_folders
 
         if out is None:
@@ -178,6 +200,10 @@ class Result:
                 raise ValueError("fmt='both' needs out=: a folder for both")
             return render_index(self.writeup, [], fmt)
         refuse_input_folders(out, [self.path])  # as `ncuh writeup`: `OutputError`
+        program = ranked_run([self.path]) if self.kind == "run" else None
+        if program is not None:  # a program's ranking and its kernels' pages
+            write_program(collect_program(program), Path(out), fmt)
+            return Path(out) / ("index.html" if fmt == "html" else "index.md")
         rendered = write(self.writeup, Path(out), fmt)
         return next(path for path in rendered.files if path.name.startswith("index."))
 

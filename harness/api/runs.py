@@ -43,16 +43,21 @@ def bench(variants: Sequence[str] | None = None, sizes: Sequence[str] | None = N
 
 def profile(variants: Sequence[str] | None = None, sizes: Sequence[str] | None = None, *,
             project: Path | str | None = None, section_set: str = "pages",
-            bench: bool = False, out: Path | str = "runs") -> Result:
+            bench: bool = False, out: Path | str = "runs", program: Sequence[str] = (),
+            top: int | None = None, nvtx_include: Sequence[str] = ()) -> Result:
     """Profile `variants` (default: all) at `sizes` (default: the project's profile_size)
     under Nsight Compute as `ncuh profile` does; the run directory is returned as a
-    `Result`. A variant that failed is an `NcuhError` naming it."""
-    from harness.profile import NcuSettings, ProfileRequest, run_profile
+    `Result`. A variant that failed is an `NcuhError` naming it. With `program` (a command
+    line) and `top`, the program's `top` kernels with the most GPU time instead, within the
+    NVTX ranges `nvtx_include` names (`Result.ranking()` gives its ranking)."""
+    from harness.profile import KernelFilter, NcuSettings, ProfileRequest, run_profile
 
     request = ProfileRequest(
-        variants=tuple(variants or ()), all_variants=not variants,
+        variants=tuple(variants or ()), all_variants=not variants and not program,
         sizes=tuple(sizes or ()), settings=NcuSettings(set=section_set), out=Path(out),
-        bench=bench, project=Path(project) if project is not None else None)
+        bench=bench, project=Path(project) if project is not None else None,
+        program=tuple(program), top=top,
+        program_filter=KernelFilter(nvtx_include=tuple(nvtx_include)))
     outcome = run_profile(request)
     if outcome.failures:
         failed = "; ".join(f"{e.target.label}: {e.error}" for e in outcome.failures)

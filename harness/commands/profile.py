@@ -21,7 +21,14 @@ from harness.commands.options import (
     variant_option,
 )
 from harness.errors import NcuhError, printable
-from harness.profile import CLOCK_CONTROLS, DEFAULT_SET, SETS, KernelFilter, NcuSettings
+from harness.profile import (
+    CLOCK_CONTROLS,
+    DEFAULT_SET,
+    GRAPH_PROFILING,
+    SETS,
+    KernelFilter,
+    NcuSettings,
+)
 from harness.util import load_json
 
 
@@ -82,6 +89,15 @@ def _params(text: str | None) -> dict[str, Any]:
               help="With a program: ncu --launch-count.")
 @click.option("--nvtx-include", multiple=True, metavar="EXPR",
               help="With a program: ncu --nvtx-include (repeatable).")
+@click.option("--top", type=click.IntRange(min=1), default=None, metavar="N",
+              help="With a program: time every launch first, rank the kernels (name and "
+                   "launch shape) by total GPU time, then profile the N with the most, each "
+                   "at its launch nearest the median duration. -k, --nvtx-include, "
+                   "--launch-skip and --launch-count choose the launches ranked; --set "
+                   "applies to the N.")
+@click.option("--graph-profiling", type=click.Choice(GRAPH_PROFILING), default=None,
+              help="With a program: ncu --graph-profiling; CUDA graphs' kernels are profiled "
+                   "one node at a time ('node', what --top ranks) or a graph as one workload.")
 @project_option
 @click.argument("program", nargs=-1, type=click.UNPROCESSED, metavar="[-- COMMAND ARGS...]")
 def profile(
@@ -93,6 +109,7 @@ def profile(
     gpus: str | None, allow_mismatch: bool, metrics_csv: bool, slurm: bool,
     slurm_args: tuple[str, ...], kernel: str | None,
     launch_skip: int | None, launch_count: int | None, nvtx_include: tuple[str, ...],
+    top: int | None, graph_profiling: str | None,
     project: Path | None, program: tuple[str, ...],
 ) -> None:
     """Profile kernel variants (or a program after --) under Nsight Compute.
@@ -107,9 +124,12 @@ def profile(
     from harness.profile import ProfileRequest
 
     variants = variant_names
-    filters_given = kernel or launch_skip is not None or launch_count or nvtx_include
+    filters_given = (kernel or launch_skip is not None or launch_count or nvtx_include
+                     or graph_profiling)
     if filters_given and not program:
-        raise NcuhError("-k/--launch-skip/--launch-count/--nvtx-include need a program after --")
+        raise NcuhError("-k/--launch-skip/--launch-count/--nvtx-include/--graph-profiling "
+                        "need a program after --")
+    _check_top(top, program, graph_profiling, slurm)
     bench = bench or bool(bench_sizes)
     if program and (size or sizes or bench):
         raise NcuhError("--size/--sizes/--bench apply to variants, not to a program after --")
@@ -133,8 +153,9 @@ def profile(
         program=program,
         program_filter=KernelFilter(
             kernel=kernel, launch_skip=launch_skip, launch_count=launch_count,
-            nvtx_include=nvtx_include,
+            nvtx_include=nvtx_include, graph_profiling=graph_profiling,
         ),
+        top=top,
         project=None if program else project_path(project),
         gpus=gpus,
         allow_mismatch=allow_mismatch,
@@ -154,6 +175,32 @@ def profile(
     _run(request, out)
 
 
+def _check_top(top: int | None, program: tuple[str, ...], graph_profiling: str | None,
+               slurm: bool) -> None:
+    if top is None:
+        return
+    if not program:
+        raise NcuhError("--top ranks the kernels of a program: give one after --")
+    if graph_profiling == "graph":
+        raise NcuhError("--top ranks kernels, and --graph-profiling graph profiles each CUDA "
+                        "graph as one workload: use --graph-profiling node (the default)")
+    if slurm:
+        raise NcuhError("--top runs its two passes on this host: it does not go with --slurm")
+
+
+def _print_ranking(first: Any) -> None:
+    """The first pass's ranking, per process where several ran (a torchrun's ranks)."""
+    from harness.profile import ranking_table
+
+    several = len(first.ranking.processes) > 1
+    for process in first.ranking.processes:
+        if several:
+            device = f"GPU {process.device}" if process.device is not None else "a GPU"
+            click.echo(f"process {process.process} on {device} ({process.key}):")
+        for line in ranking_table(process, first.top):
+            click.echo(printable(line))
+
+
 def _run(request: Any, out: Path) -> None:
     """Profile for real: the live progress, one line per entry, the run directory last."""
     from harness.profile import ProgressDisplay, run_profile
@@ -163,6 +210,10 @@ def _run(request: Any, out: Path) -> None:
         outcome = run_profile(request, progress=progress)
     finally:
         progress.close()
+    if outcome.first_pass is not None:
+        _print_ranking(outcome.first_pass)
+    for note in outcome.notes:
+        click.echo(printable(f"ncuh: note: {note}"), err=True)
     for entry in outcome.entries:
         line = f"{entry.status:6} {entry.target.label}  {entry.seconds:.1f} s"
         line += f"  {entry.passes} passes" if entry.passes else ""
@@ -219,3 +270,6 @@ def _dry_run(request: Any) -> None:
     run_dir = request.out.resolve() / run_id_for(request)
     for argv in plan.command_lines(ncu, run_dir):
         click.echo(shlex.join(argv))
+    if plan.first_pass is not None:
+        click.echo(f"ncuh: note: then one ncu per kernel of the top {request.top}, chosen by "
+                   "the first pass's ranking", err=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -39,7 +40,9 @@ WRITEUP_PROJECT_HELP = (
 def writeup(sources: tuple[Path, ...], out: Path | None, fmt: str,
             project: Path | None) -> None:
     """Write one page per kernel of each SOURCE (a run directory or an .ncu-rep file) and an
-    index page with the chain table and plots. A SOURCE may also be bench results (`ncuh bench
+    index page with the chain table and plots. A program's run (`profile --top`), given
+    alone, gets its ranking as the index and a page per profiled kernel (per process where
+    several ran). A SOURCE may also be bench results (`ncuh bench
     --out` output: a bench.json or its folder), whose timings serve the pages of runs profiled
     without --bench.
 
@@ -51,14 +54,26 @@ def writeup(sources: tuple[Path, ...], out: Path | None, fmt: str,
     # the plot workers are forked first, before any report is opened (and before the pages'
     # own imports, which they do not need), to import matplotlib while the reports are read
     with plot_workers() as workers:
-        from harness.pages import collect, write
+        from harness.pages import collect, ranked_run, write
 
         out = out or _default_out()
         refuse_input_folders(out, sources)
-        result = collect(sources, project_path(project))
-        rendered = write(result, out, fmt, workers)  # type: ignore[arg-type]
+        program = ranked_run(list(sources))  # a program's run (profile --top): its own pages
+        if program is not None:
+            result, rendered = _program_pages(program, out, fmt)
+        else:
+            result = collect(sources, project_path(project))
+            rendered = write(result, out, fmt, workers)  # type: ignore[arg-type]
     click.echo(printable(f"wrote {len(result.pages)} page(s), {len(rendered.files)} file(s) "
                          f"under {out}"))
     for path in rendered.files:
         if path.name.startswith("index."):
             click.echo(printable(f"  {path}"))
+
+
+def _program_pages(run: Any, out: Path, fmt: str) -> tuple[Any, Any]:
+    """Each process's ranking and its kernels' pages (`harness.pages.program`)."""
+    from harness.pages import collect_program, write_program
+
+    result = collect_program(run)
+    return result, write_program(result, out, fmt)  # type: ignore[arg-type]

@@ -113,8 +113,8 @@ def explain_counters(base: KernelData, cur: KernelData,
     """Explain the change of one kernel pair from its two profiles."""
     headline = _headline(verdicts)
     if base.function is None or cur.function is None:
-        side = "baseline" if base.function is None else "current"
-        note = f"timing only: the {side} has no profile for this kernel (bench.json alone)"
+        side, timed = ("baseline", base) if base.function is None else ("current", cur)
+        note = f"timing only: the {side} has no profile for this kernel ({timed.source} alone)"
         return Explanation(summary=f"{headline}: {note}" if headline else note, notes=(note,))
     # For a slowdown, what grew is the likelier cause, so it is named first (and the reverse
     # for a speedup); everything that moved is still listed.
@@ -148,9 +148,10 @@ def _headline(verdicts: list[MetricVerdict]) -> str:
 
 def _profiled_duration(base: dict[str, float], cur: dict[str, float],
                        verdicts: list[MetricVerdict]) -> str | None:
-    """When timing came from bench samples, ncu's own duration (measured under ncu's clock
-    control) is a second opinion: a bench slowdown it does not share points at clocks."""
-    if not any(v.kind == "timing" and v.source == "bench" for v in verdicts):
+    """When timing came from samples (bench's, or a program's launches), ncu's own duration
+    of the profiled launch is a second opinion: a slowdown it does not share points at
+    clocks."""
+    if not any(v.kind == "timing" and v.source in ("bench", "launches") for v in verdicts):
         return None
     b, c = base.get(NCU_DURATION), cur.get(NCU_DURATION)
     if b is None or c is None or b <= 0:

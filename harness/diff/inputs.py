@@ -1,8 +1,10 @@
 """One side of a diff: a run directory or a plain `.ncu-rep`, read into comparable kernels.
 
-Each kernel gets a `KernelKey`: its name (the variant for the bundled chain, otherwise ncu's
-function name), the problem size when a run recorded one, and its launch order among kernels
-with the same name and size. Keys are what `matching` pairs across the two sides.
+Each kernel gets a `KernelKey`: its name (the variant for the bundled chain, a program's
+ranked kernel by its demangled name and launch shape, otherwise ncu's function name), the
+problem size when a run recorded one, and its launch order among kernels with the same name
+and size. Keys are what `matching` pairs across the two sides. A program's run (`--top`) also
+brings each process's total GPU time, judged as a kernel of its own.
 
 Each kernel is read through the typed `KernelReport` (the one reader of reports): its
 metrics as a flat `{metric name: value}` in ncu's base units, so any metric a user names in a
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.diff.thresholds import NCU_DURATION
 from harness.errors import ReportError
 from harness.report import (
     KernelReport,
@@ -28,7 +31,17 @@ from harness.report import (
     load_kernel_reports,
     load_kernel_summaries,
 )
-from harness.rundir import BenchFile, RunEntry, is_run_directory, load_run
+from harness.rundir import (
+    BenchFile,
+    RankingRecord,
+    RunEntry,
+    is_run_directory,
+    kernel_key,
+    load_run,
+    profiled_as_ranked,
+    program_key,
+    shape_text,
+)
 
 Size = tuple[int, ...]
 Wanted = Callable[[str], bool] | None  # metric names a reader needs; None: whole profiles
@@ -77,6 +90,9 @@ class KernelData:
     units: dict[str, str] = field(default_factory=dict)
     rules: tuple[RuleResult, ...] = ()
     samples_ms: tuple[float, ...] = ()  # bench event timings, one per repeat
+    # where the samples come from: "bench" (event timings) or "launches" (a program's first
+    # pass, one per launch)
+    samples_source: str = "bench"
     device: str | None = None
     compute_capability: str | None = None
     profile: KernelReport | None = field(default=None, repr=False, compare=False)
@@ -137,14 +153,18 @@ def _load_run_side(path: Path, wanted: Wanted) -> Side:
         raise ReportError(f"{path}: not a run directory (no manifest.json) and not a report")
     run = load_run(path)
     bench = _bench_samples(run.bench())
-    kernels: list[KernelData] = []
+    ranking = run.record.ranking if run.record is not None else None
+    kernels: list[KernelData] = _program_times(ranking)
     failed: list[FailedEntry] = []
     timed: set[tuple[str, Size | None]] = set()
     for entry in run.entries:
         if not entry.ok:
-            failed.append(FailedEntry(entry.label, KernelKey(entry.variant or entry.label,
-                                                             entry.size),
+            name = _ranked_name(entry, ranking) or entry.variant or entry.label
+            failed.append(FailedEntry(entry.label, KernelKey(name, entry.size),
                                       entry.error or f"status {entry.status}"))
+            continue
+        if entry.ranked is not None and ranking is not None:
+            kernels += _ranked_kernels(entry, ranking, wanted)
             continue
         for kernel in _entry_kernels(entry, wanted):
             samples = bench.get((kernel.key.name, kernel.key.size))
@@ -191,6 +211,72 @@ def _entry_kernels(entry: RunEntry, wanted: Wanted = None) -> list[KernelData]:
     if len(own) == 1:
         return [_renamed(k, entry.variant) if k is own[0] else k for k in kernels]
     return kernels
+
+
+# --- a program's ranked kernels (`ncuh profile --top`) -------------------------------------
+
+
+def _ranked_name(entry: RunEntry, ranking: RankingRecord | None) -> str | None:
+    """The name an entry's ranked kernel goes by across runs (`harness.rundir.kernel_key`)."""
+    if entry.ranked is None or ranking is None:
+        return None
+    process = ranking.process(entry.ranked.process)
+    kernel = process.kernel(entry.ranked.rank) if process is not None else None
+    if kernel is None:
+        return None
+    return kernel_key(kernel, process.key if ranking.several else None)
+
+
+def _ranked_kernels(entry: RunEntry, ranking: RankingRecord,
+                    wanted: Wanted) -> list[KernelData]:
+    """The report of a ranked kernel's launch, named by its name and launch shape and timed
+    by every launch the first pass saw; a report of another kernel (the program launched
+    differently in the second pass) keeps its own name and no samples."""
+    assert entry.ranked is not None and entry.report is not None
+    process = ranking.process(entry.ranked.process)
+    ranked = process.kernel(entry.ranked.rank) if process is not None else None
+    assert process is not None and ranked is not None  # load_run checked the reference
+    kernels = _report_kernels(entry.report, name=None, size=None, wanted=wanted)
+    own = [k for k in kernels if k.profile is not None and profiled_as_ranked(
+        k.profile.mangled_name, k.profile.demangled_name, _dims(k, "launch__grid_dim_"),
+        _dims(k, "launch__block_dim_"), ranked)]
+    if len(own) != 1:
+        held = ", ".join(_launch_text(k) for k in kernels) or "no kernel"
+        print(f"ncuh: warning: {entry.report}: holds {held}, not the ranked launch "
+              f"{kernel_key(ranked)} (compared under its own name)", file=sys.stderr)
+        return kernels
+    name = kernel_key(ranked, process.key if ranking.several else None)
+    samples = tuple(ns / 1e6 for ns in ranked.durations_ns)
+    return [_with_samples(_renamed(k, name), samples, "launches") if k is own[0] else k
+            for k in kernels]
+
+
+def _launch_text(kernel: KernelData) -> str:
+    """`name <<<grid, block>>>` where the report says its launch's shape, else the name."""
+    grid, block = _dims(kernel, "launch__grid_dim_"), _dims(kernel, "launch__block_dim_")
+    name = (kernel.profile.demangled_name if kernel.profile is not None else None) \
+        or kernel.function or "?"
+    if grid is None or block is None:
+        return name
+    return f"{name} <<<{shape_text(grid)}, {shape_text(block)}>>>"
+
+
+def _dims(kernel: KernelData, prefix: str) -> tuple[int, ...] | None:
+    """A launch's grid or block (`prefix` x, y, z) where the report says all three."""
+    values = [kernel.metric(f"{prefix}{axis}") for axis in "xyz"]
+    return tuple(int(v) for v in values if v is not None) if None not in values else None
+
+
+def _program_times(ranking: RankingRecord | None) -> list[KernelData]:
+    """Each process's total GPU time over the ranked launches, as a kernel of its own that
+    diff and history judge like any other (one sample per side)."""
+    if ranking is None:
+        return []
+    return [KernelData(key=KernelKey(program_key(p.key if ranking.several else None)),
+                       function=None, source="the first pass's launches",
+                       metrics={NCU_DURATION: p.total_ns},
+                       units={NCU_DURATION: "ns"})
+            for p in ranking.processes]
 
 
 BenchSamples = dict[tuple[str, Size | None], tuple[float, ...]]
@@ -256,8 +342,9 @@ def _renamed(kernel: KernelData, name: str) -> KernelData:
     return KernelData(**{**kernel.__dict__, "key": KernelKey(name, kernel.key.size)})
 
 
-def _with_samples(kernel: KernelData, samples: tuple[float, ...]) -> KernelData:
-    return KernelData(**{**kernel.__dict__, "samples_ms": samples})
+def _with_samples(kernel: KernelData, samples: tuple[float, ...],
+                  source: str = "bench") -> KernelData:
+    return KernelData(**{**kernel.__dict__, "samples_ms": samples, "samples_source": source})
 
 
 def _number(kernels: list[KernelData]) -> tuple[KernelData, ...]:

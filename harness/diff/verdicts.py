@@ -1,10 +1,11 @@
 """Per-kernel, per-metric verdicts: SLOWER, FASTER, SAME or UNSURE.
 
-Timing comes from the bench samples when both sides have them (several samples, judged by
-`stats`), else from ncu's gpu__time_duration.sum (one sample per side, noise floor). Counters
-are deterministic for a given kernel, so they are held to tight thresholds with no statistics;
-for counters SLOWER means "moved the bad way" and FASTER "moved the good way" (shown to people
-as WORSE and BETTER, see `MetricVerdict.word`).
+Timing comes from the samples when both sides have them (bench's event timings, or for a
+program's ranked kernel the durations of its launches in the first pass; several samples,
+judged by `stats`), else from ncu's gpu__time_duration.sum (one sample per side, noise floor).
+Counters are deterministic for a given kernel, so they are held to tight thresholds with no
+statistics; for counters SLOWER means "moved the bad way" and FASTER "moved the good way"
+(shown to people as WORSE and BETTER, see `MetricVerdict.word`).
 
 The kernel's verdict: SLOWER when its timing is SLOWER, or when a counter got worse while the
 timing did not get FASTER (a counter that worsened in a change that made the kernel measurably
@@ -39,7 +40,9 @@ class MetricVerdict:
     unit: str
     threshold_pct: float
     change_pct: float | None = None
-    source: str = ""  # "bench" | "ncu" for timing, metric name(s) for counters
+    # "bench" | "launches" (a program's first pass) | "ncu" for timing, metric name(s) for
+    # counters
+    source: str = ""
     timing: TimingComparison | None = None
     note: str = ""
 
@@ -99,7 +102,8 @@ def kernel_verdict(metrics: list[MetricVerdict]) -> Verdict:
 def _judge_time(rule: MetricRule, base: KernelData, cur: KernelData,
                 thresholds: Thresholds) -> MetricVerdict | None:
     if base.samples_ms and cur.samples_ms:
-        samples_b, samples_c, unit, source = base.samples_ms, cur.samples_ms, "ms", "bench"
+        samples_b, samples_c, unit = base.samples_ms, cur.samples_ms, "ms"
+        source = cur.samples_source
     else:
         b, c = base.metric(NCU_DURATION), cur.metric(NCU_DURATION)
         if b is None and c is None:

@@ -1,4 +1,5 @@
-"""The index page's plots, as PNG bytes: GFLOP/s per iteration, stalls, roofline, occupancy.
+"""The index page's plots, as PNG bytes: GFLOP/s per iteration, stalls, roofline, occupancy,
+and a program's GPU time per kernel.
 
 Figures are built on the Agg canvas directly (no pyplot state, nothing left open), small and
 at a modest DPI, under matplotlib's default settings (a user's matplotlibrc does not restyle
@@ -213,7 +214,7 @@ def _throughput_chart(name: str, unit: str, labels: Sequence[str],
 
 @_kept
 def stall_chart(labels: Sequence[str], stalls: Sequence[dict[str, float]],
-                top: int = 7) -> Plot:
+                top: int = 7, per: str = "iteration") -> Plot:
     """Each iteration's stall cycles per issued instruction split by reason, stacked as shares
     of its total (the total is printed on the bar).
 
@@ -246,10 +247,10 @@ def stall_chart(labels: Sequence[str], stalls: Sequence[dict[str, float]],
         ax.text(x, 101, f"{total:.3g}", ha="center", va="bottom", fontsize=6)
     ax.set_ylim(0, 110)
     ax.set_ylabel("% of stall cycles (total on top)")
-    ax.set_title("Warp stall reasons per iteration", fontsize=10)
+    ax.set_title(f"Warp stall reasons per {per}", fontsize=10)
     _legend(ax, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     rotated = _ticks(ax, labels)
-    return Plot("stalls", "Warp stall reasons per iteration (stacked)", _png(fig, True, rotated))
+    return Plot("stalls", f"Warp stall reasons per {per} (stacked)", _png(fig, True, rotated))
 
 
 @_kept
@@ -287,7 +288,8 @@ def roofline_chart(labels: Sequence[str], points: Sequence[Roofline]) -> Plot:
 
 @_kept
 def occupancy_chart(labels: Sequence[str], theoretical: Sequence[float | None],
-                    achieved: Sequence[float | None], limiters: Sequence[str]) -> Plot:
+                    achieved: Sequence[float | None], limiters: Sequence[str],
+                    per: str = "iteration") -> Plot:
     """Theoretical and achieved occupancy per iteration, each bar labelled with its limiter."""
     fig, ax = _figure()
     xs = range(len(labels))
@@ -303,7 +305,7 @@ def occupancy_chart(labels: Sequence[str], theoretical: Sequence[float | None],
                         fontsize=6, rotation=90, color="white")
     ax.set_ylim(0, 115)
     ax.set_ylabel("occupancy (% of warp slots)")
-    ax.set_title("Occupancy and its limiter per iteration", fontsize=10)
+    ax.set_title(f"Occupancy and its limiter per {per}", fontsize=10)
     _legend(ax, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     rotated = _ticks(ax, labels)
     return Plot("occupancy", "Occupancy (theoretical, achieved) and its limiter",
@@ -312,7 +314,7 @@ def occupancy_chart(labels: Sequence[str], theoretical: Sequence[float | None],
 
 @_kept
 def instruction_mix_chart(labels: Sequence[str], mixes: Sequence[dict[str, float]],
-                          top: int = 8) -> Plot:
+                          top: int = 8, per: str = "iteration") -> Plot:
     """Each iteration's executed instructions by class (FP32, integer, global load, ...),
     stacked as shares of all its executed instructions."""
     totals: dict[str, float] = {}
@@ -332,16 +334,16 @@ def instruction_mix_chart(labels: Sequence[str], mixes: Sequence[dict[str, float
         ax.bar(positions, other, bottom=bottom, label="other", color="#cccccc")
     ax.set_ylim(0, 105)
     ax.set_ylabel("% of executed instructions")
-    ax.set_title("Instruction mix per iteration", fontsize=10)
+    ax.set_title(f"Instruction mix per {per}", fontsize=10)
     _legend(ax, fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     rotated = _ticks(ax, labels)
-    return Plot("instruction_mix", "Executed instructions by class per iteration (stacked)",
+    return Plot("instruction_mix", f"Executed instructions by class per {per} (stacked)",
                 _png(fig, True, rotated))
 
 
 @_kept
 def bound_unit_chart(labels: Sequence[str], units: Sequence[str],
-                     pct: Sequence[float | None]) -> Plot:
+                     pct: Sequence[float | None], per: str = "iteration") -> Plot:
     """Each iteration's binding unit at its % of peak (the unit named on the bar)."""
     fig, ax = _figure()
     names = sorted(set(units))
@@ -354,7 +356,28 @@ def bound_unit_chart(labels: Sequence[str], units: Sequence[str],
                     ha="center", va="bottom", fontsize=6)
     ax.set_ylim(0, 115)
     ax.set_ylabel("% of peak")
-    ax.set_title("The binding unit's throughput per iteration", fontsize=10)
+    ax.set_title(f"The binding unit's throughput per {per}", fontsize=10)
     rotated = _ticks(ax, labels)
-    return Plot("bound_unit", "The binding unit's throughput per iteration (% of peak)",
+    return Plot("bound_unit", f"The binding unit's throughput per {per} (% of peak)",
+                _png(fig, rotated=rotated))
+
+
+@_kept
+def gpu_time_chart(labels: Sequence[str], shares: Sequence[float],
+                   cumulative: Sequence[float]) -> Plot:
+    """A program's kernels by their share of its GPU time (bars, most first), and the share
+    they cover together down the ranking (a line)."""
+    fig, ax = _figure()
+    bars = ax.bar(range(len(labels)), list(shares), color=_PALETTE[0], label="share")
+    for bar, value in zip(bars, shares, strict=True):
+        ax.annotate(f"{value:.1f}%", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center", va="bottom", fontsize=7)
+    ax.plot(range(len(labels)), list(cumulative), color=_PALETTE[3], marker="o",
+            label="cumulative")
+    ax.set_ylim(0, 105)
+    ax.set_ylabel("% of GPU time")
+    ax.legend(fontsize=8, loc="center right")
+    ax.set_title("Share of the program's GPU time per kernel", fontsize=10)
+    rotated = _ticks(ax, labels)
+    return Plot("gpu_time", "Share of the program's GPU time per kernel (first pass)",
                 _png(fig, rotated=rotated))

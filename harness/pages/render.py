@@ -262,6 +262,13 @@ def render_index(writeup: Writeup, plots: list[Plot], fmt: Literal["md", "html"]
                            style=_style() if fmt == "html" else "")
 
 
+def render_template(name: str, fmt: Literal["md", "html"], **context: object) -> str:
+    """Template `<name>.<fmt>.j2` with `context` (and the style sheet for HTML), in the
+    pages' own environment: their filters, escaping and printable text."""
+    template = _environment(fmt == "html").get_template(f"{name}.{fmt}.j2")
+    return template.render(**context, style=_style() if fmt == "html" else "")
+
+
 def _style() -> str:
     return (_template_dir() / "style.css").read_text(encoding="utf-8")
 

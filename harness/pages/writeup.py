@@ -38,6 +38,7 @@ from harness.findings import (
     run_rules,
 )
 from harness.pages.gpu_comparison import GpuComparison, compare_gpus
+from harness.pages.program_share import ProgramShare
 from harness.pages.side_by_side import Change, KeyValue, key_values, since_previous
 from harness.pages.tldr import Measured, tldr
 from harness.project import Project, Size, size_text
@@ -196,6 +197,8 @@ class KernelPage:
     pct_of_reference: float | None = None
     limiter: str = ""
     label: str = ""  # short name on plot axes, e.g. "4. register_tiled"
+    # a program's ranked kernel (`ncuh profile --top`): its share of the program's GPU time
+    program: ProgramShare | None = None
 
 
 @dataclass
@@ -878,6 +881,14 @@ def _slugs(items: list[_Item]) -> dict[int, str]:
         seen.add(slug)
         slugs[id(item)] = slug
     return slugs
+
+
+def kernel_page(report: Path, profile: KernelReport, run: Run, entry: RunEntry,
+                name: str) -> KernelPage:
+    """The page of one kernel of a run's entry with every finding a chain page has, written
+    to `<name>.md` (made safe for a file name)."""
+    item = _Item(report_path=report, profile=profile, entry=entry, run=run)
+    return _page(item, {id(item): _slug(name)})
 
 
 def index_pages(writeup: Writeup) -> list[KernelPage]:

@@ -1,23 +1,34 @@
 """The profile stage: ncu command lines, child processes, run directories, shards and merges.
 
 `planning`, `plan_cache`, `ncu_command`, `section_overlay` and `ncu_errors` build and judge ncu
-runs; `run`, `entry`, `processes`, `schedule`, `head_start`, `gpus` and `past_runs` run them on
-one GPU or several; `phases`, `post`, `worker`, `manifest` and `progress` time, post-process and
-record them; `slurm` and `merge` spread them over a cluster and join the shards.
+runs; `two_pass`, `launches`, `nvtx_spans` and `ranking` time every launch of a program, rank
+its kernels and choose the launches `--top` profiles; `run`, `entry`, `processes`, `schedule`,
+`head_start`, `gpus` and `past_runs` run them on one GPU or several; `phases`, `post`,
+`worker`, `manifest` and `progress` time, post-process and record them; `slurm` and `merge`
+spread them over a cluster and join the shards.
 """
 
 from __future__ import annotations
 
 from harness import lazy_names
-from harness.profile.ncu_command import CLOCK_CONTROLS, DEFAULT_SET, SETS, KernelFilter, NcuSettings
+from harness.profile.ncu_command import (
+    CLOCK_CONTROLS,
+    DEFAULT_SET,
+    GRAPH_PROFILING,
+    SETS,
+    KernelFilter,
+    NcuSettings,
+)
 from harness.profile.planning import Plan, ProfileRequest, Target, plan, run_id_for
 from harness.profile.progress import ProgressDisplay
+from harness.profile.ranking import ranking_table
 from harness.profile.run import run_profile, with_section_overlay
 
 __all__ = [
-    "CLOCK_CONTROLS", "DEFAULT_SET", "SETS", "WORKER_RESULT_PREFIX", "KernelFilter", "NcuSettings",
-    "Plan", "ProfileRequest", "ProgressDisplay", "Target", "merge_runs", "plan", "run_id_for",
-    "run_profile", "submit", "wait_for_go", "with_section_overlay",
+    "CLOCK_CONTROLS", "DEFAULT_SET", "GRAPH_PROFILING", "SETS", "WORKER_RESULT_PREFIX",
+    "KernelFilter", "NcuSettings", "Plan", "ProfileRequest", "ProgressDisplay", "Target",
+    "merge_runs", "plan", "ranking_table", "run_id_for", "run_profile", "submit", "wait_for_go",
+    "with_section_overlay",
 ]
 
 # names of modules that import pydantic or run as programs (python -m): imported on first use

@@ -55,6 +55,8 @@ class EntryResult:
 
     def manifest(self) -> dict[str, Any]:
         target = self.target
+        ranked = ({"ranked": {"process": target.ranked[0], "rank": target.ranked[1]}}
+                  if target.ranked is not None else {})
         return {
             "label": target.label,
             "variant": target.variant,
@@ -72,6 +74,7 @@ class EntryResult:
                              else None),
             "start_s": round(self.start_s, 3) if self.start_s is not None else None,
             "phases": self.phases,
+            **ranked,
         }
 
 

@@ -25,9 +25,10 @@ def build_manifest(
     plan_: Plan, entries: Sequence[EntryResult], *, environment: dict[str, Any], ncu: Path,
     run_dir: Path, started_at: str, finished_at: str, metrics: dict[str, Any] | None,
     bench: bool, commit: str | None, timings: dict[str, float] | None = None,
-    head_start: bool = False,
+    head_start: bool = False, ranking: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     request = plan_.request
+    ranked = {"ranking": ranking} if ranking is not None else {}
     return {
         "schema": RUN_SCHEMA,
         "ncuh_version": __version__,
@@ -57,6 +58,8 @@ def build_manifest(
         "project": (plan_.project.manifest([plan_.project.size(size) for size in dict.fromkeys(
                         t.size for t in plan_.targets if t.size)])
                     if plan_.project is not None else None),
+        # --top: the first pass's ranking of the program's kernels (harness.profile.two_pass)
+        **ranked,
     }
 
 

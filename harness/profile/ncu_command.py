@@ -59,6 +59,7 @@ PAGES_METRICS: tuple[str, ...] = (
     "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum",
 )
 CLOCK_CONTROLS: tuple[str, ...] = ("base", "none")
+GRAPH_PROFILING: tuple[str, ...] = ("node", "graph")  # ncu's --graph-profiling
 CaptureMode = Literal["nvtx", "kernel"]
 
 
@@ -147,13 +148,24 @@ class KernelFilter:
     launch_skip: int | None = None
     launch_count: int | None = None
     nvtx_include: tuple[str, ...] = field(default_factory=tuple)
+    nvtx: bool = False  # record each launch's NVTX ranges (ncu --nvtx) without filtering by them
+    # what -k matches: ncu's "function" (its default), "demangled" or "mangled"
+    kernel_name_base: str | None = None
+    devices: tuple[int, ...] = ()  # only launches on these devices (ncu's IDs)
+    graph_profiling: str | None = None  # CUDA graphs: "node" (each kernel) or "graph"
 
     def args(self) -> list[str]:
         argv: list[str] = []
-        if self.nvtx_include:
+        if self.graph_profiling is not None:
+            argv += ["--graph-profiling", self.graph_profiling]
+        if self.devices:
+            argv += ["--devices", ",".join(str(device) for device in self.devices)]
+        if self.nvtx_include or self.nvtx:
             argv.append("--nvtx")
             for expression in self.nvtx_include:
                 argv += ["--nvtx-include", expression]
+        if self.kernel_name_base is not None:
+            argv += ["--kernel-name-base", self.kernel_name_base]
         if self.kernel is not None:
             argv += ["-k", self.kernel]
         if self.launch_skip is not None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import NcuhError
+from harness.profile.launches import DURATION
 from harness.profile.ncu_command import (
     CaptureMode,
     KernelFilter,
@@ -23,6 +24,7 @@ from harness.profile.ncu_command import (
     runner_program,
     variant_filter,
 )
+from harness.profile.nvtx_spans import spans_of
 
 if TYPE_CHECKING:
     from harness.project import Project, Size
@@ -31,6 +33,12 @@ if TYPE_CHECKING:
 SizeWords = str | tuple[int, ...]
 
 PROGRAM_LABEL = "program"
+FIRST_PASS_LABEL = "ranking"  # the first pass of --top: ranking.ncu-rep, logs/ranking.log
+# Launchers that start one process per GPU. ncu serializes the launches of every process it
+# profiles, so a collective (NCCL) kernel would wait forever for its peers: the first pass of
+# such a program leaves them out, unless the user's -k says otherwise.
+MULTI_PROCESS_LAUNCHERS = re.compile(r"^(torchrun|mpirun|mpiexec|srun|deepspeed|accelerate)$")
+NO_COLLECTIVES = "regex:^(?!nccl)"
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,9 @@ class ProfileRequest:
     # costs a short profile several percent; `ncuh export RUN` writes the same file later.
     metrics_csv: bool = False
     run_id: str | None = None  # the run directory's name; default: time and what was profiled
+    # A program's N kernels with the most GPU time, each profiled at one launch
+    # (`harness.profile.two_pass`); None: the program's launches as its filter says.
+    top: int | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +79,8 @@ class Target:
     params: dict[str, Any]
     program: tuple[str, ...]
     kernel_filter: KernelFilter
+    # The ranked kernel this target profiles (--top): its process's key and its rank.
+    ranked: tuple[str, int] | None = None
 
     @property
     def report_name(self) -> str:
@@ -86,9 +99,46 @@ class Plan:
     # The project the targets come from (None for a user's program): loaded and checked once,
     # then read again by the manifest and --bench instead of being looked up anew.
     project: Project | None = None
+    # --top: the pass that times every launch; the targets come from its ranking.
+    first_pass: Target | None = None
 
     def command_lines(self, ncu: Path | str, run_dir: Path) -> list[list[str]]:
-        return [t.argv(ncu, self.request.settings, run_dir) for t in self.targets]
+        first = ([self.first_pass.argv(ncu, first_pass_settings(self.request.settings),
+                                       run_dir)] if self.first_pass is not None else [])
+        return first + [t.argv(ncu, self.request.settings, run_dir) for t in self.targets]
+
+
+def first_pass_settings(settings: NcuSettings) -> NcuSettings:
+    """What the first pass collects: each launch's duration and nothing else (one pass, no
+    replay), at the run's clock control; caches are not flushed, so that each kernel meets
+    the caches the program leaves it, as when it runs alone."""
+    return NcuSettings(set=None, metrics=(DURATION,), clock_control=settings.clock_control,
+                       cache_control="none", replay_mode="kernel")
+
+
+def first_pass_filter(request: ProfileRequest) -> KernelFilter:
+    """The user's filters for the first pass. --launch-skip is not ncu's there: every launch
+    is timed, so that the second pass can count to a kernel's launch, and the ranking skips
+    them itself; --launch-count ends the pass after the ranked window. Plain push/pop NVTX
+    ranges are ncuh's to span over every thread (`nvtx_spans`): the pass records every
+    launch's ranges instead of leaving launches out."""
+    given = request.program_filter
+    spans = spans_of(given.nvtx_include)
+    count = (given.launch_count + (given.launch_skip or 0)
+             if given.launch_count is not None and not spans else None)
+    kernel = given.kernel
+    if kernel is None and _multi_process(request.program):
+        kernel = NO_COLLECTIVES
+    return KernelFilter(kernel=kernel, launch_count=count,
+                        nvtx_include=() if spans else given.nvtx_include, nvtx=bool(spans),
+                        kernel_name_base=given.kernel_name_base, devices=given.devices,
+                        graph_profiling=given.graph_profiling or "node")
+
+
+def _multi_process(program: Sequence[str]) -> bool:
+    words = [Path(word).name for word in program[:3]]
+    return any(MULTI_PROCESS_LAUNCHERS.match(word) for word in words) or (
+        "torch.distributed.run" in program[:4])
 
 
 def size_of(project: Project, size: SizeWords) -> Size:
@@ -100,12 +150,19 @@ def plan(request: ProfileRequest, *, capture: CaptureMode = "nvtx") -> Plan:
     if request.program:
         if request.variants or request.all_variants:
             raise NcuhError("give either --variant/--all or a program after --, not both")
+        if request.top is not None:  # the targets come from the first pass's ranking
+            first = Target(label=FIRST_PASS_LABEL, variant=None, size=None, params={},
+                           program=tuple(request.program),
+                           kernel_filter=first_pass_filter(request))
+            return Plan(request, (), capture, first_pass=first)
         target = Target(
             label=PROGRAM_LABEL, variant=None, size=None, params={},
             program=tuple(request.program), kernel_filter=request.program_filter,
         )
         return Plan(request, (target,), capture)
 
+    if request.top is not None:
+        raise NcuhError("--top ranks the kernels of a program: give one after --")
     from harness.project import open_project  # pydantic: after ncu's start on a kept plan
 
     project = open_project(request.project)

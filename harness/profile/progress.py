@@ -165,6 +165,12 @@ class ProgressDisplay:
             else:
                 self._print(line)
 
+    def count_anew(self) -> None:
+        """Count the targets that follow from none done (after `--top`'s first pass); the
+        seconds seen so far still inform the ETA."""
+        with self._lock:
+            self.done = 0
+
     def close(self) -> None:
         with self._lock:
             if self.live:

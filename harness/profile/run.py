@@ -81,6 +81,7 @@ from harness.profile.schedule import (
     plan_slots,
     run_queue,
 )
+from harness.profile.two_pass import FirstPass, run_first_pass, top_targets
 from harness.rundir import BENCH, MANIFEST
 from harness.util import atomic_directory, atomic_write_text
 
@@ -104,6 +105,8 @@ class ProfileOutcome:
     entries: list[EntryResult]
     metrics_error: str | None = None  # metrics.csv could not be made (the reports are there)
     overlay_note: str | None = None  # why `pages` ran on ncu's stock sections, when it did
+    first_pass: FirstPass | None = None  # --top: the ranking the entries were chosen from
+    notes: tuple[str, ...] = ()  # what the caller should tell the user
 
     @property
     def failures(self) -> list[EntryResult]:
@@ -274,6 +277,33 @@ def _prepare(request: ProfileRequest, checked: Plan | None) -> _Start:
     return _Start(request, plan_, check, ncu, slots, head_start, run_id, final_dir)
 
 
+def _ranked(start: _Start, first: FirstPass) -> tuple[_Start, tuple[str, ...]]:
+    """The run after its first pass: one target per top kernel. A program of several
+    processes needs every GPU it runs on, so its targets are not pinned to one each."""
+    plan_ = dataclasses.replace(start.plan, targets=top_targets(first.ranking, start.request))
+    processes = len(first.ranking.processes)
+    if processes == 1 or start.slots == DEFAULT_SLOTS:
+        return dataclasses.replace(start, plan=plan_), ()
+    note = (f"the program ran {processes} processes, which need their GPUs: its kernels are "
+            "profiled one at a time (--gpus spreads a one-process program's kernels)")
+    return dataclasses.replace(start, plan=plan_, slots=DEFAULT_SLOTS), (note,)
+
+
+def _first_pass(start: _Start, tmp: Path, runner: Runner, post: PostProcessing,
+                progress: ProgressDisplay | None) -> tuple[_Start, FirstPass | None,
+                                                           tuple[str, ...]]:
+    """--top: time and rank every launch first (the environment probe starts beside it)."""
+    if start.plan.first_pass is None:
+        return start, None, ()
+    try:
+        first = run_first_pass(start.plan, start.ncu, tmp, runner, post.start, progress)
+    except BaseException:
+        post.kill()
+        raise
+    ranked, notes = _ranked(start, first)
+    return ranked, first, notes
+
+
 def _runners(runner: Runner | None, spawner: Spawner | None) -> tuple[Runner, Spawner]:
     """The defaults, looked up now (tests patch them); a caller's runner also starts the
     post-processing jobs, on threads, unless a spawner is given."""
@@ -442,6 +472,7 @@ def _run_profile(request: ProfileRequest, checked: Plan | None, hooks: _Hooks,
         # Nothing starts before the first ncu: the environment probe starts beside it; each
         # report's export starts beside its ncu and goes once its ncu is done.
         post = PostProcessing(tmp, start.ncu, spawner, metrics_csv=request.metrics_csv)
+        start, first, notes = _first_pass(start, tmp, runner, post, hooks.progress)
         # The next target of a slot starts while the current one is profiled, its runner
         # waiting at gates; only for ncuh's runner and real child processes.
         head_starts = (HeadStarts() if start.head_start and runner is processes.run_command
@@ -458,11 +489,13 @@ def _run_profile(request: ProfileRequest, checked: Plan | None, hooks: _Hooks,
             metrics=result.metrics, bench=bench, commit=result.git_commit,
             timings=run_timings(entries, result, clock, ncu_done),
             head_start=head_starts is not None,
+            ranking=first.manifest(start.ncu, start.final_dir) if first is not None else None,
         )
         atomic_write_text(tmp / MANIFEST, json.dumps(manifest, indent=2, default=str) + "\n")
     return ProfileOutcome(run_id=start.run_id, run_dir=start.final_dir, entries=list(entries),
                           metrics_error=result.metrics.get("error"),
-                          overlay_note=request.settings.overlay_note)
+                          overlay_note=request.settings.overlay_note, first_pass=first,
+                          notes=notes)
 
 
 def run_profile(

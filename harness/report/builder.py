@@ -492,6 +492,7 @@ def build_kernel_report(kernel: KernelRef) -> KernelReport:
         kernel_id=kernel.kernel_id,
         name=kernel.name,
         demangled_name=kernel.demangled_name,
+        mangled_name=kernel.mangled_name,
         device=m.text("device__attribute_display_name"),
         compute_capability=_compute_capability(m),
         speed_of_light=_speed_of_light(m),
@@ -577,7 +578,7 @@ def summarize_kernel(kernel: KernelRef, wanted: Callable[[str], bool]) -> Kernel
     opcodes = m.instances("sass__inst_executed_per_opcode_with_modifier_all") or {}
     return KernelReport(
         kernel_id=kernel.kernel_id, name=kernel.name, demangled_name=kernel.demangled_name,
-        device=m.text("device__attribute_display_name"),
+        mangled_name=kernel.mangled_name, device=m.text("device__attribute_display_name"),
         compute_capability=_compute_capability(m), coalescing=_coalescing(m, opcodes),
         rules=read_rules(kernel.action),
         metrics=read_metrics(kernel, wanted, instances=False))

@@ -637,6 +637,7 @@ class KernelReport:
     # metrics by name: of a whole profile, those the pages read (`page_metrics.PAGE_METRICS`);
     # of a summary (`builder.summarize_kernel`), the aggregate of each metric its reader wants
     metrics: Mapping[str, Metric] = field(default_factory=dict, repr=False)
+    mangled_name: str = ""  # the name `ncu --kernel-name-base mangled -k` matches exactly
 
     def metric(self, name: str) -> Number:
         """A plain numeric metric in base units; None when absent, instanced or a string (a

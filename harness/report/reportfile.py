@@ -55,6 +55,11 @@ class KernelRef:
         ncu_report = import_ncu_report()
         return str(self.action.name(ncu_report.IAction.NameBase_DEMANGLED))
 
+    @property
+    def mangled_name(self) -> str:
+        ncu_report = import_ncu_report()
+        return str(self.action.name(ncu_report.IAction.NameBase_MANGLED))
+
 
 @dataclass
 class LoadedReport:

@@ -1,7 +1,8 @@
 """The run directory: what `ncuh profile` leaves behind, and how later stages read it.
 
-`runs/<id>/` holds `manifest.json` (schema "ncuh.run/1": environment, ncu settings and command
-lines, one entry per report, timings), one `<label>.ncu-rep` per entry, and optionally
+`runs/<id>/` holds `manifest.json` (schema "ncuh.run/2": environment, ncu settings and command
+lines, one entry per report, timings, and a program's `ranking` with `--top`; "ncuh.run/1",
+the same without a ranking, is still read), one `<label>.ncu-rep` per entry, and optionally
 `metrics.csv` (`--metrics-csv`) and `bench.json` (`--bench`). A directory ending in
 `.incomplete` was interrupted and is never read. `Manifest` and `BenchFile` (pydantic) are the
 one reader of both files: a wrong shape is one line naming the file and the field; fields a newer
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, FiniteFloat, PositiveInt, field_validator
+from pydantic import Field, FiniteFloat, PositiveInt, field_validator
 
 from harness.errors import ReportError
 from harness.rundir.names import BENCH as BENCH
@@ -24,18 +25,15 @@ from harness.rundir.names import BENCH_SCHEMA as BENCH_SCHEMA
 from harness.rundir.names import MANIFEST as MANIFEST
 from harness.rundir.names import METRICS as METRICS
 from harness.rundir.names import RUN_SCHEMA as RUN_SCHEMA
+from harness.rundir.names import RUN_SCHEMAS
 from harness.rundir.names import is_run_directory as is_run_directory
+from harness.rundir.ranking import RankedRef, RankingRecord
+from harness.rundir.schema import Record as _Record
 from harness.rundir.schema import validate
 from harness.util import load_json, read_text
 
 Size = Annotated[tuple[PositiveInt, ...], Field(min_length=1)]
 Milliseconds = Annotated[FiniteFloat, Field(ge=0)]
-
-
-class _Record(BaseModel):
-    """JSON records: strict types (a string is not a number), unknown fields kept."""
-
-    model_config = ConfigDict(extra="allow", frozen=True, strict=True, populate_by_name=True)
 
 
 # --- manifest.json ---------------------------------------------------------------------------
@@ -52,6 +50,7 @@ class ManifestEntry(_Record):
     kernel_name: str | None = None
     rel_error: float | None = None
     seconds: float | None = None
+    ranked: RankedRef | None = None  # the ranked kernel it profiled (--top)
 
     @field_validator("report")
     @classmethod
@@ -116,9 +115,9 @@ class ProjectRecord(_Record):
 
 
 class Manifest(_Record):
-    """manifest.json, schema ncuh.run/1 (see the module docstring)."""
+    """manifest.json, schema ncuh.run/2 or /1 (see the module docstring)."""
 
-    schema_: Literal["ncuh.run/1"] = Field(alias="schema")
+    schema_: Literal["ncuh.run/1", "ncuh.run/2"] = Field(alias="schema")
     ncuh_version: str | None = None
     git_commit: str | None = None
     environment: dict[str, Any] = Field(default_factory=dict)
@@ -130,6 +129,7 @@ class Manifest(_Record):
     bench: str | None = None
     timings: dict[str, float] | None = None
     project: ProjectRecord | None = None
+    ranking: RankingRecord | None = None  # a program's first pass (--top)
 
     @classmethod
     def from_json(cls, text: str, source: str) -> Manifest:
@@ -208,6 +208,7 @@ class RunEntry:
     # the kernel the entry's variant launches, as the manifest names it (the runner's record,
     # else the recorded chain's); None where it does not say
     kernel_name: str | None = None
+    ranked: RankedRef | None = None  # the ranked kernel of a program it profiled (--top)
 
     @property
     def ok(self) -> bool:
@@ -276,15 +277,28 @@ def load_run(path: Path | str) -> Run:
         raise ReportError(f"{path}: not a run directory (no {MANIFEST})")
     text = read_text(path / MANIFEST, "manifest")
     raw = _parse_json(text, path / MANIFEST)
-    if raw.get("schema") != RUN_SCHEMA:
+    if raw.get("schema") not in RUN_SCHEMAS:
         raise ReportError(f"{path / MANIFEST}: unknown schema {raw.get('schema')!r} "
-                          f"(expected {RUN_SCHEMA})")
+                          f"(expected {' or '.join(RUN_SCHEMAS)})")
     record = Manifest.from_json(text, str(path / MANIFEST))
+    _check_ranked(record, path / MANIFEST)
     chain = record.project.chain if record.project is not None else None
     kernels = {variant.name: variant.kernel_name for variant in chain or ()}
     entries = tuple(_entry(path, item, index, kernels)
                     for index, item in enumerate(record.entries))
     return Run(path=path, manifest=raw, entries=entries, record=record)
+
+
+def _check_ranked(record: Manifest, where: Path) -> None:
+    """Every entry's ranked kernel is one the ranking holds."""
+    for index, entry in enumerate(record.entries):
+        ref = entry.ranked
+        if ref is None:
+            continue
+        process = record.ranking.process(ref.process) if record.ranking is not None else None
+        if process is None or process.kernel(ref.rank) is None:
+            raise ReportError(f"{where}: entries[{index}].ranked: no kernel of rank {ref.rank} "
+                              f"in process {ref.process!r} of the ranking")
 
 
 def run_inputs(path: Path | str) -> list[Path]:
@@ -309,6 +323,7 @@ def _entry(run_path: Path, raw: ManifestEntry, index: int,
         status=raw.status,
         error=raw.error,
         kernel_name=raw.kernel_name or kernels.get(raw.variant or ""),
+        ranked=raw.ranked,
     )
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 MANIFEST = "manifest.json"
 BENCH = "bench.json"
 METRICS = "metrics.csv"
-RUN_SCHEMA = "ncuh.run/1"
+RUN_SCHEMA = "ncuh.run/2"  # what `ncuh profile` writes: /1 and a program's `ranking` (--top)
+RUN_SCHEMAS = ("ncuh.run/1", RUN_SCHEMA)  # what the readers take
 BENCH_SCHEMA = "ncuh.bench/1"
 
 

@@ -9,11 +9,17 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from harness.errors import NcuhError
 
 Model = TypeVar("Model", bound=BaseModel)
+
+
+class Record(BaseModel):
+    """JSON records: strict types (a string is not a number), unknown fields kept."""
+
+    model_config = ConfigDict(extra="allow", frozen=True, strict=True, populate_by_name=True)
 
 
 def field_path(location: tuple[int | str, ...]) -> str:
