@@ -40,7 +40,8 @@ PAGES_ARGS = [
     "--section", "WorkloadDistribution",
     "--metrics", "sass__inst_executed_per_opcode,sass__inst_executed_per_opcode_with_modifier_all,"
     "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum,"
-    "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum",
+    "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum,"
+    "lts__t_sectors_srcunit_tex_op_read.sum,dram__sectors_read.sum",
 ]
 PAGES_METRICS_ARG = PAGES_ARGS[-1]
 

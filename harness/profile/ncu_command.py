@@ -57,6 +57,10 @@ PAGES_METRICS: tuple[str, ...] = (
     # `full` collects; no pass more on an H100 (23 either way, async_copy and register_tiled)
     "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_access.sum",
     "sm__sass_l1tex_t_sectors_pipe_lsu_mem_global_op_ldgsts_cache_bypass.sum",
+    # sectors L1 read from L2 and L2 from DRAM: how often a tile is read again (the fix ideas
+    # that move fewer bytes), which only the memory tables of `full` collect
+    "lts__t_sectors_srcunit_tex_op_read.sum",
+    "dram__sectors_read.sum",
 )
 CLOCK_CONTROLS: tuple[str, ...] = ("base", "none")
 GRAPH_PROFILING: tuple[str, ...] = ("node", "graph")  # ncu's --graph-profiling
