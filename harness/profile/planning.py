@@ -111,9 +111,10 @@ class Plan:
 def first_pass_settings(settings: NcuSettings) -> NcuSettings:
     """What the first pass collects: each launch's duration and nothing else (one pass, no
     replay), at the run's clock control; caches are not flushed, so that each kernel meets
-    the caches the program leaves it, as when it runs alone."""
+    the caches the program leaves it, as when it runs alone. No source is imported: the
+    ranking shows none, and a program's first pass holds every launch."""
     return NcuSettings(set=None, metrics=(DURATION,), clock_control=settings.clock_control,
-                       cache_control="none", replay_mode="kernel")
+                       cache_control="none", replay_mode="kernel", import_source=False)
 
 
 def first_pass_filter(request: ProfileRequest) -> KernelFilter:
