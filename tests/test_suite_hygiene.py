@@ -122,7 +122,7 @@ def _fixture_files() -> list[Path]:
 def test_the_fixtures_stay_small_and_every_report_is_packed() -> None:
     files = _fixture_files()
     # the zoo (one report a kernel kind) and a PyTorch program's first passes are most of it
-    assert sum(path.stat().st_size for path in files) <= 17 * 1024 * 1024
+    assert sum(path.stat().st_size for path in files) <= 16 * 1024 * 1024
     assert [path.name for path in files if path.name.endswith(".ncu-rep")] == []
     assert len([path for path in files if path.name.endswith(".ncu-rep.xz")]) >= 40
 

@@ -51,7 +51,7 @@ PAGE_METRICS: frozenset[str] = frozenset({
     *(f"smsp__sass_thread_inst_executed_op_{kind}{op}_pred_on.sum.per_cycle_elapsed"
       for kind in ("f", "d") for op in ("fma", "add", "mul")),
     *(f"sm__ops_path_tensor_src_{source}{destination}{sparsity}.sum"
-      for source in ("fp8", "fp16", "bf16", "tf32", "fp64", "int8", "int4", "int1")
+      for source in ("fp8", "fp16", "bf16", "tf32", "fp64", "int8", "int1")  # those it names
       for destination in ("", "_dst_fp16", "_dst_fp32")
       for sparsity in ("", "_sparsity_off", "_sparsity_on")),
     # findings.evidence and findings.synchronization: opcodes with their modifiers (instanced)
