@@ -1,7 +1,7 @@
 """From a real program to its kernels' pages: `ncuh profile --top N` on a transformer's step.
 
     python benchmarks/bench_program_top.py --out /tmp/ncuh-bench [--top 5] [--budget 360]
-        [--full-seconds 60]
+        [--full-seconds 60] [--parts eager,compiled,full,graph,torchrun]
 
 Runs `examples/transformer_step.py` (one NVTX "step" after two warm-up steps) and measures:
 
@@ -17,9 +17,12 @@ Runs `examples/transformer_step.py` (one NVTX "step" after two warm-up steps) an
    host has two GPUs), of a smaller model, top 2: that each runs and what it ranks.
 With two GPUs the second passes of 2 spread over both (`--gpus all`).
 
-Parts that would start after --budget seconds are skipped (and said so). Writes under --out
-only: program_top.json (every figure), program_top.md (the table), log.txt (every command's
-output), one run_<kind>.tar.xz per run directory and pages.tar.xz (every run's pages).
+--parts picks some of the parts (all by default), so that the bench can be run in two commands
+where one command's time is bounded. The full part projects the eager program's launches,
+counted by the eager part's first pass, and needs it. Parts that would start after --budget
+seconds are skipped (and said so). Writes under --out only: program_top.json (every figure),
+program_top.md (the table), log.txt (every command's output), one run_<kind>.tar.xz per run
+directory and pages.tar.xz (every run's pages).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 PROGRAM = ROOT / "examples" / "transformer_step.py"
 STEP = ["--steps", "1", "--warmup", "2"]
 SMALL = ["--depth", "2", "--batch", "8", "--context", "128"]  # the graph and torchrun runs
+PARTS = ("eager", "compiled", "full", "graph", "torchrun")
 WRITEUP_S = 30  # at least, for a run's pages: only the last part can run past the budget
 
 
@@ -164,25 +168,34 @@ def _skip(bench: Bench, part: str, need: float) -> bool:
     return True
 
 
-def _measure(bench: Bench, top: int, full_seconds: float, two_gpus: bool) -> None:
+def _measure(bench: Bench, top: int, full_seconds: float, two_gpus: bool,
+             parts: tuple[str, ...] = PARTS) -> None:
     """The parts in order of what they measure first: item 4's figures, then the CUDA graph
     and torchrun runs on a smaller model (a part that would not fit the budget is skipped)."""
     figures = bench.figures
     gpus = ("--gpus", "all") if two_gpus else ()  # the top N over the host's GPUs
     figures["second_pass_gpus"] = 2 if two_gpus else 1
-    figures["alone_s"] = {"eager": _alone(bench)}
-    compiled_cold = _alone(bench, "--compile")  # fills the compile caches
-    figures["alone_s"]["compiled"] = _alone(bench, "--compile")
-    figures["alone_s"]["compiled_first_run"] = compiled_cold
-    figures["eager"] = _top(bench, "eager", top, _program(), *gpus)
-    if not _skip(bench, "compiled", 120):
+    figures["parts"] = list(parts)
+    figures["alone_s"] = {}
+    if "eager" in parts:
+        figures["alone_s"]["eager"] = _alone(bench)
+        figures["eager"] = _top(bench, "eager", top, _program(), *gpus)
+    if "compiled" in parts and not _skip(bench, "compiled", 120):
+        compiled_cold = _alone(bench, "--compile")  # fills the compile caches
+        figures["alone_s"]["compiled"] = _alone(bench, "--compile")
+        figures["alone_s"]["compiled_first_run"] = compiled_cold
         figures["compiled"] = _top(bench, "compiled", top, _program("--compile"), *gpus)
-    launches = figures["eager"].get("launches_seen")
-    if launches and not _skip(bench, "ncu --set full", full_seconds + 10):
+    launches = (figures.get("eager") or {}).get("launches_seen")
+    if "full" in parts and not launches:
+        figures.setdefault("skipped", []).append(
+            "ncu --set full: needs the eager part's count of the program's launches")
+    elif "full" in parts and not _skip(bench, "ncu --set full", full_seconds + 10):
         figures["full"] = _full(bench, launches, full_seconds)
-    if not _skip(bench, "cuda graph", 40):
+    if "graph" in parts and not _skip(bench, "cuda graph", 40):
         figures["graph"] = _top(bench, "graph", 2, _program("--cuda-graph", *SMALL))
-    if not two_gpus:
+    if "torchrun" not in parts:
+        pass
+    elif not two_gpus:
         figures.setdefault("skipped", []).append("torchrun: needs two GPUs, fewer are visible")
     elif not _skip(bench, "torchrun", 60):
         figures["torchrun"] = _top(bench, "torchrun", 2, [
@@ -247,10 +260,18 @@ def main() -> int:
     parser.add_argument("--budget", type=float, default=360.0,
                         help=f"seconds for every part (the last writeup may add {WRITEUP_S})")
     parser.add_argument("--full-seconds", type=float, default=60.0)
+    parser.add_argument("--parts", default=",".join(PARTS),
+                        help=f"which parts, comma-separated [default: {','.join(PARTS)}]")
     parser.add_argument("--work", type=Path, default=None,
                         help="for the runs and pages before packing [default: a temporary "
                              "folder, removed at the end]")
     args = parser.parse_args()
+    parts = tuple(part for part in args.parts.split(",") if part)
+    if not parts or set(parts) - set(PARTS):
+        print(f"bench_program_top: --parts takes some of {','.join(PARTS)}, not {args.parts!r}",
+              file=sys.stderr)
+        return 2
+    args.parts = parts
     if not PROGRAM.is_file():
         print(f"bench_program_top: {PROGRAM} is missing", file=sys.stderr)
         return 2
@@ -276,7 +297,7 @@ def _bench(bench: Bench, args: argparse.Namespace) -> None:
                           "ncu": ncu.strip().splitlines()[-1] if ncu.strip() else None,
                           "top": args.top, "program": [str(PROGRAM.name), *STEP],
                           "command": shlex.join(["python", *sys.argv])})
-    _measure(bench, args.top, args.full_seconds, len(gpus) >= 2)
+    _measure(bench, args.top, args.full_seconds, len(gpus) >= 2, args.parts)
     _pack(bench)
     bench.figures["total_s"] = round(time.monotonic() - bench.started, 1)
     (args.out / "program_top.json").write_text(json.dumps(bench.figures, indent=2) + "\n")

@@ -95,3 +95,32 @@ def test_a_part_past_the_budget_is_skipped_and_said(one_gpu: Host,
     assert "| skipped | cuda graph" not in shown
     assert sorted(path.name for path in out.glob("run_*")) == ["run_eager.tar.xz",
                                                                "run_graph.tar.xz"]
+
+
+def test_parts_runs_only_the_parts_named(one_gpu: Host, monkeypatch: pytest.MonkeyPatch,
+                                         tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "out"
+    monkeypatch.setattr(sys, "argv", ["bench_program_top.py", "--out", str(out),
+                                      "--parts", "compiled,full,graph"])
+    assert bench.main() == 0
+    profiled = [argv[argv.index("--") + 1:] for argv in one_gpu.calls if "profile" in argv]
+    assert [("--compile" in argv, "--cuda-graph" in argv) for argv in profiled] == [
+        (True, False), (False, True)]
+    assert not any("--set" in argv for argv in one_gpu.calls)  # full needs eager's count
+    shown = capsys.readouterr().out
+    assert shown.splitlines()[-1] == ("| skipped | ncu --set full: needs the eager part's count "
+                                      "of the program's launches | | | |")
+    assert sorted(path.name for path in out.glob("run_*")) == ["run_compiled.tar.xz",
+                                                               "run_graph.tar.xz"]
+
+
+@pytest.mark.parametrize("parts", ["", "eager,gemm", ","])
+def test_parts_unknown_or_none_is_one_line_and_status_2(
+        one_gpu: Host, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any,
+        parts: str) -> None:
+    monkeypatch.setattr(sys, "argv", ["bench_program_top.py", "--out", str(tmp_path / "out"),
+                                      "--parts", parts])
+    assert bench.main() == 2
+    said = capsys.readouterr().err.splitlines()
+    assert len(said) == 1 and said[0].startswith("bench_program_top: --parts takes some of ")
+    assert one_gpu.calls == [] and not (tmp_path / "out").exists()
