@@ -10,6 +10,7 @@ mixed GPU models are refused unless asked.
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 from pathlib import Path
 
@@ -88,6 +89,26 @@ def test_each_gpu_gets_its_own_ncu_lock_directory(tmp_path: Path) -> None:
     assert env_a["TMPDIR"] != env_b["TMPDIR"]
     assert Path(env_a["TMPDIR"]) == lock_directory(a, tmp_path) and Path(env_a["TMPDIR"]).is_dir()
     assert env_a["PATH"] == "/bin"
+
+
+def test_a_pinned_program_keeps_its_inductor_cache_where_it_has_it_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The moved TMPDIR must not move a torch.compile'd program's cache: PyTorch's own default
+    is the temporary directory the program alone sees."""
+    (gpu, _) = parse_gpu_list(SMI_ROWS)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    monkeypatch.setattr("getpass.getuser", lambda: "ada/lovelace")
+    tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+    (tmp_path / "tmp").mkdir()
+    try:
+        env = pinned_environment({"PATH": "/bin"}, gpu, tmp_path / "locks")
+        cache = tmp_path / "tmp" / "torchinductor_ada_lovelace"
+        assert env["TORCHINDUCTOR_CACHE_DIR"] == str(cache)
+        assert env["TMPDIR"] == str(lock_directory(gpu, tmp_path / "locks"))
+        chosen = pinned_environment({"TORCHINDUCTOR_CACHE_DIR": "/data/ind"}, gpu, tmp_path)
+        assert chosen["TORCHINDUCTOR_CACHE_DIR"] == "/data/ind"  # the user's own stays
+    finally:
+        tempfile.tempdir = None
 
 
 def test_bus_ids_match_in_cuda_and_smi_spelling() -> None:

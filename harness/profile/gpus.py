@@ -12,11 +12,19 @@ processes on two GPUs with the same TMPDIR therefore take turns instead of runni
 A lock directory per GPU (`<tmp>/ncuh-ncu-lock-<uid>/<gpu uuid>`) keeps the serialization where
 it matters, between ncu processes on the same GPU (other `ncuh` runs of the same user included),
 and lets different GPUs profile at once.
+
+The program under that ncu sees the moved TMPDIR too. PyTorch's Inductor keeps its compiled
+kernels under `<tmp>/torchinductor_<user>`: with a cold cache a `torch.compile`d program
+compiles and autotunes again under ncu (slowly, and with launches the program alone does not
+make, which would shift the launch a second pass counts to). So the pinned environment names
+that cache where the program alone finds it (`TORCHINDUCTOR_CACHE_DIR`), unless the user did.
 """
 
 from __future__ import annotations
 
+import getpass
 import os
+import re
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -25,6 +33,7 @@ from typing import Any
 
 from harness.errors import NcuhError, NoGpuError
 
+INDUCTOR_CACHE = "TORCHINDUCTOR_CACHE_DIR"
 SMI_QUERY = ("index", "uuid", "pci.bus_id", "name", "compute_cap")
 # Runs an argv and returns its stdout, or None when it cannot run (harness.gpu.env.run_command).
 CommandRunner = Callable[[Sequence[str]], "str | None"]
@@ -101,11 +110,21 @@ def lock_directory(gpu: Gpu, base: Path | None = None) -> Path:
     return root / gpu.uuid.replace("/", "_")
 
 
+def inductor_cache_directory() -> Path:
+    """Where PyTorch's Inductor keeps its cache by default, as it names it
+    (torch/_inductor/runtime/cache_dir_utils.py: the temporary directory, the user's name with
+    path characters replaced)."""
+    user = re.sub(r'[\\/:*?"<>|]', "_", getpass.getuser())
+    return Path(tempfile.gettempdir()) / f"torchinductor_{user}"
+
+
 def pinned_environment(env: dict[str, str], gpu: Gpu, base: Path | None = None) -> dict[str, str]:
-    """`env` with the child pinned to `gpu` and given its per-GPU ncu lock directory."""
+    """`env` with the child pinned to `gpu` and given its per-GPU ncu lock directory; the
+    Inductor cache stays where the program alone finds it (see the module note)."""
     lock_dir = lock_directory(gpu, base)
     lock_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    return {**env, "CUDA_VISIBLE_DEVICES": gpu.uuid, "TMPDIR": str(lock_dir)}
+    kept = {} if INDUCTOR_CACHE in env else {INDUCTOR_CACHE: str(inductor_cache_directory())}
+    return {**env, **kept, "CUDA_VISIBLE_DEVICES": gpu.uuid, "TMPDIR": str(lock_dir)}
 
 
 def gpu_for_bus_id(gpus: Sequence[Gpu], pci_bus_id: str | None) -> Gpu | None:
