@@ -6,9 +6,9 @@
 A stand-in `ncu` (a bash script put first on PATH) notes the wall-clock time it was started
 and the time it is about to exit, sleeps `--ncu-seconds` (so that the post-processing children,
 which run beside ncu, have finished their start as they would beside a real ncu), copies a
-recorded report (tests/fixtures/h100_pages_register_tiled_1024.ncu-rep.xz, unpacked) to its `-o`
-path, and
-prints the runner's result line. `ncuh profile --variant V --size S` then runs for real on it:
+recorded report (tests/fixtures/h100_pages_register_tiled_1024.ncu-rep, from that folder's
+archive) to its `-o` path, and prints the runner's result line. `ncuh profile --variant V
+--size S` then runs for real on it:
 the bundled project, planning, the environment probe and the metrics export of that report
 (NVIDIA's `ncu_report` must be importable, e.g. `pip install ncu-report`). An empty `cupy`
 package on PYTHONPATH stands in for CuPy, which ncuh looks for (never imports) before ncu.
@@ -41,12 +41,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import lzma
 import os
 import re
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from collections.abc import Iterator
@@ -54,7 +54,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKED_REPORT = ROOT / "tests" / "fixtures" / "h100_pages_register_tiled_1024.ncu-rep.xz"
+ARCHIVE = ROOT / "tests" / "fixtures" / "packed.tar.xz"  # tests/pack_fixtures.py
+REPORT = "h100_pages_register_tiled_1024.ncu-rep"
 
 # The stand-in ncu. Bash, not Python: its own start must not count as ncuh's.
 STAND_IN = r"""#!/bin/bash
@@ -109,7 +110,8 @@ def _stand_ins(work: Path) -> Path:
     ncu = bin_dir / "ncu"
     ncu.write_text(STAND_IN)
     ncu.chmod(0o755)
-    (work / "report.ncu-rep").write_bytes(lzma.decompress(PACKED_REPORT.read_bytes()))
+    with tarfile.open(ARCHIVE) as tar, tar.extractfile(REPORT) as report:  # type: ignore[union-attr]
+        (work / "report.ncu-rep").write_bytes(report.read())
     return stubs
 
 

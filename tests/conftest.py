@@ -32,8 +32,6 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-NAIVE_SMEM_RAW_CSV = FIXTURES / "h100_sgemm_naive_smem.raw.csv.gz"
-NAIVE_SMEM_DETAILS = FIXTURES / "h100_sgemm_naive_smem.details.txt.gz"
 GOLDEN = Path(__file__).parent / "golden"
 RUN_FOLDER_ENV = "NCUH_TEST_RUN_DIR"  # the folder one test run's processes share
 

@@ -6,7 +6,6 @@ rule messages (tag, speedup heading, text joined into one line).
 
 from __future__ import annotations
 
-import gzip
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,8 +41,7 @@ def _split_row(line: str, widths: list[int]) -> tuple[str, str, str]:
 
 def parse_details(path: Path) -> dict[str, list[DetailsSection]]:
     """kernel name -> its sections in page order."""
-    with gzip.open(path, "rt") as handle:
-        lines = handle.read().splitlines()
+    lines = path.read_text(encoding="utf-8").splitlines()
     kernels: dict[str, list[DetailsSection]] = {}
     sections: list[DetailsSection] = []
     section: DetailsSection | None = None

@@ -1,10 +1,13 @@
-"""Reports committed packed with xz (`NAME.ncu-rep.xz`, `xz -9`): an `.ncu-rep` packs 10-45
-times smaller, which keeps the checkout small.
+"""Fixtures committed packed: each folder of tests/fixtures keeps its reports and ncu's pages
+in one solid archive (`packed.tar.xz`: packed together, the reports' shared metric names and
+descriptions pack far smaller than each report alone), written by tests/pack_fixtures.py.
 
-`unpacked()` writes a packed report out once per test run, into the folder the run's
-processes share (tests/conftest.py), with the files beside it (ncu's raw and details pages, a
-manifest) copied along, so that tests read it as they read any other fixture. Reports that are
-also sample runs in reports/ are not copied into tests/fixtures: tests read them there.
+`fixture(path)` names a file by its path in the committed tree, as if it were unpacked there:
+the file itself where it is committed as it is, else the same name in its folder unpacked once
+per test run into the folder the run's processes share (tests/conftest.py): the archive's
+files, each `NAME.xz` beside it unpacked, and the folder's plain files (programs, logs,
+manifests) copied along. Reports that are also sample runs in reports/ are not copied into
+tests/fixtures: tests read them there.
 """
 
 from __future__ import annotations
@@ -14,11 +17,12 @@ import hashlib
 import lzma
 import os
 import shutil
+import tarfile
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from conftest import FIXTURES, run_folder
+from pack_fixtures import ARCHIVE
 
 from harness.report.builder import load_kernel_reports
 from harness.report.model import KernelReport
@@ -44,69 +48,75 @@ PAGES_OF = {
 }
 
 
-def _write_once(target: Path, write: Callable[[str], object]) -> None:
-    """`write(temporary path)`, then renamed to `target`: a worker that meets the file meets
-    it whole, and two workers writing it at once write the same bytes."""
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-    os.close(handle)
-    try:
-        write(temporary)
-        os.replace(temporary, target)
-    finally:
-        Path(temporary).unlink(missing_ok=True)
-
-
-def _unpack(packed: Path, target: str) -> None:
-    Path(target).write_bytes(lzma.decompress(packed.read_bytes()))
+def _fill(folder: Path, into: Path) -> None:
+    """Writes into `into` the files of `folder` as tests read them."""
+    if (folder / ARCHIVE).is_file():
+        with tarfile.open(folder / ARCHIVE) as tar:
+            tar.extractall(into, filter="data")  # plain files only, none outside `into`
+    for path in folder.iterdir():
+        if path.name.endswith(".ncu-rep.xz"):  # a report packed alone (benchmarks/data)
+            (into / path.stem).write_bytes(lzma.decompress(path.read_bytes()))
+        elif path.is_file() and not path.name.endswith(".xz"):
+            shutil.copyfile(path, into / path.name)
 
 
 @functools.cache
-def unpacked(packed: Path) -> Path:
-    """The report `packed` (`NAME.ncu-rep.xz`) written out as `NAME.ncu-rep`, with its
-    `NAME.*` neighbours beside it."""
-    # One folder per fixture folder, named by its whole path: two folders of the same name
-    # (zoo/ here, zoo/ elsewhere) never write over each other's reports.
-    where = hashlib.sha1(str(packed.parent.resolve()).encode()).hexdigest()[:8]
-    folder = run_folder() / "unpacked" / f"{packed.parent.name}-{where}"
-    report = folder / packed.name.removesuffix(".xz")
-    if report.exists():  # written by this run already (the neighbours first)
-        return report
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = report.name.removesuffix(".ncu-rep")
-    for neighbour in packed.parent.glob(f"{stem}.*"):
-        if neighbour != packed:
-            _write_once(folder / neighbour.name, functools.partial(shutil.copyfile, neighbour))
-    _write_once(report, functools.partial(_unpack, packed))
-    return report
+def unpacked(folder: Path) -> Path:
+    """`folder`'s files as tests read them, written out once per test run: the first process
+    to finish renames its whole folder into place, and a process that loses the race uses the
+    winner's, so no process ever meets a half-written one."""
+    # named by the folder's whole path: two folders of one name (zoo/ here, zoo/ elsewhere)
+    # never share one
+    where = hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:8]
+    target = run_folder() / "unpacked" / f"{folder.name}-{where}"
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+    try:
+        _fill(folder, scratch)
+        os.rename(scratch, target)
+    except OSError:
+        if not target.is_dir():  # not a lost race
+            raise
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return target
 
 
-def report(path: Path) -> Path:
-    """The report at `path` (`NAME.ncu-rep`): the file itself where it is committed as it is,
-    else its packed `NAME.ncu-rep.xz` written out (`unpacked`)."""
-    packed = path.with_name(path.name + ".xz")
+def _is_packed(folder: Path) -> bool:
+    return (folder / ARCHIVE).is_file() or any(folder.glob("*.ncu-rep.xz"))
+
+
+def fixture(path: Path) -> Path:
+    """The file at `path` in the committed tree (a report, ncu's page of one, a log): itself
+    where it is committed as it is, else where its folder is unpacked (`unpacked`)."""
     if path.exists():
         return path
-    if packed.is_file():
-        return unpacked(packed)
-    raise FileNotFoundError(f"neither {path} nor {packed.name} beside it")
+    if _is_packed(path.parent) and (found := unpacked(path.parent) / path.name).is_file():
+        return found
+    raise FileNotFoundError(f"{path}: neither committed as it is nor packed in its folder")
+
+
+report = fixture  # the name tests that ask for a report use
 
 
 def reports(folder: Path, pattern: str = "*.ncu-rep") -> list[Path]:
     """The reports in `folder` whose names match `pattern`, committed as they are or packed
     (written out), sorted by name."""
-    found = {path.name: path for path in folder.glob(pattern) if path.name.endswith(".ncu-rep")}
-    for packed in folder.glob(f"{pattern}.xz"):
-        if packed.name.endswith(".ncu-rep.xz"):
-            found.setdefault(packed.name.removesuffix(".xz"), packed)
-    return [unpacked(path) if path.suffix == ".xz" else path
-            for _, path in sorted(found.items())]
+    where = unpacked(folder) if _is_packed(folder) else folder
+    return sorted((path for path in where.glob(pattern) if path.name.endswith(".ncu-rep")),
+                  key=lambda path: path.name)
 
 
 def ncu_page(report: Path, suffix: str) -> Path:
-    """ncu's page of `report` (`suffix` ".raw.csv.gz", ".details.txt.gz", ...): beside it, or
-    for a sample run of reports/, in tests/fixtures under the name `PAGES_OF` gives."""
-    stem = PAGES_OF.get(report, report.with_name(report.name.removesuffix(".ncu-rep")))
-    return stem.with_name(stem.name + suffix)
+    """Where ncu's page of `report` (`suffix` ".raw.csv", ".details.txt", ...) is read:
+    beside it, or for a sample run of reports/, in tests/fixtures under the name `PAGES_OF`
+    gives (unpacked). The path may name no file: not every report has every page."""
+    stem = PAGES_OF.get(report)
+    if stem is None:
+        return report.with_name(report.name.removesuffix(".ncu-rep") + suffix)
+    return unpacked(stem.parent) / (stem.name + suffix)
 
 
 @functools.cache
@@ -121,4 +131,7 @@ def cached_profiles(report: Path, kernel_regex: str | None = None) -> list[Kerne
 
 
 # two SGEMM kernels (naive, shared-memory tiled) at 1024, `--set full` on an H100
-NAIVE_SMEM_REPORT = report(FIXTURES / "h100_sgemm_naive_smem.ncu-rep")
+NAIVE_SMEM_REPORT = fixture(FIXTURES / "h100_sgemm_naive_smem.ncu-rep")
+# ncu's own pages of it: `--page raw --csv` and `--page details --print-details all`
+NAIVE_SMEM_RAW_CSV = fixture(FIXTURES / "h100_sgemm_naive_smem.raw.csv")
+NAIVE_SMEM_DETAILS = fixture(FIXTURES / "h100_sgemm_naive_smem.details.txt")

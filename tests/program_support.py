@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import gzip
 import io
 import json
 import shutil
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packed_fixtures import report
+from packed_fixtures import fixture, report
 from test_profile_cpu import FakeNcu
 
 from harness.profile import WORKER_RESULT_PREFIX
@@ -43,7 +42,7 @@ FILL_MANGLED = ("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunc
 def flash_name() -> str:
     """flash attention's name as ncu prints it demangled: its raw page's (long: read, not
     typed)."""
-    with gzip.open(ZOO / "zoo_flash_attention.raw.csv.gz", "rt") as page:
+    with fixture(ZOO / "zoo_flash_attention.raw.csv").open(encoding="utf-8") as page:
         header, _, row, *_ = csv.reader(page)
     return row[header.index("Kernel Name")]
 

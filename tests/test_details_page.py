@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import gzip
 import os
 import re
 import subprocess
@@ -26,10 +25,10 @@ from packed_fixtures import NAIVE_SMEM_REPORT, PAGES_OF, ncu_page, reports
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SGEMM = NAIVE_SMEM_REPORT
-# every fixture report with ncu's details page beside it (the zoo's are committed packed with
-# xz), and the sample runs of reports/ whose details page is among the fixtures: `packed_fixtures`
+# every fixture report with ncu's details page beside it (committed packed: `packed_fixtures`),
+# and the sample runs of reports/ whose details page is among the fixtures: `packed_fixtures`
 REPORTS = [report for report in [*reports(FIXTURES), *reports(FIXTURES / "zoo"), *PAGES_OF]
-           if ncu_page(report, ".details.txt.gz").exists()]
+           if ncu_page(report, ".details.txt").exists()]
 _SECTION = re.compile(r"^    Section: (.+)$")
 # ncu's line naming the profiled process ([pid] executable@host): not in ncu_report's API
 _PROCESS = re.compile(r"^\[\d+\] \S+@\S+$")
@@ -99,9 +98,7 @@ def _texts(report: Path) -> tuple[str, str]:
 
 def _read_texts(report: Path) -> tuple[str, str]:
     """(ncuh's page, ncu's page) of a report."""
-    details = ncu_page(report, ".details.txt.gz")
-    with gzip.open(details, "rt") as handle:
-        theirs = _without_nvtx_stack(handle.read())
+    theirs = _without_nvtx_stack(ncu_page(report, ".details.txt").read_text(encoding="utf-8"))
     # `ncuh report` in a fresh process, as a user runs it (through the one report model):
     # ncu_report answers a few derived metrics' units from state earlier reads left behind,
     # so reports other tests opened in this process must not decide them.

@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import NAIVE_SMEM_RAW_CSV
 from diff_rundirs import make_run, samples
-from packed_fixtures import NAIVE_SMEM_REPORT
+from packed_fixtures import NAIVE_SMEM_RAW_CSV, NAIVE_SMEM_REPORT
 
 from harness.diff.compare import diff_runs
 
@@ -24,7 +22,7 @@ def ncuh(*args: str) -> subprocess.CompletedProcess[str]:
 
 def raw_value(metric: str, kernel: str) -> float:
     """A value from ncu's own `--page raw --csv` output beside the fixture."""
-    with gzip.open(NAIVE_SMEM_RAW_CSV, "rt", newline="") as handle:
+    with NAIVE_SMEM_RAW_CSV.open(newline="", encoding="utf-8") as handle:
         rows = list(csv.reader(handle))
     column = rows[0].index(metric)
     row = next(r for r in rows[2:] if r[rows[0].index("Kernel Name")] == kernel)

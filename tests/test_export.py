@@ -10,9 +10,8 @@ import math
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from conftest import NAIVE_SMEM_RAW_CSV
 from ncu_units import matches_printed, to_base, unit_factor
-from packed_fixtures import H200_REGISTER_TILED, NAIVE_SMEM_REPORT
+from packed_fixtures import H200_REGISTER_TILED, NAIVE_SMEM_RAW_CSV, NAIVE_SMEM_REPORT
 
 from harness.cli import main
 from harness.report.reportfile import EXPORT_COLUMNS, export_metrics, open_report

@@ -3,9 +3,7 @@ false sentence the pages once said, rebuilt on a real report: the pages now say 
 counters carry, and the oracle flags the old sentence.
 
 Reports: the zoo, the fixtures, the run directories under `reports/runs/`, the diff pair and the
-benchmark data (its packed run directories unpacked). A program's first-pass reports
-(`tests/fixtures/program/`: every launch of a training step, two thousand of some forty kernels)
-are checked one launch per kernel, read one at a time.
+benchmark data (its packed run directories unpacked).
 """
 
 from __future__ import annotations
@@ -19,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from packed_fixtures import NAIVE_SMEM_REPORT, cached_profiles, reports
+from packed_fixtures import ARCHIVE, NAIVE_SMEM_REPORT, cached_profiles, reports
 
 from harness.findings import Finding, bound, run_rules
 from harness.findings.fixes import fixes_for
@@ -43,11 +41,8 @@ def _unpacked(archive: Path) -> Path:
     return folder
 
 
-FIRST_PASSES = FIXTURES / "program"
-
-
 def _every_report() -> list[Path]:
-    folders = {path.parent for path in FIXTURES.rglob("*.ncu-rep*")} - {FIRST_PASSES}
+    folders = {path.parent for path in FIXTURES.rglob(ARCHIVE)}  # each folder's reports packed
     folders |= {path.parent for path in (ROOT / "reports").rglob("*.ncu-rep")}
     folders.add(ROOT / "benchmarks" / "data")
     found = [path for folder in sorted(folders) for path in reports(folder)]
@@ -72,20 +67,6 @@ def test_the_oracle_reads_every_committed_report():
 @pytest.mark.parametrize("path", REPORTS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_no_sentence_of_any_report_is_contradicted_by_its_counters(path: Path):
     for profile in cached_profiles(path):
-        assert contradictions(profile, run_rules(profile)) == [], profile.name
-
-
-@pytest.mark.parametrize("path", reports(FIRST_PASSES), ids=lambda p: p.name)
-def test_no_sentence_of_a_programs_first_pass_is_contradicted(path: Path):
-    from harness.report import build_kernel_report, open_report
-
-    kernels = open_report(path).kernels
-    assert len(kernels) > 900
-    first = {}
-    for kernel in kernels:
-        first.setdefault(kernel.name, kernel)
-    for kernel in first.values():
-        profile = build_kernel_report(kernel)
         assert contradictions(profile, run_rules(profile)) == [], profile.name
 
 

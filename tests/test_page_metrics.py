@@ -27,9 +27,9 @@ RUNS = ROOT / "reports" / "runs"
 def _sources() -> dict[str, list[Path]]:
     """Every committed report of the tests and samples once (the fixtures that copy a report
     of `reports/` are left out), by the writeup that shows it: runs as runs, so pages stand
-    beside the previous iteration's. Left out: the first-pass reports of a whole program
-    (`fixtures/program`: a thousand launches, one metric each) and the reading benchmark's
-    data."""
+    beside the previous iteration's. Left out: the reading benchmark's data, and a whole
+    program's first passes (not committed as reports: `fixtures/program` holds what their
+    launches were)."""
     # a run holding a program's ranking alone has no report to read
     runs = {run.name: [run] for run in sorted(RUNS.iterdir())
             if (run / "manifest.json").is_file() and any(run.glob("*.ncu-rep"))}

@@ -18,7 +18,6 @@ from packed_fixtures import (
     cached_profiles,
     ncu_page,
     reports,
-    unpacked,
 )
 from packed_fixtures import report as fixture_report
 
@@ -38,8 +37,9 @@ FIXTURES = Path(__file__).parent / "fixtures"
 # Every `--set full` report: the chain's, and the zoo's (one per problem class: atomics, FP64,
 # tensor cores, divergence, ...), whose rules must come from sections `pages` keeps too.
 # The async-copy GEMM (cp.async loads) both ways, committed packed (`packed_fixtures`).
-ASYNC_PAIR = (unpacked(FIXTURES / "async_copy_pair" / "h100_pages_async_copy_1024.ncu-rep.xz"),
-              unpacked(FIXTURES / "async_copy_pair" / "h100_full_async_copy_1024.ncu-rep.xz"))
+ASYNC_PAIR = tuple(fixture_report(FIXTURES / "async_copy_pair" / f"h100_{kind}_async_copy_1024"
+                                  ".ncu-rep")
+                   for kind in ("pages", "full"))
 FULL_REPORTS = [*reports(FIXTURES, "h*_*.ncu-rep"), H200_NAIVE, H200_REGISTER_TILED,
                 *reports(FIXTURES / "zoo", "zoo_*.ncu-rep"), ASYNC_PAIR[1]]
 FULL_REPORTS = [r for r in FULL_REPORTS if "_pages_" not in r.name]
@@ -121,9 +121,7 @@ def test_pages_and_full_give_the_same_findings_and_fields(pair: tuple[Path, Path
 def _raw_value(report: Path, column: str) -> str:
     """The first kernel's value of `column` on ncu's raw page beside the report."""
     import csv
-    import gzip
-
-    with gzip.open(ncu_page(report, ".raw.csv.gz"), "rt", newline="") as handle:
+    with ncu_page(report, ".raw.csv").open(newline="", encoding="utf-8") as handle:
         header, _units, first = list(csv.reader(handle))[:3]
     return first[header.index(column)]
 
@@ -252,8 +250,9 @@ def test_the_coalescing_finding_reads_the_same_counters_both_ways(golden) -> Non
 # `ncuh profile --set pages` and `--set full` on an H100, where ncu's
 # ThreadDivergence rule fires: `pages` leaves out the per-instruction thread counts the rule
 # asks for only as an optional input, and the rule says the same.
-DIVERGENCE_PAIR = (unpacked(FIXTURES / "divergence_pair" / "h100_pages_zoo_divergence.ncu-rep.xz"),
-                   unpacked(FIXTURES / "divergence_pair" / "h100_full_zoo_divergence.ncu-rep.xz"))
+DIVERGENCE_PAIR = tuple(fixture_report(FIXTURES / "divergence_pair" / f"h100_{kind}_zoo_divergence"
+                                       ".ncu-rep")
+                        for kind in ("pages", "full"))
 THREAD_COUNTS = {"thread_inst_executed_true", "derived__avg_thread_executed_true"}
 
 

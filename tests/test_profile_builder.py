@@ -6,9 +6,8 @@ import re
 from typing import Any
 
 import pytest
-from conftest import NAIVE_SMEM_DETAILS
 from ncu_details import parse_details
-from packed_fixtures import NAIVE_SMEM_REPORT
+from packed_fixtures import NAIVE_SMEM_DETAILS, NAIVE_SMEM_REPORT
 
 from harness.report.builder import build_kernel_report, load_kernel_reports
 from harness.report.memory_widths import classify_opcode

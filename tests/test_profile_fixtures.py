@@ -8,12 +8,11 @@ clock control base, NVTX capture); the manifest of that run is beside them, and 
 from __future__ import annotations
 
 import csv
-import gzip
 import json
 from pathlib import Path
 
 import pytest
-from packed_fixtures import H200_RUN
+from packed_fixtures import H200_RUN, fixture
 
 from harness.report.reportfile import export_metrics, open_report
 
@@ -22,8 +21,8 @@ VARIANTS = ("naive", "register_tiled")
 
 
 def _raw(variant: str) -> dict[str, tuple[str, str]]:
-    with gzip.open(FIXTURES / f"h200_{variant}_256.raw.csv.gz", "rt", newline="",
-                   encoding="utf-8") as f:
+    with fixture(FIXTURES / f"h200_{variant}_256.raw.csv").open(newline="",
+                                                              encoding="utf-8") as f:
         header, units, values = list(csv.reader(f))[:3]
     return {name: (unit, value) for name, unit, value in zip(header, units, values, strict=True)}
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from ncu_units import matches_printed
-from packed_fixtures import cached_profiles, reports
+from packed_fixtures import cached_profiles, ncu_page, reports
 
 from harness.report.builder import read_metrics
 from harness.report.report_view import build_view
@@ -25,7 +25,7 @@ RAW_ID_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name"
 
 @pytest.mark.parametrize("report", reports(ZOO), ids=lambda p: p.stem)
 def test_profile_metrics_equal_ncu_raw_page(report: Path) -> None:
-    raw_page = pd.read_csv(report.with_name(report.name.replace(".ncu-rep", ".raw.csv.gz")),
+    raw_page = pd.read_csv(ncu_page(report, ".raw.csv"),
                            dtype=str, keep_default_na=False)
     units, raw = raw_page.iloc[0], raw_page.iloc[1]
     [profile] = cached_profiles(report)

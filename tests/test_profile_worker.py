@@ -317,7 +317,7 @@ def test_an_export_in_parts_says_what_the_whole_export_and_ncu_say(
     assert tables[jobs] == tables[1]
     excessive = [line.split(b",") for line in tables[jobs].splitlines()
                  if b",derived__memory_l2_theoretical_sectors_global_excessive,," in line]
-    raw = pd.read_csv(ncu_page(REPORT, ".raw.csv.gz"), nrows=1)
+    raw = pd.read_csv(ncu_page(REPORT, ".raw.csv"), nrows=1)
     assert raw["derived__memory_l2_theoretical_sectors_global_excessive"][0] == "sector"
     assert [row[-1] for row in excessive] == [b"sector", b"sector"]  # both kernels
 
@@ -348,7 +348,7 @@ def test_each_report_of_an_export_keeps_the_unit_ncu_gives_it(tmp_path: Path, jo
     assert units.set_index("label")["unit"].to_dict() == {"p": "byte", "f": "sector",
                                                           "p2": "byte"}
     for path, unit in ((PAGES_REPORT, "Mbyte"), (FULL_REPORT, "sector")):
-        raw = pd.read_csv(ncu_page(path, ".raw.csv.gz"), nrows=1)
+        raw = pd.read_csv(ncu_page(path, ".raw.csv"), nrows=1)
         assert raw[EXCESSIVE][0] == unit
 
 

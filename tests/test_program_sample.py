@@ -61,7 +61,7 @@ def build(out: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
          for word in argv]
         for argv in manifest["ranking"]["export_command_lines"]]
     manifest["environment"] = dict(ENVIRONMENT, ncu_path=str(NCU))
-    manifest["ranking"]["report"] = None  # 78 MB: tests/fixtures/program/first_eager.ncu-rep.xz
+    manifest["ranking"]["report"] = None  # 78 MB, not committed (tests/fixtures/program/)
     manifest["ranking"]["seconds"] = FIRST_PASS_S
     (run / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return run

@@ -8,7 +8,6 @@ and each second-pass ncu writes the committed report of the kernel its `-k` name
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import shlex
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES
+from packed_fixtures import fixture
 from program_support import (
     FILL,
     FILL_MANGLED,
@@ -74,8 +74,8 @@ def error_lines(result: Any) -> list[str]:
 
 def test_the_launch_table_is_ncus_raw_page_in_its_own_unit() -> None:
     """ncu's raw page of a real H100 report (display units: ms): its one launch, exactly."""
-    with gzip.open(FIXTURES / "h100_pages_naive_1024.raw.csv.gz", "rt") as page:
-        (launch,) = read_launches(page.read())
+    (launch,) = read_launches(fixture(FIXTURES / "h100_pages_naive_1024.raw.csv").read_text(
+        encoding="utf-8"))
     assert launch == TableLaunch(id=0, name="sgemm_naive", grid=(32, 32, 1), block=(32, 32, 1),
                                  duration_ns=5_510_208.0, process=656, device=0,
                                  ranges=(("<default domain>", "ncuh-naive_1024"),))

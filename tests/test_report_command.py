@@ -9,9 +9,8 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-from conftest import NAIVE_SMEM_DETAILS
 from ncu_details import DetailsSection, parse_details
-from packed_fixtures import NAIVE_SMEM_REPORT
+from packed_fixtures import NAIVE_SMEM_DETAILS, NAIVE_SMEM_REPORT
 
 from harness.cli import main
 from harness.report.ncu_format import display, scale_unit

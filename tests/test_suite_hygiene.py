@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import COLLECTED, FIRST_MODULES, gpu_turn, run_folder
+from pack_fixtures import ARCHIVE, members
 
 TESTS = Path(__file__).parent
 # a word of prose: lower-case letters standing alone between spaces (no metric name, path or
@@ -119,12 +120,23 @@ def _fixture_files() -> list[Path]:
     return [path for path in (TESTS / "fixtures").rglob("*") if path.is_file()]
 
 
+# what a folder keeps in its archive: reports and ncu's pages of them (tests/pack_fixtures.py)
+PACKED_SUFFIXES = (".ncu-rep", ".raw.csv", ".details.txt", ".held.csv")
+
+
 def test_the_fixtures_stay_small_and_every_report_is_packed() -> None:
     files = _fixture_files()
-    # the zoo (one report a kernel kind) and a PyTorch program's first passes are most of it
-    assert sum(path.stat().st_size for path in files) <= 16 * 1024 * 1024
-    assert [path.name for path in files if path.name.endswith(".ncu-rep")] == []
-    assert len([path for path in files if path.name.endswith(".ncu-rep.xz")]) >= 40
+    # the zoo (one report a kernel kind) is most of it
+    assert sum(path.stat().st_size for path in files) <= 8 * 1024 * 1024
+    archives = [path for path in files if path.name == ARCHIVE]
+    assert [path.name for path in files if path.name.endswith(PACKED_SUFFIXES)] == []
+    assert [path.name for path in files if path.suffix in (".xz", ".gz")
+            and path not in archives] == []
+    packed = {path.parent.name: members(path) for path in archives}
+    assert sum(name.endswith(".ncu-rep") for names in packed.values() for name in names) >= 40
+    # nothing but reports and ncu's pages of them is packed: the rest is read as committed
+    assert [name for names in packed.values() for name in names
+            if not name.endswith(PACKED_SUFFIXES)] == []
 
 
 def test_no_fixture_is_a_copy_of_a_sample_in_reports() -> None:
@@ -133,3 +145,8 @@ def test_no_fixture_is_a_copy_of_a_sample_in_reports() -> None:
 
     samples = {digest(path) for path in (TESTS.parent / "reports").rglob("*") if path.is_file()}
     assert [path.name for path in _fixture_files() if digest(path) in samples] == []
+    packed = [(archive.parent.name, name, data) for archive in _fixture_files()
+              if archive.name == ARCHIVE for name, data in members(archive).items()]
+    assert len(packed) >= 100
+    assert [f"{folder}/{name}" for folder, name, data in packed
+            if hashlib.sha256(data).hexdigest() in samples] == []

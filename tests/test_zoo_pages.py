@@ -7,11 +7,10 @@ from __future__ import annotations
 import contextlib
 import csv
 import functools
-import gzip
 from pathlib import Path
 
 import pytest
-from packed_fixtures import REDUCTION_RUN, cached_profiles, report
+from packed_fixtures import REDUCTION_RUN, cached_profiles, fixture, report
 
 from harness.findings import (
     atomics,
@@ -132,9 +131,8 @@ def test_every_zoo_program_has_its_report():
     programs = sorted(p.stem for p in ZOO.glob("zoo_*.py"))
     assert programs == sorted(PROBLEMS)
     for name in programs:
-        assert report(ZOO / f"{name}.ncu-rep").is_file(), name  # committed as it is or packed
-        for suffix in (".raw.csv.gz", ".details.txt.gz"):
-            assert (ZOO / f"{name}{suffix}").is_file(), name + suffix
+        for suffix in (".ncu-rep", ".raw.csv", ".details.txt"):  # committed packed
+            assert fixture(ZOO / f"{name}{suffix}").is_file(), name + suffix
 
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
@@ -197,7 +195,7 @@ def test_streaming_level():
 
 def raw(name: str) -> dict[str, float]:
     """ncu's own `--page raw --csv` of a zoo report: metric -> value (the truth)."""
-    with gzip.open(ZOO / f"{name}.raw.csv.gz", "rt") as f:
+    with fixture(ZOO / f"{name}.raw.csv").open(encoding="utf-8") as f:
         rows = list(csv.reader(f))
     out = {}
     for key, value in zip(rows[0], rows[2], strict=True):
