@@ -108,8 +108,8 @@ def test_parts_runs_only_the_parts_named(one_gpu: Host, monkeypatch: pytest.Monk
         (True, False), (False, True)]
     assert not any("--set" in argv for argv in one_gpu.calls)  # full needs eager's count
     shown = capsys.readouterr().out
-    assert shown.splitlines()[-1] == ("| skipped | ncu --set full: needs the eager part's count "
-                                      "of the program's launches | | | |")
+    last = shown.splitlines()[-1]
+    assert last.startswith("| skipped | ncu --set full: ") and "eager part" in last
     assert sorted(path.name for path in out.glob("run_*")) == ["run_compiled.tar.xz",
                                                                "run_graph.tar.xz"]
 

@@ -1,23 +1,15 @@
 """Which GPUs a run profiles on: the host's GPUs, `--gpus all|0,1,…`, and one slot per GPU.
 
-The GPUs are listed with `nvidia-smi --query-gpu` (no CUDA is started here; `nvidia-smi` numbers
-GPUs by PCI bus order, the order `CUDA_VISIBLE_DEVICES` indexes use when
-`CUDA_DEVICE_ORDER=PCI_BUS_ID`). Each ncu child is pinned to its GPU by UUID, which means the
-same device whatever the order.
+GPUs are listed with `nvidia-smi --query-gpu` (PCI bus order, as `CUDA_VISIBLE_DEVICES` indexes
+with `CUDA_DEVICE_ORDER=PCI_BUS_ID`); each ncu child is pinned to its GPU by UUID.
 
-Why each GPU also gets its own TMPDIR: ncu serializes profiling between processes through one
-lock file, `$TMPDIR/nsight-compute-lock` (`/tmp/nsight-compute-lock` by default; it is never
-deleted and is the usual cause of ncu's `InterprocessLockFailed` on shared hosts). Two ncu
-processes on two GPUs with the same TMPDIR therefore take turns instead of running together.
-A lock directory per GPU (`<tmp>/ncuh-ncu-lock-<uid>/<gpu uuid>`) keeps the serialization where
-it matters, between ncu processes on the same GPU (other `ncuh` runs of the same user included),
-and lets different GPUs profile at once.
-
-The program under that ncu sees the moved TMPDIR too. PyTorch's Inductor keeps its compiled
-kernels under `<tmp>/torchinductor_<user>`: with a cold cache a `torch.compile`d program
-compiles and autotunes again under ncu (slowly, and with launches the program alone does not
-make, which would shift the launch a second pass counts to). So the pinned environment names
-that cache where the program alone finds it (`TORCHINDUCTOR_CACHE_DIR`), unless the user did.
+Each GPU also gets its own TMPDIR: ncu serializes profiling between processes through one lock
+file, `$TMPDIR/nsight-compute-lock`, so two ncu processes on two GPUs with the same TMPDIR take
+turns. A lock directory per GPU (`<tmp>/ncuh-ncu-lock-<uid>/<gpu uuid>`) serializes the ncu
+processes of one GPU only. The program sees that TMPDIR too, so the Inductor cache a
+`torch.compile`d program keeps under it is named where the program alone finds it
+(`TORCHINDUCTOR_CACHE_DIR`, unless set): a cold cache compiles and autotunes again under ncu,
+with launches that shift the one a second pass counts to.
 """
 
 from __future__ import annotations
