@@ -446,8 +446,10 @@ def test_run_command_kills_ncu_and_its_children_when_interrupted(
     tmp_path: Path, ctrl_c_raises: Callable[[Path, int], threading.Thread]
 ) -> None:
     pids = tmp_path / "pids"
-    # Stands in for ncu: a parent that starts a long-running child (the runner) and waits.
-    script = f"sleep 60 & echo $$ $! > {shlex.quote(str(pids))}; wait"
+    # Stands in for ncu: a parent that starts a long-running child (the runner) and waits,
+    # printing nothing: the interrupt must not wait for output. The child outlives the bound
+    # below, so a child left alive fails the test instead of ending by itself.
+    script = f"sleep 600 & echo $$ $! > {shlex.quote(str(pids))}; wait"
     interrupter = ctrl_c_raises(pids, 2)  # once both are up
     with pytest.raises(KeyboardInterrupt):
         lib.run_command(["sh", "-c", script])

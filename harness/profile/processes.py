@@ -101,14 +101,20 @@ class StreamingCommand:
             list(argv), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, process_group=0, env=env,
         )
-        with _RUNNING_LOCK:
-            _RUNNING.add(self.process)
-        # Each piece with the time it came (monotonic): an early start's output waits here
-        # until its turn, and `harness.profile.phases` times ncu's lines as they came.
-        self._chunks: queue.SimpleQueue[tuple[float, str] | None] = queue.SimpleQueue()
-        self._reader = threading.Thread(target=self._read, daemon=True,
-                                         name=f"ncuh-output-{self.process.pid}")
-        self._reader.start()
+        try:
+            with _RUNNING_LOCK:
+                _RUNNING.add(self.process)
+            # Each piece with the time it came (monotonic): an early start's output waits
+            # here until its turn, and `harness.profile.phases` times ncu's lines as they came.
+            self._chunks: queue.SimpleQueue[tuple[float, str] | None] = queue.SimpleQueue()
+            self._reader = threading.Thread(target=self._read, daemon=True,
+                                             name=f"ncuh-output-{self.process.pid}")
+            self._reader.start()
+        except BaseException:  # Ctrl-C while the command starts: nobody else could stop it
+            kill_group(self.process)
+            with _RUNNING_LOCK:
+                _RUNNING.discard(self.process)
+            raise
 
     def _read(self) -> None:
         stream = self.process.stdout
