@@ -40,7 +40,6 @@ Writes the JSON result to --out and a Markdown table beside it (same name, .md).
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import re
@@ -374,8 +373,8 @@ def record_pair(variant: str, size: int, pair_dir: Path, gpu: str, work: Path) -
         # ncu's own details page, for tests/test_details_page.py
         details = subprocess.run([ncu, "--import", str(target), "--page", "details",
                                   "--print-details", "all"], capture_output=True, check=False)
-        details_path = target.with_name(target.name.replace(".ncu-rep", ".details.txt.gz"))
-        details_path.write_bytes(gzip.compress(details.stdout, mtime=0))
+        details_path = target.with_name(target.name.replace(".ncu-rep", ".details.txt"))
+        details_path.write_bytes(details.stdout)  # tests/pack_fixtures.py packs it
         written += [target.name, target.with_suffix(".raw.csv").name, details_path.name]
     return written
 

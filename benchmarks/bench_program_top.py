@@ -193,11 +193,9 @@ def _measure(bench: Bench, top: int, full_seconds: float, two_gpus: bool,
         figures["full"] = _full(bench, launches, full_seconds)
     if "graph" in parts and not _skip(bench, "cuda graph", 40):
         figures["graph"] = _top(bench, "graph", 2, _program("--cuda-graph", *SMALL))
-    if "torchrun" not in parts:
-        pass
-    elif not two_gpus:
+    if "torchrun" in parts and not two_gpus:
         figures.setdefault("skipped", []).append("torchrun: needs two GPUs, fewer are visible")
-    elif not _skip(bench, "torchrun", 60):
+    elif "torchrun" in parts and not _skip(bench, "torchrun", 60):
         figures["torchrun"] = _top(bench, "torchrun", 2, [
             sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
             str(PROGRAM), *STEP, *SMALL])

@@ -21,6 +21,8 @@ import tempfile
 from pathlib import Path
 
 ARCHIVE = "packed.tar.xz"
+# What an archive holds: reports and ncu's pages of them, and a program's launch tables.
+PACKED_SUFFIXES = (".ncu-rep", ".raw.csv", ".details.txt", ".held.csv")
 
 
 def members(archive: Path) -> dict[str, bytes]:
@@ -47,6 +49,23 @@ def write(archive: Path, files: dict[str, bytes]) -> None:
         Path(temporary).unlink(missing_ok=True)
 
 
+def _refused(added: list[Path]) -> str | None:
+    """Why the files named cannot go in, or None: each must exist, be a report or a page, and
+    have a name of its own (the archive keeps names, not folders)."""
+    missing = [str(path) for path in added if not path.is_file()]
+    if missing:
+        return f"no such file: {', '.join(missing)}"
+    foreign = [path.name for path in added if not path.name.endswith(PACKED_SUFFIXES)]
+    if foreign:
+        return (f"{', '.join(foreign)}: only {', '.join(PACKED_SUFFIXES)} files are packed; "
+                "keep the others as they are")
+    names = [path.name for path in added]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        return f"{', '.join(twice)} named twice: one file a name"
+    return None
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python3 tests/pack_fixtures.py FOLDER [FILE...]", file=sys.stderr)
@@ -55,11 +74,17 @@ def main(argv: list[str]) -> int:
     if not folder.is_dir():
         print(f"pack_fixtures: {folder} is not a folder", file=sys.stderr)
         return 2
-    missing = [str(path) for path in added if not path.is_file()]
-    if missing:
-        print(f"pack_fixtures: no such file: {', '.join(missing)}", file=sys.stderr)
+    refused = _refused(added)
+    if refused:
+        print(f"pack_fixtures: {refused}", file=sys.stderr)
         return 2
-    files = members(folder / ARCHIVE)
+    try:
+        files = members(folder / ARCHIVE)
+    except (tarfile.TarError, lzma.LZMAError, EOFError, OSError) as error:
+        said = " ".join(str(error).split())  # tarfile lists each method it tried, a line each
+        print(f"pack_fixtures: {folder / ARCHIVE} cannot be read ({said}); nothing was changed",
+              file=sys.stderr)
+        return 2
     files.update((path.name, path.read_bytes()) for path in added)
     write(folder / ARCHIVE, files)
     for path in added:

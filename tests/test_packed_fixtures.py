@@ -87,6 +87,27 @@ def test_bad_input_is_one_line_and_status_2(tmp_path: Path, args: list[str], lin
     assert list(tmp_path.iterdir()) == []
 
 
+def test_files_it_would_lose_or_could_not_read_are_refused_and_nothing_changes(
+        tmp_path: Path) -> None:
+    """Two files of one name (one would be packed, both removed), a file that is no report or
+    page, and an archive that cannot be read: each one line, status 2, every file as it was."""
+    for folder in ("a", "b"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "x.raw.csv").write_text(f"page {folder}\n")
+    (tmp_path / "notes.txt").write_text("kept as it is\n")
+    (tmp_path / ARCHIVE).write_bytes(b"not an archive")
+    before = {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}
+    cases = [(["a/x.raw.csv", "b/x.raw.csv"], "pack_fixtures: x.raw.csv named twice: "),
+             (["notes.txt"], "pack_fixtures: notes.txt: only .ncu-rep, "),
+             (["a/x.raw.csv"], f"pack_fixtures: {ARCHIVE} cannot be read (")]
+    for files, start in cases:
+        done = subprocess.run([sys.executable, str(PACK), ".", *files], cwd=tmp_path,
+                              capture_output=True, text=True)
+        assert (done.returncode, done.stdout, done.stderr.count("\n")) == (2, "", 1), files
+        assert done.stderr.startswith(start), done.stderr
+    assert {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()} == before
+
+
 def test_every_fixture_folder_unpacks_its_reports_and_pages() -> None:
     assert len(reports(FIXTURES / "zoo")) == 44
     assert sorted(path.name for path in unpacked(FIXTURES / "program").glob("first_*")) == [

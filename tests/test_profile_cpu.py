@@ -461,6 +461,37 @@ def test_run_command_kills_ncu_and_its_children_when_interrupted(
     assert not _alive(parent) and not _alive(child)
 
 
+def test_a_command_interrupted_in_its_own_start_is_stopped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C after the child exists but before `run_command` holds it (here: as its output
+    reader starts) must not leave the child running: nobody else could stop it."""
+    from harness.profile import processes
+
+    pids = tmp_path / "pids"
+    started = threading.Thread.start
+
+    def start_then_interrupt(thread: threading.Thread) -> None:
+        if thread.name.startswith("ncuh-output-"):
+            for _ in range(60_000):  # the child is up once it wrote its pids
+                if pids.is_file() and len(pids.read_text().split()) >= 2:
+                    break
+                time.sleep(0.001)
+            raise KeyboardInterrupt
+        started(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", start_then_interrupt)
+    script = f"sleep 600 & echo $$ $! > {shlex.quote(str(pids))}; wait"
+    with pytest.raises(KeyboardInterrupt):
+        lib.run_command(["sh", "-c", script])
+    monkeypatch.undo()
+    parent, child = (int(p) for p in pids.read_text().split())
+    deadline = time.monotonic() + 60  # a bound only a child that is never killed reaches
+    while (_alive(parent) or _alive(child)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _alive(parent) and not _alive(child)
+    assert not processes._RUNNING
+
+
 def test_run_command_returns_status_and_combined_output() -> None:
     status, output = lib.run_command(["sh", "-c", "echo out; echo err >&2; exit 3"])
     assert status == 3

@@ -107,6 +107,12 @@ def test_a_pinned_program_keeps_its_inductor_cache_where_it_has_it_alone(
         assert env["TMPDIR"] == str(lock_directory(gpu, tmp_path / "locks"))
         chosen = pinned_environment({"TORCHINDUCTOR_CACHE_DIR": "/data/ind"}, gpu, tmp_path)
         assert chosen["TORCHINDUCTOR_CACHE_DIR"] == "/data/ind"  # the user's own stays
+
+        def nameless() -> str:
+            raise KeyError("getpwuid(): uid not found: 4242")
+
+        monkeypatch.setattr("getpass.getuser", nameless)  # a uid without a passwd entry
+        assert "TORCHINDUCTOR_CACHE_DIR" not in pinned_environment({}, gpu, tmp_path / "locks")
     finally:
         tempfile.tempdir = None
 

@@ -3,8 +3,8 @@
 (`examples/transformer_step.py --steps 1 --warmup 2`) on two H200s, its five second-pass reports
 packed with xz (13 MB as they are, 1 MB packed: each holds its whole libtorch or cuBLAS module)
 and its first pass's report left out (76 MB; its ranking is in the manifest). Its pages in
-reports/program/ are what `ncuh writeup` writes from it, byte for byte, and no sentence of them
-is contradicted by the reports.
+reports/program/ are what `ncuh writeup` writes from it (Markdown and HTML, byte for byte but
+for the plots' pixels), and no sentence of them is contradicted by the reports.
 
 To write the pages again: `python tests/test_program_run_sample.py` from the repository root.
 """
@@ -12,7 +12,9 @@ To write the pages again: `python tests/test_program_run_sample.py` from the rep
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -42,12 +44,12 @@ def unpack(into: Path) -> Path:
 
 
 def write_pages(run: Path, out: Path) -> None:
-    from click.testing import CliRunner
-
-    from harness.cli import main
-
-    result = CliRunner().invoke(main, ["writeup", str(run), "--out", str(out)])
-    assert result.exit_code == 0, result.output
+    """`ncuh writeup RUN --out OUT` in a process of its own: ncu_report gives a derived
+    metric the unit of the first report a process opens, so a page is written as a user's
+    fresh command writes it."""
+    done = subprocess.run([sys.executable, "-m", "harness", "writeup", str(run), "--out",
+                           str(out)], capture_output=True, text=True, cwd=ROOT, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_the_sample_holds_the_five_ranked_kernels_packed(tmp_path: Path) -> None:
@@ -65,13 +67,34 @@ def test_the_sample_holds_the_five_ranked_kernels_packed(tmp_path: Path) -> None
     assert {entry["gpu"]["index"] for entry in gpus} == {0, 1}  # --gpus all spread them
 
 
+def _without_images(text: str) -> str:
+    """A page with its inlined plots left out: their bytes are matplotlib's and its fonts'."""
+    return re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,", text)
+
+
 def test_the_committed_pages_are_what_writeup_writes_from_the_sample(tmp_path: Path) -> None:
+    """The Markdown and HTML pages, byte for byte but for the plots' own bytes."""
     write_pages(unpack(tmp_path / "runs"), tmp_path / "pages")
-    written = sorted(path.name for path in (tmp_path / "pages").glob("*.md"))
-    assert written == sorted(path.name for path in PAGES.glob("*.md"))
-    assert written == sorted(["index.md", *(f"{name}.md" for name in KERNELS)])
-    for name in written:
-        assert (tmp_path / "pages" / name).read_text() == (PAGES / name).read_text(), name
+    pages = ["index", *KERNELS]
+    for suffix in (".md", ".html"):
+        written = sorted(path.name for path in (tmp_path / "pages").glob(f"*{suffix}"))
+        assert written == sorted(path.name for path in PAGES.glob(f"*{suffix}"))
+        assert written == sorted(f"{name}{suffix}" for name in pages)
+        for name in written:
+            assert _without_images((tmp_path / "pages" / name).read_text()) == (
+                _without_images((PAGES / name).read_text())), name
+
+
+def test_writeup_of_the_packed_sample_as_it_is_says_how_to_unpack_it(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "harness", "writeup", str(SAMPLE), "--out",
+                           str(tmp_path / "pages")], capture_output=True, text=True, cwd=ROOT,
+                          check=False)
+    assert done.returncode == 2 and done.stdout == ""
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"ncuh: error: report not found: {SAMPLE}/01-nvjet")
+    packed = f"{KERNELS[0]}.ncu-rep.xz"
+    assert line.endswith(f"(packed beside it as {packed}: unpack it with `xz -dk`)")
+    assert not (tmp_path / "pages").exists()
 
 
 def test_the_index_names_each_kernels_share_and_its_bound() -> None:

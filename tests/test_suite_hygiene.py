@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from conftest import COLLECTED, FIRST_MODULES, gpu_turn, run_folder
-from pack_fixtures import ARCHIVE, members
+from pack_fixtures import ARCHIVE, PACKED_SUFFIXES, members
 
 TESTS = Path(__file__).parent
 # a word of prose: lower-case letters standing alone between spaces (no metric name, path or
@@ -121,7 +121,6 @@ def _fixture_files() -> list[Path]:
 
 
 # what a folder keeps in its archive: reports and ncu's pages of them (tests/pack_fixtures.py)
-PACKED_SUFFIXES = (".ncu-rep", ".raw.csv", ".details.txt", ".held.csv")
 
 
 def test_the_fixtures_stay_small_and_every_report_is_packed() -> None:

@@ -102,11 +102,16 @@ def lock_directory(gpu: Gpu, base: Path | None = None) -> Path:
     return root / gpu.uuid.replace("/", "_")
 
 
-def inductor_cache_directory() -> Path:
+def inductor_cache_directory() -> Path | None:
     """Where PyTorch's Inductor keeps its cache by default, as it names it
     (torch/_inductor/runtime/cache_dir_utils.py: the temporary directory, the user's name with
-    path characters replaced)."""
-    user = re.sub(r'[\\/:*?"<>|]', "_", getpass.getuser())
+    path characters replaced); None where the user has no name (a uid without a passwd entry
+    and no USER or LOGNAME, as in some containers), where PyTorch would fail to name it too."""
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):
+        return None
+    user = re.sub(r'[\\/:*?"<>|]', "_", name)
     return Path(tempfile.gettempdir()) / f"torchinductor_{user}"
 
 
@@ -115,7 +120,8 @@ def pinned_environment(env: dict[str, str], gpu: Gpu, base: Path | None = None) 
     Inductor cache stays where the program alone finds it (see the module note)."""
     lock_dir = lock_directory(gpu, base)
     lock_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    kept = {} if INDUCTOR_CACHE in env else {INDUCTOR_CACHE: str(inductor_cache_directory())}
+    cache = None if INDUCTOR_CACHE in env else inductor_cache_directory()
+    kept = {INDUCTOR_CACHE: str(cache)} if cache is not None else {}
     return {**env, **kept, "CUDA_VISIBLE_DEVICES": gpu.uuid, "TMPDIR": str(lock_dir)}
 
 

@@ -48,7 +48,10 @@ def regular_file(path: Path | str, what: str) -> os.stat_result:
     try:
         info = os.stat(path)
     except FileNotFoundError:
-        raise InputFileError(f"{what} not found: {path}") from None
+        packed = path.with_name(path.name + ".xz")
+        hint = f" (packed beside it as {packed.name}: unpack it with `xz -dk`)" if (
+            packed.is_file()) else ""
+        raise InputFileError(f"{what} not found: {path}{hint}") from None
     except OSError as error:
         raise InputFileError(f"cannot read {what} {path}: {os_error_text(error)}") from None
     if not stat.S_ISREG(info.st_mode):
