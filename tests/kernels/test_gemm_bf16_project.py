@@ -158,6 +158,17 @@ def test_sizes_must_be_whole_tiles(project, name, shape, problems):
     assert all("not a multiple of" in line and "no partial tiles" in line for line in found)
 
 
+
+def test_a_partial_tile_is_an_unsupported_size_not_a_bad_parameter(project):
+    """What bench and profile act on: the size is refused with its reason, before any GPU."""
+    from harness.errors import UnsupportedShapeError
+
+    size = project.parse_size("4096x4096x4112")
+    with pytest.raises(UnsupportedShapeError,
+                       match=r"multistage 4096x4096x4112: K=4112 is not a multiple of BK=32"):
+        project.check_params("multistage", None, size)
+    assert project.check_params("multistage", None, project.parse_size("4096x4096x4128"))
+
 @pytest.mark.parametrize(
     ("name", "change", "problems"),
     [
