@@ -37,6 +37,10 @@ DRY_RUNS = {
         "inputs at 6 size(s), expected, 11 of 11 variant(s)",
         ["[reference] 'cuBLAS': cublas_sgemm(inputs, 128x128x128) not run: it uses "
          f"cupy.cuda.device.get_cublas_handle, {NOT_STOOD_IN}"]),
+    "kernels/gemm_bf16": (
+        "inputs at 4 size(s), expected, 3 of 3 variant(s)",
+        ["[reference] 'cuBLAS': cublas_gemm(inputs, 256x256x256) not run: it uses "
+         f"cupy.cuda.device.get_cublas_handle, {NOT_STOOD_IN}"]),
     "kernels/reduction": (
         "inputs at 10 size(s), expected, limit 'device copy', 10 of 10 variant(s)",
         [f"[reference] 'CUB': cub_sum(inputs, 1024) not run: it uses "

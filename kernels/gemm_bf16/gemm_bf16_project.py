@@ -1,0 +1,197 @@
+"""The BF16 GEMM chain's own Python: inputs, the float64 truth, cuBLAS, launch geometry, checks.
+
+C = A @ B with A (MxK) and B (KxN) bfloat16, C (MxN) float32, all row-major, float32
+accumulation. CuPy has no bfloat16 dtype: A and B travel as uint16 arrays holding the bf16
+bits, rounded to nearest even from float32 samples, and the truth is computed in float64 from
+those rounded values, so it measures the kernels' accumulation and nothing of the rounding.
+CuPy is imported inside the functions, so `ncuh list` reads this project without a GPU.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.project import Launch, Size
+
+# Hopper limits a configuration must fit.
+MAX_STATIC_SMEM_BYTES = 48 * 1024
+MAX_DYNAMIC_SMEM_BYTES = 227 * 1024  # per block, after opting in (sm_90)
+MAX_GRID_Y = 65535
+CHUNK = 8  # bf16 per 16-byte copy
+
+# cuBLAS enums (cublas_api.h, library_types.h): bf16 in, float32 out, float32 compute.
+CUDA_R_32F = 0
+CUDA_R_16BF = 14
+CUBLAS_COMPUTE_32F = 68
+CUBLAS_GEMM_DEFAULT = -1
+
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "wmma": ("BM", "BN", "BK", "WM", "WN"),
+    "mma": ("BM", "BN", "BK", "WM", "WN"),
+    "multistage": ("BM", "BN", "BK", "WM", "WN", "STAGES"),
+}
+
+
+# ------------------------------------------------------------------------------ the problem
+
+
+def to_bf16_bits(x: Any) -> Any:
+    """float32 -> the uint16 bits of the nearest bfloat16 (ties to even); x holds no NaN."""
+    import cupy
+
+    bits = cupy.ascontiguousarray(x, dtype=cupy.float32).view(cupy.uint32)
+    rounding = ((bits >> 16) & 1) + 0x7FFF
+    return ((bits + rounding) >> 16).astype(cupy.uint16)
+
+
+def from_bf16_bits(bits: Any) -> Any:
+    """The uint16 bits of bfloat16 values -> the same values in float64 (exact)."""
+    import cupy
+
+    return (bits.astype(cupy.uint32) << 16).view(cupy.float32).astype(cupy.float64)
+
+
+def make_inputs(size: Size, seed: int | None) -> dict[str, Any]:
+    """Fresh A, B (normal samples rounded to bf16: mixed signs, no exact zeros) and C."""
+    import cupy
+
+    rng = cupy.random.default_rng(seed)
+    m, n, k = size.M, size.N, size.K
+    a = to_bf16_bits(rng.standard_normal((m, k), dtype=cupy.float32))
+    b = to_bf16_bits(rng.standard_normal((k, n), dtype=cupy.float32))
+    return {"A": a, "B": b, "C": cupy.zeros((m, n), dtype=cupy.float32)}
+
+
+def expected(inputs: dict[str, Any], size: Size) -> dict[str, Any]:
+    """A @ B in float64 from the bf16 values the kernels read."""
+    return {"C": from_bf16_bits(inputs["A"]) @ from_bf16_bits(inputs["B"])}
+
+
+def cublas_gemm(inputs: dict[str, Any], size: Size) -> None:
+    """C = A @ B in one cublasGemmEx: bf16 inputs, float32 output, CUBLAS_COMPUTE_32F (cuBLAS
+    picks its tensor-core kernel). cuBLAS is column-major: a row-major C (MxN) is a
+    column-major C^T = B^T A^T, so B goes first with the dimensions swapped, no transposes."""
+    import numpy
+    from cupy.cuda import device
+    from cupy_backends.cuda.libs import cublas
+
+    a, b, c = inputs["A"], inputs["B"], inputs["C"]
+    m, k = a.shape
+    n = b.shape[1]
+    one = numpy.array(1.0, dtype=numpy.float32)
+    zero = numpy.array(0.0, dtype=numpy.float32)
+    handle = device.get_cublas_handle()
+    cublas.setPointerMode(handle, cublas.CUBLAS_POINTER_MODE_HOST)
+    cublas.gemmEx(
+        handle, cublas.CUBLAS_OP_N, cublas.CUBLAS_OP_N, n, m, k,
+        one.ctypes.data, b.data.ptr, CUDA_R_16BF, n, a.data.ptr, CUDA_R_16BF, k,
+        zero.ctypes.data, c.data.ptr, CUDA_R_32F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT,
+    )
+
+
+# ------------------------------------------------------------------------------ the families
+
+
+def threads_per_block(p: dict[str, int]) -> int:
+    return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+
+
+def shared_mem_bytes(family: str, p: dict[str, int]) -> int:
+    """Shared memory per block: padded tiles (wmma), swizzled tiles, or STAGES of them."""
+    if family == "wmma":  # rows padded by 8 bf16
+        return (p["BM"] * (p["BK"] + 8) + p["BK"] * (p["BN"] + 8)) * 2
+    stage = (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * 2
+    return stage * p.get("STAGES", 1)
+
+
+def _check_tiles(family: str, p: dict[str, int]) -> list[str]:
+    problems: list[str] = []
+    for big, small in (("BM", "WM"), ("BN", "WN")):
+        if p[small] <= 0 or p[big] % p[small] != 0:
+            problems.append(f"{big}={p[big]} must be a multiple of {small}={p[small]}")
+    for key, step in (("WM", 16), ("WN", 16), ("BK", 16)):
+        if p[key] <= 0 or p[key] % step != 0:
+            problems.append(f"{key}={p[key]} must be a multiple of {step} (16x16 fragments)")
+    if family != "wmma":
+        if p["BK"] != 32:  # the swizzle of A is written for rows of 4 16-byte chunks
+            problems.append(f"BK={p['BK']} must be 32 (rows of A are 4 swizzled 16-byte chunks)")
+        if p["BN"] % 64 != 0:
+            problems.append(f"BN={p['BN']} must be a multiple of 64 (rows of B swizzle 8 chunks)")
+    if family == "multistage" and p["STAGES"] < 2:
+        problems.append(f"STAGES={p['STAGES']} must be at least 2")
+    if problems:
+        return problems
+    threads = threads_per_block(p)
+    if not 32 <= threads <= 1024:
+        return [f"{threads} threads per block; must be between 32 and 1024"]
+    for tile, elements in (("A", p["BM"] * p["BK"]), ("B", p["BK"] * p["BN"])):
+        if (elements // CHUNK) % threads != 0:
+            problems.append(f"the {tile} tile ({elements // CHUNK} 16-byte pieces) does not "
+                            f"divide evenly over {threads} threads")
+    smem = shared_mem_bytes(family, p)
+    limit = MAX_DYNAMIC_SMEM_BYTES if family == "multistage" else MAX_STATIC_SMEM_BYTES
+    if smem > limit:
+        problems.append(f"{smem} bytes of shared memory per block; the limit is {limit}")
+    return problems
+
+
+def _check_size(p: dict[str, int], size: Size) -> list[str]:
+    """No kernel checks bounds: every tile must be whole."""
+    problems = [f"{dim}={value} is not a multiple of {tile}={p[tile]} (no partial tiles yet)"
+                for dim, value, tile in (("M", size.M, "BM"), ("N", size.N, "BN"),
+                                         ("K", size.K, "BK"))
+                if value % p[tile] != 0]
+    if not problems and size.M // p["BM"] > MAX_GRID_Y:
+        problems.append(f"M={size.M} needs {size.M // p['BM']} block rows, over CUDA's "
+                        f"{MAX_GRID_Y}")
+    if not problems and max(size) >= 2**31:
+        problems.append(f"size {size}: each dimension must be below 2^31 (32-bit indices)")
+    return problems
+
+
+def family_check(family: str):
+    """The `constraints` callable of a family: problems of the parameters (and the size)."""
+
+    def check(size: Size | None, params: dict[str, int]) -> list[str]:
+        missing = [f"missing parameter {key!r}" for key in REQUIRED[family] if key not in params]
+        if missing:
+            return missing
+        problems = _check_tiles(family, params)
+        if size is not None and not problems:
+            problems = _check_size(params, size)
+        return problems
+
+    check.__name__ = f"check_{family}"
+    return check
+
+
+def family_launch(family: str):
+    """The `launch` callable of a family: one launch over the whole C, a block per tile."""
+
+    def launch(size: Size, params: dict[str, int], inputs: dict[str, Any]) -> Launch:
+        import numpy
+
+        m, n, k = size
+        for label, array, want, dtype in (("A", inputs["A"], (m, k), numpy.uint16),
+                                          ("B", inputs["B"], (k, n), numpy.uint16),
+                                          ("C", inputs["C"], (m, n), numpy.float32)):
+            if tuple(array.shape) != want:
+                raise ValueError(f"{label} has shape {tuple(array.shape)}, expected {want}")
+            if array.dtype != dtype or not array.flags.c_contiguous:
+                raise ValueError(f"{label} must be a C-contiguous {numpy.dtype(dtype)} CuPy array")
+        return Launch(
+            grid=(n // params["BN"], m // params["BM"], 1),
+            block=(threads_per_block(params), 1, 1),
+            args=(numpy.int32(m), numpy.int32(n), numpy.int32(k),
+                  inputs["A"], inputs["B"], inputs["C"]),
+            shared_mem=shared_mem_bytes(family, params) if family == "multistage" else 0,
+        )
+
+    launch.__name__ = f"launch_{family}"
+    return launch
+
+
+for _family in REQUIRED:
+    globals()[f"check_{_family}"] = family_check(_family)
+    globals()[f"launch_{_family}"] = family_launch(_family)
+del _family

@@ -1,0 +1,107 @@
+"""The BF16 GEMM chain on a real GPU (skipped cleanly without one).
+
+Every variant and cuBLAS, at 256, 1024 and 4096 cubed and two non-square whole-tile shapes,
+starts from a NaN-filled C and must match the float64 product of the same bf16 values within
+the project's tolerance, with no NaN left. The kernels compile without spills; the multistage
+kernel opts into more than 48 KiB of shared memory. The fastest variant's time at 4096 is
+printed beside cuBLAS's, not held to a window.
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import pytest
+
+from harness.errors import UnsupportedShapeError
+from harness.project import load_project
+
+GEMM = load_project(Path(__file__).resolve().parents[2] / "kernels" / "gemm_bf16" / "ncuh.toml")
+import gemm_bf16_project  # noqa: E402  (on sys.path once the project is loaded)
+
+pytestmark = pytest.mark.gpu
+
+SHAPES = [(256, 256, 256), (1024, 1024, 1024), (4096, 4096, 4096),
+          (384, 640, 2048),  # non-square, long K
+          (1024, 128, 32)]  # one column of tiles, one k tile
+
+
+def _runnable(name: str, shape):
+    from harness.gpu.backend import prepare, prepare_call
+
+    size = GEMM.size(shape)
+    if name == GEMM.reference.key:
+        return prepare_call(name, GEMM.reference.call, size)
+    return prepare(GEMM, name, size, None)
+
+
+def verify(name: str, shape, seed: int) -> tuple[float, int]:
+    """(relative Frobenius error, NaN/inf count) of one launch on fresh inputs."""
+    import cupy
+
+    from harness.gpu.verify import check_outputs
+
+    size = GEMM.size(shape)
+    runnable = _runnable(name, shape)
+    inputs = gemm_bf16_project.make_inputs(size, seed)
+    inputs["C"].fill(cupy.nan)
+    truth = gemm_bf16_project.expected(inputs, size)
+    runnable(inputs)
+    cupy.cuda.get_current_stream().synchronize()
+    error, _, nonfinite, _ = check_outputs(GEMM, inputs, truth, size)
+    return error, nonfinite
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("name", [*GEMM.names, GEMM.reference.key])
+def test_variant_matches_float64_product_of_the_bf16_inputs(name: str, shape) -> None:
+    error, nonfinite = verify(name, shape, seed=zlib.crc32(f"{name}{shape}".encode()))
+    print(f"{name} {'x'.join(map(str, shape))}: relative error {error:.3g}")
+    assert nonfinite == 0, f"{name} left {nonfinite} NaN/inf elements"
+    assert error < GEMM.tolerance_at(GEMM.size(shape)), f"{name} {shape}: {error:.3g}"
+    assert error > 0.0  # float32 accumulation of 4096-term sums is not exact
+
+
+@pytest.mark.parametrize("name", GEMM.names)
+def test_kernels_compile_without_spills(name: str) -> None:
+    kernel = _runnable(name, (4096, 4096, 4096))
+    assert kernel.spill_bytes == 0, f"{name} spills {kernel.spill_bytes} bytes"
+    assert kernel.registers is not None and 64 <= kernel.registers <= 255
+
+
+def test_multistage_opts_into_more_than_48_kib() -> None:
+    size = GEMM.parse_size("4096")
+    params = dict(GEMM.variant("multistage").params)
+    launch = GEMM.variant("multistage").launch(size, params,
+                                               gemm_bf16_project.make_inputs(size, 1))
+    assert launch.shared_mem == params["STAGES"] * 16 * 1024 > 48 * 1024
+    error, nonfinite = verify("multistage", (4096, 4096, 4096), seed=5)
+    assert nonfinite == 0 and error < 1e-4
+
+
+def test_a_partial_tile_is_refused_before_compiling() -> None:
+    with pytest.raises(UnsupportedShapeError, match="not a multiple of"):
+        _runnable("multistage", (4096, 4096, 4096 + 16))
+
+
+def test_best_variant_against_cublas_at_4096() -> None:
+    """Reported, not asserted as a window: the times of each variant and cuBLAS."""
+    from harness.gpu.timing import time_launches
+
+    size = GEMM.parse_size("4096")
+    inputs = gemm_bf16_project.make_inputs(size, 2)
+    flops = GEMM.flops(size)
+    medians = {}
+    for name in [*GEMM.names, GEMM.reference.key]:
+        runnable = _runnable(name, (4096, 4096, 4096))
+        measured = time_launches(lambda runnable=runnable: runnable(inputs), repeats=20,
+                                 label=name)
+        medians[name] = measured.median
+    reference = medians.pop(GEMM.reference.key)
+    best = min(medians, key=medians.get)
+    for name, ms in [*medians.items(), ("cuBLAS", reference)]:
+        print(f"4096^3 {name}: {ms:.3f} ms, {flops / ms / 1e9:.1f} TFLOP/s, "
+              f"{reference / ms:.2f}x cuBLAS")
+    print(f"best: {best} at {reference / medians[best]:.2f}x cuBLAS")
+    assert all(ms > 0 for ms in medians.values()) and reference > 0

@@ -1,0 +1,384 @@
+"""The BF16 GEMM chain's project file, read through the public project API (no GPU).
+
+It loads; the three iterations come in chain order with cuBLAS as the reference; work and
+traffic are the formulas of the README; every Strategy is there in the seed pages' voice; the
+bf16 rounding is round-to-nearest-even and the truth is the float64 product of the rounded
+values; the constraints refuse partial tiles and impossible configurations at their edges; the
+launch geometry is one block per tile; and a host model of the `mma.sync` kernels' indexing
+(the swizzle, `ldmatrix`, the PTX fragment layouts, the epilogue) computes A @ B exactly, with
+the swizzle free of bank conflicts where padding-free rows would have them.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import numpy
+import pytest
+
+from harness.project import load_project
+
+FOLDER = Path(__file__).resolve().parents[2] / "kernels" / "gemm_bf16"
+CHAIN = ["wmma", "mma_ldmatrix", "multistage"]
+
+
+@pytest.fixture(scope="module")
+def project():
+    return load_project(FOLDER / "ncuh.toml")
+
+
+@pytest.fixture
+def module(project, monkeypatch):
+    """The project's Python module with NumPy standing in for CuPy."""
+    monkeypatch.setitem(sys.modules, "cupy", numpy)
+    return sys.modules["gemm_bf16_project"]
+
+
+def test_project_loads_with_cublas_reference(project):
+    assert project.name == "gemm_bf16"
+    assert project.dims == ("M", "N", "K")
+    assert project.outputs == ("C",) and project.poison == ("C",)
+    assert project.compare == "relative_frobenius"
+    assert project.reference is not None and project.reference.name == "cuBLAS"
+    assert "cublasGemmEx" in project.reference.strategy
+
+
+def test_three_variants_in_chain_order(project):
+    assert project.names == CHAIN
+    assert [variant.previous for variant in project.variants] == [None, *CHAIN[:-1]]
+
+
+def test_sizes_work_and_traffic(project):
+    assert [size.M for size in project.default_sizes] == [256, 1024, 2048, 4096]
+    size = project.parse_size("4096")
+    assert tuple(size) == (4096, 4096, 4096)
+    assert project.flops(size) == 2 * 4096**3
+    assert project.bytes(size) == 2 * 2 * 4096**2 + 4 * 4096**2  # bf16 A, B read; f32 C written
+
+
+def test_every_strategy_is_written_in_the_seed_voice(project):
+    for index, variant in enumerate(project.variants):
+        text = variant.strategy
+        assert len(text) > 800, variant.name
+        if index > 0:
+            assert text.startswith("Last time"), variant.name
+            assert "In this iteration" in text, variant.name
+        assert re.search(r"What (should move|to expect)", text), variant.name
+
+
+def test_each_kernel_is_defined_in_its_source(project):
+    for variant in project.variants:
+        source = (FOLDER / variant.source).read_text()
+        pattern = rf'extern "C" __global__ void __launch_bounds__\(THREADS\)\s+{variant.kernel}\('
+        assert re.search(pattern, source), variant.name
+
+
+def test_each_iteration_uses_the_instructions_its_strategy_names(project):
+    sources = {v.name: (FOLDER / v.source).read_text() for v in project.variants}
+    common = (FOLDER / "common.cuh").read_text()
+    assert "wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32" in sources["wmma"]
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in common
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in common
+    for name in ("mma_ldmatrix", "multistage"):
+        assert "warp_tile_mma(" in sources[name]
+    assert "cp.async" not in sources["mma_ldmatrix"]
+    assert "cp.async.cg.shared.global" in sources["multistage"]
+
+
+def test_tolerance_is_fixed(project):
+    assert project.tolerance_at(project.parse_size("256")) == 1e-4
+    assert project.tolerance_at(project.parse_size("4096")) == 1e-4
+
+
+# ---- bf16 inputs and the truth ------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("value", "bits"),
+    [
+        (1.0, 0x3F80),
+        (-2.5, 0xC020),
+        (1.0 + 2.0**-8, 0x3F80),  # halfway between 0x3F80 and 0x3F81: to the even one
+        (1.0 + 2.0**-8 + 2.0**-20, 0x3F81),  # just past halfway: up
+        (1.0 + 3 * 2.0**-8, 0x3F82),  # halfway between 0x3F81 and 0x3F82: to the even one
+        (1.0 + 3 * 2.0**-8 - 2.0**-20, 0x3F81),  # just short of halfway: down
+        (3.0e38, 0x7F62),
+        (0.0, 0x0000),
+    ],
+)
+def test_rounding_to_bf16_is_nearest_even(module, value, bits):
+    got = module.to_bf16_bits(numpy.array([value], dtype=numpy.float32))
+    assert got.dtype == numpy.uint16 and int(got[0]) == bits
+
+
+def test_bf16_values_come_back_exactly(module):
+    bits = numpy.arange(0, 2**16, dtype=numpy.uint16)
+    finite = bits[(bits & 0x7F80) != 0x7F80]  # no inf, no NaN
+    values = module.from_bf16_bits(finite)
+    assert values.dtype == numpy.float64
+    assert numpy.array_equal(module.to_bf16_bits(values.astype(numpy.float32)), finite)
+
+
+def test_inputs_and_truth(project, module):
+    size = project.parse_size("128x256x64")
+    inputs = module.make_inputs(size, 7)
+    assert inputs["A"].shape == (128, 64) and inputs["A"].dtype == numpy.uint16
+    assert inputs["B"].shape == (64, 256) and inputs["B"].dtype == numpy.uint16
+    assert inputs["C"].shape == (128, 256) and inputs["C"].dtype == numpy.float32
+    again = module.make_inputs(size, 7)
+    assert numpy.array_equal(inputs["A"], again["A"]) and numpy.array_equal(inputs["B"], again["B"])
+    truth = module.expected(inputs, size)["C"]
+    a = module.from_bf16_bits(inputs["A"])
+    b = module.from_bf16_bits(inputs["B"])
+    assert truth.dtype == numpy.float64
+    assert numpy.array_equal(truth, a @ b)
+    assert 0.5 < numpy.std(a) < 1.5 and numpy.count_nonzero(a) == a.size  # normal samples
+
+
+# ---- constraints and launch geometry ------------------------------------------------------
+
+@pytest.mark.parametrize("name", CHAIN)
+@pytest.mark.parametrize(
+    ("shape", "problems"),
+    [
+        ("128", 0),
+        ("4096", 0),
+        ("128x128x32", 0),  # one k tile
+        ("96x128x32", 1),  # M not a multiple of BM
+        ("128x192x32", 1),  # N not a multiple of BN
+        ("128x128x48", 1),  # K not a multiple of BK
+        ("100x100x100", 3),
+    ],
+)
+def test_sizes_must_be_whole_tiles(project, name, shape, problems):
+    variant = project.variant(name)
+    found = variant.constraints(project.parse_size(shape), dict(variant.params))
+    assert len(found) == problems, found
+    assert all("not a multiple of" in line and "no partial tiles" in line for line in found)
+
+
+
+def test_a_partial_tile_is_an_unsupported_size_not_a_bad_parameter(project):
+    """What bench and profile act on: the size is refused with its reason, before any GPU."""
+    from harness.errors import UnsupportedShapeError
+
+    size = project.parse_size("4096x4096x4112")
+    with pytest.raises(UnsupportedShapeError,
+                       match=r"multistage 4096x4096x4112: K=4112 is not a multiple of BK=32"):
+        project.check_params("multistage", None, size)
+    assert project.check_params("multistage", None, project.parse_size("4096x4096x4128"))
+
+@pytest.mark.parametrize(
+    ("name", "change", "problems"),
+    [
+        ("multistage", {}, 0),
+        ("multistage", {"STAGES": 2}, 0),
+        ("multistage", {"STAGES": 1}, 1),
+        ("multistage", {"STAGES": 14}, 0),  # 14 stages of 16 KiB fit under 227 KiB
+        ("multistage", {"STAGES": 15}, 1),
+        ("mma_ldmatrix", {"BK": 64}, 1),  # the A swizzle is written for 64-byte rows
+        ("mma_ldmatrix", {"BN": 96, "WN": 32}, 1),  # rows of B swizzle 8 chunks
+        ("mma_ldmatrix", {"BN": 64, "WN": 32}, 0),
+        ("wmma", {"BK": 64}, 0),
+        ("wmma", {"WM": 24}, 2),  # not a multiple of 16, does not divide BM
+        ("wmma", {"BM": 256, "BN": 256, "WM": 32, "WN": 32}, 1),  # 2048 threads
+        ("wmma", {"BM": 128, "BN": 256, "BK": 64}, 1),  # 55 KiB of static shared memory
+        ("wmma", {"BK": 48}, 0),  # 27 KiB
+        ("wmma", {"BK": 96}, 1),  # 52 KiB
+        ("mma_ldmatrix", {"WM": 32}, 0),  # 512 threads, one 16-byte piece of each tile
+        ("mma_ldmatrix", {"WM": 32, "WN": 16}, 2),  # 1024 threads, 512 pieces of A and of B
+    ],
+)
+def test_constraints_at_their_edges(project, name, change, problems):
+    variant = project.variant(name)
+    found = variant.constraints(None, {**variant.params, **change})  # the tiles alone
+    assert len(found) == problems, found
+
+
+def test_a_missing_parameter_is_named(project):
+    variant = project.variant("multistage")
+    params = {key: value for key, value in variant.params.items() if key != "STAGES"}
+    assert variant.constraints(None, params) == ["missing parameter 'STAGES'"]
+
+
+@pytest.mark.parametrize(("name", "shared"), [("wmma", 0), ("mma_ldmatrix", 0),
+                                              ("multistage", 65536)])
+def test_launch_is_one_block_per_tile(project, module, name, shared):
+    variant = project.variant(name)
+    size = project.parse_size("512x1024x256")
+    inputs = module.make_inputs(size, 1)
+    launch = variant.launch(size, dict(variant.params), inputs)
+    assert launch.grid == (8, 4, 1) and launch.block == (256, 1, 1)
+    assert launch.shared_mem == shared
+    assert [int(x) for x in launch.args[:3]] == [512, 1024, 256]
+    assert launch.args[3] is inputs["A"] and launch.args[5] is inputs["C"]
+
+
+def test_static_shared_memory_is_what_ptxas_reports(module):
+    # ptxas -v on the default tiles: 18944 bytes (wmma, padded rows), 16384 (mma, swizzled)
+    params = {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32}
+    assert module.shared_mem_bytes("wmma", params) == 18944
+    assert module.shared_mem_bytes("mma", params) == 16384
+
+
+def test_launch_refuses_float32_inputs(project, module):
+    variant = project.variant("mma_ldmatrix")
+    size = project.parse_size("128")
+    inputs = module.make_inputs(size, 1)
+    inputs["A"] = inputs["A"].astype(numpy.float32)
+    with pytest.raises(ValueError, match="A must be a C-contiguous uint16"):
+        variant.launch(size, dict(variant.params), inputs)
+
+
+# ---- a host model of the mma.sync kernels (common.cuh) ------------------------------------
+# Shared memory is modelled in 16-byte chunks of 8 bf16; a 128-byte line holds 8 chunks, so
+# chunk address % 8 is the group of 4 banks a 16-byte access lands in. The fragment layouts
+# are those of the PTX manual (ldmatrix, mma.m16n8k16 with .bf16 operands).
+
+CHUNK = 8
+LANES = numpy.arange(32)
+
+
+def swizzle(row_chunks: int, row, chunk):
+    """common.cuh's swizzle<ROW_CHUNKS>(row, chunk)."""
+    if row_chunks == 4:
+        return row * 4 + (chunk ^ ((row >> 1) & 3))
+    return row * row_chunks + (chunk ^ (row & 7))
+
+
+def plain(row_chunks: int, row, chunk):
+    """The same tile without a swizzle or padding: what the swizzle is measured against."""
+    return row * row_chunks + chunk
+
+
+def ldmatrix_x4(smem: numpy.ndarray, addresses: numpy.ndarray, trans: bool) -> numpy.ndarray:
+    """Each lane's four registers as (32, 4, 2) bf16 pairs: lane i gives row i % 8 of matrix
+    i // 8; lane t receives row t // 4, columns 2(t % 4) and 2(t % 4) + 1 of each matrix, or
+    with .trans rows 2(t % 4) and 2(t % 4) + 1 of column t // 4."""
+    matrices = smem[addresses].reshape(4, 8, 8)
+    group, pair = LANES // 4, 2 * (LANES % 4)
+    if trans:
+        first, second = matrices[:, pair, group], matrices[:, pair + 1, group]
+    else:
+        first, second = matrices[:, group, pair], matrices[:, group, pair + 1]
+    return numpy.stack([first.T, second.T], axis=-1)
+
+
+def mma_16816(acc: numpy.ndarray, a: numpy.ndarray, b0: numpy.ndarray, b1: numpy.ndarray):
+    """acc (32, 4) += the 16x8 product of the fragments a (32, 4, 2) and b0, b1 (32, 2)."""
+    g, c = LANES // 4, 2 * (LANES % 4)
+    a16 = numpy.zeros((16, 16))
+    for register, (row, col) in enumerate(((g, c), (g + 8, c), (g, c + 8), (g + 8, c + 8))):
+        a16[row, col], a16[row, col + 1] = a[:, register, 0], a[:, register, 1]
+    b16 = numpy.zeros((16, 8))
+    for register, k in ((b0, c), (b1, c + 8)):
+        b16[k, g], b16[k + 1, g] = register[:, 0], register[:, 1]
+    d = a16 @ b16
+    acc += numpy.stack([d[g, c], d[g, c + 1], d[g + 8, c], d[g + 8, c + 1]], axis=1)
+
+
+def run_block_model(a, b, c, p, block_row, block_col, layout=swizzle):
+    """One block of gemm_bf16_mma (the multistage kernel computes each stage the same way)."""
+    threads = (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
+    a_chunks, b_chunks = p["BK"] // CHUNK, p["BN"] // CHUNK
+    warps_n = p["BN"] // p["WN"]
+    acc = numpy.zeros((threads // 32, p["WM"] // 16, p["WN"] // 8, 32, 4))
+    for k0 in range(0, a.shape[1], p["BK"]):
+        a_tile = numpy.full((p["BM"] * a_chunks, CHUNK), numpy.nan)
+        b_tile = numpy.full((p["BK"] * b_chunks, CHUNK), numpy.nan)
+        for piece in range(p["BM"] * a_chunks):
+            row, chunk = divmod(piece, a_chunks)
+            a_tile[layout(a_chunks, row, chunk)] = a[block_row + row,
+                                                     k0 + chunk * CHUNK:k0 + (chunk + 1) * CHUNK]
+        for piece in range(p["BK"] * b_chunks):
+            row, chunk = divmod(piece, b_chunks)
+            b_tile[layout(b_chunks, row, chunk)] = b[k0 + row, block_col + chunk * CHUNK:
+                                                     block_col + (chunk + 1) * CHUNK]
+        for warp in range(threads // 32):
+            warp_m, warp_n = divmod(warp, warps_n)
+            for kk in range(p["BK"] // 16):
+                frag_a = [ldmatrix_x4(a_tile, layout(a_chunks, warp_m * p["WM"] + i * 16
+                                                     + (LANES & 15), kk * 2 + (LANES >> 4)),
+                                      trans=False) for i in range(p["WM"] // 16)]
+                frag_b = [ldmatrix_x4(b_tile, layout(b_chunks, kk * 16 + (LANES & 15),
+                                                     (warp_n * p["WN"] + j * 16) // CHUNK
+                                                     + (LANES >> 4)), trans=True)
+                          for j in range(p["WN"] // 16)]
+                for i in range(p["WM"] // 16):
+                    for j in range(p["WN"] // 8):
+                        pair = frag_b[j // 2]
+                        mma_16816(acc[warp, i, j], frag_a[i], pair[:, (j % 2) * 2],
+                                  pair[:, (j % 2) * 2 + 1])
+    for warp in range(threads // 32):
+        warp_m, warp_n = divmod(warp, warps_n)
+        for i in range(p["WM"] // 16):
+            for j in range(p["WN"] // 8):
+                row = block_row + warp_m * p["WM"] + i * 16 + LANES // 4
+                col = block_col + warp_n * p["WN"] + j * 8 + 2 * (LANES % 4)
+                values = acc[warp, i, j]
+                for dr, first in ((0, 0), (8, 2)):
+                    for dc in (0, 1):
+                        assert numpy.isnan(c[row + dr, col + dc]).all(), "written twice"
+                        c[row + dr, col + dc] = values[:, first + dc]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{}, {"WM": 32}, {"BN": 64}, {"BM": 64, "BN": 256, "WM": 32, "WN": 64}],
+    ids=["default", "16_warps", "bn64", "64x256"],
+)
+def test_mma_kernel_model_computes_a_times_b(project, change):
+    params = {**project.variant("mma_ldmatrix").params, **change}
+    assert project.variant("mma_ldmatrix").constraints(None, params) == []
+    rng = numpy.random.default_rng(3)
+    m, n, k = 2 * params["BM"], 2 * params["BN"], 2 * params["BK"]
+    a = rng.integers(-4, 5, (m, k)).astype(numpy.float64)  # small integers: exact sums
+    b = rng.integers(-4, 5, (k, n)).astype(numpy.float64)
+    c = numpy.full((m, n), numpy.nan)
+    for block_row in range(0, m, params["BM"]):
+        for block_col in range(0, n, params["BN"]):
+            run_block_model(a, b, c, params, block_row, block_col)
+    assert numpy.array_equal(c, a @ b)
+
+
+def test_the_model_catches_a_wrong_fragment_layout(project):
+    """The same model with B's chunks stored unswizzled but read swizzled gives a wrong C."""
+    params = dict(project.variant("mma_ldmatrix").params)
+    rng = numpy.random.default_rng(4)
+    a = rng.integers(-4, 5, (128, 32)).astype(numpy.float64)
+    b = rng.integers(-4, 5, (32, 128)).astype(numpy.float64)
+
+    def mixed(row_chunks, row, chunk):
+        return (plain if row_chunks == 16 and numpy.isscalar(row) else swizzle)(
+            row_chunks, row, chunk)
+
+    c = numpy.full((128, 128), numpy.nan)
+    run_block_model(a, b, c, params, 0, 0, layout=mixed)
+    assert not numpy.array_equal(c, a @ b)
+
+
+def _most_per_bank_group(addresses: numpy.ndarray) -> int:
+    """The worst count of distinct chunks sharing a 4-bank group in one 8-lane phase."""
+    worst = 1
+    for phase in addresses.reshape(-1, 8):
+        groups = numpy.unique(phase) % 8
+        worst = max(worst, int(numpy.bincount(groups, minlength=8).max()))
+    return worst
+
+
+@pytest.mark.parametrize(("row_chunks", "plain_ways"), [(4, 4), (16, 8)])
+def test_swizzle_makes_ldmatrix_and_stores_conflict_free(row_chunks, plain_ways):
+    """A (4 chunks a row) and B (16): every ldmatrix phase (8 rows of one chunk) and every
+    phase of the 16-byte stores (8 consecutive pieces) hits 8 distinct bank groups; unswizzled
+    rows put the same ldmatrix phase in 2 (A: 4-way) or 1 (B: 8-way) groups."""
+    rows = 32
+    for row0 in range(0, rows, 8):
+        for chunk in range(row_chunks):
+            reads = numpy.arange(row0, row0 + 8)
+            assert _most_per_bank_group(swizzle(row_chunks, reads, chunk)) == 1
+            assert _most_per_bank_group(plain(row_chunks, reads, chunk)) == plain_ways
+    pieces = numpy.arange(rows * row_chunks)
+    stores = swizzle(row_chunks, pieces // row_chunks, pieces % row_chunks)
+    assert _most_per_bank_group(stores) == 1
+    assert sorted(stores) == list(pieces)  # a permutation: every chunk has its own place
