@@ -38,9 +38,11 @@ DRY_RUNS = {
         ["[reference] 'cuBLAS': cublas_sgemm(inputs, 128x128x128) not run: it uses "
          f"cupy.cuda.device.get_cublas_handle, {NOT_STOOD_IN}"]),
     "kernels/gemm_bf16": (
-        "inputs at 4 size(s), expected, 3 of 3 variant(s)",
+        "inputs at 4 size(s), expected, 3 of 4 variant(s)",
         ["[reference] 'cuBLAS': cublas_gemm(inputs, 256x256x256) not run: it uses "
-         f"cupy.cuda.device.get_cublas_handle, {NOT_STOOD_IN}"]),
+         f"cupy.cuda.device.get_cublas_handle, {NOT_STOOD_IN}",
+         "variant 'wgmma_tma' at size 256x256x256: launch_wgmma_tma(256x256x256, params, "
+         f"inputs) not run: it uses cupy.cuda.driver.get_build_version, {NOT_STOOD_IN}"]),
     "kernels/reduction": (
         "inputs at 10 size(s), expected, limit 'device copy', 10 of 10 variant(s)",
         [f"[reference] 'CUB': cub_sum(inputs, 1024) not run: it uses "
@@ -72,7 +74,8 @@ def test_bundled_and_test_projects_pass(project: str) -> None:
     result = run_once(("check", "--project", project))
     assert result.returncode == 0, result.stdout + result.stderr
     loaded = load_project(ROOT / project)
-    compiled = sum(1 for v in loaded.variants if v.source)
+    compiled = sum(1 for v in loaded.variants if v.source and not v.arch)
+    own = sum(1 for v in loaded.variants if v.arch == "sm_90a")  # gemm_bf16's wgmma_tma
     lines = result.stdout.splitlines()
     assert lines[0] == f"project: {loaded.name} ({loaded.path})"
     ran, notes = DRY_RUNS[project]
@@ -82,7 +85,8 @@ def test_bundled_and_test_projects_pass(project: str) -> None:
         assert lines[1].startswith(f"compiler: NVRTC {NVRTC.version[0]}.{NVRTC.version[1]} (")
         assert lines[1].endswith("--gpu-architecture=sm_90")
         assert lines[-1] == (f"ok: {len(loaded.variants)} variant(s) checked, {compiled} "
-                             "compiled for sm_90")
+                             "compiled for sm_90" + (f", {own} compiled for sm_90a" if own
+                                                     else ""))
 
 
 def test_init_project_passes(tmp_path: Path) -> None:
@@ -311,6 +315,39 @@ def test_compile_options_carry_the_stub_headers_and_the_variant_names() -> None:
     text = program_text(project.folder, "softmax.cu")
     assert text.startswith("#ifndef INFINITY\n")
     assert '#line 1 "softmax.cu"\n' in text
+
+
+def test_a_variant_compiles_for_the_target_it_names() -> None:
+    """`arch = "sm_90a"` goes to NVRTC as --gpu-architecture=sm_90a, in `check` in place of
+    --arch and on a GPU before the -arch=sm_90 CuPy adds; other variants name none."""
+    from harness.gpu.backend import arch_options
+
+    project = load_project(ROOT / "kernels" / "gemm_bf16")
+    wgmma = project.variant("wgmma_tma")
+    assert wgmma.arch == "sm_90a" and wgmma.to_dict()["arch"] == "sm_90a"
+    assert arch_options(wgmma) == ("--gpu-architecture=sm_90a",)
+    assert arch_options(project.variant("multistage")) == ()
+    assert project.variant("multistage").to_dict()["arch"] is None
+
+
+@needs_nvrtc
+def test_wgmma_needs_sm_90a_and_survives_the_arch_cupy_appends() -> None:
+    """The options a GPU run compiles with, CuPy's own -arch=sm_90 last: wgmma compiles; the
+    same without the variant's target fails on exactly that instruction."""
+    from harness.gpu.backend import arch_options
+
+    project = load_project(ROOT / "kernels" / "gemm_bf16")
+    wgmma = project.variant("wgmma_tma")
+    size = project.profile_size
+    text = program_text(project.folder, wgmma.source)
+    options = compile_options(variant_macros(project, wgmma, size, dict(wgmma.params)), wgmma)
+    headers = tuple(f"-I{folder}" for folder in NVRTC.include_dirs)
+    ok, log = NVRTC.compile(text, wgmma.source, (*options, *arch_options(wgmma), *headers,
+                                                 "-arch=sm_90"))
+    assert ok, log
+    ok, log = NVRTC.compile(text, wgmma.source, (*options, *headers, "-arch=sm_90"))
+    assert not ok and "not supported on .target 'sm_90'" in log
+    assert compile_problems(project, wgmma, NVRTC, "sm_90") == []
 
 
 def test_without_nvrtc_a_note_says_nothing_was_compiled(monkeypatch, golden) -> None:

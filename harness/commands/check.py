@@ -9,6 +9,7 @@ project's Python on the CPU with stand-ins for the GPU (`harness.dryrun`). Probl
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import NamedTuple
 
@@ -80,8 +81,9 @@ def _ran(found: object, project: Project) -> str:
 
 @click.command("check", short_help="Check the project without a GPU (compile, dry run).")
 @click.option("--arch", default=DEFAULT_ARCH, show_default=True, metavar="sm_XX",
-              help="The architecture NVRTC compiles every variant for, and whose limits "
-                   "every launch is held to.")
+              help="The architecture NVRTC compiles every variant for (but one that names "
+                   "its own `arch`, such as sm_90a), and whose limits every launch is held "
+                   "to.")
 @click.option("--compile/--no-compile", "compile_", default=True, show_default=True,
               help="Compile every NVRTC variant (needs the nvidia-cuda-nvrtc wheel or a CUDA "
                    "toolkit; no GPU).")
@@ -130,6 +132,11 @@ def check(arch: str, compile_: bool, run: bool, project: Path | None) -> None:
         click.echo(printable(f"ncuh: {len(problems)} problem(s) in {loaded.path}"), err=True)
         raise SystemExit(2)
     compiled = [v for v in compiled if v.name not in uncompiled]
-    done = f", {len(compiled)} compiled for {arch}" if nvrtc is not None else ""
+    # "4 compiled for sm_90", or with variants that name their own target
+    # "3 compiled for sm_90, 1 compiled for sm_90a"
+    targets = Counter(v.arch or arch for v in compiled) or Counter({arch: 0})
+    done = "".join(f", {count} compiled for {target}" for target, count in
+                   sorted(targets.items(), key=lambda item: item[0] != arch)) \
+        if nvrtc is not None else ""
     warned = f", {len(warnings)} warning(s)" if warnings else ""
     click.echo(f"ok: {len(loaded.variants)} variant(s) checked{done}{warned}")

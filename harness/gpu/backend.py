@@ -148,6 +148,13 @@ def compile_options(defined: dict[str, int], variant: Variant | None = None) -> 
             *(identity_macros(variant) if variant is not None else ()))
 
 
+def arch_options(variant: Variant) -> tuple[str, ...]:
+    """The target a variant names (`arch = "sm_90a"`), else none: CuPy adds the GPU's own
+    `-arch=sm_XX` after the options it is given, and NVRTC keeps the arch-specific features
+    of an `sm_90a` named before it, so wgmma and setmaxnreg compile."""
+    return (f"--gpu-architecture={variant.arch}",) if variant.arch else ()
+
+
 def compile_module(folder: Path, variant: Variant, options: tuple[str, ...]) -> Any:
     """The CuPy RawModule of `variant`'s source with `options` (cached per process)."""
     cupy = require_gpu()
@@ -244,7 +251,8 @@ def prepare(project: Project, variant: Variant | str, size: Size,
         return Runnable(variant.name, size, merged, kernel_name=variant.kernel,
                         _launch=lambda inputs: call(inputs, size, dict(merged)))
     defined = variant_macros(project, variant, size, merged)
-    module = compile_module(project.folder, variant, compile_options(defined, variant))
+    module = compile_module(project.folder, variant,
+                            compile_options(defined, variant) + arch_options(variant))
     runnable = Runnable(variant.name, size, merged, defined, variant.kernel, _module=module)
     runnable.function()  # a missing __global__ is this variant's compile error
     runnable._launch = _nvrtc_launcher(variant, size, merged, runnable)

@@ -125,13 +125,14 @@ def hint(message: str, project: Project) -> str:
 
 def _program(project: Project, variant: Variant, nvrtc: Nvrtc, arch: str,
              size: Size) -> tuple[str, tuple[str, ...]]:
-    """(what NVRTC compiles, its options) for `variant` at `size`; the options leave out the
-    variant's own names where the source never asks for them (so that variants that differ
-    only in name compile once)."""
+    """(what NVRTC compiles, its options) for `variant` at `size`, for its own target where it
+    names one (`arch = "sm_90a"`) and `arch` otherwise; the options leave out the variant's
+    own names where the source never asks for them (so that variants that differ only in name
+    compile once)."""
     defined = variant_macros(project, variant, size, dict(variant.params))
     text = program_text(project.folder, variant.source or "")
     options = compile_options(defined, variant if "NCUH_" in text else None)
-    return text, (*options, f"--gpu-architecture={arch}",
+    return text, (*options, f"--gpu-architecture={variant.arch or arch}",
                   *(f"-I{folder}" for folder in nvrtc.include_dirs))
 
 

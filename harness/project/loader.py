@@ -310,6 +310,7 @@ def _variants(path: Path, folder: Path, tables: Sequence[VariantTable], find: Ca
             defines=get("defines"),
             call=get("call"),
             capture=table.capture,
+            arch=table.arch,
             constraints=get("constraints"),
         )
         problems.attempt(_defaults_fit, path, folder, where, variant, profile_size)

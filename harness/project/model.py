@@ -71,6 +71,8 @@ class Variant:
     defines: Callable[..., Any] | None = field(default=None, repr=False, hash=False)
     call: Callable[..., Any] | None = field(default=None, repr=False, hash=False)
     capture: str | None = None  # the ncu -k filter; default: the kernel's exact name
+    # NVRTC: the target the source needs (sm_90a for wgmma); default: the GPU's own, sm_XX.
+    arch: str | None = None
     constraints: Callable[..., Any] | None = field(default=None, repr=False, hash=False)
 
     @property
@@ -96,6 +98,7 @@ class Variant:
             "kernel_name": self.kernel,
             "launcher": "nvrtc" if self.source else "python",
             "capture": self.capture_filter,
+            "arch": self.arch,
             "params": dict(self.params),
             "tunable": {key: list(values) for key, values in self.tunable.items()},
             "strategy": self.strategy,

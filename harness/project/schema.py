@@ -29,6 +29,8 @@ Identifier = Annotated[StrictStr, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")]
 VariantName = Annotated[StrictStr, Field(pattern=r"^[A-Za-z0-9_]+$")]
 CallableName = Annotated[StrictStr, Field(pattern=r"^([A-Za-z_][\w.]*:)?[A-Za-z_]\w*$")]
 NonEmpty = Annotated[StrictStr, Field(min_length=1)]
+# An NVRTC target such as sm_90a: the arch-specific targets (wgmma, setmaxnreg) need naming.
+Arch = Annotated[StrictStr, Field(pattern=r"^sm_[0-9]{2,3}[af]?$")]
 
 
 class _Table(BaseModel):
@@ -99,6 +101,7 @@ class VariantTable(_Table):
     defines: CallableName | None = None
     call: CallableName | None = None
     capture: NonEmpty | None = None
+    arch: Arch | None = None
     params: dict[Identifier, StrictInt] = {}
     tunable: dict[Identifier, Annotated[list[StrictInt], Field(min_length=1)]] = {}
     constraints: CallableName | None = None
@@ -113,8 +116,10 @@ class VariantTable(_Table):
             missing = [key for key in ("kernel", "launch") if getattr(self, key) is None]
             if missing:
                 raise ValueError(f"missing key {missing[0]!r}, needed with source=")
-        elif self.defines is not None or self.kernel is not None or self.launch is not None:
-            raise ValueError("kernel=, launch= and defines= go with source=, not with call=")
+        elif (self.defines is not None or self.kernel is not None or self.launch is not None
+              or self.arch is not None):
+            raise ValueError("kernel=, launch=, defines= and arch= go with source=, not with "
+                             "call=")
         elif self.capture is None:
             raise ValueError("missing key 'capture' (the ncu -k filter), needed with call=")
         unknown = [key for key in self.tunable if key not in self.params]
