@@ -1,4 +1,5 @@
-"""The BF16 GEMM chain's own Python: inputs, the float64 truth, cuBLAS, launch geometry, checks.
+"""The BF16 GEMM chain's own Python: inputs, the float64 truth, cuBLAS, launch geometry, checks,
+and the TMA tensor maps of the WGMMA iterations.
 
 C = A @ B with A (MxK) and B (KxN) bfloat16, C (MxN) float32, all row-major, float32
 accumulation. CuPy has no bfloat16 dtype: A and B travel as uint16 arrays holding the bf16
@@ -9,6 +10,7 @@ CuPy is imported inside the functions, so `ncuh list` reads this project without
 
 from __future__ import annotations
 
+import ctypes
 from typing import Any
 
 from harness.project import Launch, Size
@@ -18,6 +20,14 @@ MAX_STATIC_SMEM_BYTES = 48 * 1024
 MAX_DYNAMIC_SMEM_BYTES = 227 * 1024  # per block, after opting in (sm_90)
 MAX_GRID_Y = 65535
 CHUNK = 8  # bf16 per 16-byte copy
+MAX_TMA_BOX = 256  # elements per dimension of a TMA box
+SWIZZLE_BYTES = 128  # a swizzled row of the WGMMA iterations: 64 bf16
+SWIZZLE_SLACK = 1024  # the WGMMA kernels align their tiles to the swizzle's 1024-byte period
+
+# cuda.h: CUtensorMapDataType, CUtensorMapSwizzle and CUtensorMapL2promotion values.
+TENSOR_MAP_BFLOAT16 = 9
+TENSOR_MAP_SWIZZLE_128B = 3
+TENSOR_MAP_L2_PROMOTION_128B = 2
 
 # cuBLAS enums (cublas_api.h, library_types.h): bf16 in, float32 out, float32 compute.
 CUDA_R_32F = 0
@@ -29,6 +39,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "wmma": ("BM", "BN", "BK", "WM", "WN"),
     "mma": ("BM", "BN", "BK", "WM", "WN"),
     "multistage": ("BM", "BN", "BK", "WM", "WN", "STAGES"),
+    "wgmma_tma": ("BM", "BN", "BK", "STAGES"),
 }
 
 
@@ -93,15 +104,20 @@ def cublas_gemm(inputs: dict[str, Any], size: Size) -> None:
 
 
 def threads_per_block(p: dict[str, int]) -> int:
+    """A warp per warp tile, or (WGMMA, no WM) a warpgroup of 128 threads per 64 rows."""
+    if "WM" not in p:
+        return p["BM"] // 64 * 128
     return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
 
 
 def shared_mem_bytes(family: str, p: dict[str, int]) -> int:
-    """Shared memory per block: padded tiles (wmma), swizzled tiles, or STAGES of them."""
+    """Shared memory per block: padded tiles (wmma), swizzled tiles, or STAGES of them (and,
+    for WGMMA, the slack that aligns them to 1024 bytes)."""
     if family == "wmma":  # rows padded by 8 bf16
         return (p["BM"] * (p["BK"] + 8) + p["BK"] * (p["BN"] + 8)) * 2
     stage = (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * 2
-    return stage * p.get("STAGES", 1)
+    slack = SWIZZLE_SLACK if family == "wgmma_tma" else 0
+    return stage * p.get("STAGES", 1) + slack
 
 
 def _check_tiles(family: str, p: dict[str, int]) -> list[str]:
@@ -135,6 +151,29 @@ def _check_tiles(family: str, p: dict[str, int]) -> list[str]:
     return problems
 
 
+def _check_wgmma(p: dict[str, int]) -> list[str]:
+    """wgmma_tma.cu: a warpgroup per 64 rows, m64n128k16 per 128 columns, 128-byte rows."""
+    problems: list[str] = []
+    if p["BM"] <= 0 or p["BM"] % 64 != 0 or p["BM"] > MAX_TMA_BOX:
+        problems.append(f"BM={p['BM']} must be 64, 128, 192 or 256 (a warpgroup per 64 rows, "
+                        f"one TMA box of at most {MAX_TMA_BOX} rows)")
+    if p["BN"] not in (128, 256):
+        problems.append(f"BN={p['BN']} must be 128 or 256 (one or two m64n128k16 per 16 of k; "
+                        "more would not fit the accumulators in registers)")
+    if p["BK"] != SWIZZLE_BYTES // 2:
+        problems.append(f"BK={p['BK']} must be {SWIZZLE_BYTES // 2} (a row of A is one "
+                        f"{SWIZZLE_BYTES}-byte swizzled line)")
+    if p["STAGES"] < 2:
+        problems.append(f"STAGES={p['STAGES']} must be at least 2")
+    if problems:
+        return problems
+    smem = shared_mem_bytes("wgmma_tma", p)
+    if smem > MAX_DYNAMIC_SMEM_BYTES:
+        problems.append(f"{smem} bytes of shared memory per block; the limit is "
+                        f"{MAX_DYNAMIC_SMEM_BYTES}")
+    return problems
+
+
 def _check_size(p: dict[str, int], size: Size) -> list[str]:
     """No kernel checks bounds: every tile must be whole."""
     problems = [f"{dim}={value} is not a multiple of {tile}={p[tile]} (no partial tiles yet)"
@@ -156,7 +195,7 @@ def family_check(family: str):
         missing = [f"missing parameter {key!r}" for key in REQUIRED[family] if key not in params]
         if missing:
             return missing
-        problems = _check_tiles(family, params)
+        problems = _check_wgmma(params) if family == "wgmma_tma" else _check_tiles(family, params)
         if size is not None and not problems:
             problems = _check_size(params, size)
         return problems
@@ -165,30 +204,88 @@ def family_check(family: str):
     return check
 
 
+def _check_inputs(size: Size, inputs: dict[str, Any]) -> None:
+    import numpy
+
+    m, n, k = size
+    for label, array, want, dtype in (("A", inputs["A"], (m, k), numpy.uint16),
+                                      ("B", inputs["B"], (k, n), numpy.uint16),
+                                      ("C", inputs["C"], (m, n), numpy.float32)):
+        if tuple(array.shape) != want:
+            raise ValueError(f"{label} has shape {tuple(array.shape)}, expected {want}")
+        if array.dtype != dtype or not array.flags.c_contiguous:
+            raise ValueError(f"{label} must be a C-contiguous {numpy.dtype(dtype)} CuPy array")
+
+
 def family_launch(family: str):
-    """The `launch` callable of a family: one launch over the whole C, a block per tile."""
+    """The `launch` callable of a family: one launch over the whole C, a block per tile. The
+    WGMMA kernel takes A and B as TMA tensor maps, boxes of one stage's tiles."""
 
     def launch(size: Size, params: dict[str, int], inputs: dict[str, Any]) -> Launch:
         import numpy
 
         m, n, k = size
-        for label, array, want, dtype in (("A", inputs["A"], (m, k), numpy.uint16),
-                                          ("B", inputs["B"], (k, n), numpy.uint16),
-                                          ("C", inputs["C"], (m, n), numpy.float32)):
-            if tuple(array.shape) != want:
-                raise ValueError(f"{label} has shape {tuple(array.shape)}, expected {want}")
-            if array.dtype != dtype or not array.flags.c_contiguous:
-                raise ValueError(f"{label} must be a C-contiguous {numpy.dtype(dtype)} CuPy array")
+        _check_inputs(size, inputs)
+        if family == "wgmma_tma":
+            a = tensor_map(inputs["A"], params["BM"], params["BK"])
+            b = tensor_map(inputs["B"], params["BK"], SWIZZLE_BYTES // 2)
+        else:
+            a, b = inputs["A"], inputs["B"]
         return Launch(
             grid=(n // params["BN"], m // params["BM"], 1),
             block=(threads_per_block(params), 1, 1),
-            args=(numpy.int32(m), numpy.int32(n), numpy.int32(k),
-                  inputs["A"], inputs["B"], inputs["C"]),
-            shared_mem=shared_mem_bytes(family, params) if family == "multistage" else 0,
+            args=(numpy.int32(m), numpy.int32(n), numpy.int32(k), a, b, inputs["C"]),
+            shared_mem=shared_mem_bytes(family, params) if "STAGES" in params else 0,
         )
 
     launch.__name__ = f"launch_{family}"
     return launch
+
+
+# ------------------------------------------------------------------------------ TMA tensor maps
+
+# Encoded maps by (address, shape, box): the launch is timed, and encoding is a driver call.
+_TENSOR_MAPS: dict[tuple[int, ...], Any] = {}
+_MAX_TENSOR_MAPS = 64
+
+
+def tensor_map(array: Any, box_rows: int, box_cols: int) -> Any:
+    """The CUtensorMap of a row-major bf16 matrix in device memory, read in boxes of
+    box_rows x box_cols with the 128-byte swizzle, as the 128 bytes a kernel takes by value
+    (a one-element NumPy array of a 128-byte structure, which CuPy passes as a struct).
+
+    CuPy's driver module has no binding for cuTensorMapEncodeTiled in every version: it is
+    called through ctypes on libcuda, which CuPy has loaded."""
+    import numpy
+    from cupy.cuda import driver
+
+    if driver.get_build_version() < 12000:
+        raise ValueError("TMA tensor maps need CUDA 12 or later; this CuPy is built for "
+                         f"CUDA {driver.get_build_version()}")
+    rows, cols = array.shape
+    key = (array.data.ptr, rows, cols, box_rows, box_cols)
+    if key in _TENSOR_MAPS:
+        return _TENSOR_MAPS[key]
+    words = numpy.zeros(24, dtype=numpy.uint64)  # 128 bytes at a 64-byte boundary inside
+    start = (-words.ctypes.data % 64) // 8
+    encoded = words[start:start + 16]
+    u64, u32 = ctypes.c_uint64, ctypes.c_uint32
+    encode = ctypes.CDLL("libcuda.so.1").cuTensorMapEncodeTiled
+    encode.restype = ctypes.c_int
+    status = encode(
+        ctypes.c_void_p(encoded.ctypes.data), TENSOR_MAP_BFLOAT16, u32(2),
+        ctypes.c_void_p(array.data.ptr),
+        (u64 * 2)(cols, rows),  # sizes, innermost first
+        (u64 * 1)(cols * 2),  # the byte stride of a row
+        (u32 * 2)(box_cols, box_rows), (u32 * 2)(1, 1),
+        0, TENSOR_MAP_SWIZZLE_128B, TENSOR_MAP_L2_PROMOTION_128B, 0,  # no interleave, no fill
+    )
+    driver.check_status(status)  # CUDADriverError, named, where the driver refused
+    value = encoded.copy().view(numpy.dtype([("opaque", numpy.uint64, (16,))]))
+    if len(_TENSOR_MAPS) >= _MAX_TENSOR_MAPS:
+        _TENSOR_MAPS.clear()
+    _TENSOR_MAPS[key] = value
+    return value
 
 
 for _family in REQUIRED:

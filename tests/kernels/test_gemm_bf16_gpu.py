@@ -1,9 +1,10 @@
 """The BF16 GEMM chain on a real GPU (skipped cleanly without one).
 
-Every variant and cuBLAS, at 256, 1024 and 4096 cubed and two non-square whole-tile shapes,
-starts from a NaN-filled C and must match the float64 product of the same bf16 values within
-the project's tolerance, with no NaN left. The kernels compile without spills; the multistage
-kernel opts into more than 48 KiB of shared memory. The fastest variant's time at 4096 is
+Every variant and cuBLAS, at 256, 1024 and 4096 cubed and two non-square whole-tile shapes
+(whole tiles of the variant's own: the WGMMA kernel's are 128x256x64), starts from a NaN-filled
+C and must match the float64 product of the same bf16 values within the project's tolerance,
+with no NaN left. The kernels compile without spills; the multistage and WGMMA kernels opt into
+more than 48 KiB of shared memory, and the WGMMA kernel's tensor maps are made once per array. The fastest variant's time at 4096 is
 printed beside cuBLAS's, not held to a window.
 """
 
@@ -22,9 +23,15 @@ import gemm_bf16_project  # noqa: E402  (on sys.path once the project is loaded)
 
 pytestmark = pytest.mark.gpu
 
-SHAPES = [(256, 256, 256), (1024, 1024, 1024), (4096, 4096, 4096),
+CUBES = [(256, 256, 256), (1024, 1024, 1024), (4096, 4096, 4096)]
+SHAPES = [*CUBES,
           (384, 640, 2048),  # non-square, long K
           (1024, 128, 32)]  # one column of tiles, one k tile
+WGMMA_SHAPES = [*CUBES,
+                (384, 768, 2048),  # non-square, long K: 3 x 3 tiles of 128x256
+                (1024, 256, 64)]  # one column of tiles, one k tile (fewer than the stages)
+CASES = [(name, shape) for name in [*GEMM.names, GEMM.reference.key]
+         for shape in (WGMMA_SHAPES if name == "wgmma_tma" else SHAPES)]
 
 
 def _runnable(name: str, shape):
@@ -53,8 +60,8 @@ def verify(name: str, shape, seed: int) -> tuple[float, int]:
     return error, nonfinite
 
 
-@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("name", [*GEMM.names, GEMM.reference.key])
+@pytest.mark.parametrize(("name", "shape"), CASES,
+                         ids=[f"{name}-{'x'.join(map(str, shape))}" for name, shape in CASES])
 def test_variant_matches_float64_product_of_the_bf16_inputs(name: str, shape) -> None:
     error, nonfinite = verify(name, shape, seed=zlib.crc32(f"{name}{shape}".encode()))
     print(f"{name} {'x'.join(map(str, shape))}: relative error {error:.3g}")
@@ -77,6 +84,19 @@ def test_multistage_opts_into_more_than_48_kib() -> None:
                                                gemm_bf16_project.make_inputs(size, 1))
     assert launch.shared_mem == params["STAGES"] * 16 * 1024 > 48 * 1024
     error, nonfinite = verify("multistage", (4096, 4096, 4096), seed=5)
+    assert nonfinite == 0 and error < 1e-4
+
+
+def test_wgmma_opts_into_193_kib_and_encodes_each_tensor_map_once() -> None:
+    size = GEMM.parse_size("4096")
+    params = dict(GEMM.variant("wgmma_tma").params)
+    inputs = gemm_bf16_project.make_inputs(size, 1)
+    first = GEMM.variant("wgmma_tma").launch(size, params, inputs)
+    again = GEMM.variant("wgmma_tma").launch(size, params, inputs)
+    assert first.shared_mem == 4 * 48 * 1024 + 1024
+    assert first.args[3] is again.args[3] and first.args[4] is again.args[4]
+    assert first.args[3].nbytes == 128 and first.args[3].tobytes() != first.args[4].tobytes()
+    error, nonfinite = verify("wgmma_tma", (4096, 4096, 4096), seed=6)
     assert nonfinite == 0 and error < 1e-4
 
 

@@ -1,12 +1,14 @@
 """The BF16 GEMM chain's project file, read through the public project API (no GPU).
 
-It loads; the three iterations come in chain order with cuBLAS as the reference; work and
+It loads; the four iterations come in chain order with cuBLAS as the reference; work and
 traffic are the formulas of the README; every Strategy is there in the seed pages' voice; the
 bf16 rounding is round-to-nearest-even and the truth is the float64 product of the rounded
 values; the constraints refuse partial tiles and impossible configurations at their edges; the
 launch geometry is one block per tile; and a host model of the `mma.sync` kernels' indexing
 (the swizzle, `ldmatrix`, the PTX fragment layouts, the epilogue) computes A @ B exactly, with
-the swizzle free of bank conflicts where padding-free rows would have them.
+the swizzle free of bank conflicts where padding-free rows would have them; and a host model
+of the WGMMA kernel (TMA's 128-byte swizzle, the matrix descriptors as wgmma decodes them, the
+accumulator layout, the epilogue) computes A @ B exactly too.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ import pytest
 from harness.project import load_project
 
 FOLDER = Path(__file__).resolve().parents[2] / "kernels" / "gemm_bf16"
-CHAIN = ["wmma", "mma_ldmatrix", "multistage"]
+CHAIN = ["wmma", "mma_ldmatrix", "multistage", "wgmma_tma"]
+MMA_SYNC = CHAIN[:3]  # the iterations built on mma.sync (wmma's included): 32-deep k tiles
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +48,7 @@ def test_project_loads_with_cublas_reference(project):
     assert "cublasGemmEx" in project.reference.strategy
 
 
-def test_three_variants_in_chain_order(project):
+def test_four_variants_in_chain_order(project):
     assert project.names == CHAIN
     assert [variant.previous for variant in project.variants] == [None, *CHAIN[:-1]]
 
@@ -85,6 +88,22 @@ def test_each_iteration_uses_the_instructions_its_strategy_names(project):
         assert "warp_tile_mma(" in sources[name]
     assert "cp.async" not in sources["mma_ldmatrix"]
     assert "cp.async.cg.shared.global" in sources["multistage"]
+    wgmma = sources["wgmma_tma"]
+    for instruction in ("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
+                        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx"
+                        "::bytes", "mbarrier.init.shared::cta.b64",
+                        "mbarrier.arrive.expect_tx.shared::cta.b64",
+                        "mbarrier.try_wait.parity.shared::cta.b64", "wgmma.fence.sync.aligned",
+                        "wgmma.commit_group.sync.aligned", "wgmma.wait_group.sync.aligned",
+                        "const __grid_constant__ TensorMap a_map"):
+        assert instruction in wgmma, instruction
+    for earlier in ("ldmatrix.sync", "mma.sync.aligned.m16n8k16", "cp.async.cg", "common.cuh"):
+        assert earlier not in wgmma, earlier
+
+
+def test_only_the_wgmma_iteration_names_its_own_target(project):
+    assert {v.name: v.arch for v in project.variants} == {
+        "wmma": None, "mma_ldmatrix": None, "multistage": None, "wgmma_tma": "sm_90a"}
 
 
 def test_tolerance_is_fixed(project):
@@ -138,7 +157,7 @@ def test_inputs_and_truth(project, module):
 
 # ---- constraints and launch geometry ------------------------------------------------------
 
-@pytest.mark.parametrize("name", CHAIN)
+@pytest.mark.parametrize("name", MMA_SYNC)
 @pytest.mark.parametrize(
     ("shape", "problems"),
     [
@@ -157,6 +176,24 @@ def test_sizes_must_be_whole_tiles(project, name, shape, problems):
     assert len(found) == problems, found
     assert all("not a multiple of" in line and "no partial tiles" in line for line in found)
 
+
+@pytest.mark.parametrize(
+    ("shape", "problems"),
+    [
+        ("256", 0),
+        ("4096", 0),
+        ("128x256x64", 0),  # one tile, one k step
+        ("64x256x64", 1),  # M not a multiple of BM=128
+        ("128x128x64", 1),  # N not a multiple of BN=256
+        ("128x256x32", 1),  # K not a multiple of BK=64
+        ("100x100x100", 3),
+    ],
+)
+def test_wgmma_sizes_must_be_whole_tiles(project, shape, problems):
+    variant = project.variant("wgmma_tma")
+    found = variant.constraints(project.parse_size(shape), dict(variant.params))
+    assert len(found) == problems, found
+    assert all("not a multiple of" in line and "no partial tiles" in line for line in found)
 
 
 def test_a_partial_tile_is_an_unsupported_size_not_a_bad_parameter(project):
@@ -188,6 +225,20 @@ def test_a_partial_tile_is_an_unsupported_size_not_a_bad_parameter(project):
         ("wmma", {"BK": 96}, 1),  # 52 KiB
         ("mma_ldmatrix", {"WM": 32}, 0),  # 512 threads, one 16-byte piece of each tile
         ("mma_ldmatrix", {"WM": 32, "WN": 16}, 2),  # 1024 threads, 512 pieces of A and of B
+        ("wgmma_tma", {}, 0),  # 4 stages of 48 KiB and 1 KiB of slack: 193 KiB
+        ("wgmma_tma", {"BN": 128}, 0),
+        ("wgmma_tma", {"BN": 384}, 1),  # 192 accumulators a thread
+        ("wgmma_tma", {"BN": 192}, 1),  # not whole m64n128k16 steps
+        ("wgmma_tma", {"BM": 64}, 0),  # one warpgroup
+        ("wgmma_tma", {"BM": 256, "BN": 128, "STAGES": 3}, 0),  # four warpgroups, 145 KiB
+        ("wgmma_tma", {"BM": 320}, 1),  # past a TMA box of 256 rows
+        ("wgmma_tma", {"BM": 96}, 1),  # not a whole warpgroup
+        ("wgmma_tma", {"BK": 32}, 1),  # a row of A must fill the 128-byte swizzle
+        ("wgmma_tma", {"STAGES": 1}, 1),
+        ("wgmma_tma", {"STAGES": 2, "BM": 256}, 0),  # 2 x 64 KiB + 1 KiB
+        ("wgmma_tma", {"STAGES": 5}, 1),  # 241 KiB
+        ("wgmma_tma", {"STAGES": 7, "BN": 128}, 0),  # 7 x 32 KiB + 1 KiB = 225 KiB
+        ("wgmma_tma", {"STAGES": 8, "BN": 128}, 1),  # 257 KiB
     ],
 )
 def test_constraints_at_their_edges(project, name, change, problems):
@@ -213,6 +264,28 @@ def test_launch_is_one_block_per_tile(project, module, name, shared):
     assert launch.shared_mem == shared
     assert [int(x) for x in launch.args[:3]] == [512, 1024, 256]
     assert launch.args[3] is inputs["A"] and launch.args[5] is inputs["C"]
+
+
+def test_wgmma_launch_passes_tensor_maps_of_one_stage_s_boxes(project, module, monkeypatch):
+    """Two warpgroups per block, a block per 128x256 tile of C, 4 stages of 48 KiB and the
+    1 KiB that aligns them; A and B go as tensor maps of a 128x64 box of A and a 64x64 box
+    of B (64 bf16: one 128-byte swizzled row)."""
+    boxes = []
+
+    def fake_map(array, box_rows, box_cols):
+        boxes.append((array, box_rows, box_cols))
+        return f"map{len(boxes)}"
+
+    monkeypatch.setattr(module, "tensor_map", fake_map)
+    variant = project.variant("wgmma_tma")
+    size = project.parse_size("512x1024x256")
+    inputs = module.make_inputs(size, 1)
+    launch = variant.launch(size, dict(variant.params), inputs)
+    assert launch.grid == (4, 4, 1) and launch.block == (256, 1, 1)
+    assert launch.shared_mem == 4 * (128 * 64 + 64 * 256) * 2 + 1024 == 197632
+    assert [int(x) for x in launch.args[:3]] == [512, 1024, 256]
+    assert launch.args[3:] == ("map1", "map2", inputs["C"])
+    assert boxes == [(inputs["A"], 128, 64), (inputs["B"], 64, 64)]
 
 
 def test_static_shared_memory_is_what_ptxas_reports(module):
@@ -382,3 +455,147 @@ def test_swizzle_makes_ldmatrix_and_stores_conflict_free(row_chunks, plain_ways)
     stores = swizzle(row_chunks, pieces // row_chunks, pieces % row_chunks)
     assert _most_per_bank_group(stores) == 1
     assert sorted(stores) == list(pieces)  # a permutation: every chunk has its own place
+
+
+# ---- a host model of the WGMMA kernel (wgmma_tma.cu) -------------------------------------
+# Shared memory is modelled in bytes from a 1024-byte boundary (the kernel aligns to one), one
+# bf16 per even offset. TMA writes a box with CU_TENSOR_MAP_SWIZZLE_128B; wgmma decodes its
+# descriptors as the PTX manual's matrix-descriptor format and canonical layouts say, and
+# applies the same swizzle to the addresses it computes.
+
+ROW = 128  # bytes in a swizzled row
+GROUP = 8 * ROW  # the swizzle's period
+
+
+def swizzle_128b(offset):
+    """The 128-byte swizzle of a byte offset: 16-byte chunk bits 4-6 XOR row bits 7-9."""
+    return offset ^ (((offset >> 7) & 7) << 4)
+
+
+def tma_write(smem: numpy.ndarray, start: int, box: numpy.ndarray) -> None:
+    """A box of rows of 64 bf16 (128 bytes) into shared memory at `start`."""
+    rows, cols = numpy.indices(box.shape)
+    assert box.shape[1] == ROW // 2 and start % GROUP == 0
+    smem[swizzle_128b(start + rows * ROW + cols * 2) // 2] = box
+
+
+def descriptor(address: int, leading: int, stride: int) -> int:
+    """wgmma_tma.cu's descriptor(): what the kernel encodes."""
+    return ((address & 0x3FFFF) >> 4) | (leading >> 4) << 16 | (stride >> 4) << 32 | 1 << 62
+
+
+def decode(desc: int) -> tuple[int, int, int]:
+    """(start address, leading byte offset, stride byte offset) of a 128-byte-swizzle
+    descriptor, as the hardware reads its bit fields."""
+    assert desc >> 62 == 1, "layout type 1: 128-byte swizzle"
+    field = lambda low: ((desc >> low) & 0x3FFF) << 4  # noqa: E731
+    return field(0), field(16), field(32)
+
+
+def wgmma_read_a(smem: numpy.ndarray, desc: int) -> numpy.ndarray:
+    """The 64x16 A operand, K-major: 8-row groups `stride` apart, rows 128 bytes apart, k
+    contiguous (the leading offset is unused with a swizzle)."""
+    start, _, stride = decode(desc)
+    m, k = numpy.indices((64, 16))
+    return smem[swizzle_128b(start + (m // 8) * stride + (m % 8) * ROW + k * 2) // 2]
+
+
+def wgmma_read_b(smem: numpy.ndarray, desc: int) -> numpy.ndarray:
+    """The 16x128 B operand, N-major (imm-trans-b = 1): n contiguous within 64-column blocks
+    `leading` apart, k rows 128 bytes apart within 8-row groups `stride` apart."""
+    start, leading, stride = decode(desc)
+    k, n = numpy.indices((16, 128))
+    return smem[swizzle_128b(start + (n // 64) * leading + (k // 8) * stride + (k % 8) * ROW
+                             + (n % 64) * 2) // 2]
+
+
+def accumulator_registers(d: numpy.ndarray) -> numpy.ndarray:
+    """The 64x128 result of a warpgroup as its (4 warps, 32 lanes, 64) registers: the PTX
+    manual's m64nNk16 accumulator layout (register i of lane l in warp w is row 16w + l / 4
+    + 8 ((i / 2) % 2), column 8 (i / 4) + 2 (l % 4) + i % 2)."""
+    warp, lane, i = numpy.indices((4, 32, 64))
+    return d[16 * warp + lane // 4 + 8 * ((i // 2) % 2), 8 * (i // 4) + 2 * (lane % 4) + i % 2]
+
+
+def run_wgmma_block_model(a, b, c, p, block_row, block_col, leading_b=None):
+    """One block of gemm_bf16_wgmma_tma: each k tile through its stage, the kernel's
+    descriptors, the epilogue's stores."""
+    stage_bytes = (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * 2
+    a_bytes, block_bytes = p["BM"] * p["BK"] * 2, p["BK"] * ROW
+    smem = numpy.full(p["STAGES"] * stage_bytes // 2, numpy.nan)
+    warpgroups, halves = p["BM"] // 64, p["BN"] // 128
+    acc = numpy.zeros((warpgroups, halves, 4, 32, 64))
+    for t, k0 in enumerate(range(0, a.shape[1], p["BK"])):
+        stage = (t % p["STAGES"]) * stage_bytes
+        tma_write(smem, stage, a[block_row:block_row + p["BM"], k0:k0 + p["BK"]])
+        for j in range(p["BN"] // 64):
+            tma_write(smem, stage + a_bytes + j * block_bytes,
+                      b[k0:k0 + p["BK"], block_col + j * 64:block_col + (j + 1) * 64])
+        for wg in range(warpgroups):
+            a_start = stage + wg * 64 * ROW
+            for kk in range(p["BK"] // 16):
+                for h in range(halves):
+                    desc_a = descriptor(a_start + kk * 32, 16, GROUP)
+                    desc_b = descriptor(stage + a_bytes + h * 2 * block_bytes + kk * 16 * ROW,
+                                        leading_b or block_bytes, GROUP)
+                    acc[wg, h] += accumulator_registers(wgmma_read_a(smem, desc_a)
+                                                        @ wgmma_read_b(smem, desc_b))
+    lane = LANES
+    for wg in range(warpgroups):
+        for warp in range(4):
+            row = block_row + wg * 64 + warp * 16 + lane // 4
+            for h in range(halves):
+                for j in range(16):
+                    col = block_col + h * 128 + j * 8 + 2 * (lane % 4)
+                    for dr, first in ((0, 0), (8, 2)):
+                        for dc in (0, 1):
+                            assert numpy.isnan(c[row + dr, col + dc]).all(), "written twice"
+                            c[row + dr, col + dc] = acc[wg, h, warp, :, 4 * j + first + dc]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{}, {"BN": 128}, {"BM": 64, "STAGES": 2}, {"BM": 256, "BN": 128, "STAGES": 3}],
+    ids=["default", "bn128", "one_warpgroup", "four_warpgroups"],
+)
+def test_wgmma_kernel_model_computes_a_times_b(project, change):
+    params = {**project.variant("wgmma_tma").params, **change}
+    assert project.variant("wgmma_tma").constraints(None, params) == []
+    rng = numpy.random.default_rng(5)
+    m, n, k = 2 * params["BM"], 2 * params["BN"], 5 * params["BK"]  # the stages wrap around
+    a = rng.integers(-4, 5, (m, k)).astype(numpy.float64)  # small integers: exact sums
+    b = rng.integers(-4, 5, (k, n)).astype(numpy.float64)
+    c = numpy.full((m, n), numpy.nan)
+    for block_row in range(0, m, params["BM"]):
+        for block_col in range(0, n, params["BN"]):
+            run_wgmma_block_model(a, b, c, params, block_row, block_col)
+    assert numpy.array_equal(c, a @ b)
+
+
+def test_the_wgmma_model_catches_swapped_b_offsets(project):
+    """B's leading offset (between 64-column blocks) given the stride's value: a wrong C."""
+    params = dict(project.variant("wgmma_tma").params)
+    rng = numpy.random.default_rng(6)
+    a = rng.integers(-4, 5, (128, 64)).astype(numpy.float64)
+    b = rng.integers(-4, 5, (64, 256)).astype(numpy.float64)
+    c = numpy.full((128, 256), numpy.nan)
+    run_wgmma_block_model(a, b, c, params, 0, 0, leading_b=GROUP)
+    assert not numpy.array_equal(c, a @ b)
+
+
+def test_the_descriptor_fields_hold_any_shared_address_of_a_block(module):
+    """A start address is 14 bits of 16-byte units: 256 KiB, past the 227 KiB a block may
+    have, so every address of a stage decodes to what was encoded; one past it would not."""
+    for address in (0, 32, 96, GROUP, module.MAX_DYNAMIC_SMEM_BYTES - 16):
+        assert decode(descriptor(address, 8192, GROUP)) == (address, 8192, GROUP)
+    assert decode(descriptor(256 * 1024, 8192, GROUP))[0] == 0
+
+
+def test_tma_128b_swizzle_keeps_every_8_rows_of_a_chunk_in_8_bank_groups():
+    """What the swizzle buys wgmma: the 8 rows of one 16-byte column of a tile sit in the 8
+    distinct 16-byte bank groups of a 128-byte line; unswizzled, all in one."""
+    for chunk in range(8):
+        rows = numpy.arange(8)
+        groups = (swizzle_128b(rows * ROW + chunk * 16) % ROW) // 16
+        assert sorted(groups) == list(range(8))
+        assert len(set((rows * ROW + chunk * 16) % ROW // 16)) == 1
