@@ -67,6 +67,8 @@ PROJECT_KEYS: dict[str, dict[str, str]] = {
         "call": "Instead of `source`: a Python launcher `(inputs, size, params) -> None` "
                 "(CuPy, Triton, PyTorch, Numba).",
         "capture": "ncu's kernel filter for a `call` variant, e.g. `regex:^my_kernel`.",
+        "arch": "The NVRTC target `source` needs, e.g. `sm_90a` for `wgmma` (default: the "
+                "GPU's own; `ncuh check --arch` for the others).",
         "params": "Compile-time integers, e.g. `{ BLOCK = 256 }`.",
         "tunable": "The space `ncuh bench --tune` searches, e.g. `{ BLOCK = [128, 256] }`.",
         "constraints": "Callable `(size | None, params) -> [problem, ...]`; `[]` means it runs.",
