@@ -4,8 +4,8 @@ Every variant and cuBLAS, at 256, 1024 and 4096 cubed and two non-square whole-t
 (whole tiles of the variant's own: the WGMMA kernel's are 128x256x64), starts from a NaN-filled
 C and must match the float64 product of the same bf16 values within the project's tolerance,
 with no NaN left. The kernels compile without spills; the multistage and WGMMA kernels opt into
-more than 48 KiB of shared memory, and the WGMMA kernel's tensor maps are made once per array. The fastest variant's time at 4096 is
-printed beside cuBLAS's, not held to a window.
+more than 48 KiB of shared memory, and the WGMMA kernel's tensor maps are made once per array.
+The fastest variant's time at 4096 is printed beside cuBLAS's, not held to a window.
 """
 
 from __future__ import annotations

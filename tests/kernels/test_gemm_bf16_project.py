@@ -404,15 +404,22 @@ def run_block_model(a, b, c, p, block_row, block_col, layout=swizzle):
 def test_mma_kernel_model_computes_a_times_b(project, change):
     params = {**project.variant("mma_ldmatrix").params, **change}
     assert project.variant("mma_ldmatrix").constraints(None, params) == []
-    rng = numpy.random.default_rng(3)
-    m, n, k = 2 * params["BM"], 2 * params["BN"], 2 * params["BK"]
-    a = rng.integers(-4, 5, (m, k)).astype(numpy.float64)  # small integers: exact sums
+    c, truth = model_product(run_block_model, params, k_tiles=2, seed=3)
+    assert numpy.array_equal(c, truth)
+
+
+def model_product(run_model, params: dict[str, int], k_tiles: int, seed: int):
+    """(C from every block of a 2x2-tile problem through `run_model`, A @ B); A and B are
+    small integers, so every sum is exact."""
+    rng = numpy.random.default_rng(seed)
+    m, n, k = 2 * params["BM"], 2 * params["BN"], k_tiles * params["BK"]
+    a = rng.integers(-4, 5, (m, k)).astype(numpy.float64)
     b = rng.integers(-4, 5, (k, n)).astype(numpy.float64)
     c = numpy.full((m, n), numpy.nan)
     for block_row in range(0, m, params["BM"]):
         for block_col in range(0, n, params["BN"]):
-            run_block_model(a, b, c, params, block_row, block_col)
-    assert numpy.array_equal(c, a @ b)
+            run_model(a, b, c, params, block_row, block_col)
+    return c, a @ b
 
 
 def test_the_model_catches_a_wrong_fragment_layout(project):
@@ -561,15 +568,9 @@ def run_wgmma_block_model(a, b, c, p, block_row, block_col, leading_b=None):
 def test_wgmma_kernel_model_computes_a_times_b(project, change):
     params = {**project.variant("wgmma_tma").params, **change}
     assert project.variant("wgmma_tma").constraints(None, params) == []
-    rng = numpy.random.default_rng(5)
-    m, n, k = 2 * params["BM"], 2 * params["BN"], 5 * params["BK"]  # the stages wrap around
-    a = rng.integers(-4, 5, (m, k)).astype(numpy.float64)  # small integers: exact sums
-    b = rng.integers(-4, 5, (k, n)).astype(numpy.float64)
-    c = numpy.full((m, n), numpy.nan)
-    for block_row in range(0, m, params["BM"]):
-        for block_col in range(0, n, params["BN"]):
-            run_wgmma_block_model(a, b, c, params, block_row, block_col)
-    assert numpy.array_equal(c, a @ b)
+    # 5 k tiles: the stages wrap around
+    c, truth = model_product(run_wgmma_block_model, params, k_tiles=5, seed=5)
+    assert numpy.array_equal(c, truth)
 
 
 def test_the_wgmma_model_catches_swapped_b_offsets(project):
