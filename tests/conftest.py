@@ -9,9 +9,10 @@ The suite runs on every core (`-n auto --dist loadfile --no-loadscope-reorder` i
 pyproject.toml): a test module's tests run on one worker, so its module-scoped fixtures
 (reports read once, a Slurm cluster, a browser's pages) are made once; the modules that read
 most committed reports run on one worker together (`REPORT_READERS`), so each report is read
-once; and modules are handed out in the order collected, the longest first (`FIRST_MODULES`). Tests marked `gpu` hold a
-lock of the test run while they run, so on a GPU machine they run one after the other, on
-whichever worker, and never share the GPU. `-n 0` runs everything in one process.
+once; and modules are handed out in the order collected, the longest first (`FIRST_MODULES`).
+Tests marked `gpu` hold a lock of the test run while they run, so on a GPU machine they run one
+after the other, on whichever worker, and never share the GPU. `-n 0` runs everything in one
+process.
 """
 
 from __future__ import annotations
