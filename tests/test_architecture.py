@@ -96,12 +96,20 @@ def _face(package: str) -> set[str]:
 
 
 SOURCES = _sources()
-IMPORTS = [found for name, path in SOURCES.items() for found in _imports(name, path)]
-# `import harness; harness.load(...)`: the package's own face hands out the Python API lazily
-# (inside `__getattr__`), the one import that runs from the top to a later stage.
-IMPORTS = [found for found in IMPORTS
-           if not (found.importer == "harness"
-                   and (found.module == "harness.api" or found.names == ("api",)))]
+
+
+@functools.cache
+def _harness_imports() -> list[Import]:
+    """Every import of a harness module in harness/ (parsed when a test asks, not in every
+    process that collects the suite)."""
+    found = [each for name, path in SOURCES.items() for each in _imports(name, path)]
+    # `import harness; harness.load(...)`: the package's own face hands out the Python API
+    # lazily (inside `__getattr__`), the one import that runs from the top to a later stage.
+    return [each for each in found
+            if not (each.importer == "harness"
+                    and (each.module == "harness.api" or each.names == ("api",)))]
+
+
 PACKAGES = sorted(path.parent.name for path in HARNESS.glob("*/__init__.py"))
 
 
@@ -202,15 +210,15 @@ def test_the_graph_finds_a_circle_and_a_wrong_way_import_it_is_shown() -> None:
 
 
 def test_no_import_circle_in_harness() -> None:
-    assert _circles(_edges(IMPORTS)) == []
+    assert _circles(_edges(_harness_imports())) == []
 
 
 def test_packages_are_entered_only_through_their_face() -> None:
-    assert _face_breaches(IMPORTS) == []
+    assert _face_breaches(_harness_imports()) == []
 
 
 def test_imports_run_one_way_along_the_stages() -> None:
-    assert _backward(IMPORTS) == []
+    assert _backward(_harness_imports()) == []
 
 
 @pytest.mark.parametrize("package", PACKAGES, ids=lambda name: f"harness.{name}")

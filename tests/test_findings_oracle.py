@@ -22,6 +22,7 @@ from packed_fixtures import ARCHIVE, NAIVE_SMEM_REPORT, cached_profiles, reports
 from harness.findings import Finding, bound, run_rules
 from harness.findings.fixes import fixes_for
 from harness.findings.oracle import contradictions, page_contradictions
+from harness.pages import writeup
 from harness.pages.writeup import collect
 from harness.report import math_rates, sites_by_reason
 from harness.report.model import KernelReport, OpcodeCount
@@ -54,6 +55,14 @@ def _every_report() -> list[Path]:
 
 
 REPORTS = _every_report()
+
+
+@pytest.fixture(autouse=True)
+def pages_of_the_profiles_read_here(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pages are written from the profiles the module's tests judge (each report read once
+    per process, `cached_profiles`: a second reading says what the first said); how the
+    writeup reads its reports, the page tests pin (test_zoo_pages, test_program_pages)."""
+    monkeypatch.setattr(writeup, "load_kernel_reports", cached_profiles)
 
 
 def test_the_oracle_reads_every_committed_report():

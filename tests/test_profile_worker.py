@@ -203,8 +203,9 @@ def test_an_interrupt_during_post_processing_stops_both_children(
     tmp_path: Path, ctrl_c_raises: Callable[[Path, int], threading.Thread]
 ) -> None:
     pids = tmp_path / "pids"
-    # Each stands in for a worker with a grandchild: both process groups must go.
-    script = f"sleep 60 & echo $$ $! >> {shlex.quote(str(pids))}; wait"
+    # Each stands in for a worker with a grandchild: both process groups must go. The sleep
+    # outlives the bound below, so a child left running fails the test.
+    script = f"sleep 120 & echo $$ $! >> {shlex.quote(str(pids))}; wait"
 
     def spawner(argv: Sequence[str], env: dict[str, str] | None) -> lib.Job:
         return lib.start_command(["sh", "-c", script], env)

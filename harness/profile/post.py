@@ -367,7 +367,9 @@ def post_process(run_dir: Path, entries: Sequence[Any], ncu: Path,
         post.start()
         for number, entry in enumerate(entries):
             post.entry_done(entry, last=number == len(entries) - 1, index=number)
+        # finish starts a child of its own (the export of no report) before it waits: an
+        # interrupt there stops every child too, as `ncuh profile` stops them
+        return post.finish(entries)
     except BaseException:
         post.kill()
         raise
-    return post.finish(entries)
