@@ -6,10 +6,10 @@ Prose (findings, pages, verdicts) is pinned in tests/golden/<module>/<name>.txt 
 `pytest --update-golden` (or NCUH_UPDATE_GOLDEN=1) and review the diff.
 
 The suite runs on every core (`-n auto --dist loadfile --no-loadscope-reorder` in
-pyproject.toml): a test module's tests run on one worker, so its module-scoped fixtures
-(reports read once, a Slurm cluster, a browser's pages) are made once; the modules that read
-most committed reports run on one worker together (`REPORT_READERS`), so each report is read
-once; and modules are handed out in the order collected, the longest first (`FIRST_MODULES`).
+pyproject.toml): a module's tests run on one worker, so its module-scoped fixtures (a Slurm
+cluster, a browser's pages) are made once; a committed report's model is read once per test
+run and shared through the run's folder (`packed_fixtures.cached_profiles`); and modules are
+handed out in the order collected, the longest first (`FIRST_MODULES`).
 Tests marked `gpu` hold a lock of the test run while they run, so on a GPU machine they run one
 after the other, on whichever worker, and never share the GPU. `-n 0` runs everything in one
 process.
@@ -30,7 +30,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -129,9 +128,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
         return (yield)
 
 
-# Test modules that read most of the committed reports in their own process (through
-# `packed_fixtures.cached_profiles`, read once per process): handed out together as one unit,
-# to one worker, so each report is read once in the test run rather than once per worker.
+# The modules that read most of the committed reports (`packed_fixtures.cached_profiles`).
 REPORT_READERS = (
     "tests/test_findings_oracle.py",
     "tests/test_findings_claims.py",
@@ -144,11 +141,9 @@ REPORT_READERS = (
     "tests/test_roofline.py",
     "tests/test_sass_hotspots.py",
 )
-READERS_UNIT = "tests/ (the report readers)"
 
 # Test modules handed out first, longest first, so that no worker is left running one of them
-# alone at the end (the report readers, the longest unit, lead); the others follow in the
-# order collected.
+# alone at the end (the report readers lead); the others follow in the order collected.
 FIRST_MODULES = (
     *REPORT_READERS,
     "tests/test_details_page.py",
@@ -163,21 +158,6 @@ FIRST_MODULES = (
     "tests/test_head_start.py",
     "tests/test_docs.py",
 )
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """With `--dist loadfile`, the report readers are one unit of work; every other module is
-    one of its own."""
-    if config.getoption("dist") != "loadfile":
-        return None  # xdist's own scheduler for the distribution asked for
-    from xdist.scheduler import LoadFileScheduling
-
-    class ReadersTogether(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            module = super()._split_scope(nodeid)
-            return READERS_UNIT if module in REPORT_READERS else module
-
-    return ReadersTogether(config, log)
 
 
 def _module_rank(item: pytest.Item) -> int:

@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import threading
@@ -210,7 +211,21 @@ def test_an_interrupt_during_post_processing_stops_both_children(
     def spawner(argv: Sequence[str], env: dict[str, str] | None) -> lib.Job:
         return lib.start_command(["sh", "-c", script], env)
 
-    interrupter = ctrl_c_raises(pids, 4)  # once both workers and their children are up
+    from harness.profile import processes
+
+    def both_held() -> None:
+        """Ctrl-C once both workers and their children are up and each is a job post holds
+        (an interrupt inside `Popen` itself, before it returns a child, is not this test's)."""
+        for _ in range(60_000):  # a minute at most: a child that never writes fails the test
+            if (pids.is_file() and len(pids.read_text().split()) >= 4
+                    and len(processes._RUNNING) >= 2):
+                break
+            time.sleep(0.001)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    assert ctrl_c_raises is not None  # the fixture: SIGINT raises KeyboardInterrupt here
+    interrupter = threading.Thread(target=both_held, daemon=True)
+    interrupter.start()
     with pytest.raises(KeyboardInterrupt):
         post.post_process(tmp_path, [], Path("ncu"), spawner)
     interrupter.join()
@@ -219,7 +234,7 @@ def test_an_interrupt_during_post_processing_stops_both_children(
     deadline = time.monotonic() + 60  # a bound only a child that is never killed reaches
     while any(_alive(pid) for pid in started) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(pid) for pid in started)
+    assert [pid for pid in started if _alive(pid)] == [], started
 
 
 def test_the_runner_without_nvtx_fails_in_one_line_before_compiling(

@@ -25,7 +25,13 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from harness.profile.gpus import Gpu, gpu_for_bus_id
-from harness.profile.processes import Job, Spawner, package_environment, result_line
+from harness.profile.processes import (
+    Job,
+    Spawner,
+    kill_running,
+    package_environment,
+    result_line,
+)
 from harness.rundir import METRICS
 from harness.util import atomic_path, atomic_write_text, usable_cores
 
@@ -372,4 +378,7 @@ def post_process(run_dir: Path, entries: Sequence[Any], ncu: Path,
         return post.finish(entries)
     except BaseException:
         post.kill()
+        # a child whose start the interrupt cut short is not yet post's to kill, but is
+        # registered as running from its first instruction on (`processes.StreamingCommand`)
+        kill_running()
         raise

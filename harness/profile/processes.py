@@ -85,8 +85,9 @@ def kill_group(process: subprocess.Popen[Any]) -> None:
             continue
 
 
-# Children started by `run_command` and not yet finished, so that `kill_running` can stop
-# them from another thread (ncu runs on several GPUs at once, each waited for on a thread).
+# Children started by `run_command` or `start_command` and not yet finished, so that
+# `kill_running` can stop them from another thread (ncu runs on several GPUs at once, each
+# waited for on a thread) or after an interrupt that came before their caller held them.
 _RUNNING: set[subprocess.Popen[bytes]] = set()
 _RUNNING_LOCK = threading.Lock()
 
@@ -195,7 +196,8 @@ def run_command(
 
 
 def kill_running() -> None:
-    """Kill the process group of every `run_command` child still running (any thread's)."""
+    """Kill the process group of every child `run_command` or `start_command` started that is
+    still running (any thread's)."""
     with _RUNNING_LOCK:
         running = list(_RUNNING)
     for process in running:
@@ -222,6 +224,7 @@ class _ProcessJob:
         # Never let a grandchild outlive its job.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
+        _forget(self.process)
         self.output.seek(0)
         text = self.output.read().decode("utf-8", errors="replace")
         self.output.close()
@@ -229,21 +232,35 @@ class _ProcessJob:
 
     def kill(self) -> None:
         kill_group(self.process)
+        _forget(self.process)
         self.output.close()
 
 
+def _forget(process: subprocess.Popen[bytes]) -> None:
+    with _RUNNING_LOCK:
+        _RUNNING.discard(process)
+
+
 def start_command(argv: Sequence[str], env: dict[str, str] | None = None) -> Job:
-    """Start `argv` in its own process group (as `run_command` does) and return at once."""
+    """Start `argv` in its own process group (as `run_command` does) and return at once. The
+    child counts as running (`kill_running`) from the moment it exists: an interrupt before
+    its caller holds the job must not leave it behind."""
     output = tempfile.TemporaryFile()  # noqa: SIM115 - the job closes it once waited for
+    process = None
     try:
         process = subprocess.Popen(
             list(argv), stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             process_group=0, env=env,
         )
+        with _RUNNING_LOCK:
+            _RUNNING.add(process)
+        return _ProcessJob(process, output)
     except BaseException:
+        if process is not None:
+            kill_group(process)
+            _forget(process)
         output.close()
         raise
-    return _ProcessJob(process, output)
 
 
 class _ThreadJob:
