@@ -185,12 +185,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def interrupt_when_written(path: Path, words: int) -> threading.Thread:
     """Send this process SIGINT (Ctrl-C) once `path` holds `words` words (the pids a child
-    wrote when it was up), from a thread started here: the interrupt comes when the children
-    are there, however slowly they started."""
+    wrote when it was up) and ncuh holds that child as running, from a thread started here:
+    the interrupt comes when the children are there, however slowly they started. (An
+    interrupt inside CPython's `Popen` before it returns the child is not what it tests.)"""
+    from harness.profile import processes
 
     def wait_then_interrupt() -> None:
         for _ in range(60_000):  # a minute at most: a child that never writes fails the test
-            if path.is_file() and len(path.read_text().split()) >= words:
+            if (path.is_file() and len(path.read_text().split()) >= words
+                    and processes._RUNNING):
                 break
             time.sleep(0.001)
         os.kill(os.getpid(), signal.SIGINT)
