@@ -12,10 +12,8 @@ tests/fixtures: tests read them there.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
-import io
 import lzma
 import os
 import pickle
@@ -23,13 +21,13 @@ import shutil
 import tarfile
 import tempfile
 from pathlib import Path
-from typing import Any
 
 from conftest import FIXTURES, run_folder
 from pack_fixtures import ARCHIVE
 
 from harness.report.builder import load_kernel_reports
 from harness.report.model import KernelReport
+from harness.report.read_cache import load_model
 
 # Sample runs in reports/ that tests read where they are. ncu's own pages of a report (its raw
 # and details pages), where a test compares against them, are in tests/fixtures under the
@@ -123,22 +121,6 @@ def ncu_page(report: Path, suffix: str) -> Path:
     return unpacked(stem.parent) / (stem.name + suffix)
 
 
-_BUILTINS = frozenset(("frozenset", "set", "tuple", "list", "dict", "complex"))
-
-
-class _ReportUnpickler(pickle.Unpickler):
-    """Builds the report model's dataclasses and nothing else (what `_profiles` wrote)."""
-
-    def find_class(self, module: str, name: str) -> Any:
-        if module == "builtins" and name in _BUILTINS:
-            return super().find_class(module, name)
-        if module in {"harness.report.model", "harness.report.roofline"}:
-            found = super().find_class(module, name)
-            if isinstance(found, type) and dataclasses.is_dataclass(found):
-                return found
-        raise pickle.UnpicklingError(f"{module}.{name} is not part of a report's model")
-
-
 @functools.cache
 def _profiles(report: Path, kernel_regex: str | None) -> tuple[KernelReport, ...]:
     """The reports' model, read once per test run: the first process to read a report writes
@@ -148,7 +130,7 @@ def _profiles(report: Path, kernel_regex: str | None) -> tuple[KernelReport, ...
     key = hashlib.sha1(f"{report}|{stat.st_size}|{stat.st_mtime_ns}|{kernel_regex}".encode())
     kept = run_folder() / "profiles" / f"{key.hexdigest()}.pickle"
     if kept.is_file():
-        return tuple(_ReportUnpickler(io.BytesIO(kept.read_bytes())).load())
+        return tuple(load_model(kept.read_bytes()))
     profiles = tuple(load_kernel_reports(report, kernel_regex))
     kept.parent.mkdir(exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=kept.parent, prefix=f".{kept.name}.")

@@ -9,12 +9,10 @@ are what `ncuh writeup` writes from the run.
 from __future__ import annotations
 
 import functools
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from pages_support import assert_pages_as_committed, write_pages
 
 from harness.findings.oracle import contradictions, page_contradictions
 from harness.pages.writeup import KernelPage, Writeup, collect
@@ -81,22 +79,9 @@ def test_no_sentence_of_a_page_is_contradicted(variant: str) -> None:
     assert contradictions(shown.profile, [*shown.findings, *shown.good], previous) == []
 
 
-def _without_images(text: str) -> str:
-    return re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,", text)
-
-
 def test_the_committed_pages_are_what_writeup_writes(tmp_path: Path) -> None:
-    """In a process of its own (ncu_report gives a derived metric the unit of the first report
-    a process opens); Markdown and HTML byte for byte but for the plots' own bytes."""
-    done = subprocess.run([sys.executable, "-m", "harness", "--project", str(PROJECT),
-                           "writeup", str(RUN), str(RUN / "bench.json"), "--out",
-                           str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
-                          check=False)
-    assert done.returncode == 0, done.stderr
-    for suffix in (".md", ".html"):
-        written = sorted(path.name for path in tmp_path.glob(f"*{suffix}"))
-        assert written == sorted(path.name for path in PAGES.glob(f"*{suffix}"))
-        assert len(written) == len(CHAIN) + 1
-        for name in written:
-            assert _without_images((tmp_path / name).read_text()) == (
-                _without_images((PAGES / name).read_text())), name
+    """Markdown and HTML byte for byte but for the plots' own bytes."""
+    write_pages("--project", str(PROJECT), "writeup", str(RUN), str(RUN / "bench.json"),
+                "--out", str(tmp_path))
+    assert_pages_as_committed(tmp_path, PAGES, ["index", *(page.slug for page in
+                                                         writeup().pages)])

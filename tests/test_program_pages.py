@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from pages_support import unpacked_copy
 from program_support import GEMM, ProgramNcu, flash_name, program_run, step
 
 from harness.cli import main
@@ -269,18 +270,6 @@ def _ranked_samples() -> list[Path]:
                   if '"ranking"' in path.read_text())
 
 
-def _unpacked_copy(sample: Path, into: Path) -> Path:
-    """A copy of `sample` with its `.ncu-rep.xz` reports unpacked, as its README says."""
-    import lzma
-    import shutil
-
-    copy = into / sample.name
-    shutil.copytree(sample, copy, ignore=shutil.ignore_patterns("*.xz"))
-    for packed in sample.glob("*.ncu-rep.xz"):
-        (copy / packed.stem).write_bytes(lzma.decompress(packed.read_bytes()))
-    return copy
-
-
 def test_each_programs_sample_run_writes_up_from_a_fresh_clone(tmp_path: Path) -> None:
     """The sample runs of `profile --top` in reports/runs/ (recorded on a GPU): every ranked
     kernel of the top N has its page or says why not, and the index links each page."""
@@ -290,7 +279,7 @@ def test_each_programs_sample_run_writes_up_from_a_fresh_clone(tmp_path: Path) -
     for sample in samples:
         out = tmp_path / sample.name
         if any(sample.glob("*.ncu-rep.xz")):  # reports packed with xz: a user unpacks a copy
-            sample = _unpacked_copy(sample, tmp_path / "runs")
+            sample = unpacked_copy(sample, tmp_path / "runs")
         result = writeup(sample, out=out)
         assert result.exit_code == 0, result.output
         for index in out.rglob("index.md"):

@@ -12,7 +12,6 @@ To write the pages again: `python tests/test_program_run_sample.py` from the rep
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,8 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))  # run as a script, as under pytest
+
+from pages_support import assert_pages_as_committed, unpacked_copy, write_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "reports" / "runs" / "transformer-step-2h200"
@@ -32,24 +33,8 @@ KERNELS = ["01-nvjet_sm90_tst_128x128_64x6_2x1_v_bz_NNT",
 
 
 def unpack(into: Path) -> Path:
-    """The sample as a run directory under `into`, its reports unpacked, named as committed
-    (the pages name the run's folder)."""
-    import lzma
-
-    run = into / SAMPLE.name
-    shutil.copytree(SAMPLE, run, ignore=shutil.ignore_patterns("*.xz"))
-    for packed in SAMPLE.glob("*.ncu-rep.xz"):
-        (run / packed.stem).write_bytes(lzma.decompress(packed.read_bytes()))
-    return run
-
-
-def write_pages(run: Path, out: Path) -> None:
-    """`ncuh writeup RUN --out OUT` in a process of its own: ncu_report gives a derived
-    metric the unit of the first report a process opens, so a page is written as a user's
-    fresh command writes it."""
-    done = subprocess.run([sys.executable, "-m", "harness", "writeup", str(run), "--out",
-                           str(out)], capture_output=True, text=True, cwd=ROOT, check=False)
-    assert done.returncode == 0, done.stdout + done.stderr
+    """The sample as a run directory under `into`, its reports unpacked."""
+    return unpacked_copy(SAMPLE, into)
 
 
 def test_the_sample_holds_the_five_ranked_kernels_packed(tmp_path: Path) -> None:
@@ -67,22 +52,10 @@ def test_the_sample_holds_the_five_ranked_kernels_packed(tmp_path: Path) -> None
     assert {entry["gpu"]["index"] for entry in gpus} == {0, 1}  # --gpus all spread them
 
 
-def _without_images(text: str) -> str:
-    """A page with its inlined plots left out: their bytes are matplotlib's and its fonts'."""
-    return re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,", text)
-
-
 def test_the_committed_pages_are_what_writeup_writes_from_the_sample(tmp_path: Path) -> None:
     """The Markdown and HTML pages, byte for byte but for the plots' own bytes."""
-    write_pages(unpack(tmp_path / "runs"), tmp_path / "pages")
-    pages = ["index", *KERNELS]
-    for suffix in (".md", ".html"):
-        written = sorted(path.name for path in (tmp_path / "pages").glob(f"*{suffix}"))
-        assert written == sorted(path.name for path in PAGES.glob(f"*{suffix}"))
-        assert written == sorted(f"{name}{suffix}" for name in pages)
-        for name in written:
-            assert _without_images((tmp_path / "pages" / name).read_text()) == (
-                _without_images((PAGES / name).read_text())), name
+    write_pages("writeup", str(unpack(tmp_path / "runs")), "--out", str(tmp_path / "pages"))
+    assert_pages_as_committed(tmp_path / "pages", PAGES, ["index", *KERNELS])
 
 
 def test_writeup_of_the_packed_sample_as_it_is_says_how_to_unpack_it(tmp_path: Path) -> None:
@@ -124,5 +97,5 @@ def test_no_sentence_of_the_samples_pages_is_contradicted(tmp_path: Path) -> Non
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as scratch:
         shutil.rmtree(PAGES, ignore_errors=True)
-        write_pages(unpack(Path(scratch)), PAGES)
+        write_pages("writeup", str(unpack(Path(scratch))), "--out", str(PAGES))
     print(f"wrote {PAGES.relative_to(ROOT)}")

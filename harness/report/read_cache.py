@@ -117,6 +117,12 @@ class _ModelUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"{module}.{name} is not part of a kept report")
 
 
+def load_model(data: bytes) -> Any:
+    """What `data` (a pickle) holds, built from the report model's dataclasses alone;
+    `pickle.UnpicklingError` for anything else in it."""
+    return _ModelUnpickler(io.BytesIO(data)).load()
+
+
 def _kept_bytes(name: str) -> tuple[bytes, Path] | None:
     """The inflated bytes of the entry file `name` and its path; None where there is none
     readable, or the folder is not private (another user's entries would be served as
@@ -136,7 +142,7 @@ def fetch(key: str) -> list[Any] | None:
         if found is None:
             return None
         data, path = found
-        profiles = _ModelUnpickler(io.BytesIO(data)).load()
+        profiles = load_model(data)
     # RuntimeError: no home directory; the rest: a cut or foreign pickle
     except (OSError, RuntimeError, pickle.UnpicklingError, EOFError,
             AttributeError, ImportError, TypeError, ValueError, MemoryError):
