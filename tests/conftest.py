@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -183,17 +183,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(pytest.mark.skip(reason=f"gpu test: {reason}"))
 
 
-def interrupt_when_written(path: Path, words: int) -> threading.Thread:
-    """Send this process SIGINT (Ctrl-C) once `path` holds `words` words (the pids a child
-    wrote when it was up) and ncuh holds that child as running, from a thread started here:
-    the interrupt comes when the children are there, however slowly they started. (An
+def interrupt_when_written(path: Path, words: int, held: int = 1) -> threading.Thread:
+    """Send this process SIGINT (Ctrl-C) once `path` holds `words` words (the pids children
+    wrote when they were up) and ncuh holds `held` children as running, from a thread started
+    here: the interrupt comes when the children are there, however slowly they started. (An
     interrupt inside CPython's `Popen` before it returns the child is not what it tests.)"""
     from harness.profile import processes
 
     def wait_then_interrupt() -> None:
         for _ in range(60_000):  # a minute at most: a child that never writes fails the test
             if (path.is_file() and len(path.read_text().split()) >= words
-                    and processes._RUNNING):
+                    and len(processes._RUNNING) >= held):
                 break
             time.sleep(0.001)
         os.kill(os.getpid(), signal.SIGINT)
@@ -203,8 +203,26 @@ def interrupt_when_written(path: Path, words: int) -> threading.Thread:
     return thread
 
 
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs (a zombie is dead for our purpose)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def still_running(pids: Sequence[int]) -> list[int]:
+    """Those of `pids` still running after they were stopped, waited for up to a minute: a
+    bound only a child that is never killed reaches."""
+    deadline = time.monotonic() + 60
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return [pid for pid in pids if alive(pid)]
+
+
 @pytest.fixture
-def ctrl_c_raises() -> Iterator[Callable[[Path, int], threading.Thread]]:
+def ctrl_c_raises() -> Iterator[Callable[..., threading.Thread]]:
     """Ctrl-C (SIGINT) raises KeyboardInterrupt during the test, as in a terminal, even where
     the suite was started with SIGINT ignored (a shell's background job: Python then leaves it
     ignored). Gives `interrupt_when_written`."""

@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from conftest import still_running
 from packed_fixtures import H100_PAGES_NAIVE, NAIVE_SMEM_REPORT
 
 from harness.cli import main
@@ -432,16 +433,6 @@ def test_sigterm_during_a_run_cleans_up_like_an_interrupt(
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie still answers kill(0); it is dead for our purpose.
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
-
-
 def test_run_command_kills_ncu_and_its_children_when_interrupted(
     tmp_path: Path, ctrl_c_raises: Callable[[Path, int], threading.Thread]
 ) -> None:
@@ -454,11 +445,7 @@ def test_run_command_kills_ncu_and_its_children_when_interrupted(
     with pytest.raises(KeyboardInterrupt):
         lib.run_command(["sh", "-c", script])
     interrupter.join()
-    parent, child = (int(p) for p in pids.read_text().split())
-    deadline = time.monotonic() + 60  # a bound only a child that is never killed reaches
-    while (_alive(parent) or _alive(child)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(parent) and not _alive(child)
+    assert still_running([int(p) for p in pids.read_text().split()]) == []
 
 
 def test_a_command_interrupted_in_its_own_start_is_stopped(
@@ -484,11 +471,7 @@ def test_a_command_interrupted_in_its_own_start_is_stopped(
     with pytest.raises(KeyboardInterrupt):
         lib.run_command(["sh", "-c", script])
     monkeypatch.undo()
-    parent, child = (int(p) for p in pids.read_text().split())
-    deadline = time.monotonic() + 60  # a bound only a child that is never killed reaches
-    while (_alive(parent) or _alive(child)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(parent) and not _alive(child)
+    assert still_running([int(p) for p in pids.read_text().split()]) == []
     assert not processes._RUNNING
 
 

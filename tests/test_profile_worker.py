@@ -6,7 +6,6 @@ import importlib.util
 import json
 import os
 import shlex
-import signal
 import subprocess
 import sys
 import threading
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import still_running
 from packed_fixtures import (
     H100_PAGES_EARLIER_NAIVE,
     H100_PAGES_NAIVE,
@@ -191,15 +191,6 @@ def test_post_processing_runs_both_children_as_processes_at_the_same_time(
     assert result.environment["ncu_path"] == "/usr/bin/ncu"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    stat = Path(f"/proc/{pid}/stat")  # a zombie is dead for our purpose
-    return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
-
-
 def test_an_interrupt_during_post_processing_stops_both_children(
     tmp_path: Path, ctrl_c_raises: Callable[[Path, int], threading.Thread]
 ) -> None:
@@ -211,30 +202,13 @@ def test_an_interrupt_during_post_processing_stops_both_children(
     def spawner(argv: Sequence[str], env: dict[str, str] | None) -> lib.Job:
         return lib.start_command(["sh", "-c", script], env)
 
-    from harness.profile import processes
-
-    def both_held() -> None:
-        """Ctrl-C once both workers and their children are up and each is a job post holds
-        (an interrupt inside `Popen` itself, before it returns a child, is not this test's)."""
-        for _ in range(60_000):  # a minute at most: a child that never writes fails the test
-            if (pids.is_file() and len(pids.read_text().split()) >= 4
-                    and len(processes._RUNNING) >= 2):
-                break
-            time.sleep(0.001)
-        os.kill(os.getpid(), signal.SIGINT)
-
-    assert ctrl_c_raises is not None  # the fixture: SIGINT raises KeyboardInterrupt here
-    interrupter = threading.Thread(target=both_held, daemon=True)
-    interrupter.start()
+    interrupter = ctrl_c_raises(pids, 4, 2)  # once both children are up and held
     with pytest.raises(KeyboardInterrupt):
         post.post_process(tmp_path, [], Path("ncu"), spawner)
     interrupter.join()
     started = [int(pid) for pid in pids.read_text().split()]
     assert len(started) == 4
-    deadline = time.monotonic() + 60  # a bound only a child that is never killed reaches
-    while any(_alive(pid) for pid in started) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert [pid for pid in started if _alive(pid)] == [], started
+    assert still_running(started) == [], started
 
 
 def test_the_runner_without_nvtx_fails_in_one_line_before_compiling(

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import test_bench_flow
 from click.testing import CliRunner
+from conftest import alive
 from packed_fixtures import H100_PAGES_NAIVE
 from standin_support import use_standins
 from test_writeup_run import make_run
@@ -50,14 +51,6 @@ def _children(pid: int) -> set[int]:
         frontier = {child for child, parent in parents.items() if parent in frontier}
         found |= frontier
     return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 class Paused:
@@ -128,7 +121,7 @@ def test_export_of_a_run_leaves_nothing_and_no_worker(run: Path, tmp_path: Path,
     assert code == 128 + sig, said
     assert "Traceback" not in said
     assert _listing(out) == []  # no all.csv, no .tmp, no .metrics-parts-*
-    assert not [pid for pid in workers if _alive(pid)]
+    assert not [pid for pid in workers if alive(pid)]
 
 
 @pytest.mark.parametrize("sig", SIGNALS, ids=lambda s: signal.Signals(s).name)
@@ -159,7 +152,7 @@ def test_writeup_stopped_while_its_plots_are_drawn_leaves_no_worker(
     assert "Traceback" not in said
     assert not (tmp_path / "pages").exists()
     assert not list(tmp_path.glob(".pages*"))  # no staging folder
-    assert not [pid for pid in workers if _alive(pid)]
+    assert not [pid for pid in workers if alive(pid)]
 
 
 @pytest.fixture(scope="module")
