@@ -103,8 +103,7 @@ class StreamingCommand:
             stdin=subprocess.DEVNULL, process_group=0, env=env,
         )
         try:
-            with _RUNNING_LOCK:
-                _RUNNING.add(self.process)
+            _hold(self.process)
             # Each piece with the time it came (monotonic): an early start's output waits
             # here until its turn, and `harness.profile.phases` times ncu's lines as they came.
             self._chunks: queue.SimpleQueue[tuple[float, str] | None] = queue.SimpleQueue()
@@ -113,8 +112,7 @@ class StreamingCommand:
             self._reader.start()
         except BaseException:  # Ctrl-C while the command starts: nobody else could stop it
             kill_group(self.process)
-            with _RUNNING_LOCK:
-                _RUNNING.discard(self.process)
+            _forget(self.process)
             raise
 
     def _read(self) -> None:
@@ -153,7 +151,7 @@ class StreamingCommand:
             self.kill()
             raise
         finally:
-            self._forget()
+            _forget(self.process)
         # The runner may have left a child behind (it should not); never let one survive.
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.process.pid, signal.SIGKILL)
@@ -162,11 +160,7 @@ class StreamingCommand:
     def kill(self) -> None:
         """Stop the command and everything it started."""
         kill_group(self.process)
-        self._forget()
-
-    def _forget(self) -> None:
-        with _RUNNING_LOCK:
-            _RUNNING.discard(self.process)
+        _forget(self.process)
 
 
 def run_command(
@@ -236,6 +230,11 @@ class _ProcessJob:
         self.output.close()
 
 
+def _hold(process: subprocess.Popen[bytes]) -> None:
+    with _RUNNING_LOCK:
+        _RUNNING.add(process)
+
+
 def _forget(process: subprocess.Popen[bytes]) -> None:
     with _RUNNING_LOCK:
         _RUNNING.discard(process)
@@ -252,8 +251,7 @@ def start_command(argv: Sequence[str], env: dict[str, str] | None = None) -> Job
             list(argv), stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             process_group=0, env=env,
         )
-        with _RUNNING_LOCK:
-            _RUNNING.add(process)
+        _hold(process)
         return _ProcessJob(process, output)
     except BaseException:
         if process is not None:
