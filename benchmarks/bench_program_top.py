@@ -1,7 +1,8 @@
 """From a real program to its kernels' pages: `ncuh profile --top N` on a transformer's step.
 
     python benchmarks/bench_program_top.py --out /tmp/ncuh-bench [--top 5] [--budget 360]
-        [--full-seconds 60] [--parts eager,compiled,full,graph,torchrun]
+        [--full-seconds 60] [--parts eager,compiled,full,full-compiled,graph,torchrun]
+        [--compiled-launches N]
 
 Runs `examples/transformer_step.py` (one NVTX "step" after two warm-up steps) and measures:
 
@@ -12,14 +13,17 @@ Runs `examples/transformer_step.py` (one NVTX "step" after two warm-up steps) an
    program alone (its overhead), and the share of the step's GPU time the top N cover.
 3. `ncu --set full` of the whole program, stopped after --full-seconds: the launches it
    profiled in that time, and from its rate the time it would take for all of them (the first
-   pass counted them), beside the command-to-pages time of 2.
+   pass counted them), beside the command-to-pages time of 2; eager, and compiled (after a
+   run that fills the compile caches, as the program alone has them).
 4. The step replayed from a CUDA graph (`--cuda-graph`) and a two-process torchrun (where the
    host has two GPUs), of a smaller model, top 2: that each runs and what it ranks.
 With two GPUs the second passes of 2 spread over both (`--gpus all`).
 
 --parts picks some of the parts (all by default), so that the bench can be run in two commands
 where one command's time is bounded. The full part projects the eager program's launches,
-counted by the eager part's first pass, and needs it. Parts that would start after --budget
+counted by the eager part's first pass, and needs it; full-compiled projects the compiled
+program's, counted by the compiled part or given by --compiled-launches (the compiled first
+pass's `launches_seen` of an earlier run). Parts that would start after --budget
 seconds are skipped (and said so). Writes under --out only: program_top.json (every figure),
 program_top.md (the table), log.txt (every command's output), one run_<kind>.tar.xz per run
 directory and pages.tar.xz (every run's pages).
@@ -46,7 +50,7 @@ sys.path.insert(0, str(ROOT))
 PROGRAM = ROOT / "examples" / "transformer_step.py"
 STEP = ["--steps", "1", "--warmup", "2"]
 SMALL = ["--depth", "2", "--batch", "8", "--context", "128"]  # the graph and torchrun runs
-PARTS = ("eager", "compiled", "full", "graph", "torchrun")
+PARTS = ("eager", "compiled", "full", "full-compiled", "graph", "torchrun")
 WRITEUP_S = 30  # at least, for a run's pages: only the last part can run past the budget
 
 
@@ -144,12 +148,12 @@ def _alone(bench: Bench, *extra: str) -> float | None:
     return round(done.seconds, 2) if done.status == 0 else None
 
 
-def _full(bench: Bench, launches: int, seconds: float) -> dict[str, Any]:
+def _full(bench: Bench, launches: int, seconds: float, *extra: str) -> dict[str, Any]:
     """ncu --set full of the whole program's every launch, stopped after `seconds`."""
     from harness.util import ncu_executable
 
     argv = [str(ncu_executable() or "ncu"), "--config-file", "off", "--set", "full",
-            "-o", str(bench.work / "full"), "-f", *_program()]
+            "-o", str(bench.work / "full"), "-f", *_program(*extra)]
     ran = bench.run(argv, timeout=min(seconds, max(bench.left(), 1)))
     status, spent = ran.status, ran.seconds
     profiled = ran.output.count("==PROF== Profiling")
@@ -169,7 +173,7 @@ def _skip(bench: Bench, part: str, need: float) -> bool:
 
 
 def _measure(bench: Bench, top: int, full_seconds: float, two_gpus: bool,
-             parts: tuple[str, ...] = PARTS) -> None:
+             parts: tuple[str, ...] = PARTS, compiled_launches: int | None = None) -> None:
     """The parts in order of what they measure first: item 4's figures, then the CUDA graph
     and torchrun runs on a smaller model (a part that would not fit the budget is skipped)."""
     figures = bench.figures
@@ -191,6 +195,16 @@ def _measure(bench: Bench, top: int, full_seconds: float, two_gpus: bool,
             "ncu --set full: needs the eager part's count of the program's launches")
     elif "full" in parts and not _skip(bench, "ncu --set full", full_seconds + 10):
         figures["full"] = _full(bench, launches, full_seconds)
+    compiled_launches = (figures.get("compiled") or {}).get("launches_seen") or compiled_launches
+    if "full-compiled" in parts and not compiled_launches:
+        figures.setdefault("skipped", []).append(
+            "ncu --set full, compiled: needs the compiled part's count of the program's "
+            "launches (or --compiled-launches)")
+    elif "full-compiled" in parts and not _skip(bench, "ncu --set full, compiled",
+                                                full_seconds + 60):
+        if "compiled_first_run" not in figures["alone_s"]:  # fills the compile caches
+            figures["alone_s"]["compiled_first_run"] = _alone(bench, "--compile")
+        figures["full_compiled"] = _full(bench, compiled_launches, full_seconds, "--compile")
     if "graph" in parts and not _skip(bench, "cuda graph", 40):
         figures["graph"] = _top(bench, "graph", 2, _program("--cuda-graph", *SMALL))
     if "torchrun" in parts and not two_gpus:
@@ -224,7 +238,6 @@ def _table(figures: dict[str, Any]) -> list[str]:
         value = (figures.get(kind) or {}).get(key)
         return f"{value}{unit}" if value is not None else "-"
 
-    full = figures.get("full") or {}
     rows = ["| figure | eager | compiled | cuda graph | torchrun |", "|---|---:|---:|---:|---:|"]
     alone = figures.get("alone_s", {})
     shown = ["-" if alone.get(kind) is None else alone[kind] for kind in ("eager", "compiled")]
@@ -241,14 +254,20 @@ def _table(figures: dict[str, Any]) -> list[str]:
         figures.get(k) or {}).get("processes", [])) or "-"
         for k in ("eager", "compiled", "graph", "torchrun")]
     rows.append("| share of GPU time the top N cover | " + " | ".join(shares) + " |")
-    if full:
-        state = ("finished" if full["finished"] else
-                 f"projected: stopped after {full['seconds']} s")
-        rows.append(f"| ncu --set full of the whole program (s) | {full['projected_s']} "
-                    f"({state}, {full['launches_profiled']}/{full['launches_in_program']} "
-                    "launches) | | | |")
+    fulls = [figures.get(kind) for kind in ("full", "full_compiled")]
+    if any(fulls):
+        rows.append("| ncu --set full of the whole program (s) | "
+                    + " | ".join(_full_cell(full) for full in fulls) + " | | |")
     rows += [f"| skipped | {part} | | | |" for part in figures.get("skipped", [])]
     return rows
+
+
+def _full_cell(full: dict[str, Any] | None) -> str:
+    if not full:
+        return "-"
+    state = "finished" if full["finished"] else f"projected: stopped after {full['seconds']} s"
+    return (f"{full['projected_s']} ({state}, {full['launches_profiled']}/"
+            f"{full['launches_in_program']} launches)")
 
 
 def main() -> int:
@@ -260,6 +279,9 @@ def main() -> int:
     parser.add_argument("--full-seconds", type=float, default=60.0)
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"which parts, comma-separated [default: {','.join(PARTS)}]")
+    parser.add_argument("--compiled-launches", type=int, default=None,
+                        help="the compiled program's launches, for full-compiled without the "
+                             "compiled part (its first pass's launches_seen)")
     parser.add_argument("--work", type=Path, default=None,
                         help="for the runs and pages before packing [default: a temporary "
                              "folder, removed at the end]")
@@ -295,7 +317,8 @@ def _bench(bench: Bench, args: argparse.Namespace) -> None:
                           "ncu": ncu.strip().splitlines()[-1] if ncu.strip() else None,
                           "top": args.top, "program": [str(PROGRAM.name), *STEP],
                           "command": shlex.join(["python", *sys.argv])})
-    _measure(bench, args.top, args.full_seconds, len(gpus) >= 2, args.parts)
+    _measure(bench, args.top, args.full_seconds, len(gpus) >= 2, args.parts,
+             args.compiled_launches)
     _pack(bench)
     bench.figures["total_s"] = round(time.monotonic() - bench.started, 1)
     (args.out / "program_top.json").write_text(json.dumps(bench.figures, indent=2) + "\n")

@@ -124,3 +124,28 @@ def test_parts_unknown_or_none_is_one_line_and_status_2(
     said = capsys.readouterr().err.splitlines()
     assert len(said) == 1 and said[0].startswith("bench_program_top: --parts takes some of ")
     assert one_gpu.calls == [] and not (tmp_path / "out").exists()
+
+
+def test_full_compiled_fills_the_compile_caches_then_profiles_the_compiled_program(
+        one_gpu: Host, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any) -> None:
+    out = tmp_path / "out"
+    monkeypatch.setattr(sys, "argv", ["bench_program_top.py", "--out", str(out),
+                                      "--parts", "full-compiled", "--compiled-launches", "932"])
+    assert bench.main() == 0
+    programs = [argv for argv in one_gpu.calls if str(bench.PROGRAM) in argv]
+    assert len(programs) == 2 and all(argv[-1] == "--compile" for argv in programs)
+    assert "--set" not in programs[0] and programs[1][:5] == [
+        "/usr/bin/ncu", "--config-file", "off", "--set", "full"]
+    row = next(line for line in capsys.readouterr().out.splitlines()
+               if line.startswith("| ncu --set full of the whole program (s) | "))
+    assert row.split(" | ")[1] == "-" and ", 3/932 launches)" in row.split(" | ")[2]
+
+
+def test_full_compiled_without_a_launch_count_is_skipped_and_said(
+        one_gpu: Host, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: Any) -> None:
+    monkeypatch.setattr(sys, "argv", ["bench_program_top.py", "--out", str(tmp_path / "out"),
+                                      "--parts", "full-compiled"])
+    assert bench.main() == 0
+    assert not any("--set" in argv for argv in one_gpu.calls)
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("| skipped | ncu --set full, compiled: needs the compiled part's")
