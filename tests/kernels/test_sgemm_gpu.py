@@ -96,6 +96,33 @@ def test_split_k_over_a_cluster_matches_float64_reference(params, shape, beta: f
     assert error < 1e-4, f"SPLIT={params['SPLIT']} {shape}: relative error {error:.3g}"
 
 
+# Small block tiles of the tunable space with deep splits, one per way the 4-byte copies of B
+# lie on the scalar path: as many threads as columns, fewer (two copies across a row), more
+# (four rows at once); on whole tiles, the scalar path with a partial last k tile, and a K
+# shorter than one tile.
+SMALL_TILES = [
+    {"BM": 32, "BN": 32, "BK": 8, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "MIN_BLOCKS": 1,
+     "STAGES": 3, "SPLIT": 8},
+    {"BM": 32, "BN": 256, "BK": 16, "WM": 32, "WN": 64, "TM": 8, "TN": 8, "MIN_BLOCKS": 1,
+     "STAGES": 4, "SPLIT": 4},
+    {"BM": 128, "BN": 32, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "MIN_BLOCKS": 2,
+     "STAGES": 4, "SPLIT": 2},
+]
+
+
+@pytest.mark.parametrize("shape", [(256, 256, 256), (333, 777, 4099), (1000, 1030, 999),
+                                   (129, 67, 3), (17, 33, 65)],
+                         ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("params", SMALL_TILES, ids=["32x32", "32x256", "128x32"])
+@pytest.mark.parametrize("beta", [-0.75, 0.0], ids=["beta_random_c", "beta0_nan_c"])
+def test_small_tiles_match_float64_reference(params, shape, beta: float) -> None:
+    error, nonfinite = verify("autotuned", shape, alpha=1.5, beta=beta, params=params,
+                              seed=zlib.crc32(f"{params}{shape}".encode()))
+    tile = f"{params['BM']}x{params['BN']} SPLIT={params['SPLIT']}"
+    assert nonfinite == 0, f"{tile} left {nonfinite} NaN/inf elements"
+    assert error < 1e-4, f"{tile} {shape}: relative error {error:.3g}"
+
+
 @pytest.mark.parametrize("shape", [(17, 33, 65), (1000, 1030, 999), (129, 260, 64)])
 @pytest.mark.parametrize("name", variant_names())
 def test_edge_tiles_write_nothing_past_c(name: str, shape) -> None:
