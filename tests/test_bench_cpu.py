@@ -443,32 +443,43 @@ def test_sweep_enumerates_the_whole_product_and_filters_before_compiling() -> No
     assert variant.params in valid or SGEMM.problems(variant, variant.params, size) != []
 
 
-def test_the_bundled_project_ships_h100_and_h200_winners_that_a_fresh_install_finds(
+# Issue 43's sizes: the defaults from 256 up and six shapes that are not square powers of two.
+TARGET_SIZES = ["256", "512", "1024", "2048", "4096", "4096x1024x8192", "1024x4096x512",
+                "1000", "4097", "8192x8192x256", "333x777x4099"]
+
+
+def test_the_bundled_project_ships_h200_winners_for_every_target_size(
     tmp_path: Path, monkeypatch
 ) -> None:
-    # A fresh install: no user cache at all. The H100 and the H200 have winners of the current
-    # source at each size; other 9.0 GPUs borrow them (next test).
+    # A fresh install: no user cache at all. The H200 has a winner of the current source at
+    # each target size, so each resolves to one tuned for its own class; the H100's entries
+    # were for an older source and are gone (other 9.0 GPUs borrow the H200's: next test).
     monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path / "empty"))
     variant = SGEMM.variant("autotuned")
     shipped = TuneCache(shipped_path(SGEMM))
-    assert {e["gpu"] for e in shipped.entries} == {H100, H200}
+    assert {e["gpu"] for e in shipped.entries} == {H200}
     assert all(e["source_sha256"] == source_fingerprint(SGEMM, variant) for e in shipped.entries)
-    for gpu in (H100, H200):
-        for text in ("1024", "2048", "4096"):
-            size = SGEMM.parse_size(text)
-            resolved = resolve_params(SGEMM, variant, size, gpu)
-            assert resolved.origin == "shipped"
-            assert resolved.params == {**variant.params, **shipped.get(gpu, "autotuned", size)
-                                       ["params"]}
-    # the two cards differ at 4096: the H200's winner keeps four stages in flight, not three
-    big = SGEMM.parse_size("4096")
-    assert resolve_params(SGEMM, variant, big, H100).params["STAGES"] == 3
-    assert resolve_params(SGEMM, variant, big, H200).params["STAGES"] == 4
-    # the H100's winner at 1024 (a 64x256 tile, K split over two blocks) is not the default
-    small = resolve_params(SGEMM, variant, SGEMM.parse_size("1024"), H100).params
-    assert (small["BM"], small["BN"], small["SPLIT"]) == (64, 256, 2)
-    assert small != variant.params
-    # another GPU model has no winners: the defaults
+    assert sorted(e["size"] for e in shipped.entries) == sorted(
+        str(SGEMM.parse_size(text)) for text in TARGET_SIZES)
+    for text in TARGET_SIZES:
+        size = SGEMM.parse_size(text)
+        resolved = resolve_params(SGEMM, variant, size, H200)
+        assert resolved.origin == "shipped", text
+        assert resolved.params == {**variant.params, **shipped.get(H200, "autotuned", size)
+                                   ["params"]}
+        assert SGEMM.problems(variant, resolved.params, size) == [], text
+    # the small sizes take small tiles, K split over a cluster of eight blocks
+    for text in ("256", "512"):
+        small = resolve_params(SGEMM, variant, SGEMM.parse_size(text), H200).params
+        assert small["BM"] * small["BN"] <= 64 * 64 and small["SPLIT"] == 8, text
+    # 1024 splits K over two; 4096 takes the defaults' 64x128 tile without a split
+    assert resolve_params(SGEMM, variant, SGEMM.parse_size("1024"), H200).params["SPLIT"] == 2
+    big = resolve_params(SGEMM, variant, SGEMM.parse_size("4096"), H200).params
+    assert (big["BM"], big["BN"], big["SPLIT"]) == (64, 128, 1)
+    # 128 (not a target) takes its nearest class, 256
+    near = resolve_params(SGEMM, variant, SGEMM.parse_size("128"), H200)
+    assert near.origin == "nearest 256x256x256 (shipped)"
+    # another GPU model, of no known compute capability, has no winners: the defaults
     assert resolve_params(SGEMM, variant, SGEMM.parse_size("1024"), "Tesla T4").params \
         == variant.params
 
@@ -478,26 +489,23 @@ def test_a_gpu_model_without_winners_borrows_those_of_its_compute_capability(
     variant = SGEMM.variant("autotuned")
     empty = TuneCache(tmp_path / "none.json")
     shipped = TuneCache(shipped_path(SGEMM))
-    size = SGEMM.parse_size("1024")
-    h100 = resolve_params(SGEMM, variant, size, H100, user=empty, shipped=shipped)
-    # an H100 PCIe (9.0) takes the H100 SXM's winners (the closer name of the two 9.0 models)
-    pcie = resolve_params(SGEMM, variant, size, "NVIDIA H100 PCIe", compute_capability="9.0",
-                          user=empty, shipped=shipped)
-    assert pcie.params == h100.params and pcie.params != variant.params
-    assert pcie.origin == f"shipped for {H100} (same compute capability 9.0)"
-    # an H200 NVL takes the H200's (a longer shared name than the H100's)
-    nvl = resolve_params(SGEMM, variant, SGEMM.parse_size("4096"), "NVIDIA H200 NVL",
-                         compute_capability="9.0", user=empty, shipped=shipped)
-    assert nvl.origin == f"shipped for {H200} (same compute capability 9.0)"
-    assert nvl.params == resolve_params(SGEMM, variant, SGEMM.parse_size("4096"), H200,
-                                        user=empty, shipped=shipped).params
+    borrowed = f"shipped for {H200} (same compute capability 9.0)"
+    # the H100 (no entries of the current source) and its PCIe model take the H200's
+    for gpu in (H100, "NVIDIA H100 PCIe", "NVIDIA H200 NVL"):
+        for text in ("256", "1024", "4097"):
+            size = SGEMM.parse_size(text)
+            other = resolve_params(SGEMM, variant, size, gpu, compute_capability="9.0",
+                                   user=empty, shipped=shipped)
+            own = resolve_params(SGEMM, variant, size, H200, user=empty, shipped=shipped)
+            assert (other.params, other.origin) == (own.params, borrowed), (gpu, text)
     # another architecture, or an unknown one, keeps the defaults
+    size = SGEMM.parse_size("1024")
     for cc in ("8.0", "9.1", None):
         other = resolve_params(SGEMM, variant, size, "NVIDIA A100-SXM4-80GB",
                                compute_capability=cc, user=empty, shipped=shipped)
         assert (other.params, other.origin) == (variant.params, "defaults")
     # a model with entries of its own never borrows, even for a size it has not tuned
-    own = resolve_params(SGEMM, variant, SGEMM.parse_size("3000"), H100,
+    own = resolve_params(SGEMM, variant, SGEMM.parse_size("3000"), H200,
                          compute_capability="9.0", user=empty, shipped=shipped)
     assert "same compute capability" not in own.origin
 
@@ -506,12 +514,13 @@ def test_a_size_without_a_winner_takes_the_nearest_tuned_size_when_valid(tmp_pat
     variant = SGEMM.variant("autotuned")
     empty = TuneCache(tmp_path / "none.json")
     shipped = TuneCache(shipped_path(SGEMM))
-    near_1024 = resolve_params(SGEMM, variant, SGEMM.parse_size("1000x1030x999"), H100,
+    near_1000 = resolve_params(SGEMM, variant, SGEMM.parse_size("1000x1030x999"), H200,
                                user=empty, shipped=shipped)
-    assert near_1024.origin == "nearest 1024x1024x1024 (shipped)"
-    assert near_1024.params["BM"] == 64
+    assert near_1000.origin == "nearest 1000x1000x1000 (shipped)"
+    assert near_1000.params == resolve_params(SGEMM, variant, SGEMM.parse_size("1000"), H200,
+                                              user=empty, shipped=shipped).params
     # 3000 is nearer 4096 than 2048 in log-distance (log 3000/2048 = 0.38 > log 4096/3000 = 0.31)
-    near = resolve_params(SGEMM, variant, SGEMM.parse_size("3000"), H100, user=empty,
+    near = resolve_params(SGEMM, variant, SGEMM.parse_size("3000"), H200, user=empty,
                           shipped=shipped)
     assert near.origin == "nearest 4096x4096x4096 (shipped)"
     # a winner the constraints refuse at this size is not taken: the defaults instead
@@ -531,19 +540,19 @@ def test_user_cache_overrides_shipped_winners_and_round_trips(tmp_path: Path,
     variant = SGEMM.variant("autotuned")
     size = SGEMM.parse_size("1024")
     valid, _ = filter_configs(SGEMM, variant, list(enumerate_configs(variant)), size)
-    shipped_winner = TuneCache(shipped_path(SGEMM)).get(H100, "autotuned", size)["params"]
+    shipped_winner = TuneCache(shipped_path(SGEMM)).get(H200, "autotuned", size)["params"]
     winner = next(p for p in valid if p != variant.params and p != shipped_winner)
 
     cache = TuneCache(cache_path(SGEMM))
-    cache.put({"variant": "autotuned", "gpu": H100, "size": str(size), "params": winner,
+    cache.put({"variant": "autotuned", "gpu": H200, "size": str(size), "params": winner,
                "median_ms": 0.1, "source_sha256": source_fingerprint(SGEMM, variant)})
     cache.save("sgemm")
     data = json.loads(cache_path(SGEMM).read_text())
     assert data["schema"] == TUNING_SCHEMA and data["entries"][0]["params"] == winner
-    assert resolve_params(SGEMM, variant, size, H100) == type(
-        resolve_params(SGEMM, variant, size, H100))(winner, "tuned")
+    assert resolve_params(SGEMM, variant, size, H200) == type(
+        resolve_params(SGEMM, variant, size, H200))(winner, "tuned")
     # other sizes still come from the shipped file
-    assert resolve_params(SGEMM, variant, SGEMM.parse_size("4096"), H100).origin == "shipped"
+    assert resolve_params(SGEMM, variant, SGEMM.parse_size("4096"), H200).origin == "shipped"
     # a non-tunable variant never consults any cache
     naive = SGEMM.variant("naive")
     assert resolve_params(SGEMM, naive, size, H100).params == naive.params

@@ -276,3 +276,45 @@ def test_a_work_model_that_fails_at_one_size_fails_only_that_result(host_project
     assert second.status == "failed"
     assert "ZeroDivisionError" in second.error
     golden("work_model_fails", second.error)
+
+
+def test_a_sweep_compiles_its_configurations_ahead_in_threads(host_project, monkeypatch) -> None:
+    import threading
+
+    from harness.errors import NcuhError
+    from harness.gpu import sweep
+    from harness.project import default_project_path
+
+    # A Python launcher compiles nothing (and needs no GPU to say so).
+    tuned = host_project.variant("tuned")
+    assert sweep.compile_ahead(host_project, tuned, host_project.parse_size("1000"),
+                               [{"STEP": 1}, {"STEP": 2}]) == 0.0
+
+    class Device:  # CuPy's: the current device's id, and a context that makes it current
+        def __init__(self, device_id: int = 0) -> None:
+            self.id = device_id
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc) -> None:
+            return None
+
+    sgemm = load_project(default_project_path())
+    variant = sgemm.variant("autotuned")
+    configs = [{**variant.params, "SPLIT": split} for split in (1, 2, 4, 8)]
+    both_running = threading.Barrier(2, timeout=60)  # breaks unless two compiles overlap
+    prepared = []
+
+    def prepare(project, name, size, params):
+        if params["SPLIT"] in (1, 2):
+            both_running.wait()
+        prepared.append(params["SPLIT"])
+        if params["SPLIT"] == 8:
+            raise NcuhError("autotuned failed to compile")  # left for its bench_one
+
+    monkeypatch.setattr(sweep, "require_gpu",
+                        lambda: types.SimpleNamespace(cuda=types.SimpleNamespace(Device=Device)))
+    monkeypatch.setattr(sweep, "prepare", prepare)
+    seconds = sweep.compile_ahead(sgemm, variant, sgemm.parse_size("512"), configs, workers=2)
+    assert sorted(prepared) == [1, 2, 4, 8] and seconds >= 0.0

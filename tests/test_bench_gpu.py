@@ -109,7 +109,8 @@ def test_autotune_sweep_caches_the_winner(tmp_path: Path, monkeypatch) -> None:
 
 def test_a_fresh_install_finds_the_shipped_winners_on_h100_and_h200(tmp_path: Path,
                                                                    monkeypatch) -> None:
-    """The README's main command on a machine with no user cache (issue: 0.32x at 1024)."""
+    """The README's main command on a machine with no user cache (issue: 0.32x at 1024). The
+    H200's winners are shipped; an H100 (the same compute capability) borrows them."""
     from harness.gpu.bench import BenchSettings, bench_one
     from harness.gpu.env import current_gpu_name
 
@@ -119,5 +120,7 @@ def test_a_fresh_install_finds_the_shipped_winners_on_h100_and_h200(tmp_path: Pa
     monkeypatch.setenv("NCUH_CACHE_DIR", str(tmp_path / "empty"))
     result = bench_one(SGEMM, SGEMM.variant("autotuned"), SGEMM.parse_size("1024"),
                        BenchSettings(repeats=5, warmup=2))
-    assert result.tuning == "shipped" and result.status == "ok", result.error
-    assert result.params["BM"] == 64
+    assert result.status == "ok", result.error
+    assert result.tuning == ("shipped" if gpu == "NVIDIA H200" else
+                             "shipped for NVIDIA H200 (same compute capability 9.0)")
+    assert result.params["SPLIT"] == 2  # K split over a cluster of two blocks

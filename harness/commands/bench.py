@@ -133,7 +133,7 @@ def _tune(project: Project, variants: list[Variant], shapes: list[Size],
             gflops = f" at {best.gflops:,.0f} GFLOP/s" if best and best.gflops else ""
             summary = (
                 f"{label}: {result.rejected} rejected before compiling, {result.failed} failed, "
-                f"{result.timed} timed; "
+                f"{result.timed} timed (compiled in {result.compile_s:.1f} s); "
                 + (f"best {best.params}{gflops}" if best else "no winner")
             )
             click.echo(summary, err=True)

@@ -2,20 +2,28 @@
 
 A sweep enumerates the cartesian product of `Variant.tunable` (over the variant's default
 `params`), rejects every configuration the variant's constraints call invalid at the size
-before anything is compiled (they are counted, not tried), then compiles, verifies and times
-the rest through `bench_one`; a configuration that fails to compile or computes wrong numbers
-is never chosen. The winner goes into the user's tuning cache (`harness.gpu.tuning`).
+before anything is compiled (they are counted, not tried), compiles the rest at once in
+threads (NVRTC runs outside Python's lock, so a sweep's compiles take about the time of the
+slowest few instead of their sum), then verifies and times each through `bench_one`; a
+configuration that fails to compile or computes wrong numbers is never chosen. The winner
+goes into the user's tuning cache (`harness.gpu.tuning`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
 import random
+import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+from harness.errors import NcuhError
+from harness.gpu.backend import prepare
 from harness.gpu.bench import BenchSettings, bench_one
 from harness.gpu.env import current_compute_capability, current_gpu_name, require_gpu
 from harness.gpu.timing import L2Flusher
@@ -74,6 +82,28 @@ def filter_configs(project: Project, variant: Variant, configs: Sequence[dict[st
     return valid, rejected
 
 
+def compile_ahead(project: Project, variant: Variant, size: Size,
+                  configs: Sequence[dict[str, int]], workers: int | None = None) -> float:
+    """Compile `variant` at `size` for every config in `workers` threads (default: one per
+    CPU), so that each `bench_one` of the sweep finds its module compiled; returns the
+    seconds it took. A config that fails here is left for its own `bench_one` to report.
+    """
+    start = time.perf_counter()
+    if variant.call is not None or not configs:  # a Python launcher compiles nothing
+        return 0.0
+    cupy = require_gpu()
+    device = cupy.cuda.Device().id
+
+    def compile_one(params: dict[str, int]) -> None:
+        # The device makes the thread's CUDA context current, to load the module.
+        with cupy.cuda.Device(device), contextlib.suppress(NcuhError):
+            prepare(project, variant, size, params)
+
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        list(pool.map(compile_one, configs))
+    return time.perf_counter() - start
+
+
 @dataclass
 class TuneResult:
     """A finished sweep of one variant at one size on one GPU."""
@@ -83,6 +113,7 @@ class TuneResult:
     size: Size
     best: Candidate | None
     candidates: list[Candidate] = field(default_factory=list)
+    compile_s: float = 0.0  # compiling every valid config ahead of the timing, in threads
 
     def count(self, status: CandidateStatus) -> int:
         return sum(1 for c in self.candidates if c.status == status)
@@ -102,12 +133,13 @@ class TuneResult:
 
 def autotune(project: Project, variant: Variant, size: Size, *, repeats: int = 10,
              warmup: int = 2, limit: int | None = None, cache: TuneCache | None = None,
-             save: bool = True,
+             save: bool = True, compile_workers: int | None = None,
              progress: Callable[[Candidate], None] | None = None) -> TuneResult:
     """Sweep `variant.tunable` at `size` on the current GPU; cache and return the winner.
 
     `limit` caps how many valid configurations are compiled (the defaults plus a seeded
-    sample, see `sample_configs`). Raises `NoGpuError` without a GPU.
+    sample, see `sample_configs`); `compile_workers` threads compile them first (default:
+    one per CPU). Raises `NoGpuError` without a GPU.
     """
     cupy = require_gpu()
     gpu = current_gpu_name() or "unknown GPU"
@@ -118,6 +150,7 @@ def autotune(project: Project, variant: Variant, size: Size, *, repeats: int = 1
     candidates: list[Candidate] = list(rejected)
     settings = BenchSettings(repeats=repeats, warmup=warmup)
     flusher = L2Flusher(cupy)
+    compile_s = compile_ahead(project, variant, size, valid, compile_workers)
     for params in valid:
         # bench_one verifies before timing and records compile errors as "failed".
         outcome = bench_one(project, variant, size, settings, params=params, gpu=gpu,
@@ -131,7 +164,7 @@ def autotune(project: Project, variant: Variant, size: Size, *, repeats: int = 1
 
     timed = [c for c in candidates if c.status == "ok" and c.median_ms is not None]
     best = min(timed, key=lambda c: c.median_ms) if timed else None  # type: ignore[arg-type]
-    result = TuneResult(variant.name, gpu, size, best, candidates)
+    result = TuneResult(variant.name, gpu, size, best, candidates, compile_s)
     if best is not None and save:
         cache = cache if cache is not None else TuneCache(cache_path(project), kept=True)
         cache.put({

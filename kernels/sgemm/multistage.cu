@@ -4,10 +4,12 @@
 // k-major, so both are read with LDS.128 and double-buffered in registers as in iteration 8,
 // and no registers hold the next tile. A warp's A copies cover 4 rows x 8 consecutive k: 32
 // bytes of each row (one sector) and, with rows of BM + 4 floats, 32 distinct banks.
-// When every tile is whole (EXACT, set by the host: M, N, K multiples of BM, BN, BK and VEC),
-// copies read from a table of addresses built once (one add per copy per tile) with no
-// checks; otherwise every copy is bounds-checked and its src-size operand zero-fills. Both
-// paths in one kernel cost 2-3% at 4096 (more registers), hence the compile-time switch.
+// Copies read from a table of addresses built once per block (one add per copy per tile).
+// Rows past M and columns past N are read from the last valid one (they feed only outputs
+// that are never stored), so the only check left is for k past K, in the last tile alone;
+// when every tile is whole (EXACT, set by the host) even that branch is compiled out. Where
+// rows of B are not 16-byte aligned (VEC = 0), B moves as 4-byte copies, a warp's to 32
+// consecutive columns.
 // SPLIT > 1 splits K over a cluster of SPLIT blocks (one output tile): each parks its partial
 // sums in its shared memory, and after a cluster barrier each block adds one slice of the
 // tile over all ranks through distributed shared memory (mapa + ld.shared::cluster) and
@@ -102,73 +104,84 @@ sgemm_multistage(int M, int N, int K, float alpha, const float *__restrict__ A,
     const int t_begin = 0, tiles = all_tiles;
 #endif
 
-#if EXACT
-    // Copy l of A: row (idx / AK) % BM, k (idx / (AK * BM)) * AK + idx % AK of the tile.
+    // Copy tables, built once per block; each call of `issue` moves them on by one tile.
+    // Copy l of A is row (idx / AK) % BM, k (idx / (AK * BM)) * AK + idx % AK of the tile
+    // (idx = tid + l * THREADS). A row past M or a column past N is read from the last one
+    // instead: it feeds only outputs that are never stored, so no copy needs a predicate
+    // for the M and N edges. Only k past K must read zeros, and only the last tile reaches it.
     const unsigned smem0 = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     const float *a_src[A_COPIES];
-    const float *b_src[B_COPIES];
-    unsigned a_dst[A_COPIES], b_dst[B_COPIES];
+    unsigned a_dst[A_COPIES];
 #pragma unroll
     for (int l = 0; l < A_COPIES; ++l) {
         const int idx = tid + l * THREADS;
         const int r = (idx / AK) % BM, c = (idx / (AK * BM)) * AK + idx % AK;
-        a_src[l] = A + (size_t)(row0 + r) * K + t_begin * BK + c;
+        a_src[l] = A + (size_t)min(row0 + r, M - 1) * K + t_begin * BK + c;
         a_dst[l] = smem0 + 4 * (c * AS_STRIDE + r);
     }
+    const unsigned b_dst0 = smem0 + 4 * BK * AS_STRIDE;
+#if VEC
+    // 16-byte copies; N is a multiple of 4, so a float4 is either wholly inside or past N.
+    const float *b_src[B_COPIES];
 #pragma unroll
     for (int l = 0; l < B_COPIES; ++l) {
         const int idx = tid + l * THREADS;
-        b_src[l] = B + (size_t)(t_begin * BK + idx / (BN / 4)) * N + col0 + idx % (BN / 4) * 4;
-        b_dst[l] = smem0 + 4 * (BK * AS_STRIDE + idx * 4);
+        b_src[l] = B + (size_t)(t_begin * BK + idx / (BN / 4)) * N +
+                   min(col0 + idx % (BN / 4) * 4, N - 4);
     }
-    // Tiles are issued in order, so each call advances the table by one tile.
-    auto issue = [&](int stage, int) {
-        const unsigned off = stage * STAGE_FLOATS * 4;
+#else
+    // Rows of B are not 16-byte aligned: 4-byte copies, a warp's 32 to consecutive columns
+    // of one row (4 sectors per copy, and 32 banks). The host admits only BN % THREADS == 0
+    // or THREADS % BN == 0, so copy l is at a constant offset from the thread's first one:
+    // B_COLUMNS copies across a row (BN > THREADS), then B_ROWSTEP rows down.
+#define B_COLUMNS (BN > THREADS ? BN / THREADS : 1)
+#define B_ROWSTEP (THREADS > BN ? THREADS / BN : 1)
+    const int b_r0 = tid / BN, b_c0 = tid % BN;
+    const float *b_src[B_COLUMNS];
+#pragma unroll
+    for (int q = 0; q < B_COLUMNS; ++q)
+        b_src[q] = B + (size_t)(t_begin * BK + b_r0) * N + min(col0 + b_c0 + q * THREADS, N - 1);
+    const unsigned b_dst1 = b_dst0 + 4 * (b_r0 * BN + b_c0);
+#endif
+
+    // `valid`: how many k of the tile lie inside K; copies past it read nothing (src-size
+    // 0) from a legal address, and A (or B) is one. Called with checked = false for every
+    // tile but a partial last one, so the others compile without the checks.
+    auto copy_tile = [&](unsigned off, bool checked, int valid) {
 #pragma unroll
         for (int l = 0; l < A_COPIES; ++l) {
-            cp_async4(a_dst[l] + off, a_src[l], true);
+            const int idx = tid + l * THREADS;
+            const bool ok = !checked || (idx / (AK * BM)) * AK + idx % AK < valid;
+            cp_async4(a_dst[l] + off, ok ? a_src[l] : A, ok);
             a_src[l] += BK;
         }
+#if VEC
 #pragma unroll
         for (int l = 0; l < B_COPIES; ++l) {
-            cp_async16(b_dst[l] + off, b_src[l], true);
+            const int idx = tid + l * THREADS;
+            const bool ok = !checked || idx / (BN / 4) < valid;
+            cp_async16(b_dst0 + off + 16 * idx, ok ? b_src[l] : B, ok);
             b_src[l] += (size_t)BK * N;
         }
-    };
 #else
-    // Every element checked; an invalid copy reads nothing (src-size 0) but still needs a
-    // legal address, and A (or B) is one.
+#pragma unroll
+        for (int l = 0; l < BK * BN / THREADS; ++l) {
+            const int q = l % B_COLUMNS, row = l / B_COLUMNS * B_ROWSTEP;
+            const bool ok = !checked || b_r0 + row < valid;
+            cp_async4(b_dst1 + off + 4 * (row * BN + q * THREADS),
+                      ok ? b_src[q] + (size_t)row * N : B, ok);
+        }
+#pragma unroll
+        for (int q = 0; q < B_COLUMNS; ++q) b_src[q] += (size_t)BK * N;
+#endif
+    };
     auto issue = [&](int stage, int k0) {
-        float *as = smem + stage * STAGE_FLOATS;
-        float *bs = as + BK * AS_STRIDE;
-#pragma unroll
-        for (int l = 0; l < A_COPIES; ++l) {
-            const int idx = tid + l * THREADS;
-            const int r = (idx / AK) % BM, c = (idx / (AK * BM)) * AK + idx % AK;
-            const int grow = row0 + r, gk = k0 + c;
-            const bool ok = grow < M && gk < K;
-            cp_async4(shared_address(&as[c * AS_STRIDE + r]), ok ? A + (size_t)grow * K + gk : A,
-                      ok);
-        }
-#pragma unroll
-        for (int l = 0; l < B_COPIES; ++l) {
-            const int idx = tid + l * THREADS;
-            const int r = idx / (BN / 4), c = idx % (BN / 4) * 4;
-            const int gk = k0 + r, gcol = col0 + c;
-            const unsigned dst = shared_address(&bs[r * BN + c]);
-#if VEC
-            const bool ok = gk < K && gcol < N;
-            cp_async16(dst, ok ? B + (size_t)gk * N + gcol : B, ok);
-#else
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const bool ok = gk < K && gcol + j < N;
-                cp_async4(dst + 4 * j, ok ? B + (size_t)gk * N + gcol + j : B, ok);
-            }
-#endif
-        }
+        const unsigned off = stage * STAGE_FLOATS * 4;
+        if (EXACT || k0 + BK <= K)
+            copy_tile(off, false, BK);
+        else
+            copy_tile(off, true, K - k0);
     };
-#endif
 
     float acc[TM][TN] = {{0.0f}};
     float a_frag[2][TM], b_frag[2][TN];

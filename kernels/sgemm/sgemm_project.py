@@ -200,14 +200,33 @@ def _estimated_registers(family: str, p: dict[str, int]) -> int:
     """A lower bound on registers per thread: accumulators, fragments and ~24 for addressing."""
     if family == "async_copy":  # four k of A per row, two k of B
         fragments = 4 * p["TM"] + 2 * p["TN"]
-    elif family == "multistage":  # both fragments double-buffered; copies hold no registers
-        fragments = 2 * (p["TM"] + p["TN"])
+    elif family == "multistage":  # both fragments double-buffered, and a 64-bit address
+        threads = (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32  # per copy of a tile
+        copies = (p["BM"] * p["BK"] + p["BK"] * p["BN"] // 4) // threads
+        fragments = 2 * (p["TM"] + p["TN"]) + 2 * copies
     elif family == "double_buffered":  # plus the next tile, held in float4 registers
         threads = (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
         fragments = 2 * (p["TM"] + p["TN"]) + (p["BM"] + p["BN"]) * p["BK"] // threads
     else:
         fragments = p["TM"] + p["TN"]
     return p["TM"] * p["TN"] + fragments + 24
+
+
+def _multistage_copy_problems(p: dict[str, int], threads: int) -> list[str]:
+    """How the multistage kernel's copies divide over its threads: A in 4-byte copies, B in
+    16-byte ones (or, where rows of B are not 16-byte aligned, 4-byte copies laid along a
+    row: a whole row per some number of threads, or whole rows per thread block)."""
+    problems: list[str] = []
+    if (p["BM"] * p["BK"]) % threads != 0:
+        problems.append(f"the {p['BM']}x{p['BK']} A tile ({p['BM'] * p['BK']} floats) does not "
+                        f"divide evenly over {threads} threads")
+    if (p["BK"] * p["BN"] // 4) % threads != 0:
+        problems.append(f"the {p['BK']}x{p['BN']} B tile ({p['BK'] * p['BN'] // 4} float4) "
+                        f"does not divide evenly over {threads} threads")
+    if p["BN"] % threads != 0 and threads % p["BN"] != 0:
+        problems.append(f"BN={p['BN']} and {threads} threads: one must be a multiple of the "
+                        "other (4-byte copies of B along its rows)")
+    return problems
 
 
 def _check_tiles(family: str, p: dict[str, int]) -> list[str]:
@@ -265,7 +284,9 @@ def _check_tiles(family: str, p: dict[str, int]) -> list[str]:
         return [f"{threads} threads per block; must be between 32 and 1024"]
     if family == "blocktile_1d" and (p["BM"] * p["BN"]) % p["TM"] != 0:
         problems.append("BM*BN must be a multiple of TM")
-    if family in VECTOR:
+    if family == "multistage":
+        problems += _multistage_copy_problems(p, threads)
+    elif family in VECTOR:
         if (p["BM"] * p["BK"] // 4) % threads != 0:
             problems.append(
                 f"the {p['BM']}x{p['BK']} A tile ({p['BM'] * p['BK'] // 4} float4) does not "

@@ -76,24 +76,37 @@ def test_variant_matches_float64_reference(name: str, shape, beta: float) -> Non
 
 # K split over a cluster: the H100's 1024 winner (2 blocks) and a deeper split (4 blocks), on
 # whole tiles, partial tiles, the scalar path, a long K, and a K so short that ranks get none.
-SPLITS = [
-    {"BM": 64, "BN": 256, "BK": 16, "WM": 32, "WN": 64, "TM": 8, "TN": 8, "MIN_BLOCKS": 1,
-     "STAGES": 4, "SPLIT": 2},
-    {"BM": 64, "BN": 128, "BK": 8, "WM": 32, "WN": 64, "TM": 8, "TN": 8, "MIN_BLOCKS": 2,
-     "STAGES": 3, "SPLIT": 4},
+# Then small block tiles of the tunable space with deep splits, one per way the 4-byte copies
+# of B lie on the scalar path: as many threads as columns, fewer (two copies across a row),
+# more (four rows at once); on whole tiles, the scalar path with a partial last k tile, and a
+# K shorter than one tile.
+SPLIT_SHAPES = [(1024, 1024, 1024), (1000, 1030, 999), (129, 260, 64), (96, 200, 4096),
+                (129, 67, 3)]
+SMALL_SHAPES = [(256, 256, 256), (333, 777, 4099), (1000, 1030, 999), (129, 67, 3),
+                (17, 33, 65)]
+TUNED = {  # name: (BM, BN, BK, WM, WN, TM, TN, MIN_BLOCKS, STAGES, SPLIT), shapes
+    "split2": ((64, 256, 16, 32, 64, 8, 8, 1, 4, 2), SPLIT_SHAPES),
+    "split4": ((64, 128, 8, 32, 64, 8, 8, 2, 3, 4), SPLIT_SHAPES),
+    "32x32": ((32, 32, 8, 32, 32, 4, 8, 1, 3, 8), SMALL_SHAPES),
+    "32x256": ((32, 256, 16, 32, 64, 8, 8, 1, 4, 4), SMALL_SHAPES),
+    "128x32": ((128, 32, 16, 32, 32, 4, 8, 2, 4, 2), SMALL_SHAPES),
+}
+KEYS = ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "MIN_BLOCKS", "STAGES", "SPLIT")
+TUNED_CASES = [
+    pytest.param(dict(zip(KEYS, values, strict=True)), shape,
+                 id=f"{name}-{'x'.join(map(str, shape))}")
+    for name, (values, shapes) in TUNED.items() for shape in shapes
 ]
 
 
-@pytest.mark.parametrize("shape", [(1024, 1024, 1024), (1000, 1030, 999), (129, 260, 64),
-                                   (96, 200, 4096), (129, 67, 3)],
-                         ids=lambda s: "x".join(map(str, s)))
-@pytest.mark.parametrize("params", SPLITS, ids=["split2", "split4"])
+@pytest.mark.parametrize(("params", "shape"), TUNED_CASES)
 @pytest.mark.parametrize("beta", [-0.75, 0.0], ids=["beta_random_c", "beta0_nan_c"])
-def test_split_k_over_a_cluster_matches_float64_reference(params, shape, beta: float) -> None:
+def test_tuned_configurations_match_float64_reference(params, shape, beta: float) -> None:
+    tile = f"{params['BM']}x{params['BN']} SPLIT={params['SPLIT']}"
     error, nonfinite = verify("autotuned", shape, alpha=1.5, beta=beta, params=params,
-                              seed=zlib.crc32(f"{params['SPLIT']}{shape}".encode()))
-    assert nonfinite == 0, f"SPLIT={params['SPLIT']} left {nonfinite} NaN/inf elements"
-    assert error < 1e-4, f"SPLIT={params['SPLIT']} {shape}: relative error {error:.3g}"
+                              seed=zlib.crc32(f"{params}{shape}".encode()))
+    assert nonfinite == 0, f"{tile} left {nonfinite} NaN/inf elements"
+    assert error < 1e-4, f"{tile} {shape}: relative error {error:.3g}"
 
 
 @pytest.mark.parametrize("shape", [(17, 33, 65), (1000, 1030, 999), (129, 260, 64)])

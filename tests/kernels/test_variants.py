@@ -175,6 +175,53 @@ def test_invalid_configurations_are_named(name: str, params: dict, message: str)
     assert any(message in problem for problem in problems), problems
 
 
+# The multistage kernel's copies, each check on both sides: a configuration one step over
+# the boundary is refused for that reason alone, its neighbour inside it is admitted.
+WIDE = {"BM": 32, "BN": 512, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "MIN_BLOCKS": 1}  # 16 warps
+NARROW = {"BM": 128, "BN": 32, "WM": 32, "WN": 32, "TM": 4, "TN": 8}  # 4 warps, BN < threads
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        # 4-byte copies of A: 32x8 = 256 floats over 512 threads; 32x16 = 512 floats divide
+        ({**WIDE, "BK": 8}, "the 32x8 A tile (256 floats) does not divide evenly over 512"),
+        ({**WIDE, "BK": 16}, None),
+        # 16-byte copies of B: 8x32 = 64 float4 over 128 threads; 16x32 = 128 float4 divide
+        ({**NARROW, "BK": 8}, "the 8x32 B tile (64 float4) does not divide evenly over 128"),
+        ({**NARROW, "BK": 16}, None),
+        # 4-byte copies of B along a row: BN=64 against 96 threads (3 warps), then 128 threads
+        ({"BM": 96, "BN": 64, "BK": 48, "WM": 32, "WN": 64, "TM": 4, "TN": 16,
+          "MIN_BLOCKS": 1}, "BN=64 and 96 threads: one must be a multiple of the other"),
+        ({"BM": 128, "BN": 64, "BK": 48, "WM": 32, "WN": 64, "TM": 4, "TN": 16,
+          "MIN_BLOCKS": 1}, None),
+        # The copy tables' addresses count: 8 warps at MIN_BLOCKS=2 leave 128 registers
+        # (nvcc for sm_90: 68 bytes of spills); one block per SM leaves 255.
+        ({"BN": 256, "BK": 16, "WM": 32, "TN": 8, "MIN_BLOCKS": 2},
+         "about 136 registers per thread needed but 2 block(s) of 256 threads leave 128"),
+        ({"BN": 256, "BK": 16, "WM": 32, "TN": 8, "MIN_BLOCKS": 1}, None),
+    ],
+)
+def test_multistage_copy_checks_on_both_sides(params: dict, message: str | None) -> None:
+    problems = validate_params("autotuned", params, (4096, 4096, 4096))
+    if message is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and message in problems[0], problems
+
+
+def test_the_tunable_space_holds_small_tiles_and_deep_splits() -> None:
+    v = get_variant("autotuned")
+    assert {32, 64, 128} <= set(v.tunable["BM"]) and 32 in v.tunable["BN"]
+    assert v.tunable["SPLIT"] == [1, 2, 4, 8]  # up to the portable cluster size
+    one_warp = {**v.params, "BM": 32, "BN": 32, "WM": 32, "WN": 32, "TM": 4, "TN": 8,
+                "SPLIT": 8}
+    assert all(one_warp[key] in values for key, values in v.tunable.items())
+    assert validate_params("autotuned", one_warp, (256, 256, 256)) == []
+    assert threads_per_block(v, one_warp) == 32
+    assert grid_for(v, one_warp, (256, 256, 256)) == (8 * 8 * 8, 1, 1)
+
+
 def test_bad_shape_is_refused() -> None:
     assert validate_params("naive", None, (2**31, 4, 4))
     with pytest.raises(UnsupportedShapeError):
