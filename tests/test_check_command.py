@@ -212,14 +212,17 @@ def test_kernels_found_with_launch_bounds_blocks_and_declarations() -> None:
     text = """
     // extern "C" __global__ void commented(int n) {}
     extern "C" __global__ void __launch_bounds__(BLOCK * 2) bounded(int n) { if (n) {} }
+    extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
+        clustered(int n) { }
     extern "C" { __global__ void inside(float *x) { x[0] = 1; } }
     __global__ void mangled(float *x) { }
     extern "C" __global__ void declared(int n);
     template <int B> __global__ void templated(float *x) { }
     """
     found = kernels(text)
-    assert sorted(found) == ["bounded", "inside", "mangled", "templated"]
-    assert [name for name, k in found.items() if k.extern_c] == ["bounded", "inside"]
+    assert sorted(found) == ["bounded", "clustered", "inside", "mangled", "templated"]
+    assert [name for name, k in found.items() if k.extern_c] == ["bounded", "clustered",
+                                                                  "inside"]
     assert found["bounded"].text.endswith("if (n) {} }")
     assert "BLOCK" in found["bounded"].text
 
