@@ -2,9 +2,9 @@
 `extern "C" __global__` of its source, and does each kernel use only parameters its variant
 defines?
 
-A kernel's text is its signature (with `__launch_bounds__`, `__cluster_dims__`) and its body; a parameter is a
-name some variant of the project defines in `params` or `tunable`. A name the source gives
-a default itself (`#define NAME`) needs no variant to define it.
+A kernel's text is its signature (with `__launch_bounds__`, `__cluster_dims__`) and its body;
+a parameter is a name some variant of the project defines in `params` or `tunable`. A name the
+source gives a default itself (`#define NAME`) needs no variant to define it.
 """
 
 from __future__ import annotations
