@@ -107,6 +107,12 @@ def test_the_cluster_pages_name_its_traffic_by_its_instructions(variant: str) ->
     assert not [f for f in page(variant).findings if f.metrics.get("reason") == "barrier"]
 
 
+def test_the_index_names_the_wgmma_wait_by_its_instructions() -> None:
+    index = (PAGES / "index.md").read_text()
+    assert index.count("GMMA stalls at warpgroup MMAs and their waits") == 3  # ws, cluster, ...
+    assert "long scoreboard stalls at mbarrier waits (SYNCS)" in index  # wgmma_tma
+
+
 def test_the_ws_page_has_no_cluster() -> None:
     assert not [f for f in page("ws").findings if f.rule == "clusters"]
 
