@@ -38,11 +38,16 @@ DRY_RUNS = {
         ["[reference] 'cuBLAS': cublas_sgemm(inputs, 128x128x128) not run: it uses "
          f"cupy.cuda.device.get_cublas_handle, {NOT_STOOD_IN}"]),
     "kernels/gemm_bf16": (
-        "inputs at 4 size(s), expected, 3 of 4 variant(s)",
+        "inputs at 4 size(s), expected, 3 of 7 variant(s)",
         ["[reference] 'cuBLAS': cublas_gemm(inputs, 256x256x256) not run: it uses "
          f"cupy.cuda.device.get_cublas_handle, {NOT_STOOD_IN}",
          "variant 'wgmma_tma' at size 256x256x256: launch_wgmma_tma(256x256x256, params, "
-         f"inputs) not run: it uses cupy.cuda.driver.get_build_version, {NOT_STOOD_IN}"]),
+         f"inputs) not run: it uses cupy.cuda.driver.get_build_version, {NOT_STOOD_IN}",
+         "variant 'ws' at size 256x256x256: launch_ws(256x256x256, params, "
+         f"inputs) not run: it uses cupy.cuda.driver.get_build_version, {NOT_STOOD_IN}",
+         "variants 'cluster', 'autotuned' at size 256x256x256: launch_cluster(256x256x256, "
+         f"params, inputs) not run: it uses cupy.cuda.driver.get_build_version, "
+         f"{NOT_STOOD_IN}"]),
     "kernels/reduction": (
         "inputs at 10 size(s), expected, limit 'device copy', 10 of 10 variant(s)",
         [f"[reference] 'CUB': cub_sum(inputs, 1024) not run: it uses "
@@ -75,7 +80,7 @@ def test_bundled_and_test_projects_pass(project: str) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     loaded = load_project(ROOT / project)
     compiled = sum(1 for v in loaded.variants if v.source and not v.arch)
-    own = sum(1 for v in loaded.variants if v.arch == "sm_90a")  # gemm_bf16's wgmma_tma
+    own = sum(1 for v in loaded.variants if v.arch == "sm_90a")  # gemm_bf16's WGMMA kernels
     lines = result.stdout.splitlines()
     assert lines[0] == f"project: {loaded.name} ({loaded.path})"
     ran, notes = DRY_RUNS[project]
@@ -212,14 +217,17 @@ def test_kernels_found_with_launch_bounds_blocks_and_declarations() -> None:
     text = """
     // extern "C" __global__ void commented(int n) {}
     extern "C" __global__ void __launch_bounds__(BLOCK * 2) bounded(int n) { if (n) {} }
+    extern "C" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)
+        clustered(int n) { }
     extern "C" { __global__ void inside(float *x) { x[0] = 1; } }
     __global__ void mangled(float *x) { }
     extern "C" __global__ void declared(int n);
     template <int B> __global__ void templated(float *x) { }
     """
     found = kernels(text)
-    assert sorted(found) == ["bounded", "inside", "mangled", "templated"]
-    assert [name for name, k in found.items() if k.extern_c] == ["bounded", "inside"]
+    assert sorted(found) == ["bounded", "clustered", "inside", "mangled", "templated"]
+    assert [name for name, k in found.items() if k.extern_c] == ["bounded", "clustered",
+                                                                  "inside"]
     assert found["bounded"].text.endswith("if (n) {} }")
     assert "BLOCK" in found["bounded"].text
 

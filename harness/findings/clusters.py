@@ -1,9 +1,14 @@
-"""Thread-block clusters and distributed shared memory (DSMEM): the cluster shape, and the
-loads, stores and atomics a block sends to another block's shared memory over the SM-to-SM
-network (`l1tex__t_{requests,sectors}_pipe_lsu_mem_dshared_op_*`) (Memory Workload Analysis).
+"""Thread-block clusters and distributed shared memory (DSMEM): the cluster shape, the loads,
+stores and atomics a block sends to another block's shared memory over the SM-to-SM network
+(`l1tex__t_{requests,sectors}_pipe_lsu_mem_dshared_op_*`) (Memory Workload Analysis), and the
+cluster's own instructions in the SASS, at their source lines: TMA copies multicast to several
+blocks, mbarrier arrivals through a cluster address (a barrier of this block or another's) and
+cluster barriers. A report without the DSMEM counters leaves that traffic not judged.
 """
 
 from __future__ import annotations
+
+import re
 
 from harness.findings import evidence
 from harness.findings.evidence import ev
@@ -16,6 +21,15 @@ DOMINANT = 10.0  # DSMEM requests, percent of executed warp instructions
 CLUSTER_SIZE = "launch__cluster_size"
 OPS = {"ld": "loads", "st": "stores", "atom": "atomics", "redas": "remote adds"}
 SECTOR_BYTES = 32
+# The instructions that carry a cluster's traffic, by their SASS opcode: a TMA copy with
+# .multicast::cluster, mbarrier.arrive on a shared::cluster address (SYNCS.ARRIVE...RED; an
+# arrival on this block's own barrier is plain SYNCS.ARRIVE), barrier.cluster.
+CLUSTER_INSTRUCTIONS = (
+    ("multicast TMA copies", re.compile(r"UTMA\w*(\.\w+)*\.MULTICAST\b")),
+    ("mbarrier arrivals through a cluster address", re.compile(r"SYNCS\.ARRIVE(\.\w+)*\.RED\b")),
+    ("cluster barriers", re.compile(r"UCGABAR_\w+")),
+)
+MAX_LINES = 3  # source lines named per kind of instruction
 
 
 def dsmem(profile: KernelReport) -> dict[str, tuple[float, float]]:
@@ -27,6 +41,45 @@ def dsmem(profile: KernelReport) -> dict[str, tuple[float, float]]:
         if requests:
             found[op] = (requests, sectors or 0.0)
     return found
+
+
+def dsmem_counted(profile: KernelReport) -> bool:
+    """Whether the report has any of the DSMEM counters (a set without them says nothing)."""
+    return any(profile.metric(f"l1tex__t_requests_pipe_lsu_mem_dshared_op_{op}.sum") is not None
+               for op in OPS)
+
+
+def _file_and_line(source: str) -> tuple[str, int]:
+    """"k.cu:42" -> ("k.cu", 42), so that line 9 comes before line 10."""
+    file, _, line = source.rpartition(":")
+    return (file, int(line)) if line.isdigit() else (source, 0)
+
+
+def cluster_instructions(profile: KernelReport) -> dict[str, str]:
+    """Each kind of cluster instruction the kernel executed -> how many, by which opcodes at
+    which source lines: "65,536 executed (`UTMALDG.2D.MULTICAST` at k.cu:53)"."""
+    named = {}
+    for label, pattern in CLUSTER_INSTRUCTIONS:
+        hits = [i for i in profile.sass if i.executed and pattern.match(i.sass)]
+        if not hits:
+            continue
+        opcodes = sorted({i.sass.split()[0] for i in hits})
+        lines = sorted({i.source for i in hits if i.source}, key=_file_and_line)
+        where = f" at {', '.join(lines[:MAX_LINES])}" if lines else ""
+        named[label] = (f"{fmt(sum(i.executed for i in hits), 0)} executed "
+                        f"({', '.join(f'`{op}`' for op in opcodes)}{where})")
+    return named
+
+
+def _traffic_title(profile: KernelReport, requests: float, share: float,
+                   kinds: list[str]) -> str:
+    if requests:
+        return (f"{fmt(requests, 0)} distributed-shared-memory requests ({fmt(share)}% of "
+                "executed instructions).")
+    if dsmem_counted(profile):
+        return "no distributed-shared-memory traffic."
+    return ("distributed-shared-memory traffic not judged (no DSMEM counters)"
+            + (f"; in the SASS: {', '.join(kinds)}." if kinds else "."))
 
 
 def dsmem_share(profile: KernelReport) -> float | None:
@@ -56,18 +109,30 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
     share = 100.0 * requests / total if total else 0.0
     parts = ", ".join(f"{OPS[op]} {fmt(r, 0)} requests ({fmt(s * SECTOR_BYTES / 1e6)} MB)"
                       for op, (r, s) in traffic.items())
-    text = (f"The kernel runs in {clusters}; distributed shared memory: "
-            + (parts or "no loads, stores or atomics to another block's shared memory")
-            + f" ({SECTION}).")
+    if parts:
+        traffic_text = parts
+    elif dsmem_counted(profile):
+        traffic_text = "no loads, stores or atomics to another block's shared memory"
+    else:
+        traffic_text = ("not judged: the report has no DSMEM counters "
+                        "(l1tex__t_requests_pipe_lsu_mem_dshared_op_*)")
+    carried = cluster_instructions(profile)
+    if carried:
+        carried_text = "; the cluster's instructions: " + "; ".join(
+            f"{label}: {what}" for label, what in carried.items())
+    elif not profile.sass:
+        carried_text = "; which instructions carry its traffic is not judged: no SASS listing"
+    else:
+        carried_text = ""
+    text = (f"The kernel runs in {clusters}; distributed shared memory: {traffic_text} "
+            f"({SECTION}){carried_text}.")
     metrics: dict[str, float | str] = {"cluster_size": size, "dsmem_requests": requests,
                                        "dsmem_bytes": moved, "share_pct": share}
     if share < DOMINANT:
         return [Finding(
             rule=NAME, kind="info",
-            title=f"Thread-block clusters: {clusters}"
-            + (f"; {fmt(requests, 0)} distributed-shared-memory requests ({fmt(share)}% of "
-               "executed instructions)." if requests else "; no distributed-shared-memory "
-               "traffic."),
+            title=f"Thread-block clusters: {clusters}; "
+            f"{_traffic_title(profile, requests, share, list(carried))}",
             text=text, section=SECTION, metrics=metrics,
             evidence=(ev(profile, "cluster_size", ">", 1.0),))]
     main = max(traffic, key=lambda op: traffic[op][0])

@@ -2,9 +2,9 @@
 `extern "C" __global__` of its source, and does each kernel use only parameters its variant
 defines?
 
-A kernel's text is its signature (with `__launch_bounds__`) and its body; a parameter is a
-name some variant of the project defines in `params` or `tunable`. A name the source gives
-a default itself (`#define NAME`) needs no variant to define it.
+A kernel's text is its signature (with `__launch_bounds__`, `__cluster_dims__`) and its body;
+a parameter is a name some variant of the project defines in `params` or `tunable`. A name the
+source gives a default itself (`#define NAME`) needs no variant to define it.
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from harness.project import Project, Variant
 
 _COMMENT = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
 _STRING = re.compile(r'"(?:\\.|[^"\\\n])*"')
+# The attributes that may stand, with their arguments, between `__global__` and the name.
+_KERNEL_ATTRIBUTES = r"__launch_bounds__|__cluster_dims__|__maxnreg__"
 _GLOBAL = re.compile(r"__global__\b(?P<between>[^;{}]*?)"
-                     r"\b(?P<name>(?!__launch_bounds__\b)[A-Za-z_]\w*)\s*\(")
+                     rf"\b(?P<name>(?!(?:{_KERNEL_ATTRIBUTES})\b)[A-Za-z_]\w*)\s*\(")
 _EXTERN_C_BLOCK = re.compile(r'extern\s+"C"\s*\{')
 _DEFINE = re.compile(r"^\s*#\s*define\s+([A-Za-z_]\w*)", re.MULTILINE)
 _WORD = re.compile(r"\b[A-Za-z_]\w*\b")

@@ -71,6 +71,9 @@ if TYPE_CHECKING:
 
 MAX_SUMMARY = 5  # items under What's Good? / What's Bad?
 STALL_CARRIES = 50.0  # percent of a stall's samples at one class: the index names it
+# the stalls whose carrying instructions the index names: the problems, and the WGMMA wait
+# (GMMA), whose instructions say what the warps wait on
+NAMED_STALLS = (*STALL_PROBLEMS, "gmma")
 HOTSPOTS = 5
 PIPES_SHOWN = 6
 
@@ -404,7 +407,7 @@ def _bound_text(profile: KernelReport) -> str:
         top = max(stalls, key=lambda s: s.cycles_per_issue)
         text += f"; {stall_label(top.reason)} stalls"
         sites = sites_by_reason(profile).get(top.reason)
-        if top.reason in STALL_PROBLEMS and sites is not None and sites.enough \
+        if top.reason in NAMED_STALLS and sites is not None and sites.enough \
                 and sites.carriers and sites.carriers[0].share_pct >= STALL_CARRIES:
             text += f" at {sites.carriers[0].words}"
     return text

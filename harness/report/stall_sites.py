@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from harness.report.model import KernelReport, SassInstruction
 from harness.report.sass_operands import Operands, parse
@@ -219,6 +219,12 @@ def _carriers(instructions: Sequence[SassInstruction], code: Sequence[Operands |
     return ReasonSites(reason, total, tuple(carriers))
 
 
+# Warp-state reasons whose PC samples are recorded under another name: `gmma` (a warp waits for
+# its warpgroup's WGMMA work) is sampled as `warpgroup_arrive` (a WGMMA or WARPGROUP.DEPBAR
+# waiting on the warpgroup's WARPGROUP.ARRIVE); ncu's Warpgroup Arrive rule reports the `gmma`
+# cycles as those stalls.
+SAMPLED_AS = {"gmma": "warpgroup_arrive"}
+
 # the sites of the last profiles asked about: rules, evidence and the oracle ask again
 _KEPT: OrderedDict[int, tuple[tuple[SassInstruction, ...], Mapping[str, ReasonSites]]] = \
     OrderedDict()
@@ -226,8 +232,9 @@ _KEEP = 16
 
 
 def sites_by_reason(profile: KernelReport) -> Mapping[str, ReasonSites]:
-    """Each sampled stall reason (not `selected`, the issue itself) -> the classes of the
-    instructions that cause its samples; empty without PC sampling."""
+    """Each sampled stall reason (not `selected`, the issue itself), and each warp-state reason
+    sampled under another name (`SAMPLED_AS`) -> the classes of the instructions that cause its
+    samples; empty without PC sampling."""
     kept = _KEPT.get(id(profile.sass))
     if kept is not None and kept[0] is profile.sass:
         _KEPT.move_to_end(id(profile.sass))
@@ -237,6 +244,9 @@ def sites_by_reason(profile: KernelReport) -> Mapping[str, ReasonSites]:
     reasons = sorted({r for i in instructions for r, n in i.stall_samples.items() if n}
                      - {"selected"})
     found = {reason: _carriers(instructions, code, reason) for reason in reasons}
+    for reason, sampled in SAMPLED_AS.items():
+        if sampled in found and reason not in found:
+            found[reason] = replace(found[sampled], reason=reason)
     _KEPT[id(profile.sass)] = (instructions, found)
     while len(_KEPT) > _KEEP:
         _KEPT.popitem(last=False)

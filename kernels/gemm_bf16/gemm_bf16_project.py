@@ -11,6 +11,7 @@ CuPy is imported inside the functions, so `ncuh list` reads this project without
 from __future__ import annotations
 
 import ctypes
+import functools
 from typing import Any
 
 from harness.project import Launch, Size
@@ -40,7 +41,12 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "mma": ("BM", "BN", "BK", "WM", "WN"),
     "multistage": ("BM", "BN", "BK", "WM", "WN", "STAGES"),
     "wgmma_tma": ("BM", "BN", "BK", "STAGES"),
+    "ws": ("BM", "BN", "BK", "STAGES", "GROUP"),
+    "cluster": ("BM", "BN", "BK", "STAGES", "GROUP", "CLUSTER_M"),
 }
+WGMMA = ("wgmma_tma", "ws", "cluster")  # the families built on wgmma and TMA
+SPECIALIZED = ("ws", "cluster")  # a producer warpgroup beside the consumers; persistent grid
+CLUSTER_SIZES = (1, 2, 4)
 
 
 # ------------------------------------------------------------------------------ the problem
@@ -103,9 +109,12 @@ def cublas_gemm(inputs: dict[str, Any], size: Size) -> None:
 # ------------------------------------------------------------------------------ the families
 
 
-def threads_per_block(p: dict[str, int]) -> int:
-    """A warp per warp tile, or (WGMMA, no WM) a warpgroup of 128 threads per 64 rows."""
-    if "WM" not in p:
+def threads_per_block(family: str, p: dict[str, int]) -> int:
+    """A warp per warp tile, or (WGMMA) a warpgroup of 128 threads per 64 rows, and (warp
+    specialized) one more, the producer's."""
+    if family in SPECIALIZED:
+        return (p["BM"] // 64 + 1) * 128
+    if family in WGMMA:
         return p["BM"] // 64 * 128
     return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]) * 32
 
@@ -116,7 +125,7 @@ def shared_mem_bytes(family: str, p: dict[str, int]) -> int:
     if family == "wmma":  # rows padded by 8 bf16
         return (p["BM"] * (p["BK"] + 8) + p["BK"] * (p["BN"] + 8)) * 2
     stage = (p["BM"] * p["BK"] + p["BK"] * p["BN"]) * 2
-    slack = SWIZZLE_SLACK if family == "wgmma_tma" else 0
+    slack = SWIZZLE_SLACK if family in WGMMA else 0
     return stage * p.get("STAGES", 1) + slack
 
 
@@ -137,7 +146,7 @@ def _check_tiles(family: str, p: dict[str, int]) -> list[str]:
         problems.append(f"STAGES={p['STAGES']} must be at least 2")
     if problems:
         return problems
-    threads = threads_per_block(p)
+    threads = threads_per_block(family, p)
     if not 32 <= threads <= 1024:
         return [f"{threads} threads per block; must be between 32 and 1024"]
     for tile, elements in (("A", p["BM"] * p["BK"]), ("B", p["BK"] * p["BN"])):
@@ -151,10 +160,14 @@ def _check_tiles(family: str, p: dict[str, int]) -> list[str]:
     return problems
 
 
-def _check_wgmma(p: dict[str, int]) -> list[str]:
-    """wgmma_tma.cu: a warpgroup per 64 rows, m64n128k16 per 128 columns, 128-byte rows."""
+def _check_wgmma(family: str, p: dict[str, int]) -> list[str]:
+    """wgmma_tma.cu: a warpgroup per 64 rows, m64n128k16 per 128 columns, 128-byte rows; ws.cu
+    and cluster.cu: one or two consumer warpgroups, GROUP tile rows at a time, and (cluster.cu)
+    CLUSTER_M blocks sharing each B tile."""
     problems: list[str] = []
-    if p["BM"] <= 0 or p["BM"] % 64 != 0 or p["BM"] > MAX_TMA_BOX:
+    if family in SPECIALIZED:
+        problems = _check_specialized(family, p)
+    elif p["BM"] <= 0 or p["BM"] % 64 != 0 or p["BM"] > MAX_TMA_BOX:
         problems.append(f"BM={p['BM']} must be 64, 128, 192 or 256 (a warpgroup per 64 rows, "
                         f"one TMA box of at most {MAX_TMA_BOX} rows)")
     if p["BN"] not in (128, 256):
@@ -167,19 +180,41 @@ def _check_wgmma(p: dict[str, int]) -> list[str]:
         problems.append(f"STAGES={p['STAGES']} must be at least 2")
     if problems:
         return problems
-    smem = shared_mem_bytes("wgmma_tma", p)
+    smem = shared_mem_bytes(family, p)
     if smem > MAX_DYNAMIC_SMEM_BYTES:
         problems.append(f"{smem} bytes of shared memory per block; the limit is "
                         f"{MAX_DYNAMIC_SMEM_BYTES}")
     return problems
 
 
+def _check_specialized(family: str, p: dict[str, int]) -> list[str]:
+    problems = []
+    if p["BM"] not in (64, 128):
+        problems.append(f"BM={p['BM']} must be 64 or 128 (one or two consumer warpgroups of 64 "
+                        "rows; with a third, setmaxnreg leaves each too few registers)")
+    if p["GROUP"] < 1:
+        problems.append(f"GROUP={p['GROUP']} must be at least 1 (tile rows walked together)")
+    if family == "cluster":
+        cluster = p["CLUSTER_M"]
+        if cluster not in CLUSTER_SIZES:
+            problems.append(f"CLUSTER_M={cluster} must be one of {CLUSTER_SIZES}")
+        elif p["BN"] % 64 == 0 and p["BN"] // 64 % cluster != 0:
+            problems.append(f"BN={p['BN']} must be a multiple of {64 * cluster}: each of the "
+                            f"{cluster} blocks of a cluster multicasts whole 64-column blocks "
+                            "of the B tile")
+    return problems
+
+
 def _check_size(p: dict[str, int], size: Size) -> list[str]:
-    """No kernel checks bounds: every tile must be whole."""
-    problems = [f"{dim}={value} is not a multiple of {tile}={p[tile]} (no partial tiles yet)"
-                for dim, value, tile in (("M", size.M, "BM"), ("N", size.N, "BN"),
-                                         ("K", size.K, "BK"))
-                if value % p[tile] != 0]
+    """No kernel checks bounds: every tile must be whole (for a cluster, CLUSTER_M tiles one
+    under the other)."""
+    cluster = p.get("CLUSTER_M", 1)
+    rows = f"BM={p['BM']}" + (f" times CLUSTER_M={cluster}" if cluster > 1 else "")
+    problems = [f"{dim}={value} is not a multiple of {tile} (no partial tiles yet)"
+                for dim, value, tile, whole in (("M", size.M, rows, p["BM"] * cluster),
+                                                ("N", size.N, f"BN={p['BN']}", p["BN"]),
+                                                ("K", size.K, f"BK={p['BK']}", p["BK"]))
+                if value % whole != 0]
     if not problems and size.M // p["BM"] > MAX_GRID_Y:
         problems.append(f"M={size.M} needs {size.M // p['BM']} block rows, over CUDA's "
                         f"{MAX_GRID_Y}")
@@ -195,7 +230,8 @@ def family_check(family: str):
         missing = [f"missing parameter {key!r}" for key in REQUIRED[family] if key not in params]
         if missing:
             return missing
-        problems = _check_wgmma(params) if family == "wgmma_tma" else _check_tiles(family, params)
+        problems = (_check_wgmma(family, params) if family in WGMMA
+                    else _check_tiles(family, params))
         if size is not None and not problems:
             problems = _check_size(params, size)
         return problems
@@ -217,23 +253,48 @@ def _check_inputs(size: Size, inputs: dict[str, Any]) -> None:
             raise ValueError(f"{label} must be a C-contiguous {numpy.dtype(dtype)} CuPy array")
 
 
+@functools.cache
+def _sm_count(device_id: int) -> int:
+    import cupy
+
+    return int(cupy.cuda.Device(device_id).attributes["MultiProcessorCount"])
+
+
+def sm_count() -> int:
+    """Streaming multiprocessors of the current device (the launch is timed: asked once)."""
+    import cupy
+
+    return _sm_count(cupy.cuda.Device().id)
+
+
+def grid(family: str, size: Size, params: dict[str, int]) -> tuple[int, int, int]:
+    """A block per tile; for the persistent kernels one block per SM (whole clusters of
+    CLUSTER_M), or fewer where there are fewer tiles."""
+    tiles_n, tiles_m = size.N // params["BN"], size.M // params["BM"]
+    if family not in SPECIALIZED:
+        return (tiles_n, tiles_m, 1)
+    cluster = params.get("CLUSTER_M", 1)
+    clusters = min(tiles_n * tiles_m // cluster, sm_count() // cluster)
+    return (clusters * cluster, 1, 1)
+
+
 def family_launch(family: str):
-    """The `launch` callable of a family: one launch over the whole C, a block per tile. The
-    WGMMA kernel takes A and B as TMA tensor maps, boxes of one stage's tiles."""
+    """The `launch` callable of a family: one launch over the whole C. The WGMMA kernels take
+    A and B as TMA tensor maps, boxes of one stage's A tile and of 64 columns of its B tile."""
 
     def launch(size: Size, params: dict[str, int], inputs: dict[str, Any]) -> Launch:
         import numpy
 
         m, n, k = size
         _check_inputs(size, inputs)
-        if family == "wgmma_tma":
+        if family in WGMMA:
             a = tensor_map(inputs["A"], params["BM"], params["BK"])
             b = tensor_map(inputs["B"], params["BK"], SWIZZLE_BYTES // 2)
         else:
             a, b = inputs["A"], inputs["B"]
         return Launch(
-            grid=(n // params["BN"], m // params["BM"], 1),
-            block=(threads_per_block(params), 1, 1),
+            grid=grid(family, size, params),
+            block=(threads_per_block(family, params), 1, 1),
             args=(numpy.int32(m), numpy.int32(n), numpy.int32(k), a, b, inputs["C"]),
             shared_mem=shared_mem_bytes(family, params) if "STAGES" in params else 0,
         )

@@ -1,11 +1,14 @@
 """The BF16 GEMM chain on a real GPU (skipped cleanly without one).
 
 Every variant and cuBLAS, at 256, 1024 and 4096 cubed and two non-square whole-tile shapes
-(whole tiles of the variant's own: the WGMMA kernel's are 128x256x64), starts from a NaN-filled
+(whole tiles of the variant's own: the WGMMA kernels' are 128x256x64, a cluster's two of them
+one under the other), starts from a NaN-filled
 C and must match the float64 product of the same bf16 values within the project's tolerance,
-with no NaN left. The kernels compile without spills; the multistage and WGMMA kernels opt into
-more than 48 KiB of shared memory, and the WGMMA kernel's tensor maps are made once per array.
-The fastest variant's time at 4096 is printed beside cuBLAS's, not held to a window.
+with no NaN left; the persistent kernels also at sizes with fewer tiles than SMs and with
+several tiles per block. The kernels compile without spills; the multistage and WGMMA kernels
+opt into more than 48 KiB of shared memory, and the WGMMA kernel's tensor maps are made once
+per array; the persistent kernels run a block per SM, in whole clusters. The fastest variant's
+time at 4096 is printed beside cuBLAS's, not held to a window.
 """
 
 from __future__ import annotations
@@ -30,8 +33,15 @@ SHAPES = [*CUBES,
 WGMMA_SHAPES = [*CUBES,
                 (384, 768, 2048),  # non-square, long K: 3 x 3 tiles of 128x256
                 (1024, 256, 64)]  # one column of tiles, one k tile (fewer than the stages)
+CLUSTER_SHAPES = [*CUBES,
+                  (512, 768, 2048),  # non-square, long K: 2 x 3 cluster tiles of 256x256
+                  (256, 256, 64),  # one cluster, one k tile
+                  (2048, 6144, 128)]  # 192 tiles of 128x256: more than one per SM for some
+SHAPES_OF = {"wgmma_tma": WGMMA_SHAPES,
+             "ws": [*WGMMA_SHAPES, (2048, 6144, 128)],
+             "cluster": CLUSTER_SHAPES, "autotuned": CLUSTER_SHAPES}
 CASES = [(name, shape) for name in [*GEMM.names, GEMM.reference.key]
-         for shape in (WGMMA_SHAPES if name == "wgmma_tma" else SHAPES)]
+         for shape in SHAPES_OF.get(name, SHAPES)]
 
 
 def _runnable(name: str, shape):
@@ -103,6 +113,20 @@ def test_wgmma_opts_into_193_kib_and_encodes_each_tensor_map_once() -> None:
 def test_a_partial_tile_is_refused_before_compiling() -> None:
     with pytest.raises(UnsupportedShapeError, match="not a multiple of"):
         _runnable("multistage", (4096, 4096, 4096 + 16))
+    with pytest.raises(UnsupportedShapeError, match="M=384 is not a multiple of BM=128 times "
+                                                    "CLUSTER_M=2"):
+        _runnable("cluster", (384, 768, 2048))
+
+
+def test_the_persistent_kernels_run_a_block_per_sm_in_whole_clusters() -> None:
+    size = GEMM.parse_size("4096")
+    inputs = gemm_bf16_project.make_inputs(size, 1)
+    sms = gemm_bf16_project.sm_count()
+    for name, cluster in (("ws", 1), ("cluster", 2)):
+        params = dict(GEMM.variant(name).params)
+        launch = GEMM.variant(name).launch(size, params, inputs)
+        assert launch.grid == (sms // cluster * cluster, 1, 1), name
+        assert launch.block == (384, 1, 1) and launch.shared_mem == 4 * 48 * 1024 + 1024
 
 
 def test_best_variant_against_cublas_at_4096() -> None:

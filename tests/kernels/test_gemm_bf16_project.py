@@ -1,6 +1,6 @@
 """The BF16 GEMM chain's project file, read through the public project API (no GPU).
 
-It loads; the four iterations come in chain order with cuBLAS as the reference; work and
+It loads; the seven iterations come in chain order with cuBLAS as the reference; work and
 traffic are the formulas of the README; every Strategy is there in the seed pages' voice; the
 bf16 rounding is round-to-nearest-even and the truth is the float64 product of the rounded
 values; the constraints refuse partial tiles and impossible configurations at their edges; the
@@ -8,7 +8,9 @@ launch geometry is one block per tile; and a host model of the `mma.sync` kernel
 (the swizzle, `ldmatrix`, the PTX fragment layouts, the epilogue) computes A @ B exactly, with
 the swizzle free of bank conflicts where padding-free rows would have them; and a host model
 of the WGMMA kernel (TMA's 128-byte swizzle, the matrix descriptors as wgmma decodes them, the
-accumulator layout, the epilogue) computes A @ B exactly too.
+accumulator layout, the epilogue) computes A @ B exactly too; the persistent kernels' walk
+over the tiles writes every tile once, a cluster's producers multicast every block of B once,
+and the shipped H200 winners hold for the source they were timed with.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import pytest
 from harness.project import load_project
 
 FOLDER = Path(__file__).resolve().parents[2] / "kernels" / "gemm_bf16"
-CHAIN = ["wmma", "mma_ldmatrix", "multistage", "wgmma_tma"]
+CHAIN = ["wmma", "mma_ldmatrix", "multistage", "wgmma_tma", "ws", "cluster", "autotuned"]
 MMA_SYNC = CHAIN[:3]  # the iterations built on mma.sync (wmma's included): 32-deep k tiles
 
 
@@ -48,7 +50,7 @@ def test_project_loads_with_cublas_reference(project):
     assert "cublasGemmEx" in project.reference.strategy
 
 
-def test_four_variants_in_chain_order(project):
+def test_seven_variants_in_chain_order(project):
     assert project.names == CHAIN
     assert [variant.previous for variant in project.variants] == [None, *CHAIN[:-1]]
 
@@ -74,12 +76,14 @@ def test_every_strategy_is_written_in_the_seed_voice(project):
 def test_each_kernel_is_defined_in_its_source(project):
     for variant in project.variants:
         source = (FOLDER / variant.source).read_text()
-        pattern = rf'extern "C" __global__ void __launch_bounds__\(THREADS\)\s+{variant.kernel}\('
+        pattern = (r'extern "C" __global__ void (__cluster_dims__\(CLUSTER_M, 1, 1\) )?'
+                   rf'__launch_bounds__\(THREADS(, 1)?\)\s+{variant.kernel}\(')
         assert re.search(pattern, source), variant.name
 
 
 def test_each_iteration_uses_the_instructions_its_strategy_names(project):
     sources = {v.name: (FOLDER / v.source).read_text() for v in project.variants}
+    hopper = (FOLDER / "hopper.cuh").read_text()
     common = (FOLDER / "common.cuh").read_text()
     assert "wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32" in sources["wmma"]
     assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in common
@@ -88,7 +92,7 @@ def test_each_iteration_uses_the_instructions_its_strategy_names(project):
         assert "warp_tile_mma(" in sources[name]
     assert "cp.async" not in sources["mma_ldmatrix"]
     assert "cp.async.cg.shared.global" in sources["multistage"]
-    wgmma = sources["wgmma_tma"]
+    wgmma = sources["wgmma_tma"] + hopper
     for instruction in ("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
                         "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx"
                         "::bytes", "mbarrier.init.shared::cta.b64",
@@ -99,11 +103,27 @@ def test_each_iteration_uses_the_instructions_its_strategy_names(project):
         assert instruction in wgmma, instruction
     for earlier in ("ldmatrix.sync", "mma.sync.aligned.m16n8k16", "cp.async.cg", "common.cuh"):
         assert earlier not in wgmma, earlier
+    # warp specialization: the roles' registers, and no role both loads and computes
+    for name in ("ws", "cluster"):
+        assert '#include "hopper.cuh"\n#include "specialized.cuh"' in sources[name], name
+        for instruction in ("setmaxnreg.dec.sync.aligned.u32", "setmaxnreg.inc.sync.aligned.u32",
+                            "__launch_bounds__(THREADS, 1)"):
+            assert instruction in sources[name], (name, instruction)
+    # clusters: multicast copies, remote arrivals, the cluster barrier at both ends
+    for instruction in (".multicast::cluster", "mapa.shared::cluster.u32",
+                        "mbarrier.arrive.shared::cluster.b64",
+                        "barrier.cluster.arrive.release", "barrier.cluster.wait.acquire",
+                        "%%cluster_ctarank", "__cluster_dims__(CLUSTER_M, 1, 1)"):
+        assert instruction in sources["cluster"], instruction
+    assert sources["cluster"].count("cluster_sync();") == 1  # at the start; the tail, at the end
+    assert ".release.cluster.shared::cluster" not in sources["cluster"]  # no fence per stage
+    assert "multicast" not in sources["ws"] + hopper
 
 
 def test_only_the_wgmma_iteration_names_its_own_target(project):
     assert {v.name: v.arch for v in project.variants} == {
-        "wmma": None, "mma_ldmatrix": None, "multistage": None, "wgmma_tma": "sm_90a"}
+        "wmma": None, "mma_ldmatrix": None, "multistage": None, "wgmma_tma": "sm_90a",
+        "ws": "sm_90a", "cluster": "sm_90a", "autotuned": "sm_90a"}
 
 
 def test_tolerance_is_fixed(project):
@@ -196,6 +216,28 @@ def test_wgmma_sizes_must_be_whole_tiles(project, shape, problems):
     assert all("not a multiple of" in line and "no partial tiles" in line for line in found)
 
 
+@pytest.mark.parametrize(
+    ("name", "shape", "problems"),
+    [
+        ("ws", "128x256x64", 0),
+        ("ws", "384x768x2048", 0),
+        ("ws", "64x256x64", 1),
+        ("cluster", "256x256x64", 0),  # one cluster of two tiles
+        ("cluster", "128x256x64", 1),  # one tile: half a cluster
+        ("cluster", "384x768x2048", 1),
+        ("cluster", "512x768x2048", 0),
+        ("cluster", "100x100x100", 3),
+    ],
+)
+def test_specialized_sizes_must_be_whole_cluster_tiles(project, name, shape, problems):
+    variant = project.variant(name)
+    found = variant.constraints(project.parse_size(shape), dict(variant.params))
+    assert len(found) == problems, found
+    assert all("not a multiple of" in line and "no partial tiles" in line for line in found)
+    if name == "cluster" and problems:
+        assert "BM=128 times CLUSTER_M=2" in found[0]
+
+
 def test_a_partial_tile_is_an_unsupported_size_not_a_bad_parameter(project):
     """What bench and profile act on: the size is refused with its reason, before any GPU."""
     from harness.errors import UnsupportedShapeError
@@ -239,6 +281,21 @@ def test_a_partial_tile_is_an_unsupported_size_not_a_bad_parameter(project):
         ("wgmma_tma", {"STAGES": 5}, 1),  # 241 KiB
         ("wgmma_tma", {"STAGES": 7, "BN": 128}, 0),  # 7 x 32 KiB + 1 KiB = 225 KiB
         ("wgmma_tma", {"STAGES": 8, "BN": 128}, 1),  # 257 KiB
+        ("ws", {}, 0),  # a producer and two consumer warpgroups, 193 KiB
+        ("ws", {"BM": 64}, 0),  # one consumer
+        ("ws", {"BM": 192, "BN": 128}, 1),  # a third consumer: too few registers each
+        ("ws", {"GROUP": 0}, 1),
+        ("ws", {"GROUP": 1}, 0),
+        ("ws", {"STAGES": 5}, 1),  # 241 KiB
+        ("ws", {"STAGES": 7, "BN": 128}, 0),
+        ("cluster", {}, 0),
+        ("cluster", {"CLUSTER_M": 1}, 0),  # iteration 5's kernel: no multicast
+        ("cluster", {"CLUSTER_M": 4}, 0),  # each block multicasts one 64-column block of B
+        ("cluster", {"CLUSTER_M": 3}, 1),
+        ("cluster", {"CLUSTER_M": 4, "BN": 128}, 1),  # two 64-column blocks for four blocks
+        ("cluster", {"CLUSTER_M": 2, "BN": 128}, 0),
+        ("cluster", {"BM": 256}, 1),
+        ("autotuned", {"STAGES": 6, "BN": 128, "CLUSTER_M": 1, "GROUP": 16}, 0),
     ],
 )
 def test_constraints_at_their_edges(project, name, change, problems):
@@ -286,6 +343,65 @@ def test_wgmma_launch_passes_tensor_maps_of_one_stage_s_boxes(project, module, m
     assert [int(x) for x in launch.args[:3]] == [512, 1024, 256]
     assert launch.args[3:] == ("map1", "map2", inputs["C"])
     assert boxes == [(inputs["A"], 128, 64), (inputs["B"], 64, 64)]
+
+
+@pytest.mark.parametrize(("name", "shape", "sms", "grid"), [
+    ("ws", "4096", 132, 132),  # 512 tiles: a block per SM
+    ("ws", "512x1024x256", 132, 16),  # 16 tiles: a block per tile
+    ("cluster", "4096", 132, 132),  # 256 cluster tiles: 66 clusters of 2
+    ("cluster", "4096", 131, 130),  # whole clusters only
+    ("cluster", "512x1024x256", 132, 16),  # 8 cluster tiles
+])
+def test_the_persistent_grid_is_a_block_per_sm_in_whole_clusters(project, module, monkeypatch,
+                                                                  name, shape, sms, grid):
+    monkeypatch.setattr(module, "tensor_map", lambda array, rows, cols: (rows, cols))
+    monkeypatch.setattr(module, "sm_count", lambda: sms)
+    variant = project.variant(name)
+    size = project.parse_size(shape)
+    launch = variant.launch(size, dict(variant.params), module.make_inputs(size, 1))
+    assert launch.grid == (grid, 1, 1) and launch.block == (384, 1, 1)
+    assert launch.shared_mem == 197632
+    assert launch.args[3:5] == ((128, 64), (64, 64))
+
+
+def tile_origin(tile: int, tiles_m: int, tiles_n: int, rows: int, p: dict[str, int]):
+    """specialized.cuh's tile_origin."""
+    per_group = p["GROUP"] * tiles_n
+    first = tile // per_group * p["GROUP"]
+    group_rows = min(p["GROUP"], tiles_m - first)
+    in_group = tile % per_group
+    return (first + in_group % group_rows) * rows, in_group // group_rows * p["BN"]
+
+
+@pytest.mark.parametrize("cluster", [1, 2, 4])
+@pytest.mark.parametrize(("m", "n", "group", "blocks"), [
+    (4096, 4096, 8, 132), (8192, 8192, 16, 132), (2048, 6144, 8, 132), (3072, 512, 8, 4),
+    (1024, 256, 8, 132)])
+def test_the_persistent_blocks_write_every_tile_of_c_once(m, n, group, blocks, cluster):
+    """The kernels' walk (cluster.cu's; ws.cu's is CLUSTER_M = 1): block b of the grid takes
+    cluster tiles b / CLUSTER_M, + clusters, ... and its rank's BM rows of each, also where the
+    tile rows are not a multiple of GROUP."""
+    p = {"BM": 128, "BN": 256, "GROUP": group}
+    rows = p["BM"] * cluster
+    if m % rows:
+        pytest.skip("not whole cluster tiles")
+    tiles_m, tiles_n = m // rows, n // p["BN"]
+    clusters = min(tiles_m * tiles_n, blocks // cluster)
+    written = numpy.zeros((m // p["BM"], tiles_n), dtype=int)
+    for block in range(clusters * cluster):
+        for tile in range(block // cluster, tiles_m * tiles_n, clusters):
+            row, col = tile_origin(tile, tiles_m, tiles_n, rows, p)
+            written[(row + block % cluster * p["BM"]) // p["BM"], col // p["BN"]] += 1
+    assert (written == 1).all()
+
+
+@pytest.mark.parametrize(("bn", "cluster"), [(256, 1), (256, 2), (256, 4), (128, 2)])
+def test_the_blocks_of_a_cluster_multicast_each_64_column_block_of_b_once(bn, cluster):
+    """cluster.cu's load_cluster_stage: rank r copies the blocks r, r + CLUSTER_M, ... of the
+    B tile into every block, so each block receives the whole stage: its expect_tx."""
+    shares = [list(range(rank, bn // 64, cluster)) for rank in range(cluster)]
+    assert sorted(block for share in shares for block in share) == list(range(bn // 64))
+    assert len({len(share) for share in shares}) == 1  # an even share for every producer
 
 
 def test_static_shared_memory_is_what_ptxas_reports(module):
@@ -600,3 +716,19 @@ def test_tma_128b_swizzle_keeps_every_8_rows_of_a_chunk_in_8_bank_groups():
         groups = (swizzle_128b(rows * ROW + chunk * 16) % ROW) // 16
         assert sorted(groups) == list(range(8))
         assert len(set((rows * ROW + chunk * 16) % ROW // 16)) == 1
+
+
+@pytest.mark.parametrize("size", ["4096", "8192"])
+def test_the_shipped_h200_winners_are_for_this_source(project, size, monkeypatch, tmp_path):
+    """tuning.json's winners for the H200 hold for the cluster.cu they were timed with: an edit
+    of the kernel or its headers makes them stale, and this fails until they are tuned again."""
+    from harness.gpu.tuning import CACHE_ENV, resolve_params
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))  # no user cache
+    variant = project.variant("autotuned")
+    resolved = resolve_params(project, variant, project.parse_size(size), "NVIDIA H200",
+                              compute_capability="9.0")
+    assert resolved.origin == "shipped"
+    assert resolved.params == {"BM": 128, "BN": 256, "BK": 64, "STAGES": 4, "GROUP": 8,
+                               "CLUSTER_M": 2}
+    assert variant.constraints(project.parse_size(size), resolved.params) == []
