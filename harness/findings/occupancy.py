@@ -2,13 +2,17 @@
 
 The limiter is the resource with the smallest block-per-SM limit (ncu's Occupancy section,
 `launch__occupancy_limit_*`); ncu's AchievedOccupancy rule compares achieved to theoretical.
+Where achieved falls short, the cause is read from the launch and the SMs' active cycles: a
+grid short of one wave, a partial last wave, SMs out of step, or, with none of those, slots
+left empty inside the resident blocks (warps that end before their block does).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.findings.evidence import ev
+from harness.findings import evidence, imbalance, waves
+from harness.findings.evidence import Evidence, ev
 from harness.findings.model import Finding, fmt
 from harness.findings.occupancy_limits import binding, causes
 from harness.report import KernelReport
@@ -70,22 +74,120 @@ def _low_theoretical(profile: KernelReport, named: Sequence[str], by: str,
     )
 
 
+def shape_empty_pct(profile: KernelReport) -> float | None:
+    """The share of warp slots the launch's shape leaves empty, in percent: all a grid short
+    of one wave does not fill, or what a partial last wave can leave empty."""
+    per_sm = profile.launch.waves_per_sm
+    if per_sm is None or per_sm <= 0:
+        return None
+    return 100.0 * (1.0 - per_sm) if per_sm < 1.0 else waves.idle_share_pct(per_sm)
+
+
+def _unexplained_empty(profile: KernelReport) -> float | None:
+    empty, shape = waves.empty_slots_pct(profile), shape_empty_pct(profile)
+    return None if empty is None or shape is None else max(0.0, empty - shape)
+
+
+evidence.MEASURES["unexplained_empty_pct"] = (
+    "empty warp slots beyond what the launch's shape leaves empty (%)", _unexplained_empty)
+
+
+def _gap_cause(profile: KernelReport) -> tuple[str, tuple[Evidence, ...]]:
+    """Why warps fill fewer slots than the launch allows, as far as the counters tell, and
+    the evidence for it. The launch's shape (a short grid, a partial last wave) is the cause
+    where it accounts for the empty slots; what it does not account for is SMs out of step
+    or slots empty inside the resident blocks."""
+    per_sm, shape = profile.launch.waves_per_sm, shape_empty_pct(profile)
+    rest = _unexplained_empty(profile)
+    if per_sm is None or shape is None or rest is None:
+        return ("which of a short grid, a partial last wave, uneven blocks or warps ending "
+                "early is not judged: the report lacks the waves per SM"), ()
+    if rest <= waves.BAD_IDLE:
+        said = (f"the grid fills only {waves.wave_share(per_sm)} of one wave, so SMs hold fewer "
+                "blocks than they could" if per_sm < 1.0 else
+                f"the partial last of {fmt(per_sm, 2)} waves leaves up to {fmt(shape)}% of "
+                "the slots empty")
+        return said, (ev(profile, "unexplained_empty_pct", "<=", waves.BAD_IDLE),)
+    beyond = (ev(profile, "unexplained_empty_pct", ">", waves.BAD_IDLE),)
+    lead = (f"the launch's shape ({fmt(per_sm, 2)} waves) leaves at most {fmt(shape)}% of the "
+            "slots empty, " if shape >= 0.05 else
+            f"the launch's shape ({fmt(per_sm, 2)} waves) leaves no slot empty, ")
+    if _one_block_per_sm(profile):  # an SM whose block ended is idle, not counted as active
+        return (lead + f"so the rest is inside the blocks{_warps_kept(profile)}; "
+                f"{_inside(profile)}"), (*beyond, ev(profile, "waves", "<=", 1.0))
+    sms = imbalance.balance(profile)
+    if sms is None:
+        why = ("some SMs got no block, so their active cycles do not compare"
+               if per_sm < 1.0 else "the report lacks the SMs' active cycles")
+        return (lead + f"and whether the rest is uneven blocks or warps ending early is not "
+                f"judged: {why}"), beyond
+    if sms.ratio >= imbalance.RATIO:
+        return (lead + f"and blocks finish unevenly: the busiest SM was active "
+                f"{fmt(sms.ratio)}x the average SM's cycles"), (
+                    *beyond, ev(profile, "sm_active_ratio", ">=", imbalance.RATIO))
+    return (lead + f"and the SMs ran in step (the busiest SM active {fmt(sms.ratio)}x the "
+            f"average), so the rest is inside the SMs{_warps_kept(profile)}; "
+            f"{_inside(profile)}"), (*beyond, ev(profile, "sm_active_ratio", "<",
+                                                 imbalance.RATIO))
+
+
+def _warps_kept(profile: KernelReport) -> str:
+    """": a resident block keeps 9.0 of its 12 warps active on average" (one block per SM),
+    ": 38.4 of the 48 warps its 6 blocks could hold stay active on average" (several)."""
+    occ, block, per_sm = profile.occupancy, profile.launch.block_size, profile.launch.waves_per_sm
+    known = [v for v in occ.block_limits.values() if v]
+    if not (block and known and occ.theoretical_pct and occ.achieved_pct and per_sm):
+        return ""
+    warps, blocks = -(-int(block) // 32), int(min(known))
+    # a grid short of one wave spreads fewer blocks over each SM (an SM with one has it all)
+    spread = 1.0 if blocks == 1 else min(per_sm, 1.0)
+    active = warps * blocks * occ.achieved_pct / occ.theoretical_pct / spread
+    if blocks == 1:
+        return f": a resident block keeps {fmt(active, 1)} of its {warps} warps active on average"
+    return (f": {fmt(active, 1)} of the {warps * blocks} warps its {blocks} blocks could hold "
+            "stay active on average")
+
+
+def _one_block_per_sm(profile: KernelReport) -> bool:
+    """One block per SM at most, for the whole kernel (one wave or less)."""
+    known = [v for v in profile.occupancy.block_limits.values() if v]
+    per_sm = profile.launch.waves_per_sm
+    return bool(known) and min(known) == 1 and per_sm is not None and per_sm <= 1.0
+
+
+def _inside(profile: KernelReport) -> str:
+    """What leaves slots empty inside an SM that the counters can tell apart: with one block
+    per SM and one wave, a block that ends idles its SM (not counted as active), so only
+    warps ending before their block remain; otherwise blocks ending apart, or the wait between
+    one block and the next, are as likely."""
+    per_sm = profile.launch.waves_per_sm or 0.0
+    if _one_block_per_sm(profile):
+        return "with one block per SM for the whole kernel, warps end before their block does"
+    if per_sm <= 1.0:
+        return ("warps end before their block does, or blocks before the others on their SM "
+                "(the counters do not tell which)")
+    return ("warps end before their block does, blocks before the others on their SM, or "
+            "slots wait between one block's end and the next one's start (the counters do "
+            "not tell which)")
+
+
 def _short_of_theoretical(profile: KernelReport, metrics: dict[str, float | str]) -> Finding:
-    """Achieved occupancy well short of what the launch allows."""
+    """Achieved occupancy well short of what the launch allows, and why."""
     occ = profile.occupancy
     theoretical, achieved = occ.theoretical_pct or 0.0, occ.achieved_pct or 0.0
+    cause, evidence = _gap_cause(profile)
     return Finding(
         rule=NAME,
         kind="bad",
         title=f"Achieved occupancy ({fmt(achieved)}%) falls well short of theoretical "
         f"({fmt(theoretical)}%).",
         text=f"Warps are active for {fmt(achieved)}% of the slots against a possible "
-        f"{fmt(theoretical)}%: blocks finish unevenly or the grid leaves SMs idle "
-        f"({SECTION}).",
+        f"{fmt(theoretical)}%: {cause} ({SECTION}).",
         section=SECTION,
         weight=theoretical - achieved,
         metrics=metrics,
-        evidence=(ev(profile, "achieved_of_theoretical_pct", "<", 100.0 * GAP_RATIO),),
+        evidence=(ev(profile, "achieved_of_theoretical_pct", "<", 100.0 * GAP_RATIO),
+                  *evidence),
     )
 
 

@@ -22,7 +22,7 @@ BAD_IDLE = 5.0  # percent of SM time idle in the tail before we call it a proble
 SM_COUNT = "device__attribute_multiprocessor_count"
 
 
-def _share(waves: float) -> str:
+def wave_share(waves: float) -> str:
     """A wave's share as a page says it: "24.2%", "under 0.1%"."""
     return f"{fmt(100 * waves)}%" if 100 * waves >= 0.05 else "under 0.1%"
 
@@ -86,7 +86,7 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
             Finding(
                 rule=NAME,
                 kind="bad",
-                title=f"The grid fills only {_share(waves)} of one wave: {idle}.",
+                title=f"The grid fills only {wave_share(waves)} of one wave: {idle}.",
                 text=f"{fmt(waves, 2)} waves per SM{blocks}: the launch gives the GPU less "
                 f"work than it holds at once{_measured(profile)} ({SECTION}).",
                 section=SECTION,
