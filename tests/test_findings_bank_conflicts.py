@@ -50,3 +50,29 @@ def test_clean_loads_synthetic():
     stats = BankConflictStats(requests=1000.0, wavefronts=1000.0, conflicts=0.0)
     [finding] = bank_conflicts.check(synthetic(bank_conflicts=SharedBankConflicts(loads=stats)))
     assert finding.kind == "good"
+
+
+def test_wide_accesses_are_said_against_their_fewest_wavefronts():
+    # the BF16 chain's mma_ldmatrix at 4096 on an H200: STS.128 stores, 4 wavefronts each at
+    # best; 1,515,100 of 18,292,316 wavefronts are conflicts over 4,194,304 instructions
+    stats = BankConflictStats(requests=4194304.0, wavefronts=18292316.0, conflicts=1515100.0)
+    assert bank_conflicts.fewest_wavefronts(stats) == 4.0
+    profile = synthetic(bank_conflicts=SharedBankConflicts(stores=stats))
+    [finding] = bank_conflicts.check(profile)
+    assert finding.kind == "bad" and finding.metrics["fewest"] == 4.0
+    assert "4.36 wavefronts per store where 4.00 would do" in finding.title
+    assert "-way access" not in finding.text and "ncu's 4.4-way figure" in finding.text
+
+
+def test_narrow_accesses_keep_the_n_way_figure_up_to_the_wide_bound():
+    # fewest 1.49 per instruction (mostly 32-bit): still an N-way figure; 1.5 and up: wide
+    def said(fewest: float) -> str:
+        stats = BankConflictStats(requests=1000.0, wavefronts=1000.0 * fewest + 500.0,
+                                  conflicts=500.0)
+        [finding] = bank_conflicts.check(synthetic(bank_conflicts=SharedBankConflicts(
+            loads=stats)))
+        return finding.text
+
+    assert "(a 2.0-way access)" in said(1.49)
+    assert "of which its accesses need 1.50 at best" in said(1.5)
+    assert bank_conflicts.fewest_wavefronts(BankConflictStats(requests=0.0)) is None

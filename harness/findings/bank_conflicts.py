@@ -1,11 +1,15 @@
 """Shared-memory bank conflicts, loads and stores apart (Memory Workload Analysis).
 
 As in ncu's SharedMemoryConflicts rule: the N-way figure is wavefronts per shared request,
-and the cost is the share of all shared wavefronts that are bank conflicts. ncu's request count
-is of plain shared instructions (LDS, STS) while its wavefronts also hold those of the matrix
-instructions (LDSM, STSM: several 8x8 matrices each, several wavefronts by design) and of
-other writers of shared memory; where those ran, or the figure exceeds the 32 wavefronts a
-warp's access can take, it is quoted with that reason and not read as conflicts.
+and the cost is the share of all shared wavefronts that are bank conflicts. ncu counts as
+conflicts the wavefronts beyond the fewest the accesses need, so the fewest per instruction
+is (wavefronts - conflicts) / instructions: 1 for 32-bit accesses, 4 for 128-bit ones. Where
+it is above one, wavefronts per instruction are said beside that least, not as an N-way
+conflict. ncu's request count is of plain shared instructions (LDS, STS) while its
+wavefronts also hold those of the matrix instructions (LDSM, STSM: several 8x8 matrices
+each, several wavefronts by design) and of other writers of shared memory; where those ran,
+or the figure exceeds the 32 wavefronts a warp's access can take, it is quoted with that
+reason and not read as conflicts.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ BAD_SHARE = 5.0  # percent of wavefronts that are conflicts before we call it a 
 CLEAN_SHARE = 1.0  # below this the accesses count as conflict-free
 MAX_WAYS = 32.0  # wavefronts one warp-wide access can take at most (every lane its own bank row)
 MATRIX = {"load": "LDSM", "store": "STSM"}
+WIDE = 1.5  # fewest wavefronts per instruction from which accesses count as wide (64-bit: 2)
 
 
 def _ways(direction: str) -> Callable[[KernelReport], float | None]:
@@ -67,6 +72,14 @@ def unreadable(profile: KernelReport, direction: str) -> Finding | None:
         evidence=(because,))
 
 
+def fewest_wavefronts(stats: BankConflictStats) -> float | None:
+    """The fewest wavefronts per instruction the accesses need: those ncu does not count as
+    conflicts, per instruction."""
+    if not stats.requests or stats.wavefronts is None or stats.conflicts is None:
+        return None
+    return max(stats.wavefronts - stats.conflicts, 0.0) / stats.requests
+
+
 def _one(direction: str, stats: BankConflictStats, staged: str = "tile") -> list[Finding]:
     ways, share = stats.ways, stats.conflict_share_pct
     if not stats.requests or ways is None or share is None or stats.conflicts is None:
@@ -76,9 +89,18 @@ def _one(direction: str, stats: BankConflictStats, staged: str = "tile") -> list
         "conflicts": stats.conflicts, "wavefronts": stats.wavefronts or 0.0,
         "requests": stats.requests,
     }
-    text = (f"The average shared-memory {direction} takes {ways:.1f} wavefronts (a {ways:.1f}-way "
-            f"access); {fmt(stats.conflicts)} bank conflicts are {fmt(share, 2)}% of the "
-            f"{fmt(stats.wavefronts or 0.0)} {direction} wavefronts ({SECTION}).")
+    least = fewest_wavefronts(stats)
+    if least is not None and least >= WIDE:  # wide accesses: several wavefronts by design
+        metrics["fewest"] = least
+        taken = (f"{ways:.2f} wavefronts, of which its accesses need {least:.2f} at best "
+                 f"(ncu's {ways:.1f}-way figure is wavefronts per instruction, conflicts or not)")
+        headline = f"{ways:.2f} wavefronts per {direction} where {least:.2f} would do"
+    else:
+        taken = f"{ways:.1f} wavefronts (a {ways:.1f}-way access)"
+        headline = f"a {ways:.1f}-way access on average"
+    text = (f"The average shared-memory {direction} takes {taken}; {fmt(stats.conflicts)} bank "
+            f"conflicts are {fmt(share, 2)}% of the {fmt(stats.wavefronts or 0.0)} {direction} "
+            f"wavefronts ({SECTION}).")
     def measure(op: Op, threshold: float) -> Evidence:
         return Evidence(f"shared_{direction}_conflict_pct", op, threshold, share)
 
@@ -87,8 +109,8 @@ def _one(direction: str, stats: BankConflictStats, staged: str = "tile") -> list
             Finding(
                 rule=NAME,
                 kind="bad",
-                title=f"Shared-memory {direction}s hit bank conflicts: a {ways:.1f}-way "
-                f"access on average, {fmt(share)}% of {direction} wavefronts are conflicts.",
+                title=f"Shared-memory {direction}s hit bank conflicts: {headline}, "
+                f"{fmt(share)}% of {direction} wavefronts are conflicts.",
                 text=text,
                 section=SECTION,
                 weight=share,
