@@ -186,7 +186,9 @@ def test_shared_memory_is_left_to_the_bank_conflicts_finding():
     assert finding.title.startswith("Global loads and stores are uncoalesced: 43.8%")
     # (L1TEX counts a few thousand sectors more than Source Counters from run to run)
     assert finding.metrics["excess_pct"] == pytest.approx(43.75, abs=0.15)
-    assert [f.kind for f in bank_conflicts.check(profile)] == ["bad", "bad"]
+    # loads: LDS.128 at 2x their ideal wavefronts; stores: each STS at its ideal, though the
+    # l1tex counter counts 15.6% of their wavefronts as conflicts
+    assert [f.kind for f in bank_conflicts.check(profile)] == ["bad", "info"]
 
 
 def test_not_collected():

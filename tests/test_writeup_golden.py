@@ -64,7 +64,9 @@ def test_page_carries_the_seed_sections_and_real_numbers(rendered: Path):
     # numbers ncu prints for this kernel
     assert "0.300928 ms" in page  # gpu__time_duration.sum 300,928 ns
     assert "21.4 cycles per issued instruction" in page  # MIO throttle, CPIStall rule
-    assert "279,780 bank conflicts are 11.77%" in page  # SharedMemoryConflicts rule
+    # SharedMemoryConflicts' 279,780 store conflicts, which the Source Counters (each STS at
+    # its ideal wavefronts) do not put on any instruction's addresses
+    assert "counts 279,780 store bank conflicts (11.8% of its wavefronts)" in page
     assert "Duration                         us       300.93" in page  # the details table
     # the hottest instruction: CPIStall "responsible for 15.1% of all warp stalls. 78.5% of
     # the stalls for this line are of type long_scoreboard"

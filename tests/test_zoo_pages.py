@@ -103,11 +103,12 @@ PROBLEMS = {
     "zoo_wide_loads": "memory-bound (L2)",
     "zoo_smem_histogram": "the grid fills only 50.0% of one wave: every SM has a block, but warps "
     "fill only 49.2% of its warp slots",
-    "zoo_sort_network": "shared-memory loads hit bank conflicts: a 1.7-way access on average",
+    "zoo_sort_network": "shared-memory loads hit bank conflicts: 41.7% of the LDS wavefronts, "
+    "at `LDS` at zoo_sort_network.py:20 (80 instructions, 2.00x",
     "zoo_skinny_gemm": "the grid fills only 24.2% of one wave: every SM has a block, but warps "
     "fill only 6.1% of its warp slots",
-    "zoo_cufft": "shared-memory stores hit bank conflicts: a 1.5-way access on average, 33.7% of "
-    "store wavefronts are conflicts",
+    "zoo_cufft": "shared-memory stores hit bank conflicts: 33.3% of the STS wavefronts, at "
+    "`STS` (32 instructions, 2.00x their ideal wavefronts)",
     "zoo_cusparse_spmv": "warps stall on MIO throttle: 12.9 of every 46.8 cycles between two "
     "instructions (27.7%), at global memory (LDG/STG): 68.1% of its samples",
     "zoo_conv_fp16": "compute-bound (Tensor (FP) pipe at 96.0%, near its peak: WGMMA (HGMMA) fed "

@@ -10,6 +10,12 @@ wavefronts also hold those of the matrix instructions (LDSM, STSM: several 8x8 m
 each, several wavefronts by design) and of other writers of shared memory; where those ran,
 or the figure exceeds the 32 wavefronts a warp's access can take, it is quoted with that
 reason and not read as conflicts.
+
+Where the report holds the wavefronts of each instruction (Source Counters, `--set full`),
+they decide: an instruction's conflicts are its wavefronts beyond its ideal, so the finding
+names the instructions that carry them (cp.async's LDGSTS among the stores, whose conflicts
+the l1tex counters leave out), and says so where the l1tex counters count conflicts that no
+instruction's accesses explain.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from collections.abc import Callable
 from harness.findings import evidence, shape
 from harness.findings.evidence import Evidence, Op, ev
 from harness.findings.model import Finding, fmt
-from harness.report import BankConflictStats, KernelReport
+from harness.report import BankConflictStats, KernelReport, SassInstruction
 
 NAME = "bank_conflicts"
 SECTION = "Memory Workload Analysis"
@@ -28,6 +34,9 @@ CLEAN_SHARE = 1.0  # below this the accesses count as conflict-free
 MAX_WAYS = 32.0  # wavefronts one warp-wide access can take at most (every lane its own bank row)
 MATRIX = {"load": "LDSM", "store": "STSM"}
 WIDE = 1.5  # fewest wavefronts per instruction from which accesses count as wide (64-bit: 2)
+# what each direction's instructions are by their opcode: LDGSTS (cp.async) writes shared memory
+OPCODES = {"load": ("LDS", "LDSM"), "store": ("STS", "STSM", "LDGSTS")}
+NAMED = 3  # instructions a finding names, most excess first
 
 
 def _ways(direction: str) -> Callable[[KernelReport], float | None]:
@@ -105,6 +114,9 @@ def _one(direction: str, stats: BankConflictStats, staged: str = "tile") -> list
         return Evidence(f"shared_{direction}_conflict_pct", op, threshold, share)
 
     if share >= BAD_SHARE:
+        text = text.removesuffix(f" ({SECTION}).") + (
+            f"; which instructions' addresses conflict is not judged: the report has no "
+            f"wavefronts by instruction (Source Counters, `--set full`) ({SECTION}).")
         return [
             Finding(
                 rule=NAME,
@@ -137,6 +149,130 @@ def _one(direction: str, stats: BankConflictStats, staged: str = "tile") -> list
                     evidence=(measure(">=", CLEAN_SHARE), measure("<", BAD_SHARE)))]
 
 
+def _opcode(instruction: SassInstruction) -> str:
+    """"LDGSTS" of "@P0 LDGSTS.E.BYPASS.128 [R21], ..."."""
+    words = instruction.sass.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else ""
+
+
+def instructions(profile: KernelReport, direction: str) -> list[SassInstruction] | None:
+    """The direction's shared-memory instructions with their wavefronts; None where the
+    report holds no wavefronts by instruction."""
+    if not any(i.shared_wavefronts is not None for i in profile.sass):
+        return None
+    return [i for i in profile.sass if i.shared_wavefronts and _opcode(i) in OPCODES[direction]]
+
+
+def excess_pct(profile: KernelReport, direction: str) -> float | None:
+    """Wavefronts beyond each instruction's ideal, as a share of the direction's wavefronts
+    by instruction (%); None where not collected or none ran."""
+    found = instructions(profile, direction)
+    total = sum(i.shared_wavefronts or 0.0 for i in found or [])
+    if not total:
+        return None
+    excess = sum(max((i.shared_wavefronts or 0.0) - (i.shared_wavefronts_ideal or 0.0), 0.0)
+                 for i in found or [])
+    return 100.0 * excess / total
+
+
+for _direction in ("load", "store"):
+    evidence.MEASURES[f"shared_{_direction}_excess_pct"] = (
+        f"shared {_direction} wavefronts beyond each instruction's ideal (%, Source Counters)",
+        lambda p, d=_direction: excess_pct(p, d))
+
+
+def _sites(found: list[SassInstruction]) -> list[str]:
+    """The instructions with wavefronts beyond their ideal, grouped by instruction text and
+    source line, most excess first: "`LDS.128` at register_tiled.cu:34 (16 instructions,
+    2.00x their ideal wavefronts)"."""
+    groups: dict[tuple[str, str], list[SassInstruction]] = {}
+    for i in found:
+        if (i.shared_wavefronts or 0.0) > (i.shared_wavefronts_ideal or 0.0):
+            words = i.sass.split()
+            text = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+            groups.setdefault((text, i.source or ""), []).append(i)
+
+    def excess(group: list[SassInstruction]) -> float:
+        return sum((i.shared_wavefronts or 0.0) - (i.shared_wavefronts_ideal or 0.0)
+                   for i in group)
+
+    said = []
+    for (text, source), group in sorted(groups.items(), key=lambda kv: -excess(kv[1])):
+        ratio = (sum(i.shared_wavefronts or 0.0 for i in group)
+                 / (sum(i.shared_wavefronts_ideal or 0.0 for i in group) or 1.0))
+        where = f" at {source}" if source else ""
+        count = f"{len(group)} instructions, " if len(group) > 1 else ""
+        their = "their" if len(group) > 1 else "its"
+        said.append(f"`{text}`{where} ({count}{fmt(ratio, 2)}x {their} ideal wavefronts)")
+    return said
+
+
+def _by_instruction(profile: KernelReport, direction: str, stats: BankConflictStats,
+                    aggregate_read: bool) -> list[Finding]:
+    """The finding read from each instruction's wavefronts against its ideal. Where
+    `aggregate_read`, the l1tex figures are readable, and a conflict share they count that
+    no instruction carries is said."""
+    found = instructions(profile, direction) or []
+    share = excess_pct(profile, direction)
+    if share is None:
+        return []
+    total = sum(i.shared_wavefronts or 0.0 for i in found)
+    excess = total * share / 100.0
+    sites = _sites(found)
+    opcodes = ", ".join(sorted({_opcode(i) for i in found}))
+    metrics: dict[str, float | str] = {"direction": direction, "share_pct": share,
+                                       "conflicts": excess, "wavefronts": total,
+                                       "by_instruction": 1.0}
+    counted = stats.conflict_share_pct
+    text = (f"{fmt(excess, 0)} of the {fmt(total, 0)} wavefronts of the shared {direction}s "
+            f"({opcodes}) are beyond what their accesses need, instruction by instruction "
+            "(Source Counters)")
+    if sites:
+        text += ": " + "; ".join(sites[:NAMED])
+    unaccounted = (aggregate_read and counted is not None and counted >= BAD_SHARE
+                   and share < CLEAN_SHARE)
+    if unaccounted:
+        text += (f". ncu's l1tex counter counts {fmt(stats.conflicts or 0.0, 0)} {direction} "
+                 f"bank conflicts ({fmt(counted)}% of its wavefronts), which no {direction} "
+                 "instruction's addresses account for: each took the wavefronts its addresses "
+                 "need, so padding or swizzling them would not remove these")
+    text += f" ({SECTION})."
+
+    def measure(op: Op, threshold: float) -> Evidence:
+        return ev(profile, f"shared_{direction}_excess_pct", op, threshold)
+
+    if share >= BAD_SHARE:
+        more = f" and {len(sites) - 1} more" if len(sites) > 1 else ""
+        return [Finding(
+            rule=NAME, kind="bad",
+            title=f"Shared-memory {direction}s hit bank conflicts: {fmt(share)}% of the "
+            f"{opcodes} wavefronts, at {sites[0]}{more}.",
+            text=text, section=SECTION, weight=share, metrics=metrics,
+            evidence=(measure(">=", BAD_SHARE),))]
+    if unaccounted:
+        return [Finding(
+            rule=NAME, kind="info",
+            title=f"Shared-memory {direction}s' addresses are free of bank conflicts "
+            f"instruction by instruction ({opcodes}), but the l1tex counter counts "
+            f"{fmt(counted or 0.0)}% of the {direction} wavefronts as conflicts.",
+            text=text, section=SECTION, weight=counted or 0.0, metrics=metrics,
+            evidence=(measure("<", CLEAN_SHARE), Evidence(
+                f"shared_{direction}_conflict_pct", ">=", BAD_SHARE, counted)))]
+    if share < CLEAN_SHARE:
+        return [Finding(
+            rule=NAME, kind="good",
+            title=f"Shared-memory {direction}s are free of bank conflicts instruction by "
+            f"instruction ({fmt(share, 2)}% of the {opcodes} wavefronts beyond their ideal).",
+            text=text, section=SECTION, metrics=metrics, evidence=(measure("<", CLEAN_SHARE),))]
+    return [Finding(rule=NAME, kind="info", title=f"Shared-memory {direction}s see few bank "
+                    f"conflicts ({fmt(share, 2)}% of the {opcodes} wavefronts beyond their "
+                    "ideal).",
+                    text=text, section=SECTION, weight=share, metrics=metrics,
+                    evidence=(measure(">=", CLEAN_SHARE), measure("<", BAD_SHARE)))]
+
+
 def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     conflicts = profile.bank_conflicts
     # a kernel that does not tile stages data in shared arrays, not tiles (`shape.tiles`)
@@ -144,5 +280,9 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
     found: list[Finding] = []
     for direction, stats in (("load", conflicts.loads), ("store", conflicts.stores)):
         odd = unreadable(profile, direction)
+        if excess_pct(profile, direction) is not None:  # each instruction's wavefronts
+            found += _by_instruction(profile, direction, stats, aggregate_read=odd is None)
+            found += [odd] if odd is not None else []
+            continue
         found += [odd] if odd is not None else _one(direction, stats, staged)
     return found

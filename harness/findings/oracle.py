@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from harness.findings import divergence, evidence, pipe_work, waves
-from harness.findings.bank_conflicts import MATRIX, MAX_WAYS
+from harness.findings.bank_conflicts import BAD_SHARE, MATRIX, MAX_WAYS, excess_pct
 from harness.findings.model import Finding, FixIdea
 from harness.findings.occupancy_limits import REGISTER_STEP
 from harness.findings.stalls import CARRIES, SPILLS
@@ -152,6 +152,12 @@ def _conflicts(profile: KernelReport, f: Finding) -> str | None:
     direction = str(f.metrics.get("direction", ""))
     stats = getattr(profile.bank_conflicts, f"{direction}s", None)
     if stats is None:
+        return None
+    by_instruction = excess_pct(profile, direction)
+    if f.kind == "bad" and by_instruction is not None and by_instruction < BAD_SHARE:
+        return (f"only {by_instruction:.1f}% of the {direction} wavefronts are beyond each "
+                "instruction's ideal (Source Counters)")
+    if f.metrics.get("by_instruction"):  # read from the instructions, not the l1tex figures
         return None
     if stats.ways is not None and stats.ways > MAX_WAYS:
         return f"{stats.ways:.1f} wavefronts per instruction: no warp access takes over 32"

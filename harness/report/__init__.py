@@ -24,6 +24,7 @@ from harness.report.model import (
     KernelReport,
     PipeUse,
     RuleResult,
+    SassInstruction,
     limiters_of,
     stall_label,
 )
@@ -57,7 +58,8 @@ __all__ = [
     "ASYNC_LOADS", "DETAILS", "EXPORT_COLUMNS", "EXPORT_FORMATS", "MATH_CLASSES",
     "OCCUPANCY_LIMITERS", "SITE_CLASSES", "VIEW_FORMATS", "AsyncCopies", "BankConflictStats",
     "Hotspot", "KernelReport", "Listing", "MathRate", "PipeUse", "ReasonSites", "Roofline",
-    "RuleResult", "Site", "build_kernel_report", "every_metric", "export_columns", "export_metrics",
+    "RuleResult", "SassInstruction", "Site", "build_kernel_report", "every_metric",
+    "export_columns", "export_metrics",
     "export_metrics_csv", "exported", "hotspots", "import_ncu_report", "limiters_of",
     "load_kernel_reports", "load_kernel_summaries", "math_rates", "open_report",
     "render_text", "render_view", "report_views", "select_kernels", "site_words",

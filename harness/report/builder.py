@@ -410,9 +410,15 @@ def _stall_samples(name: str) -> bool:
     return name.startswith(PCSAMP_PREFIX) and not name.endswith("_not_issued")
 
 
+SHARED_WAVEFRONTS = "memory_l1_wavefronts_shared"
+SHARED_WAVEFRONTS_IDEAL = "memory_l1_wavefronts_shared_ideal"
+
+
 def _per_pc(name: str) -> bool:
-    """The per-instruction metrics `_sass` reads: executions and stall samples by PC."""
-    return name == "inst_executed" or _stall_samples(name)
+    """The per-instruction metrics `_sass` reads: executions, stall samples and shared-memory
+    wavefronts by PC."""
+    return (name in ("inst_executed", SHARED_WAVEFRONTS, SHARED_WAVEFRONTS_IDEAL)
+            or _stall_samples(name))
 
 
 def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...]:
@@ -428,6 +434,9 @@ def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...
             for pc, value in _by_pc(metrics, name).items():
                 if value:
                     samples.setdefault(pc, {})[name[len(PCSAMP_PREFIX):]] = int(value)
+    wavefronts = _by_pc(metrics, SHARED_WAVEFRONTS) if SHARED_WAVEFRONTS in metrics else None
+    ideal = (_by_pc(metrics, SHARED_WAVEFRONTS_IDEAL) if SHARED_WAVEFRONTS_IDEAL in metrics
+             else None)
     pcs = sorted(set(executed) | set(samples))
     texts = {pc: " ".join(str(action.sass_by_pc(pc) or "").split()) for pc in pcs
              if executed.get(pc) or pc in samples}
@@ -439,6 +448,8 @@ def _sass(action: Any, metrics: dict[str, Metric]) -> tuple[SassInstruction, ...
             executed=executed.get(pc, 0.0),
             source=_source_line(action, pc),
             stall_samples=samples.get(pc, {}),
+            shared_wavefronts=None if wavefronts is None else wavefronts.get(pc, 0.0),
+            shared_wavefronts_ideal=None if ideal is None else ideal.get(pc, 0.0),
         ))
     return tuple(result)
 

@@ -548,6 +548,10 @@ class SassInstruction:
     executed: float  # warp-level executions (inst_executed)
     source: str | None = None  # "file.cu:42" with -lineinfo
     stall_samples: Mapping[str, int] = field(default_factory=dict)  # reason -> samples
+    # shared-memory wavefronts at this PC and the fewest its accesses need (Source Counters'
+    # memory_l1_wavefronts_shared and _ideal, in `--set full`); None where not collected
+    shared_wavefronts: float | None = None
+    shared_wavefronts_ideal: float | None = None
 
 
 @dataclass(frozen=True)

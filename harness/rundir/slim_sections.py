@@ -78,7 +78,9 @@ THINNED_METRICS: dict[str, tuple[str, ...]] = {
         "memory_l2_theoretical_sectors_local",
         "derived__memory_l1_conflicts_shared_nway",
         # sectors and wavefronts per instruction, with their ideal and excess: the two rules
-        # of RULES_LEFT_OUT read them; the coalescing finding reads Memory Workload Analysis
+        # of RULES_LEFT_OUT read them; the coalescing finding reads Memory Workload Analysis,
+        # and the bank conflicts finding reads the l1tex counters where these are left out
+        # (and says which instructions carry the conflicts only where they are collected)
         "memory_l2_theoretical_sectors_global",
         "memory_l2_theoretical_sectors_global_ideal",
         "derived__memory_l2_theoretical_sectors_global_excessive",
@@ -108,7 +110,8 @@ THINNED_METRICS: dict[str, tuple[str, ...]] = {
 # Analysis metrics `pages` and `full` both collect (`harness.findings.coalescing`); what the
 # second says, excess wavefronts of shared accesses, is the bank conflicts finding's. Their
 # results in a `full` report are left to ncu's own pages and the details page, so that a page
-# says the same whichever set recorded it (`KernelReport.rules_for_pages`).
+# says the same whichever set recorded it (`KernelReport.rules_for_pages`), but for the bank
+# conflicts finding, which a `full` report's wavefronts by instruction localize.
 RULES_LEFT_OUT: tuple[str, ...] = ("UncoalescedGlobalAccess", "UncoalescedSharedAccess")
 # Inputs a rule asks for as optional (`Importance.OPTIONAL`) and uses for nothing it says:
 # rule -> those its request may go without where THINNED_METRICS names them. ncu 2025.3.1's
