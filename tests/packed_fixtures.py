@@ -12,6 +12,7 @@ tests/fixtures: tests read them there.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import lzma
@@ -64,9 +65,10 @@ def _fill(folder: Path, into: Path) -> None:
 
 @functools.cache
 def unpacked(folder: Path) -> Path:
-    """`folder`'s files as tests read them, written out once per test run: the first process
-    to finish renames its whole folder into place, and a process that loses the race uses the
-    winner's, so no process ever meets a half-written one."""
+    """`folder`'s files as tests read them, written out once per test run: one process writes
+    them (the xdist workers collect at the same time: the others wait for it) and renames its
+    whole folder into place, so no process ever meets a half-written one; should another
+    process put the folder there first, this one's copy is dropped for it."""
     # named by the folder's whole path: two folders of one name (zoo/ here, zoo/ elsewhere)
     # never share one
     where = hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:8]
@@ -74,15 +76,21 @@ def unpacked(folder: Path) -> Path:
     if target.is_dir():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
-    try:
-        _fill(folder, scratch)
-        os.rename(scratch, target)
-    except OSError:
-        if not target.is_dir():  # not a lost race
-            raise
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    locks = run_folder() / "unpacking"
+    locks.mkdir(exist_ok=True)
+    with (locks / target.name).open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if target.is_dir():  # written while this process waited
+            return target
+        scratch = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}."))
+        try:
+            _fill(folder, scratch)
+            os.rename(scratch, target)
+        except OSError:
+            if not target.is_dir():  # not a folder another process put there (a lost race)
+                raise
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     return target
 
 

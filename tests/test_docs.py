@@ -27,6 +27,9 @@ PAGES = sorted(DOCS.glob("*.md"))
 # Commands that need no GPU: their examples run when every path they read exists.
 CPU_COMMANDS = {"report", "export", "writeup", "diff", "list", "init", "check", "history add",
                 "history show", "history check"}
+# Examples run as a process of their own, once per test process (cli_examples.run_once): other
+# tests run the same commands; every other example runs in this process (cli_examples.run_here)
+SHARED_COMMANDS = {"check", "writeup"}
 
 
 def _hook() -> ModuleType:
@@ -226,10 +229,11 @@ def test_the_shell_examples_that_need_no_gpu_run(tmp_path: Path) -> None:
             elif not all((cwd / p).exists() for p in _paths_read(command, args)):
                 continue  # a placeholder such as runs/<id>: parsed above, not run
             argv = [*group, command.name, *args]
-            # history commands change their store: each runs (here: the history tests run
-            # them as processes); the others once per process
-            completed = (run_here(argv, cwd) if "history" in group
-                         else run_once(tuple(argv), cwd))
+            # in this process where other tests run the command as a process of its own (the
+            # history commands change their store: each runs); `check` and `writeup` once per
+            # process, shared with the check tests and the quickstart's test
+            completed = (run_once(tuple(argv), cwd) if name in SHARED_COMMANDS and cwd == ROOT
+                         else run_here(argv, cwd))
             assert completed.returncode in codes, (page, words, completed.stderr)
             ran.append(name)
     assert {"writeup", "diff", "report", "export", "init", "list", "check"} <= set(ran), ran
