@@ -1,21 +1,15 @@
 """Shared-memory bank conflicts, loads and stores apart (Memory Workload Analysis).
 
-As in ncu's SharedMemoryConflicts rule: the N-way figure is wavefronts per shared request,
-and the cost is the share of all shared wavefronts that are bank conflicts. ncu counts as
-conflicts the wavefronts beyond the fewest the accesses need, so the fewest per instruction
-is (wavefronts - conflicts) / instructions: 1 for 32-bit accesses, 4 for 128-bit ones. Where
-it is above one, wavefronts per instruction are said beside that least, not as an N-way
-conflict. ncu's request count is of plain shared instructions (LDS, STS) while its
-wavefronts also hold those of the matrix instructions (LDSM, STSM: several 8x8 matrices
-each, several wavefronts by design) and of other writers of shared memory; where those ran,
-or the figure exceeds the 32 wavefronts a warp's access can take, it is quoted with that
-reason and not read as conflicts.
-
-Where the report holds the wavefronts of each instruction (Source Counters, `--set full`),
-they decide: an instruction's conflicts are its wavefronts beyond its ideal, so the finding
-names the instructions that carry them (cp.async's LDGSTS among the stores, whose conflicts
-the l1tex counters leave out), and says so where the l1tex counters count conflicts that no
-instruction's accesses explain.
+Where the report holds each instruction's wavefronts (Source Counters, `--set full`), they
+decide: an instruction's conflicts are its wavefronts beyond its ideal, and the finding names
+the instructions that carry them (cp.async's LDGSTS among the stores, which the l1tex counters
+leave out), or says where the l1tex counters count conflicts no instruction's addresses explain.
+Otherwise, as ncu's SharedMemoryConflicts rule: the N-way figure is wavefronts per request and
+the cost the share of shared wavefronts that are conflicts, beyond the fewest the accesses
+need, (wavefronts - conflicts) / instructions: 4 for 128-bit ones, which are said against that
+least. Matrix instructions (LDSM, STSM) and other writers of shared memory add wavefronts that
+ncu's request count leaves out: where they ran, or the figure exceeds the 32 wavefronts a warp's
+access can take, it is quoted with that reason and not read as conflicts.
 """
 
 from __future__ import annotations
