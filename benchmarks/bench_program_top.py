@@ -201,10 +201,15 @@ def _measure(bench: Bench, top: int, full_seconds: float, two_gpus: bool,
             "ncu --set full, compiled: needs the compiled part's count of the program's "
             "launches (or --compiled-launches)")
     elif "full-compiled" in parts and not _skip(bench, "ncu --set full, compiled",
-                                                full_seconds + 60):
+                                                full_seconds + 130):
         if "compiled_first_run" not in figures["alone_s"]:  # fills the compile caches
             figures["alone_s"]["compiled_first_run"] = _alone(bench, "--compile")
-        figures["full_compiled"] = _full(bench, compiled_launches, full_seconds, "--compile")
+        if figures["alone_s"]["compiled_first_run"] is None:  # cold caches would skew it
+            figures.setdefault("skipped", []).append(
+                "ncu --set full, compiled: the run that fills the compile caches failed")
+        else:
+            figures["full_compiled"] = _full(bench, compiled_launches, full_seconds,
+                                             "--compile")
     if "graph" in parts and not _skip(bench, "cuda graph", 40):
         figures["graph"] = _top(bench, "graph", 2, _program("--cuda-graph", *SMALL))
     if "torchrun" in parts and not two_gpus:
@@ -270,6 +275,13 @@ def _full_cell(full: dict[str, Any] | None) -> str:
             f"{full['launches_in_program']} launches)")
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} launches: must be 1 or more")
+    return value
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
@@ -279,7 +291,7 @@ def main() -> int:
     parser.add_argument("--full-seconds", type=float, default=60.0)
     parser.add_argument("--parts", default=",".join(PARTS),
                         help=f"which parts, comma-separated [default: {','.join(PARTS)}]")
-    parser.add_argument("--compiled-launches", type=int, default=None,
+    parser.add_argument("--compiled-launches", type=_positive, default=None,
                         help="the compiled program's launches, for full-compiled without the "
                              "compiled part (its first pass's launches_seen)")
     parser.add_argument("--work", type=Path, default=None,

@@ -312,6 +312,8 @@ def test_a_sweep_compiles_its_configurations_ahead_in_threads(host_project, monk
         prepared.append(params["SPLIT"])
         if params["SPLIT"] == 8:
             raise NcuhError("autotuned failed to compile")  # left for its bench_one
+        if params["SPLIT"] == 4:
+            raise ZeroDivisionError("the project's macros raised")  # so is any other error
 
     monkeypatch.setattr(sweep, "require_gpu",
                         lambda: types.SimpleNamespace(cuda=types.SimpleNamespace(Device=Device)))

@@ -7,7 +7,7 @@ from pathlib import Path
 from findings_support import naive, prose, smem, synthetic
 
 from harness.findings import occupancy
-from harness.report.model import LaunchConfig, Occupancy
+from harness.report.model import LaunchConfig, Metric, Occupancy
 
 
 def test_fixture_occupancy_is_high():
@@ -93,7 +93,7 @@ def test_many_waves_in_step_leave_the_cause_inside_the_sms_untold():
     said = _gap("reduction-h100-2p26", "unroll_last_warp_67108864.ncu-rep")
     assert said.startswith("the launch's shape (124.12 waves) leaves at most 0.7%")
     assert "the SMs ran in step (the busiest SM active 1.0x" in said
-    assert "47.9 of the 64 warps its 8 blocks could hold" in said
+    assert "47.9 of the 64 warps its 8 blocks hold" in said
     assert "(the counters do not tell which)" in said
 
 
@@ -126,4 +126,62 @@ def test_unexplained_empty_share_bounds_the_shape_branch_on_both_sides():
     assert "the grid fills only 52.0% of one wave" in text(0.52)
     beyond = text(0.60)
     assert "leaves at most 40.0% of the slots empty" in beyond
-    assert "not judged: some SMs got no block" in beyond
+    assert "not judged: the report lacks the SMs' active cycles" in beyond
+
+
+def _sms(active: tuple[float, float, float], sms: float, grid: float) -> dict[str, Metric]:
+    """The SMs' active cycles (max, average, min) over `sms` SMs, of 1,000 elapsed."""
+    busiest, average, least = active
+    values = {"sm__cycles_active.max": busiest, "sm__cycles_active.avg": average,
+              "sm__cycles_active.min": least, "sm__cycles_active.sum": average * sms,
+              "sm__cycles_elapsed.max": 1000.0, "launch__sm_count": sms}
+    return {name: Metric(name, name, "", value) for name, value in values.items()}
+
+
+def _gap_text(waves: float, grid: float, achieved: float, theoretical: float,
+              limits: dict[str, float], block: float,
+              active: tuple[float, float, float] = (1000.0, 990.0, 980.0)) -> str:
+    profile = synthetic(
+        occupancy=Occupancy(theoretical_pct=theoretical, achieved_pct=achieved,
+                            block_limits=limits),
+        launch=LaunchConfig(waves_per_sm=waves, block_size=block, grid_size=grid),
+        metrics=_sms(active, 132.0, grid))
+    [finding] = [f for f in occupancy.check(profile) if f.title.startswith("Achieved")]
+    assert all(e.holds() for e in finding.evidence)
+    return finding.text
+
+
+def test_one_block_per_sm_short_of_a_wave_is_not_a_short_grid():
+    # 66 blocks of 12 warps, one per SM, on 132 SMs: an SM with a block holds all it can
+    # (the idle ones are not in achieved occupancy); 13.0% of 18.75%: warps end early
+    said = _gap_text(0.5, 66.0, 13.0, 18.75, {"registers": 1.0, "warps": 5.0}, 384.0)
+    assert "the grid fills" not in said
+    assert "leaves no slot empty" in said
+    assert "a resident block keeps 8.3 of its 12 warps" in said
+    assert "with one block per SM for the whole kernel" in said
+
+
+def test_one_block_per_sm_over_several_waves_has_no_tail_of_empty_slots():
+    # 1.5 waves of one block per SM: a tail SM is full or idle, never part-filled
+    said = _gap_text(1.5, 198.0, 14.5, 18.75, {"registers": 1.0, "warps": 5.0}, 384.0)
+    assert "leaves no slot empty" in said and "partial last" not in said
+    assert "or slots wait between one block's end and the next one's start" in said
+    assert said.endswith("(the counters do not tell which) (Occupancy).")
+    assert "blocks before the others on their SM" not in said
+
+
+def test_warps_held_short_of_a_wave_are_counted_over_the_blocks_held():
+    # 2 blocks of 32 warps per SM at most, 0.6 waves (158 blocks on 132 SMs): 1.2 blocks held
+    # on average, 38.4 warps; 40% achieved of 100% is 25.6 warps active
+    said = _gap_text(0.6, 158.0, 40.0, 100.0, {"warps": 2.0}, 1024.0)
+    assert "25.6 of the 38.4 warps its 1.2 blocks hold stay active" in said
+    assert "the SMs ran in step" in said
+
+
+def test_a_grid_short_of_the_sms_says_why_the_sms_do_not_compare():
+    # 100 blocks on 132 SMs (two blocks each possible): an SM holds one; 30% of 100%
+    # achieved leaves 20% unexplained, and 32 SMs never ran
+    said = _gap_text(100 / 264, 100.0, 30.0, 100.0, {"warps": 2.0}, 1024.0,
+                     active=(1000.0, 750.0, 0.0))
+    assert "leaves at most 50.0% of the slots empty" in said
+    assert "not judged: some SMs got no block" in said

@@ -501,3 +501,20 @@ def test_a_wgmma_convolution_waits_on_its_mbarriers_and_warpgroup_mmas():
     assert tensor.words == "FP16 (tensor cores) 643.4 TFLOP/s"
     [mix] = [f for f in run_rules(p) if f.rule == "instruction_mix"]
     assert "overhead" not in mix.text and "FP16 MMAs" in mix.title
+
+
+def test_predicated_cluster_instructions_are_named_by_their_opcode():
+    # an elected thread's multicast copy and a cluster-address arrival are often predicated
+    from findings_support import synthetic
+
+    from harness.report.model import SassInstruction
+
+    profile = synthetic(sass=(
+        SassInstruction(0x10, "@P0 UTMALDG.2D.MULTICAST [UR8], [UR4], UR10", 512.0, "k.cu:9"),
+        SassInstruction(0x20, "@!P0 SYNCS.ARRIVE.TRANS64.RED.A1T0 RZ, [UR5], RZ", 256.0),
+        SassInstruction(0x30, "UTMALDG.2D [UR8], [UR4]", 512.0, "k.cu:8")))
+    named = clusters.cluster_instructions(profile)
+    assert named["multicast TMA copies"] == "512 executed (`UTMALDG.2D.MULTICAST` at k.cu:9)"
+    assert named["mbarrier arrivals through a cluster address"] == (
+        "256 executed (`SYNCS.ARRIVE.TRANS64.RED.A1T0`)")
+    assert "cluster barriers" not in named

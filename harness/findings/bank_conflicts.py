@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from harness.findings import evidence, shape
+from harness.findings import evidence
 from harness.findings.evidence import Evidence, Op, ev
 from harness.findings.model import Finding, fmt
 from harness.report import BankConflictStats, KernelReport, SassInstruction
@@ -29,7 +29,7 @@ MAX_WAYS = 32.0  # wavefronts one warp-wide access can take at most (every lane 
 MATRIX = {"load": "LDSM", "store": "STSM"}
 WIDE = 1.5  # fewest wavefronts per instruction from which accesses count as wide (64-bit: 2)
 # what each direction's instructions are by their opcode: LDGSTS (cp.async) writes shared memory
-OPCODES = {"load": ("LDS", "LDSM"), "store": ("STS", "STSM", "LDGSTS")}
+OPCODES = {"load": ("LDS", "LDSM", "LD"), "store": ("STS", "STSM", "LDGSTS", "ST")}
 NAMED = 3  # instructions a finding names, most excess first
 
 
@@ -83,7 +83,7 @@ def fewest_wavefronts(stats: BankConflictStats) -> float | None:
     return max(stats.wavefronts - stats.conflicts, 0.0) / stats.requests
 
 
-def _one(direction: str, stats: BankConflictStats, staged: str = "tile") -> list[Finding]:
+def _one(profile: KernelReport, direction: str, stats: BankConflictStats) -> list[Finding]:
     ways, share = stats.ways, stats.conflict_share_pct
     if not stats.requests or ways is None or share is None or stats.conflicts is None:
         return []  # no shared accesses of this direction, or not collected
@@ -108,9 +108,11 @@ def _one(direction: str, stats: BankConflictStats, staged: str = "tile") -> list
         return Evidence(f"shared_{direction}_conflict_pct", op, threshold, share)
 
     if share >= BAD_SHARE:
+        why = ("the report has no wavefronts by instruction (Source Counters, `--set full`)"
+               if instructions(profile, direction) is None else
+               f"no {direction} instruction carries shared wavefronts in the Source Counters")
         text = text.removesuffix(f" ({SECTION}).") + (
-            f"; which instructions' addresses conflict is not judged: the report has no "
-            f"wavefronts by instruction (Source Counters, `--set full`) ({SECTION}).")
+            f"; which instructions' addresses conflict is not judged: {why} ({SECTION}).")
         return [
             Finding(
                 rule=NAME,
@@ -213,7 +215,8 @@ def _by_instruction(profile: KernelReport, direction: str, stats: BankConflictSt
     if share is None:
         return []
     total = sum(i.shared_wavefronts or 0.0 for i in found)
-    excess = total * share / 100.0
+    excess = sum(max((i.shared_wavefronts or 0.0) - (i.shared_wavefronts_ideal or 0.0), 0.0)
+                 for i in found)
     sites = _sites(found)
     opcodes = ", ".join(sorted({_opcode(i) for i in found}))
     metrics: dict[str, float | str] = {"direction": direction, "share_pct": share,
@@ -228,10 +231,12 @@ def _by_instruction(profile: KernelReport, direction: str, stats: BankConflictSt
     unaccounted = (aggregate_read and counted is not None and counted >= BAD_SHARE
                    and share < CLEAN_SHARE)
     if unaccounted:
+        took = ("each took the wavefronts its addresses need" if not excess else
+                f"they took only {fmt(share, 2)}% beyond what their addresses need")
         text += (f". ncu's l1tex counter counts {fmt(stats.conflicts or 0.0, 0)} {direction} "
                  f"bank conflicts ({fmt(counted)}% of its wavefronts), which no {direction} "
-                 "instruction's addresses account for: each took the wavefronts its addresses "
-                 "need, so padding or swizzling them would not remove these")
+                 f"instruction's addresses account for: {took}, so padding or swizzling them "
+                 "would not remove these")
     text += f" ({SECTION})."
 
     def measure(op: Op, threshold: float) -> Evidence:
@@ -269,8 +274,6 @@ def _by_instruction(profile: KernelReport, direction: str, stats: BankConflictSt
 
 def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:
     conflicts = profile.bank_conflicts
-    # a kernel that does not tile stages data in shared arrays, not tiles (`shape.tiles`)
-    staged = "tile" if shape.tiles(profile) else "array"
     found: list[Finding] = []
     for direction, stats in (("load", conflicts.loads), ("store", conflicts.stores)):
         odd = unreadable(profile, direction)
@@ -278,5 +281,5 @@ def check(profile: KernelReport, previous: KernelReport | None = None) -> list[F
             found += _by_instruction(profile, direction, stats, aggregate_read=odd is None)
             found += [odd] if odd is not None else []
             continue
-        found += [odd] if odd is not None else _one(direction, stats, staged)
+        found += [odd] if odd is not None else _one(profile, direction, stats)
     return found

@@ -74,13 +74,36 @@ def _low_theoretical(profile: KernelReport, named: Sequence[str], by: str,
     )
 
 
-def shape_empty_pct(profile: KernelReport) -> float | None:
-    """The share of warp slots the launch's shape leaves empty, in percent: all a grid short
-    of one wave does not fill, or what a partial last wave can leave empty."""
-    per_sm = profile.launch.waves_per_sm
-    if per_sm is None or per_sm <= 0:
+def blocks_per_sm(profile: KernelReport) -> int | None:
+    """The most blocks an SM holds at once (the smallest block limit), or None."""
+    known = [v for v in profile.occupancy.block_limits.values() if v]
+    return int(min(known)) if known else None
+
+
+evidence.MEASURES["blocks_per_sm"] = ("blocks an SM can hold at once", blocks_per_sm)
+
+
+def _blocks_held(profile: KernelReport) -> float | None:
+    """Blocks an active SM holds on average while the grid lasts: all it can past one wave;
+    short of one wave the grid's blocks spread over the SMs, one at least on each SM that got
+    any (SMs without a block are idle, and achieved occupancy counts active cycles only)."""
+    per_sm, most = profile.launch.waves_per_sm, blocks_per_sm(profile)
+    if per_sm is None or per_sm <= 0 or most is None:
         return None
-    return 100.0 * (1.0 - per_sm) if per_sm < 1.0 else waves.idle_share_pct(per_sm)
+    return float(most) if per_sm >= 1.0 else max(per_sm * most, 1.0)
+
+
+def shape_empty_pct(profile: KernelReport) -> float | None:
+    """The share of an active SM's warp slots the launch's shape leaves empty, in percent: a
+    grid short of one wave gives each SM fewer blocks than it holds; a partial last wave can
+    leave up to `waves.idle_share_pct` empty where an SM holds several blocks (with one, an SM
+    of the tail is full or idle, and idle cycles are not counted)."""
+    per_sm, most, held = profile.launch.waves_per_sm, blocks_per_sm(profile), _blocks_held(profile)
+    if per_sm is None or most is None or held is None:
+        return None
+    if per_sm < 1.0:
+        return 100.0 * (1.0 - held / most)
+    return 0.0 if most == 1 else waves.idle_share_pct(per_sm)
 
 
 def _unexplained_empty(profile: KernelReport) -> float | None:
@@ -92,6 +115,18 @@ evidence.MEASURES["unexplained_empty_pct"] = (
     "empty warp slots beyond what the launch's shape leaves empty (%)", _unexplained_empty)
 
 
+def _uncompared(profile: KernelReport) -> str:
+    """Why the SMs' active cycles cannot be compared (`imbalance.balance` is None)."""
+    grid, sms = profile.launch.grid_size, profile.metric(imbalance.SMS)
+    if any(profile.metric(name) is None for name in (
+            imbalance.ACTIVE_MAX, imbalance.ACTIVE_AVG, imbalance.ACTIVE_MIN,
+            imbalance.ACTIVE_SUM, imbalance.ELAPSED, imbalance.SMS)):
+        return "the report lacks the SMs' active cycles"
+    if grid is not None and sms is not None and grid < sms:
+        return "some SMs got no block, so their active cycles do not compare"
+    return "some SM was never active, so the SMs' active cycles do not compare"
+
+
 def _gap_cause(profile: KernelReport) -> tuple[str, tuple[Evidence, ...]]:
     """Why warps fill fewer slots than the launch allows, as far as the counters tell, and
     the evidence for it. The launch's shape (a short grid, a partial last wave) is the cause
@@ -101,26 +136,28 @@ def _gap_cause(profile: KernelReport) -> tuple[str, tuple[Evidence, ...]]:
     rest = _unexplained_empty(profile)
     if per_sm is None or shape is None or rest is None:
         return ("which of a short grid, a partial last wave, uneven blocks or warps ending "
-                "early is not judged: the report lacks the waves per SM"), ()
-    if rest <= waves.BAD_IDLE:
+                "early is not judged: the report lacks the waves per SM or the block "
+                "limits"), ()
+    short = (ev(profile, "waves", "<", 1.0),) if per_sm < 1.0 else (
+        ev(profile, "waves", ">=", 1.0),)
+    if rest <= waves.BAD_IDLE and shape > 0.0:
         said = (f"the grid fills only {waves.wave_share(per_sm)} of one wave, so SMs hold fewer "
                 "blocks than they could" if per_sm < 1.0 else
                 f"the partial last of {fmt(per_sm, 2)} waves leaves up to {fmt(shape)}% of "
                 "the slots empty")
-        return said, (ev(profile, "unexplained_empty_pct", "<=", waves.BAD_IDLE),)
-    beyond = (ev(profile, "unexplained_empty_pct", ">", waves.BAD_IDLE),)
+        return said, (ev(profile, "unexplained_empty_pct", "<=", waves.BAD_IDLE),
+                      ev(profile, "blocks_per_sm", ">", 1.0), *short)
+    beyond = (ev(profile, "unexplained_empty_pct", ">", waves.BAD_IDLE), *short)
     lead = (f"the launch's shape ({fmt(per_sm, 2)} waves) leaves at most {fmt(shape)}% of the "
             "slots empty, " if shape >= 0.05 else
             f"the launch's shape ({fmt(per_sm, 2)} waves) leaves no slot empty, ")
     if _one_block_per_sm(profile):  # an SM whose block ended is idle, not counted as active
         return (lead + f"so the rest is inside the blocks{_warps_kept(profile)}; "
-                f"{_inside(profile)}"), (*beyond, ev(profile, "waves", "<=", 1.0))
+                f"{_inside(profile)}"), (*beyond, ev(profile, "blocks_per_sm", "<=", 1.0))
     sms = imbalance.balance(profile)
     if sms is None:
-        why = ("some SMs got no block, so their active cycles do not compare"
-               if per_sm < 1.0 else "the report lacks the SMs' active cycles")
-        return (lead + f"and whether the rest is uneven blocks or warps ending early is not "
-                f"judged: {why}"), beyond
+        return (lead + "and whether the rest is uneven blocks or warps ending early is not "
+                f"judged: {_uncompared(profile)}"), beyond
     if sms.ratio >= imbalance.RATIO:
         return (lead + f"and blocks finish unevenly: the busiest SM was active "
                 f"{fmt(sms.ratio)}x the average SM's cycles"), (
@@ -133,36 +170,40 @@ def _gap_cause(profile: KernelReport) -> tuple[str, tuple[Evidence, ...]]:
 
 def _warps_kept(profile: KernelReport) -> str:
     """": a resident block keeps 9.0 of its 12 warps active on average" (one block per SM),
-    ": 38.4 of the 48 warps its 6 blocks could hold stay active on average" (several)."""
-    occ, block, per_sm = profile.occupancy, profile.launch.block_size, profile.launch.waves_per_sm
-    known = [v for v in occ.block_limits.values() if v]
-    if not (block and known and occ.theoretical_pct and occ.achieved_pct and per_sm):
+    ": 38.4 of the 48 warps its 6 blocks hold stay active on average" (several). Achieved
+    occupancy is of the SM's warp slots, theoretical of what its most blocks fill."""
+    occ, block, held = profile.occupancy, profile.launch.block_size, _blocks_held(profile)
+    most = blocks_per_sm(profile)
+    if not (block and most and held and occ.theoretical_pct and occ.achieved_pct):
         return ""
-    warps, blocks = -(-int(block) // 32), int(min(known))
-    # a grid short of one wave spreads fewer blocks over each SM (an SM with one has it all)
-    spread = 1.0 if blocks == 1 else min(per_sm, 1.0)
-    active = warps * blocks * occ.achieved_pct / occ.theoretical_pct / spread
-    if blocks == 1:
+    warps = -(-int(block) // 32)
+    active = warps * most * occ.achieved_pct / occ.theoretical_pct
+    if most == 1:
         return f": a resident block keeps {fmt(active, 1)} of its {warps} warps active on average"
-    return (f": {fmt(active, 1)} of the {warps * blocks} warps its {blocks} blocks could hold "
-            "stay active on average")
+    def count(x: float) -> str:  # "8", "1.2"
+        return fmt(x, 0) if float(x).is_integer() else fmt(x, 1)
+
+    return (f": {fmt(active, 1)} of the {count(warps * held)} warps its {count(held)} blocks "
+            "hold stay active on average")
 
 
 def _one_block_per_sm(profile: KernelReport) -> bool:
     """One block per SM at most, for the whole kernel (one wave or less)."""
-    known = [v for v in profile.occupancy.block_limits.values() if v]
     per_sm = profile.launch.waves_per_sm
-    return bool(known) and min(known) == 1 and per_sm is not None and per_sm <= 1.0
+    return blocks_per_sm(profile) == 1 and per_sm is not None and per_sm <= 1.0
 
 
 def _inside(profile: KernelReport) -> str:
     """What leaves slots empty inside an SM that the counters can tell apart: with one block
     per SM and one wave, a block that ends idles its SM (not counted as active), so only
-    warps ending before their block remain; otherwise blocks ending apart, or the wait between
-    one block and the next, are as likely."""
+    warps ending before their block remain; with one block per SM over several waves, that or
+    the wait for the next block; otherwise blocks ending apart too."""
     per_sm = profile.launch.waves_per_sm or 0.0
     if _one_block_per_sm(profile):
         return "with one block per SM for the whole kernel, warps end before their block does"
+    if blocks_per_sm(profile) == 1:
+        return ("warps end before their block does, or slots wait between one block's end and "
+                "the next one's start (the counters do not tell which)")
     if per_sm <= 1.0:
         return ("warps end before their block does, or blocks before the others on their SM "
                 "(the counters do not tell which)")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import os
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -22,13 +21,13 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
-from harness.errors import NcuhError
 from harness.gpu.backend import prepare
 from harness.gpu.bench import BenchSettings, bench_one
 from harness.gpu.env import current_compute_capability, current_gpu_name, require_gpu
 from harness.gpu.timing import L2Flusher
 from harness.gpu.tuning import TuneCache, cache_path, source_fingerprint
 from harness.project import Project, Size, Variant
+from harness.util import usable_cores
 
 CandidateStatus = Literal["rejected", "failed", "ok"]  # rejected: refused before compiling
 
@@ -95,12 +94,16 @@ def compile_ahead(project: Project, variant: Variant, size: Size,
     device = cupy.cuda.Device().id
 
     def compile_one(params: dict[str, int]) -> None:
-        # The device makes the thread's CUDA context current, to load the module.
-        with cupy.cuda.Device(device), contextlib.suppress(NcuhError):
+        # The device makes the thread's CUDA context current, to load the module. Whatever
+        # fails (a compile error, the project's own macros raising) is bench_one's to record.
+        with cupy.cuda.Device(device), contextlib.suppress(Exception):
             prepare(project, variant, size, params)
 
-    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+    pool = ThreadPoolExecutor(max_workers=workers or usable_cores())
+    try:
         list(pool.map(compile_one, configs))
+    finally:  # on Ctrl-C, the compiles not yet started are dropped, not waited for
+        pool.shutdown(wait=True, cancel_futures=True)
     return time.perf_counter() - start
 
 

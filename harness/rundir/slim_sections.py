@@ -3,8 +3,9 @@ read by the profile side that writes them (`harness.profile.section_overlay`) an
 side that reads them (the typed report's rules, the details page).
 
 `WIDGET_METRICS_READ` and `RULE_METRICS` replace the widgets of the two memory sections;
-`THINNED_METRICS` are Source Counters' per-instruction metrics that nothing ncuh runs or reads
-needs, `RULES_LEFT_OUT` the two ncu rules that read them, and `OPTIONAL_RULE_INPUTS_LEFT_OUT` a
+`THINNED_METRICS` are Source Counters' per-instruction metrics that the pages do without (the
+bank conflicts finding reads the shared wavefronts where a `full` report has them), `RULES_LEFT_OUT`
+the two ncu rules that read them, and `OPTIONAL_RULE_INPUTS_LEFT_OUT` a
 rule's optional input that changes nothing it says. `is_slim` tells a slimmed section from a
 stock one. What each costs is on the documentation's Performance page.
 """
@@ -64,7 +65,8 @@ WIDGET_METRICS_READ: tuple[str, ...] = (
 )
 
 # Source Counters' per-instruction metrics that `pages` leaves out (ncu 2025.3.1's names): no
-# finding, page or diff of ncuh's reads them (only the details page lists them, as ncu does),
+# finding, page or diff of ncuh's needs them (the details page lists them, as ncu does, and the
+# bank conflicts finding localizes conflicts with the shared wavefronts where they were kept),
 # nor does any rule that `pages` runs (a metric a kept rule asks for, or a kept derived metric
 # reads, stays whatever this list says, but for OPTIONAL_RULE_INPUTS_LEFT_OUT). What stays:
 # executed instructions and the stall samples (the hot spots, the instruction mix), and the

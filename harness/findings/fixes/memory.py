@@ -209,15 +209,18 @@ def pad_or_swizzle(profile: KernelReport, finding: Finding) -> FixIdea | None:
     if finding.rule != "bank_conflicts" or finding.kind != "bad":
         return None
     direction = str(finding.metrics.get("direction", "load"))
+    if finding.metrics.get("by_instruction"):  # the instructions' own excess wavefronts
+        because = (ev(profile, f"shared_{direction}_excess_pct", ">=", 5.0),)
+    else:
+        because = (ev(profile, f"shared_{direction}_conflict_pct", ">=", 5.0),
+                   ev(profile, f"opcode:{'LDS' if direction == 'load' else 'STS'}", ">", 0.0))
     return FixIdea(
         "pad_or_swizzle", f"Eliminate bank conflicts on shared {direction}s.",
         f"Threads of a warp that touch the same bank serialize, so each conflicting {direction} "
         "costs extra wavefronts. Padding each row by one element, or a swizzled index, spreads "
         "a warp's addresses over all 32 banks.",
         f"What if the shared arrays were padded or swizzled so that the {direction}s of one "
-        "warp fall into 32 different banks?",
-        (ev(profile, f"shared_{direction}_conflict_pct", ">=", 5.0),
-         ev(profile, f"opcode:{'LDS' if direction == 'load' else 'STS'}", ">", 0.0)))
+        "warp fall into 32 different banks?", because)
 
 
 RULES = tuple(FixRule(f.__name__, answers, f) for f, answers in (
