@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from findings_support import naive, prose, smem, synthetic
@@ -185,3 +186,20 @@ def test_a_grid_short_of_the_sms_says_why_the_sms_do_not_compare():
                      active=(1000.0, 750.0, 0.0))
     assert "leaves at most 50.0% of the slots empty" in said
     assert "not judged: some SMs got no block" in said
+
+
+def test_the_oracle_holds_the_gap_cause_to_the_block_limit():
+    from harness.findings.oracle import contradictions
+
+    # the one-block sentence of a kernel whose SMs hold two blocks is contradicted
+    profile = synthetic(
+        occupancy=Occupancy(theoretical_pct=18.75, achieved_pct=13.0,
+                            block_limits={"registers": 1.0, "warps": 5.0}),
+        launch=LaunchConfig(waves_per_sm=0.5, block_size=384.0, grid_size=66.0),
+        metrics=_sms((1000.0, 990.0, 980.0), 132.0, 66.0))
+    [gap] = [f for f in occupancy.check(profile) if f.title.startswith("Achieved")]
+    assert contradictions(profile, [gap]) == []
+    two = dataclasses.replace(profile, occupancy=dataclasses.replace(
+        profile.occupancy, block_limits={"registers": 2.0, "warps": 5.0}))
+    [said] = contradictions(two, [gap])
+    assert "2 blocks per SM at most" in str(said)

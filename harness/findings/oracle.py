@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.findings import divergence, evidence, pipe_work, waves
+from harness.findings import divergence, evidence, occupancy, pipe_work, waves
 from harness.findings.bank_conflicts import BAD_SHARE, MATRIX, MAX_WAYS, excess_pct
 from harness.findings.model import Finding, FixIdea
 from harness.findings.occupancy_limits import REGISTER_STEP
@@ -129,6 +129,18 @@ def _occupancy(profile: KernelReport, f: Finding) -> str | None:
             return f"the kernel uses {smem:.1f} KiB of shared memory per block"
     if "shared memory per block" in f.title and not smem:
         return "the kernel uses no shared memory"
+    return _occupancy_gap(profile, f.text)
+
+
+def _occupancy_gap(profile: KernelReport, text: str) -> str | None:
+    """The cause the gap between achieved and theoretical is put down to: an SM short of
+    blocks needs room for two; one block per SM for the whole kernel needs both."""
+    most, per_sm = occupancy.blocks_per_sm(profile), profile.launch.waves_per_sm
+    if "SMs hold fewer blocks than they could" in text and (most is None or most <= 1):
+        return f"an SM holds {most} block at most: it is full or idle"
+    if "one block per SM for the whole kernel" in text and (
+            most != 1 or per_sm is None or per_sm > 1.0):
+        return f"{most} blocks per SM at most, {per_sm} waves"
     return None
 
 
