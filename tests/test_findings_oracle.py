@@ -355,6 +355,28 @@ def test_a_transpose_short_of_the_limit_says_how_far_and_bounds_ncus_estimate(go
         "at 84.2% of the practical limit, at most 15.8% is left to win"]
 
 
+def test_a_compute_bound_kernel_bounds_ncus_estimate_by_its_busiest_pipe():
+    # the BF16 chain has no practical limit benched; its cluster kernel is compute-bound on
+    # the tensor pipe, so what ncu estimates is held to what that pipe's peak leaves
+    from harness.findings import pipe_headroom_pct
+
+    pages = {p.variant: p for p in collect([ROOT / "reports" / "runs" /
+                                            "gemm_bf16-h200-4096"]).pages}
+    for page in pages.values():
+        assert page_contradictions(page.profile, page.tldr, len(page.fix_ideas),
+                                   page.pct_of_limit) == [], page.variant
+    profile = pages["cluster"].profile
+    label, pct, most = pipe_headroom_pct(profile)
+    assert label.startswith("Tensor") and 90.0 < pct < 92.0 and 8.0 < most < 11.0
+    # an estimate past that, said without the bound, is contradicted; within it, it is not
+    said = "The kernel is compute-bound, and the biggest problem is this: x (ncu estimates up to "
+    [c] = page_contradictions(profile, said + "30% speedup).", 0, None)
+    assert c.counters.endswith(f"leaves at most {most:.0f}% at the same instructions")
+    assert page_contradictions(profile, said + f"{most:.0f}% speedup).", 0, None) == []
+    # a kernel bound by memory has no pipe bound
+    assert pipe_headroom_pct(pages["multistage"].profile) is None
+
+
 def test_a_faster_iteration_doing_fewer_instructions_is_not_told_bad(golden):
     pages = reduction()
     page, before = pages["grid_stride"], pages["complete_unroll"]

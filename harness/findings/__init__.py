@@ -11,6 +11,7 @@ from harness.findings.bound import (
     classify_bound,
     describe_bound,
     near_dram_peak,
+    pipe_headroom_pct,
 )
 from harness.findings.model import Finding, Kind
 from harness.findings.ncu_rules import SetAside, ncu_set_aside
@@ -22,5 +23,5 @@ from harness.findings.stalls import STALL_PROBLEMS
 __all__ = [
     "PROGRESS_RULE", "RULES", "STALL_PROBLEMS", "Finding", "Kind", "SetAside",
     "busiest_memory_unit", "busiest_pipes", "classify_bound", "describe_bound", "duration_change",
-    "ncu_set_aside", "near_dram_peak", "run_rules", "tldr_finding",
+    "ncu_set_aside", "near_dram_peak", "pipe_headroom_pct", "run_rules", "tldr_finding",
 ]

@@ -72,6 +72,18 @@ def near_dram_peak(profile: KernelReport) -> float | None:
     return unit[1] if unit[1] >= NEAR_PEAK else None
 
 
+def pipe_headroom_pct(profile: KernelReport) -> tuple[str, float, float] | None:
+    """(pipe label, its % of peak, the most speedup left at the same instructions, in %) of
+    a compute-bound kernel's busiest pipe; None for another bound or without pipes."""
+    from harness.findings.pipes import busiest_pipes  # pipes reads bound's thresholds
+
+    pipes = busiest_pipes(profile)
+    if classify_bound(profile) != "compute" or not pipes or pipes[0].pct <= 0.0:
+        return None
+    busiest = pipes[0]
+    return busiest.label, busiest.pct, 100.0 * (100.0 / min(busiest.pct, 100.0) - 1.0)
+
+
 def describe_bound(profile: KernelReport) -> str:
     """The binding unit in a few words, e.g. "compute-bound (FP64 pipe at 86.7%)",
     "memory-bound (DRAM)", "latency-bound (busiest memory unit L2 at 47.2%)"."""

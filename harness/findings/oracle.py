@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from harness.findings import divergence, evidence, occupancy, pipe_work, waves
 from harness.findings.bank_conflicts import BAD_SHARE, MATRIX, MAX_WAYS, excess_pct
+from harness.findings.bound import pipe_headroom_pct
 from harness.findings.model import Finding, FixIdea
 from harness.findings.occupancy_limits import REGISTER_STEP
 from harness.findings.stalls import CARRIES, SPILLS
@@ -321,4 +322,10 @@ def page_contradictions(profile: KernelReport, tldr: str, fix_ideas: int,
         found.append(Contradiction(profile.name, estimate.group(0),
                                    f"at {pct_of_limit:.1f}% of the practical limit, at most "
                                    f"{100.0 - pct_of_limit:.1f}% is left to win"))
+    headroom = pipe_headroom_pct(profile)
+    beyond = headroom is not None and estimate and float(estimate.group(1)) > headroom[2] + 1
+    if pct_of_limit is None and beyond and headroom is not None and estimate:
+        found.append(Contradiction(profile.name, estimate.group(0),
+                                   f"the {headroom[0]} pipe at {headroom[1]:.1f}% of its peak "
+                                   f"leaves at most {headroom[2]:.0f}% at the same instructions"))
     return found

@@ -3,14 +3,23 @@ the binding unit, and the problem with the largest measured cost.
 
 Where the run benched a practical limit (a device copy) the kernel's bandwidth is set against
 it; at `AT_LIMIT` percent or more it is "at the limit", and nothing is proposed to win what is
-not left. Where it benched a reference, the TLDR says how fast the kernel is beside it.
+not left. Where it benched a reference, the TLDR says how fast the kernel is beside it. An ncu
+estimate beyond what is left to win is quoted with that bound: the limit's, or for a
+compute-bound kernel its busiest pipe's (at the same instructions, the time can fall at most
+to that pipe's share of its peak).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.findings import Finding, describe_bound, near_dram_peak, tldr_finding
+from harness.findings import (
+    Finding,
+    describe_bound,
+    near_dram_peak,
+    pipe_headroom_pct,
+    tldr_finding,
+)
 from harness.report import KernelReport
 
 AT_LIMIT = 85.0  # percent of the practical limit from which a kernel is at it
@@ -44,15 +53,23 @@ def _against(measured: Measured) -> str:
     return f" It runs at {' and '.join(parts)}." if parts else ""
 
 
-def _left(measured: Measured, top: Finding) -> str:
+def _left(profile: KernelReport, measured: Measured, top: Finding) -> str:
     """"; the device copy leaves at most 15.8% of its time to win" where ncu's estimate is
-    more than the measured limit allows."""
-    if measured.limit_pct is None or top.speedup_pct is None:
+    more than the measured limit allows, or "; the FMA pipe at 77.3% of its peak leaves at
+    most 29% at the same instructions" where it is more than the busiest pipe allows."""
+    if top.speedup_pct is None:
         return ""
-    left = max(0.0, 100.0 - measured.limit_pct)
-    if top.speedup_pct <= left:
+    if measured.limit_pct is not None:
+        left = max(0.0, 100.0 - measured.limit_pct)
+        if top.speedup_pct <= left:
+            return ""
+        return f"; the {measured.limit_name} leaves at most {left:.1f}% of its time to win"
+    headroom = pipe_headroom_pct(profile)
+    if headroom is None or top.speedup_pct <= headroom[2]:
         return ""
-    return f"; the {measured.limit_name} leaves at most {left:.1f}% of its time to win"
+    label, pct, most = headroom
+    return (f"; the {label} pipe at {pct:.1f}% of its peak leaves at most {most:.0f}% at the "
+            "same instructions")
 
 
 def tldr(profile: KernelReport, findings: list[Finding],
@@ -76,7 +93,8 @@ def tldr(profile: KernelReport, findings: list[Finding],
     if top is None:
         return f"{head}; no rule found a clear problem.{against}"
     first = top.title.rstrip(".")
-    gain = (f" (ncu estimates up to {top.speedup_pct:.0f}% speedup{_left(measured, top)})"
+    gain = (f" (ncu estimates up to {top.speedup_pct:.0f}% speedup"
+            f"{_left(profile, measured, top)})"
             if top.speedup_pct is not None else "")
     lead = ("; the largest remaining item is this: " if dram is not None or measured.at_limit
             else ", and the biggest problem is this: ")
