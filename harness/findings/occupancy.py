@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from harness.findings import evidence, imbalance, waves
 from harness.findings.evidence import Evidence, ev
 from harness.findings.model import Finding, fmt
-from harness.findings.occupancy_limits import binding, causes
+from harness.findings.occupancy_limits import binding, blocks_per_sm, causes
 from harness.report import KernelReport
 
 NAME = "occupancy"
@@ -72,15 +72,6 @@ def _low_theoretical(profile: KernelReport, named: Sequence[str], by: str,
         metrics=metrics,
         evidence=(ev(profile, "theoretical_occupancy_pct", "<", LOW_THEORETICAL),),
     )
-
-
-def blocks_per_sm(profile: KernelReport) -> int | None:
-    """The most blocks an SM holds at once (the smallest block limit), or None."""
-    known = [v for v in profile.occupancy.block_limits.values() if v]
-    return int(min(known)) if known else None
-
-
-evidence.MEASURES["blocks_per_sm"] = ("blocks an SM can hold at once", blocks_per_sm)
 
 
 def _blocks_held(profile: KernelReport) -> float | None:

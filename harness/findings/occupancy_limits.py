@@ -110,19 +110,26 @@ def next_block_register_cap(profile: KernelReport) -> float | None:
     return float(cap) if cap is not None else None
 
 
+def blocks_per_sm(profile: KernelReport) -> int | None:
+    """The most blocks an SM holds at once (the smallest block limit), or None."""
+    known = [v for v in profile.occupancy.block_limits.values() if v]
+    return int(min(known)) if known else None
+
+
 def second_buffer_room(profile: KernelReport) -> float | None:
     """How many times over the SM's shared memory holds what its resident blocks stage, with
     each block's shared memory doubled (a second buffer), as the blocks the launch allows per
     SM need it; 1 or more: a second buffer fits without costing a block."""
     smem = profile.launch.shared_mem_per_block_bytes
     most = profile.metric(SHARED_PER_SM)
-    blocks = min((v for v in profile.occupancy.block_limits.values() if v), default=None)
+    blocks = blocks_per_sm(profile)
     if not smem or most is None or not blocks:
         return None
     reserved = profile.metric(RESERVED_SHARED) or 0.0
     return most / (blocks * (2 * smem + reserved))
 
 
+evidence.MEASURES["blocks_per_sm"] = ("blocks an SM can hold at once", blocks_per_sm)
 evidence.MEASURES["second_buffer_room"] = (
     "SM shared memory / what its blocks need with a second buffer each", second_buffer_room)
 evidence.MEASURES["next_block_register_cap"] = (

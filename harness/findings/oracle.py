@@ -13,11 +13,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from harness.findings import divergence, evidence, occupancy, pipe_work, waves
+from harness.findings import divergence, evidence, pipe_work, waves
 from harness.findings.bank_conflicts import BAD_SHARE, MATRIX, MAX_WAYS, excess_pct
 from harness.findings.bound import pipe_headroom_pct
 from harness.findings.model import Finding, FixIdea
-from harness.findings.occupancy_limits import REGISTER_STEP
+from harness.findings.occupancy_limits import REGISTER_STEP, blocks_per_sm
 from harness.findings.stalls import CARRIES, SPILLS
 from harness.report import SITE_CLASSES, KernelReport, sites_by_reason, tensor_precisions
 
@@ -136,7 +136,7 @@ def _occupancy(profile: KernelReport, f: Finding) -> str | None:
 def _occupancy_gap(profile: KernelReport, text: str) -> str | None:
     """The cause the gap between achieved and theoretical is put down to: an SM short of
     blocks needs room for two; one block per SM for the whole kernel needs both."""
-    most, per_sm = occupancy.blocks_per_sm(profile), profile.launch.waves_per_sm
+    most, per_sm = blocks_per_sm(profile), profile.launch.waves_per_sm
     if "SMs hold fewer blocks than they could" in text and (most is None or most <= 1):
         return f"an SM holds {most} block at most: it is full or idle"
     if "one block per SM for the whole kernel" in text and (
