@@ -147,10 +147,7 @@ def _one(profile: KernelReport, direction: str, stats: BankConflictStats) -> lis
 
 def _opcode(instruction: SassInstruction) -> str:
     """"LDGSTS" of "@P0 LDGSTS.E.BYPASS.128 [R21], ..."."""
-    words = instruction.sass.split()
-    if words and words[0].startswith("@"):
-        words = words[1:]
-    return words[0].split(".")[0] if words else ""
+    return instruction.opcode.split(".")[0]
 
 
 def instructions(profile: KernelReport, direction: str) -> list[SassInstruction] | None:
@@ -164,13 +161,14 @@ def instructions(profile: KernelReport, direction: str) -> list[SassInstruction]
 def excess_pct(profile: KernelReport, direction: str) -> float | None:
     """Wavefronts beyond each instruction's ideal, as a share of the direction's wavefronts
     by instruction (%); None where not collected or none ran."""
-    found = instructions(profile, direction)
-    total = sum(i.shared_wavefronts or 0.0 for i in found or [])
-    if not total:
-        return None
-    excess = sum(max((i.shared_wavefronts or 0.0) - (i.shared_wavefronts_ideal or 0.0), 0.0)
-                 for i in found or [])
-    return 100.0 * excess / total
+    total, excess = _wavefronts(instructions(profile, direction) or [])
+    return 100.0 * excess / total if total else None
+
+
+def _wavefronts(found: list[SassInstruction]) -> tuple[float, float]:
+    """The instructions' shared wavefronts, and those beyond each one's ideal."""
+    return (sum(i.shared_wavefronts or 0.0 for i in found),
+            sum(i.shared_excess for i in found))
 
 
 for _direction in ("load", "store"):
@@ -185,17 +183,12 @@ def _sites(found: list[SassInstruction]) -> list[str]:
     2.00x their ideal wavefronts)"."""
     groups: dict[tuple[str, str], list[SassInstruction]] = {}
     for i in found:
-        if (i.shared_wavefronts or 0.0) > (i.shared_wavefronts_ideal or 0.0):
-            words = i.sass.split()
-            text = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
-            groups.setdefault((text, i.source or ""), []).append(i)
-
-    def excess(group: list[SassInstruction]) -> float:
-        return sum((i.shared_wavefronts or 0.0) - (i.shared_wavefronts_ideal or 0.0)
-                   for i in group)
+        if i.shared_excess:
+            groups.setdefault((i.opcode, i.source or ""), []).append(i)
 
     said = []
-    for (text, source), group in sorted(groups.items(), key=lambda kv: -excess(kv[1])):
+    for (text, source), group in sorted(groups.items(),
+                                        key=lambda kv: -_wavefronts(kv[1])[1]):
         ratio = (sum(i.shared_wavefronts or 0.0 for i in group)
                  / (sum(i.shared_wavefronts_ideal or 0.0 for i in group) or 1.0))
         where = f" at {source}" if source else ""
@@ -214,9 +207,7 @@ def _by_instruction(profile: KernelReport, direction: str, stats: BankConflictSt
     share = excess_pct(profile, direction)
     if share is None:
         return []
-    total = sum(i.shared_wavefronts or 0.0 for i in found)
-    excess = sum(max((i.shared_wavefronts or 0.0) - (i.shared_wavefronts_ideal or 0.0), 0.0)
-                 for i in found)
+    total, excess = _wavefronts(found)
     sites = _sites(found)
     opcodes = ", ".join(sorted({_opcode(i) for i in found}))
     metrics: dict[str, float | str] = {"direction": direction, "share_pct": share,

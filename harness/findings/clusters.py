@@ -58,16 +58,12 @@ def _file_and_line(source: str) -> tuple[str, int]:
 def cluster_instructions(profile: KernelReport) -> dict[str, str]:
     """Each kind of cluster instruction the kernel executed -> how many, by which opcodes at
     which source lines: "65,536 executed (`UTMALDG.2D.MULTICAST` at k.cu:53)"."""
-    def unpredicated(sass: str) -> str:  # "@!P0 SYNCS.ARRIVE..." -> "SYNCS.ARRIVE..."
-        words = sass.split(maxsplit=1)
-        return words[1] if len(words) == 2 and words[0].startswith("@") else sass
-
     named = {}
-    for label, pattern in CLUSTER_INSTRUCTIONS:
-        hits = [i for i in profile.sass if i.executed and pattern.match(unpredicated(i.sass))]
+    for label, pattern in CLUSTER_INSTRUCTIONS:  # guarded ones too: an elected thread's
+        hits = [i for i in profile.sass if i.executed and pattern.match(i.opcode)]
         if not hits:
             continue
-        opcodes = sorted({unpredicated(i.sass).split()[0] for i in hits})
+        opcodes = sorted({i.opcode for i in hits})
         lines = sorted({i.source for i in hits if i.source}, key=_file_and_line)
         where = f" at {', '.join(lines[:MAX_LINES])}" if lines else ""
         named[label] = (f"{fmt(sum(i.executed for i in hits), 0)} executed "

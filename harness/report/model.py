@@ -553,6 +553,21 @@ class SassInstruction:
     shared_wavefronts: float | None = None
     shared_wavefronts_ideal: float | None = None
 
+    @property
+    def opcode(self) -> str:
+        """The opcode with its modifiers, a guard predicate left out: "LDGSTS.E.BYPASS.128" of
+        "@P0 LDGSTS.E.BYPASS.128 [R21], ..."; "" for an instruction without text."""
+        words = self.sass.split(None, 2)
+        if words and words[0].startswith("@"):
+            words = words[1:]
+        return words[0] if words else ""
+
+    @property
+    def shared_excess(self) -> float:
+        """Shared wavefronts beyond the fewest this instruction's accesses need (0 where not
+        collected)."""
+        return max((self.shared_wavefronts or 0.0) - (self.shared_wavefronts_ideal or 0.0), 0.0)
+
 
 @dataclass(frozen=True)
 class InstructionClass:
