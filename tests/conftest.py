@@ -94,11 +94,28 @@ def pytest_configure(config: pytest.Config) -> None:
     # share: the cache folder, and the lock the GPU tests take turns on. Tests that need
     # another cache folder set NCUH_CACHE_DIR themselves.
     if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(RUN_FOLDER_ENV):
+        # Registered before the tests run, so it runs after every exit handler they register
+        # (the PostgreSQL server's stop, unpacked folders removed, pools ended).
+        atexit.register(_end_worker_at_once)
         return
+    # The stand-in programs (tests/standins: `#!/usr/bin/env python3`) run on this test
+    # interpreter, not on whatever `python3` comes first on PATH (a version manager's shim
+    # starts a few shells before the interpreter, on each of their calls).
+    os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable),
+                                          os.environ.get("PATH", "")])
     folder = tempfile.mkdtemp(prefix="ncuh-test-run-")
     config.add_cleanup(functools.partial(shutil.rmtree, folder, True))
     os.environ[RUN_FOLDER_ENV] = folder
     os.environ["NCUH_CACHE_DIR"] = os.path.join(folder, "cache")
+
+
+def _end_worker_at_once() -> None:
+    """An xdist worker's last exit handler: its results are sent and its exit handlers have
+    run, so it ends without freeing its heap object by object, which the whole run would
+    wait for (gigabytes once it has read every report: ncu_report keeps what it read)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def run_folder() -> Path:

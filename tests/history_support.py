@@ -181,6 +181,18 @@ def _as_postgres(command: list[str]) -> list[str]:
     return command
 
 
+def _memory_folder() -> str | None:
+    """/dev/shm where it is a writable tmpfs with room for a few hundred databases: a server
+    there creates a database many times faster than on a busy disk, and its
+    folder is removed at once; elsewhere, the temporary folder."""
+    try:
+        stat = os.statvfs("/dev/shm")
+    except OSError:
+        return None
+    room = stat.f_bavail * stat.f_frsize
+    return "/dev/shm" if room >= 4 << 30 and os.access("/dev/shm", os.W_OK) else None
+
+
 @contextlib.contextmanager
 def postgres_server() -> Iterator[str | None]:
     """A fresh server; yields its base URL (no database), or None with a reason printed."""
@@ -188,7 +200,7 @@ def postgres_server() -> Iterator[str | None]:
     if initdb is None or pg_ctl is None:
         yield None
         return
-    root = Path(tempfile.mkdtemp(prefix="ncuh-pg-"))
+    root = Path(tempfile.mkdtemp(prefix="ncuh-pg-", dir=_memory_folder()))
     data = root / "data"
     port = _free_port()
     url: str | None = None
