@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import pytest
 from click.testing import CliRunner, Result
-from conftest import FIXTURES
+from conftest import FIXTURES, run_folder
 from packed_fixtures import H100_PAGES_NAIVE, report
 
 from harness.cli import main
@@ -118,7 +118,7 @@ def recorded(kind: str, gpu: str = "h100") -> RunRecord:
     (the change rewrote it as smem_tiled, and its bench samples are 6% slower)."""
     key = (kind, gpu)
     if key not in _READ:
-        root = Path(tempfile.mkdtemp(prefix="ncuh-history-runs-"))
+        root = Path(tempfile.mkdtemp(prefix="history-runs-", dir=run_folder()))
         report = REGISTER_TILED if kind == "base" else SMEM_TILED
         env = H100_ENV if gpu == "h100" else H200_ENV
         median = 0.30 if kind == "base" else 0.318
