@@ -28,7 +28,7 @@ def test_smem_fixture_mio_throttle_dominates():
     assert first.section == "Warp State Statistics"
     # the MIO queue holds the tile's shared loads: 96.3% of its samples sit at LDS/STS
     assert first.metrics["carrier"] == "shared"
-    assert "at shared memory (LDS/STS/ATOMS): 96.3% of its samples" in first.title
+    assert "at shared memory (LDS/STS): 96.3% of its samples" in first.title
     assert [i.rule for i in fixes_for(smem(), first)] == ["wider_shared_accesses"]
     # not selected (6.3 cycles, 15.5%) is reported too, as information
     assert [f.metrics["reason"] for f in found] == ["mio_throttle", "not_selected"]

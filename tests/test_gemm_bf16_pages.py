@@ -61,11 +61,11 @@ def test_each_pages_bound_and_main_finding(variant: str, bound: str, first: str)
 
 def test_the_wgmma_pages_waits_are_named_by_their_instructions_and_source_lines() -> None:
     text = (PAGES / "03_wgmma_tma_4096x4096x4096.md").read_text()
-    assert "at mbarrier waits (SYNCS): 99.4% of its samples" in text
+    assert "at mbarrier waits (SYNCS.PHASECHK): 99.4% of its samples" in text
     assert "SYNCS.PHASECHK.TRANS64.TRYWAIT P0, \\[R6+UR6\\], R3\\` at wgmma_tma.cu:47" in text
     # the GMMA stall is sampled as warpgroup_arrive, at the WGMMA waiting on its arrive
     assert "Warps stall on GMMA: 1.9 of every 8.8 cycles" in text
-    assert "(21.3%), at warpgroup MMAs and their waits (WGMMA, WARPGROUP.DEPBAR)" in text
+    assert "(21.3%), at warpgroup MMAs and their waits (HGMMA)" in text
     assert "HGMMA.64x128x16.F32.BF16 R24, gdesc\\[UR12\\].tnspB, R24\\` at hopper.cuh:155" in text
     assert "Which instructions cause it is not judged" not in text
     assert "It runs at 92.5% of cuBLAS's speed." in text
@@ -110,7 +110,7 @@ def test_the_cluster_pages_name_its_traffic_by_its_instructions(variant: str) ->
 def test_the_index_names_the_wgmma_wait_by_its_instructions() -> None:
     index = (PAGES / "index.md").read_text()
     assert index.count("GMMA stalls at warpgroup MMAs and their waits") == 3  # ws, cluster, ...
-    assert "long scoreboard stalls at mbarrier waits (SYNCS)" in index  # wgmma_tma
+    assert "long scoreboard stalls at mbarrier waits (SYNCS.PHASECHK)" in index  # wgmma_tma
 
 
 def test_the_ws_page_has_no_cluster() -> None:

@@ -75,8 +75,8 @@ def test_the_index_names_each_kernels_share_and_its_bound() -> None:
     assert "this process launched 323 of them, of 80 kernels" in index
     assert "The top 5 cover 23.2% of it" in index
     assert "compute-bound (Tensor (FP) pipe at 70.0%: WGMMA (HGMMA))" in index
-    assert "long scoreboard stalls at mbarrier waits (SYNCS)" in index
-    assert "long scoreboard stalls at global memory (LDG/STG)" in index
+    assert "long scoreboard stalls at mbarrier waits (SYNCS.PHASECHK)" in index
+    assert "long scoreboard stalls at global memory (LDG)" in index
 
 
 def test_no_sentence_of_the_samples_pages_is_contradicted(tmp_path: Path) -> None:

@@ -17,7 +17,14 @@ import re
 
 from harness.findings.evidence import Evidence, ev, spill_share
 from harness.findings.model import Finding, fmt
-from harness.report import KernelReport, ReasonSites, Site, sites_by_reason, stall_label
+from harness.report import (
+    Carrier,
+    KernelReport,
+    ReasonSites,
+    Site,
+    sites_by_reason,
+    stall_label,
+)
 
 NAME = "stalls"
 SECTION = "Warp State Statistics"
@@ -60,28 +67,28 @@ MEANING: dict[str, str] = {
 
 # class -> what warps wait on when that class carries the samples
 STORIES: dict[str, str] = {
-    "constant": "constant loads (LDC) of kernel parameters and launch dimensions, waiting on "
+    "constant": "constant loads ({ops}) of kernel parameters and launch dimensions, waiting on "
     "the constant cache",
-    "global": "global-memory loads and stores (LDG/STG)",
-    "generic": "generic loads and stores (LD/ST), which reach global or distributed shared "
-    "memory through one address space",
-    "shared": "shared-memory instructions (LDS/STS, LDSM/STSM, ATOMS)",
-    "global_atomic": "global atomics (ATOM/RED): each is a read-modify-write in L2",
+    "global": "global-memory accesses ({ops})",
+    "generic": "generic accesses ({ops}), which reach global or distributed shared memory "
+    "through one address space",
+    "shared": "shared-memory instructions ({ops})",
+    "global_atomic": "global atomics ({ops}): each is a read-modify-write in L2",
     "mufu": "special-math instructions (MUFU: sin, cos, exp2, rsqrt, reciprocal), which issue "
     "at a quarter of the FMA rate or less",
-    "conversion": "type conversions (I2F/F2I/F2F) on the XU pipe",
+    "conversion": "type conversions ({ops}) on the XU pipe",
     "shuffle": "warp shuffles (SHFL)",
-    "special_register": "special-register reads (S2R: thread and block indices, clocks)",
+    "special_register": "special-register reads ({ops}: thread and block indices, clocks)",
     "wgmma": "warpgroup MMAs (WGMMA): the warps wait for their tensor-core work "
     "(WARPGROUP.DEPBAR, WARPGROUP.ARRIVE), which is how a WGMMA kernel waits on the tensor cores",
     "mbarrier": "mbarrier waits (SYNCS try-wait): the warps wait for data that TMA or another "
     "warp group signals",
-    "async_copy": "TMA and asynchronous copies (UTMALDG, LDGSTS) and their waits",
+    "async_copy": "TMA and asynchronous copies and their waits ({ops})",
     "block_barrier": "block barriers (BAR: __syncthreads and named barriers)",
-    "cluster_barrier": "cluster barriers (barrier.cluster: UCGABAR)",
-    "memory_barrier": "memory fences (MEMBAR, FENCE)",
-    "mma": "warp MMAs (mma.sync)",
-    "texture": "texture and surface accesses",
+    "cluster_barrier": "cluster barriers (barrier.cluster: {ops})",
+    "memory_barrier": "memory fences ({ops})",
+    "mma": "warp MMAs (mma.sync: {ops})",
+    "texture": "texture and surface accesses ({ops})",
     "control": "branches and control flow",
     "other": "arithmetic and register moves",
 }
@@ -121,6 +128,15 @@ def _local_story(profile: KernelReport) -> tuple[str, str, tuple[Evidence, ...]]
             "spills: an array indexed at run time, or too large for registers)",
             ", a per-thread array",
             (Evidence("spill_share_of_local_pct", "<", SPILLS, share),))
+
+
+def _story_words(carrier: Carrier) -> str:
+    """What the warps wait on, with the opcodes its samples sit at where the story names
+    them."""
+    story = STORIES.get(carrier.key)
+    if story is None:
+        return carrier.words
+    return story.replace("{ops}", "/".join(carrier.opcodes))
 
 
 def _site(site: Site, samples: int) -> str:
@@ -164,8 +180,7 @@ def _story(profile: KernelReport, reason: str
     if main.key == "constant" and indexed(main.sites):
         return (head + ", indexed by register", f"The warps wait on {INDEXED_CONSTANTS}.",
                 samples, carried, main.key)
-    return (head, f"The warps wait on {STORIES.get(main.key, main.words)}.", samples, carried,
-            main.key)
+    return (head, f"The warps wait on {_story_words(main)}.", samples, carried, main.key)
 
 
 def check(profile: KernelReport, previous: KernelReport | None = None) -> list[Finding]:

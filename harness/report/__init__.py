@@ -48,6 +48,7 @@ from harness.report.roofline import Roofline
 from harness.report.sass_hotspots import Hotspot, Listing, hotspots
 from harness.report.stall_sites import (
     SITE_CLASSES,
+    Carrier,
     ReasonSites,
     Site,
     site_words,
@@ -57,8 +58,8 @@ from harness.report.stall_sites import (
 __all__ = [
     "ASYNC_LOADS", "DETAILS", "EXPORT_COLUMNS", "EXPORT_FORMATS", "MATH_CLASSES",
     "OCCUPANCY_LIMITERS", "SITE_CLASSES", "VIEW_FORMATS", "AsyncCopies", "BankConflictStats",
-    "Hotspot", "KernelReport", "Listing", "MathRate", "PipeUse", "ReasonSites", "Roofline",
-    "RuleResult", "SassInstruction", "Site", "build_kernel_report", "every_metric",
+    "Carrier", "Hotspot", "KernelReport", "Listing", "MathRate", "PipeUse", "ReasonSites",
+    "Roofline", "RuleResult", "SassInstruction", "Site", "build_kernel_report", "every_metric",
     "export_columns", "export_metrics",
     "export_metrics_csv", "exported", "hotspots", "import_ncu_report", "limiters_of",
     "load_kernel_reports", "load_kernel_summaries", "math_rates", "open_report",

@@ -20,35 +20,37 @@ from dataclasses import dataclass, replace
 from harness.report.model import KernelReport, SassInstruction
 from harness.report.sass_operands import Operands, parse
 
-# class key -> (words for the pages, basic opcodes); an opcode belongs to one class
+# class key -> (its name on the pages, basic opcodes); an opcode belongs to one class. The pages
+# name a class by the opcodes its samples sit at ("shared memory (LDSM)"), not by the whole list.
 SITE_CLASSES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "constant": ("constant loads (LDC)", ("LDC", "ULDC")),
-    "local": ("local memory (LDL/STL)", ("LDL", "STL")),
-    "global": ("global memory (LDG/STG)", ("LDG", "STG")),
-    "generic": ("generic loads and stores (LD/ST)", ("LD", "ST")),
-    "shared": ("shared memory (LDS/STS/ATOMS)", ("LDS", "STS", "LDSM", "STSM", "STAS",
-                                                 "ATOMS")),
-    "global_atomic": ("global atomics (ATOM/RED)", ("ATOM", "ATOMG", "RED", "REDG", "REDAS")),
-    "mufu": ("special math (MUFU)", ("MUFU",)),
-    "conversion": ("conversions (I2F/F2I/F2F)", ("I2F", "F2I", "F2F", "I2FP", "F2IP", "FRND")),
-    "shuffle": ("warp shuffles (SHFL)", ("SHFL",)),
-    "special_register": ("special-register reads (S2R)", ("S2R", "S2UR")),
-    "wgmma": ("warpgroup MMAs and their waits (WGMMA, WARPGROUP.DEPBAR)",
+    "constant": ("constant loads", ("LDC", "ULDC")),
+    "local": ("local memory", ("LDL", "STL")),
+    "global": ("global memory", ("LDG", "STG")),
+    "generic": ("generic loads and stores", ("LD", "ST")),
+    "shared": ("shared memory", ("LDS", "STS", "LDSM", "STSM", "STAS", "ATOMS")),
+    "global_atomic": ("global atomics", ("ATOM", "ATOMG", "RED", "REDG", "REDAS")),
+    "mufu": ("special math", ("MUFU",)),
+    "conversion": ("conversions", ("I2F", "F2I", "F2F", "I2FP", "F2IP", "FRND")),
+    "shuffle": ("warp shuffles", ("SHFL",)),
+    "special_register": ("special-register reads", ("S2R", "S2UR")),
+    "wgmma": ("warpgroup MMAs and their waits",
               ("HGMMA", "QGMMA", "IGMMA", "BGMMA", "WARPGROUP")),
-    "mbarrier": ("mbarrier waits (SYNCS)", ("SYNCS", "NANOSLEEP")),
-    "async_copy": ("TMA and asynchronous copies (UTMALDG, LDGSTS)",
+    "mbarrier": ("mbarrier waits", ("SYNCS", "NANOSLEEP")),
+    "async_copy": ("TMA and asynchronous copies",
                    ("UTMALDG", "UTMASTG", "UTMAPF", "UTMACMDFLUSH", "UBLKCP", "LDGSTS",
                     "LDGDEPBAR", "DEPBAR")),
-    "block_barrier": ("block barriers (BAR)", ("BAR",)),
-    "cluster_barrier": ("cluster barriers (UCGABAR)", ("UCGABAR_ARV", "UCGABAR_WAIT",
-                                                       "CGAERRBAR")),
-    "memory_barrier": ("memory barriers (MEMBAR/FENCE)", ("MEMBAR", "ERRBAR", "FENCE", "CCTL")),
-    "mma": ("warp MMAs (mma.sync)", ("HMMA", "IMMA", "DMMA", "BMMA")),
+    "block_barrier": ("block barriers", ("BAR",)),
+    "cluster_barrier": ("cluster barriers", ("UCGABAR_ARV", "UCGABAR_WAIT", "CGAERRBAR")),
+    "memory_barrier": ("memory barriers", ("MEMBAR", "ERRBAR", "FENCE", "CCTL")),
+    "mma": ("warp MMAs", ("HMMA", "IMMA", "DMMA", "BMMA")),
     "texture": ("texture and surface accesses", ("TEX", "TLD", "TLD4", "TXQ", "SULD", "SUST")),
     "control": ("branches and control", ("BRA", "BRX", "JMP", "BSSY", "BSYNC", "CALL", "RET",
                                          "EXIT", "WARPSYNC", "YIELD", "ELECT")),
 }
 OTHER = "other"  # arithmetic and moves: everything no class above names
+# opcodes whose first modifier names the instruction (a WGMMA wait is WARPGROUP.DEPBAR, its
+# arrive WARPGROUP.ARRIVE; an mbarrier try-wait SYNCS.PHASECHK): the pages name them with it
+_NAMED_BY_MODIFIER = frozenset(("WARPGROUP", "SYNCS"))
 _CLASS_OF = {op: key for key, (_, ops) in SITE_CLASSES.items() for op in ops}
 
 # the variable-latency instructions each scoreboard waits on: those that write a register
@@ -96,10 +98,14 @@ class Carrier:
     samples: int
     share_pct: float  # of the reason's samples
     sites: tuple[Site, ...]  # the instructions with most samples, most first
+    opcodes: tuple[str, ...] = ()  # the opcodes of all its sites, most samples first
 
     @property
     def words(self) -> str:
-        return site_words(self.key)
+        """The class and the opcodes that carry its samples: "shared memory (LDSM)"."""
+        if self.key == OTHER or not self.opcodes:
+            return site_words(self.key)
+        return f"{site_words(self.key)} ({'/'.join(self.opcodes)})"
 
 
 @dataclass(frozen=True)
@@ -206,15 +212,24 @@ def _carriers(instructions: Sequence[SassInstruction], code: Sequence[Operands |
         if cause is not None:
             by_site[cause] = by_site.get(cause, 0) + samples
     grouped: dict[str, list[Site]] = {}
+    by_opcode: dict[str, dict[str, int]] = {}
     for index, samples in by_site.items():
-        instruction = instructions[index]
-        grouped.setdefault(site_class(code[index]), []).append(
+        instruction, operands = instructions[index], code[index]
+        key = site_class(operands)
+        grouped.setdefault(key, []).append(
             Site(instruction.pc, instruction.sass, instruction.source, samples))
+        if operands is not None:
+            name = (".".join(operands.opcode.split(".")[:2])
+                    if operands.base in _NAMED_BY_MODIFIER else operands.base)
+            opcodes = by_opcode.setdefault(key, {})
+            opcodes[name] = opcodes.get(name, 0) + samples
     carriers = []
     for key, sites in grouped.items():
         count = sum(s.samples for s in sites)
         ranked = sorted(sites, key=lambda s: (-s.samples, s.pc))[:TOP_SITES]
-        carriers.append(Carrier(key, count, 100.0 * count / total, tuple(ranked)))
+        opcodes = sorted(by_opcode.get(key, {}).items(), key=lambda item: (-item[1], item[0]))
+        carriers.append(Carrier(key, count, 100.0 * count / total, tuple(ranked),
+                                tuple(op for op, _ in opcodes)))
     carriers.sort(key=lambda c: (-c.samples, c.key))
     return ReasonSites(reason, total, tuple(carriers))
 
