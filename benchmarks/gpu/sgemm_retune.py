@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from harness.gpu.env import current_compute_capability, current_gpu_name
-from harness.gpu.sweep import autotune
+from harness.gpu.sweep import autotune, enumerate_configs
 from harness.gpu.tuning import source_fingerprint
 from harness.project import load_project
 
@@ -94,7 +94,8 @@ def main() -> int:
             "median_ms": b.median_ms, "gflops": b.gflops, "rel_error": b.rel_error,
             "tuned_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "repeats": args.repeats,
-            "configs": {"enumerated": len(result.candidates), "rejected": result.rejected,
+            "configs": {"enumerated": len(list(enumerate_configs(swept))),
+                        "rejected": result.rejected,
                         "failed": result.failed, "timed": result.timed},
         }
         args.out.parent.mkdir(parents=True, exist_ok=True)  # after every sweep: a kill keeps them
