@@ -125,13 +125,10 @@ __device__ __forceinline__ float4 load_rank4(const float *p, int rank) {
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, MIN_BLOCKS)
 sgemm_multistage(int M, int N, int K, float alpha, const float *__restrict__ A,
-                 const float *__restrict__ B, float beta, float *__restrict__ C
-#if SERIAL
-                 // SPLIT partial tiles of BM x BN per output tile, and one counter per tile
-                 // (zero before the launch; zero again after it)
-                 , float *__restrict__ partials, unsigned *__restrict__ arrivals
-#endif
-) {
+                 const float *__restrict__ B, float beta, float *__restrict__ C,
+                 // SERIAL only: SPLIT partial BM x BN tiles per output tile, and a counter
+                 // per output tile (zero before the launch, zero again after it)
+                 float *__restrict__ partials, unsigned *__restrict__ arrivals) {
     extern __shared__ __align__(16) float smem[];
     const int tiles_m = CEIL_DIV(M, BM), tiles_n = CEIL_DIV(N, BN);
     // Grouped block order over output tiles; the SPLIT blocks of one tile are consecutive.

@@ -410,8 +410,9 @@ def family_launch(family: str):
         args = (numpy.int32(m), numpy.int32(n), numpy.int32(k),
                 numpy.float32(inputs["alpha"]), a, b, numpy.float32(inputs["beta"]), c)
         grid = grid_for(family, params, size)
-        if family == "multistage" and params["SERIAL"]:
-            args += serial_workspace(workspace_floats(params, size), grid[0] // params["SPLIT"])
+        if family == "multistage":  # the workspace is read only with SERIAL: else it may be empty
+            tiles = grid[0] // params["SPLIT"] if params["SERIAL"] else 0
+            args += serial_workspace(workspace_floats(params, size), tiles)
         return Launch(
             grid=grid,
             block=block_for(family, params),
