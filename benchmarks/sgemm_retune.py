@@ -8,7 +8,7 @@ The winners are written to --out as tuning entries in the shipped format
 (kernels/sgemm/tuning.json), --candidates every timed configuration; sweeps that would start
 past --time-budget seconds are skipped and named.
 
-    python benchmarks/gpu/sgemm_retune.py --out OUT/entries.json --time-budget 300 \\
+    python benchmarks/sgemm_retune.py --out OUT/entries.json --time-budget 300 \\
         333x777x4099=200@SERIAL=1@SPLIT=8,10 1024x4096x512=150 4096=24
 """
 
@@ -27,7 +27,7 @@ from harness.gpu.sweep import autotune, enumerate_configs
 from harness.gpu.tuning import source_fingerprint
 from harness.project import load_project
 
-PROJECT = Path(__file__).resolve().parents[2] / "kernels" / "sgemm"
+PROJECT = Path(__file__).resolve().parents[1] / "kernels" / "sgemm"
 
 
 def parse_sweep(text: str) -> tuple[str, int, dict[str, list[int]]]:
