@@ -468,10 +468,14 @@ def test_the_bundled_project_ships_h200_winners_for_every_target_size(
         assert resolved.params == {**variant.params, **shipped.get(H200, "autotuned", size)
                                    ["params"]}
         assert SGEMM.problems(variant, resolved.params, size) == [], text
-    # the small sizes take small tiles, K split over a cluster of eight blocks
-    for text in ("256", "512"):
+    # the small sizes take small tiles with K split deep: over a cluster of eight blocks at
+    # 256, four blocks through the workspace at 512; 333x777x4099 splits 7 ways through it
+    splits = {}
+    for text in ("256", "512", "333x777x4099"):
         small = resolve_params(SGEMM, variant, SGEMM.parse_size(text), H200).params
-        assert small["BM"] * small["BN"] <= 64 * 64 and small["SPLIT"] == 8, text
+        assert small["BM"] * small["BN"] <= 128 * 32, text
+        splits[text] = (small["SPLIT"], small["SERIAL"])
+    assert splits == {"256": (8, 0), "512": (4, 1), "333x777x4099": (7, 1)}
     # 1024 splits K over two; 4096 takes the defaults' 64x128 tile without a split
     assert resolve_params(SGEMM, variant, SGEMM.parse_size("1024"), H200).params["SPLIT"] == 2
     big = resolve_params(SGEMM, variant, SGEMM.parse_size("4096"), H200).params

@@ -123,4 +123,5 @@ def test_a_fresh_install_finds_the_shipped_winners_on_h100_and_h200(tmp_path: Pa
     assert result.status == "ok", result.error
     assert result.tuning == ("shipped" if gpu == "NVIDIA H200" else
                              "shipped for NVIDIA H200 (same compute capability 9.0)")
-    assert result.params["SPLIT"] == 2  # K split over a cluster of two blocks
+    # K split over two blocks, through the global workspace (SERIAL)
+    assert result.params["SPLIT"] == 2 and result.params["SERIAL"] == 1

@@ -327,10 +327,11 @@ def test_each_benchmark_tool_prints_its_use(tool: Path) -> None:
 
 
 def test_reports_holds_only_pages_and_sample_runs() -> None:
-    # four chains' pages (Markdown, HTML, plots), a program's pages, the sample runs and init's
-    # project: about 40 files a chain; dated logs or scratch output would push it past the bound
+    # four chains' pages (Markdown, HTML, plots), a program's pages, the sample runs, init's
+    # project and one SGEMM page at 333x777x4099: about 40 files a chain; dated logs or scratch
+    # output would push it past the bound
     files = [path for path in (ROOT / "reports").rglob("*") if path.is_file()]
-    assert 20 <= len(files) <= 220
+    assert 20 <= len(files) <= 240
 
 
 def test_every_command_has_a_short_help_that_ncuh_help_shows_whole() -> None:

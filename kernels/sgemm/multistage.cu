@@ -14,6 +14,10 @@
 // sums in its shared memory, and after a cluster barrier each block adds one slice of the
 // tile over all ranks through distributed shared memory (mapa + ld.shared::cluster) and
 // writes it. That fills the GPU at sizes with fewer tiles than SMs, with no second launch.
+// SERIAL = 1 splits K over SPLIT blocks without a cluster (so deeper than 8): each writes its
+// partial tile to a global workspace and counts itself in at a per-tile counter; the last to
+// arrive adds the partials in rank order (the same sum whichever block is last), writes C and
+// sets the counter back to zero for the next launch.
 #include "common.cuh"
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -27,6 +31,9 @@
 
 #ifndef EXACT
 #define EXACT 0
+#endif
+#ifndef SERIAL
+#define SERIAL 0
 #endif
 
 __device__ __forceinline__ unsigned shared_address(const float *p) {
@@ -50,7 +57,43 @@ __device__ __forceinline__ void cp_async_wait() {
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N_PENDING));
 }
 
-#if SPLIT > 1
+// Four outputs of one row of C, zeros past its edges; one 128-bit load where legal.
+__device__ __forceinline__ float4 load_c4(const float *__restrict__ C, int M, int N, int row,
+                                          int col) {
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (row >= M) return v;
+    const float *c = C + (size_t)row * N + col;
+#if VEC
+    if (col + 3 < N) return *reinterpret_cast<const float4 *>(c);
+#endif
+    if (col < N) v.x = c[0];
+    if (col + 1 < N) v.y = c[1];
+    if (col + 2 < N) v.z = c[2];
+    if (col + 3 < N) v.w = c[3];
+    return v;
+}
+
+// Writes four outputs of one row of C, none past its edges; one 128-bit store where legal.
+__device__ __forceinline__ void store_c4(float *__restrict__ C, int M, int N, int row, int col,
+                                         float4 v) {
+    if (row >= M) return;
+    float *c = C + (size_t)row * N + col;
+#if VEC
+    if (col + 3 < N) {
+        *reinterpret_cast<float4 *>(c) = v;
+        return;
+    }
+#endif
+    if (col < N) c[0] = v.x;
+    if (col + 1 < N) c[1] = v.y;
+    if (col + 2 < N) c[2] = v.z;
+    if (col + 3 < N) c[3] = v.w;
+}
+
+// Rows of the thread tile whose old C is loaded at once (at most 32 floats in registers).
+#define EPI_ROWS (TM < 32 / TN ? TM : 32 / TN)
+
+#if SPLIT > 1 && !SERIAL
 #define CLUSTER_DIMS __cluster_dims__(SPLIT, 1, 1)
 
 __device__ __forceinline__ int cluster_rank() {
@@ -82,7 +125,10 @@ __device__ __forceinline__ float4 load_rank4(const float *p, int rank) {
 
 extern "C" __global__ void CLUSTER_DIMS __launch_bounds__(THREADS, MIN_BLOCKS)
 sgemm_multistage(int M, int N, int K, float alpha, const float *__restrict__ A,
-                 const float *__restrict__ B, float beta, float *__restrict__ C) {
+                 const float *__restrict__ B, float beta, float *__restrict__ C,
+                 // SERIAL only: SPLIT partial BM x BN tiles per output tile, and a counter
+                 // per output tile (zero before the launch, zero again after it)
+                 float *__restrict__ partials, unsigned *__restrict__ arrivals) {
     extern __shared__ __align__(16) float smem[];
     const int tiles_m = CEIL_DIV(M, BM), tiles_n = CEIL_DIV(N, BN);
     // Grouped block order over output tiles; the SPLIT blocks of one tile are consecutive.
@@ -97,7 +143,11 @@ sgemm_multistage(int M, int N, int K, float alpha, const float *__restrict__ A,
 
     const int all_tiles = CEIL_DIV(K, BK);
 #if SPLIT > 1
+#if SERIAL
+    const int rank = blockIdx.x % SPLIT;
+#else
     const int rank = cluster_rank();
+#endif
     const int t_begin = all_tiles * rank / SPLIT;
     const int tiles = all_tiles * (rank + 1) / SPLIT - t_begin;
 #else
@@ -244,7 +294,48 @@ sgemm_multistage(int M, int N, int K, float alpha, const float *__restrict__ A,
         s_read = s_next;
     }
     cp_async_wait<0>();
-#if SPLIT > 1
+#if SERIAL
+    // Thread tid's float4 f of the tile (f = i * TN / 4 + j) lies at (f * THREADS + tid) * 4
+    // of its rank's partial: a warp's stores and loads are 512 contiguous bytes. They go
+    // through L2 only (.cg): another SM's L1 may hold nothing of them.
+    constexpr int TILE4 = BM * BN / 4;
+    float4 *own = reinterpret_cast<float4 *>(partials) + ((size_t)pid * SPLIT + rank) * TILE4;
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN / 4; ++j)
+            __stcg(own + (i * TN / 4 + j) * THREADS + tid,
+                   *reinterpret_cast<const float4 *>(&acc[i][j * 4]));
+    __threadfence();  // this thread's partial is visible GPU-wide before the block counts in
+    __syncthreads();  // past it, no thread reads the stages: the first word holds the count
+    unsigned *arrived = reinterpret_cast<unsigned *>(smem);
+    if (tid == 0) *arrived = atomicAdd(&arrivals[pid], 1u);
+    __syncthreads();
+    if (*arrived != SPLIT - 1) return;
+    // The last block in: acc becomes the sum of the partials in rank order, its own read back
+    // like the others, so the result does not depend on which block came last.
+    __threadfence();  // every other rank's partial is read after its count
+    const float4 *tile = reinterpret_cast<const float4 *>(partials) + (size_t)pid * SPLIT * TILE4;
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j) acc[i][j] = 0.0f;
+    for (int q = 0; q < SPLIT; ++q) {
+        const float4 *part = tile + (size_t)q * TILE4 + tid;
+#pragma unroll
+        for (int i = 0; i < TM; ++i)
+#pragma unroll
+            for (int j = 0; j < TN / 4; ++j) {
+                const float4 v = __ldcg(part + (i * TN / 4 + j) * THREADS);
+                acc[i][j * 4 + 0] += v.x;
+                acc[i][j * 4 + 1] += v.y;
+                acc[i][j * 4 + 2] += v.z;
+                acc[i][j * 4 + 3] += v.w;
+            }
+    }
+    if (tid == 0) arrivals[pid] = 0;  // all SPLIT blocks are in: the next launch starts at 0
+#endif
+#if SPLIT > 1 && !SERIAL
     // Park the partial tile row-major in this block's shared memory (the stages are done);
     // then rank r adds rows [r, r+1) * BM / SPLIT over all ranks and writes them.
     __syncthreads();
@@ -273,12 +364,35 @@ sgemm_multistage(int M, int N, int K, float alpha, const float *__restrict__ A,
     }
     cluster_sync();  // no block may exit while another still reads its shared memory
 #else
+    // EPI_ROWS rows at a time, every old value of C loaded before any output is stored: the
+    // loads overlap, where a load after each store would wait out a round trip to memory
+    // per four outputs. beta == 0 reads nothing (C may hold NaN).
 #pragma unroll
-    for (int i = 0; i < TM; ++i) {
-        const int row = row0 + a_off + (i / 4) * TR * 4 + i % 4;
+    for (int i0 = 0; i0 < TM; i0 += EPI_ROWS) {
+        float4 old[EPI_ROWS][TN / 4];
 #pragma unroll
-        for (int j = 0; j < TN / 4; ++j)
-            store_row4(C, M, N, row, col0 + b_off + j * TC * 4, &acc[i][j * 4], alpha, beta);
+        for (int ii = 0; ii < EPI_ROWS; ++ii) {
+            const int i = i0 + ii, row = row0 + a_off + (i / 4) * TR * 4 + i % 4;
+#pragma unroll
+            for (int j = 0; j < TN / 4; ++j)
+                old[ii][j] = beta == 0.0f ? make_float4(0.f, 0.f, 0.f, 0.f)
+                                          : load_c4(C, M, N, row, col0 + b_off + j * TC * 4);
+        }
+#pragma unroll
+        for (int ii = 0; ii < EPI_ROWS; ++ii) {
+            const int i = i0 + ii, row = row0 + a_off + (i / 4) * TR * 4 + i % 4;
+#pragma unroll
+            for (int j = 0; j < TN / 4; ++j) {
+                const float *v = &acc[i][j * 4];
+                const float4 c = old[ii][j];
+                const float4 out =
+                    beta == 0.0f
+                        ? make_float4(alpha * v[0], alpha * v[1], alpha * v[2], alpha * v[3])
+                        : make_float4(alpha * v[0] + beta * c.x, alpha * v[1] + beta * c.y,
+                                      alpha * v[2] + beta * c.z, alpha * v[3] + beta * c.w);
+                store_c4(C, M, N, row, col0 + b_off + j * TC * 4, out);
+            }
+        }
     }
 #endif
 }

@@ -38,6 +38,9 @@ VECTOR = ("vectorized", "bank_conflict_free", *WARP)
 DYNAMIC_SMEM = ("double_buffered", "async_copy", "multistage")
 # Largest cluster every sm_90 GPU can launch (more needs a non-portable opt-in).
 MAX_PORTABLE_CLUSTER = 8
+# The serial split-K's global workspace (a partial tile per block) stays below this: a deep
+# split of a large C would park gigabytes that a shallower split or none does without.
+MAX_WORKSPACE_BYTES = 256 * 2**20
 
 REQUIRED: dict[str, tuple[str, ...]] = {
     "naive": ("BLOCK",),
@@ -51,7 +54,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "double_buffered": ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "GROUP", "MIN_BLOCKS"),
     "async_copy": ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "GROUP", "MIN_BLOCKS", "STAGES"),
     "multistage": ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "GROUP", "MIN_BLOCKS", "STAGES",
-                   "SPLIT"),
+                   "SPLIT", "SERIAL"),
 }
 
 
@@ -160,11 +163,24 @@ def shared_mem_bytes(family: str, p: dict[str, int]) -> int:
         return p["BK"] * (p["BM"] + 4 + p["BN"]) * 4
     if family == "double_buffered":
         return 2 * p["BK"] * (p["BM"] + 4 + p["BN"]) * 4
-    if family == "multistage":  # transposed A rows padded to BM + 4; split-K parks a C tile
+    if family == "multistage":  # transposed A rows padded to BM + 4; a cluster parks a C tile
         stages = p["STAGES"] * p["BK"] * (p["BM"] + 4 + p["BN"]) * 4
-        return max(stages, p["BM"] * p["BN"] * 4) if p["SPLIT"] > 1 else stages
+        return max(stages, p["BM"] * p["BN"] * 4) if clustered(p) else stages
     # async_copy: row-major A tile, rows padded to BK + 4
     return p["STAGES"] * (p["BM"] * (p["BK"] + 4) + p["BK"] * p["BN"]) * 4
+
+
+def clustered(p: dict[str, int]) -> bool:
+    """Whether the multistage kernel splits K over a cluster (SPLIT > 1 with SERIAL = 0)."""
+    return p["SPLIT"] > 1 and not p["SERIAL"]
+
+
+def workspace_floats(p: dict[str, int], size: Size) -> int:
+    """Floats of the serial split-K's workspace: a BM x BN partial tile per block (none
+    without SERIAL)."""
+    if not p["SERIAL"]:
+        return 0
+    return grid_for("multistage", p, size)[0] * p["BM"] * p["BN"]
 
 
 def grid_for(family: str, p: dict[str, int], size: Size) -> tuple[int, int, int]:
@@ -180,7 +196,7 @@ def grid_for(family: str, p: dict[str, int], size: Size) -> tuple[int, int, int]
         return (cdiv(n, p["BLOCK"]), cdiv(m, p["BLOCK"]), 1)
     if family in ("blocktile_1d", *TILED):
         return (cdiv(n, p["BN"]), cdiv(m, p["BM"]), 1)
-    if family == "multistage":  # SPLIT consecutive blocks (one cluster) per output tile
+    if family == "multistage":  # SPLIT consecutive blocks (a cluster, or not) per output tile
         return (cdiv(m, p["BM"]) * cdiv(n, p["BN"]) * p["SPLIT"], 1, 1)
     return (cdiv(m, p["BM"]) * cdiv(n, p["BN"]), 1, 1)
 
@@ -265,9 +281,17 @@ def _check_tiles(family: str, p: dict[str, int]) -> list[str]:
     if family == "multistage":
         if p["BK"] % 8 != 0:
             problems.append(f"BK={p['BK']} must be a multiple of 8 (a warp copies 8 k of A)")
-        if not 1 <= p["SPLIT"] <= MAX_PORTABLE_CLUSTER:
+        if p["SERIAL"] not in (0, 1):
+            problems.append(f"SERIAL={p['SERIAL']} must be 0 (K split over a cluster) or 1 "
+                            "(through a global workspace)")
+        elif p["SERIAL"]:
+            if p["SPLIT"] < 2:
+                problems.append(f"SERIAL=1 needs SPLIT of 2 or more, not {p['SPLIT']} "
+                                "(SPLIT blocks share the K of a tile)")
+        elif not 1 <= p["SPLIT"] <= MAX_PORTABLE_CLUSTER:
             problems.append(f"SPLIT={p['SPLIT']} must be between 1 and "
-                            f"{MAX_PORTABLE_CLUSTER} (blocks in one cluster)")
+                            f"{MAX_PORTABLE_CLUSTER} (blocks in one cluster; SERIAL=1 "
+                            "splits deeper)")
         elif p["BM"] % p["SPLIT"] != 0:
             problems.append(f"BM={p['BM']} must be a multiple of SPLIT={p['SPLIT']} "
                             "(each block of a cluster writes BM/SPLIT rows)")
@@ -324,6 +348,10 @@ def _check_size(family: str, p: dict[str, int], size: Size) -> list[str]:
     grid = grid_for(family, p, size)
     if grid[0] > MAX_GRID_X or grid[1] > MAX_GRID_Y:
         return [f"size {size} needs a grid of {grid[:2]}, over CUDA's limits"]
+    if family == "multistage" and workspace_floats(p, size) * 4 > MAX_WORKSPACE_BYTES:
+        mib = workspace_floats(p, size) * 4 / 2**20
+        return [f"size {size}: the split-K workspace of {grid[0]} partial {p['BM']}x{p['BN']} "
+                f"tiles ({mib:.0f} MiB) is over {MAX_WORKSPACE_BYTES // 2**20} MiB"]
     return []
 
 
@@ -343,6 +371,27 @@ def family_check(family: str):
     return check
 
 
+# Per GPU: the serial split-K's partial tiles and its per-tile arrival counters. Zeroed once
+# when made (each launch leaves its counters at zero again) and grown, never shrunk, when a
+# launch needs more. Launches take turns with them in stream order: two launches running at
+# once on different streams must not share them.
+_WORKSPACES: dict[int, tuple[Any, Any]] = {}
+
+
+def serial_workspace(floats: int, tiles: int) -> tuple[Any, Any]:
+    """The current GPU's workspace (float32) and counters (uint32), at least this large."""
+    import cupy
+
+    device = cupy.cuda.Device().id
+    partials, arrivals = _WORKSPACES.get(device, (None, None))
+    if partials is None or partials.size < floats:
+        partials = cupy.empty(floats, dtype=cupy.float32)
+    if arrivals is None or arrivals.size < tiles:
+        arrivals = cupy.zeros(tiles, dtype=cupy.uint32)
+    _WORKSPACES[device] = (partials, arrivals)
+    return partials, arrivals
+
+
 def family_launch(family: str):
     """The `launch` callable of a family: one launch of the kernel over the whole C."""
 
@@ -358,11 +407,16 @@ def family_launch(family: str):
                 raise ValueError(f"{label} must be a C-contiguous float32 CuPy array")
             if vector_path(size) and array.data.ptr % 16 != 0:
                 raise ValueError(f"{label} is not 16-byte aligned; the vector path needs it")
+        args = (numpy.int32(m), numpy.int32(n), numpy.int32(k),
+                numpy.float32(inputs["alpha"]), a, b, numpy.float32(inputs["beta"]), c)
+        grid = grid_for(family, params, size)
+        if family == "multistage":  # the workspace is read only with SERIAL: else it may be empty
+            tiles = grid[0] // params["SPLIT"] if params["SERIAL"] else 0
+            args += serial_workspace(workspace_floats(params, size), tiles)
         return Launch(
-            grid=grid_for(family, params, size),
+            grid=grid,
             block=block_for(family, params),
-            args=(numpy.int32(m), numpy.int32(n), numpy.int32(k),
-                  numpy.float32(inputs["alpha"]), a, b, numpy.float32(inputs["beta"]), c),
+            args=args,
             shared_mem=shared_mem_bytes(family, params) if family in DYNAMIC_SMEM else 0,
         )
 

@@ -79,19 +79,24 @@ def test_variant_matches_float64_reference(name: str, shape, beta: float) -> Non
 # Then small block tiles of the tunable space with deep splits, one per way the 4-byte copies
 # of B lie on the scalar path: as many threads as columns, fewer (two copies across a row),
 # more (four rows at once); on whole tiles, the scalar path with a partial last k tile, and a
-# K shorter than one tile.
+# K shorter than one tile. Last, K split through the global workspace (SERIAL): 2 blocks of
+# the 64x128 tile, 16 of a 128x64 one and 32 of a 32x128 one, where most ranks of a short K
+# get no k tile at all.
 SPLIT_SHAPES = [(1024, 1024, 1024), (1000, 1030, 999), (129, 260, 64), (96, 200, 4096),
                 (129, 67, 3)]
 SMALL_SHAPES = [(256, 256, 256), (333, 777, 4099), (1000, 1030, 999), (129, 67, 3),
                 (17, 33, 65)]
-TUNED = {  # name: (BM, BN, BK, WM, WN, TM, TN, MIN_BLOCKS, STAGES, SPLIT), shapes
-    "split2": ((64, 256, 16, 32, 64, 8, 8, 1, 4, 2), SPLIT_SHAPES),
-    "split4": ((64, 128, 8, 32, 64, 8, 8, 2, 3, 4), SPLIT_SHAPES),
-    "32x32": ((32, 32, 8, 32, 32, 4, 8, 1, 3, 8), SMALL_SHAPES),
-    "32x256": ((32, 256, 16, 32, 64, 8, 8, 1, 4, 4), SMALL_SHAPES),
-    "128x32": ((128, 32, 16, 32, 32, 4, 8, 2, 4, 2), SMALL_SHAPES),
+TUNED = {  # name: (BM, BN, BK, WM, WN, TM, TN, MIN_BLOCKS, STAGES, SPLIT, SERIAL), shapes
+    "split2": ((64, 256, 16, 32, 64, 8, 8, 1, 4, 2, 0), SPLIT_SHAPES),
+    "split4": ((64, 128, 8, 32, 64, 8, 8, 2, 3, 4, 0), SPLIT_SHAPES),
+    "32x32": ((32, 32, 8, 32, 32, 4, 8, 1, 3, 8, 0), SMALL_SHAPES),
+    "32x256": ((32, 256, 16, 32, 64, 8, 8, 1, 4, 4, 0), SMALL_SHAPES),
+    "128x32": ((128, 32, 16, 32, 32, 4, 8, 2, 4, 2, 0), SMALL_SHAPES),
+    "serial2": ((64, 128, 8, 64, 64, 8, 16, 2, 3, 2, 1), SPLIT_SHAPES),
+    "serial16": ((128, 64, 8, 64, 32, 4, 16, 1, 3, 16, 1), SMALL_SHAPES),
+    "serial32": ((32, 128, 8, 32, 64, 4, 16, 1, 4, 32, 1), SMALL_SHAPES),
 }
-KEYS = ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "MIN_BLOCKS", "STAGES", "SPLIT")
+KEYS = ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "MIN_BLOCKS", "STAGES", "SPLIT", "SERIAL")
 TUNED_CASES = [
     pytest.param(dict(zip(KEYS, values, strict=True)), shape,
                  id=f"{name}-{'x'.join(map(str, shape))}")
@@ -102,11 +107,33 @@ TUNED_CASES = [
 @pytest.mark.parametrize(("params", "shape"), TUNED_CASES)
 @pytest.mark.parametrize("beta", [-0.75, 0.0], ids=["beta_random_c", "beta0_nan_c"])
 def test_tuned_configurations_match_float64_reference(params, shape, beta: float) -> None:
-    tile = f"{params['BM']}x{params['BN']} SPLIT={params['SPLIT']}"
+    tile = f"{params['BM']}x{params['BN']} SPLIT={params['SPLIT']} SERIAL={params['SERIAL']}"
     error, nonfinite = verify("autotuned", shape, alpha=1.5, beta=beta, params=params,
                               seed=zlib.crc32(f"{params}{shape}".encode()))
     assert nonfinite == 0, f"{tile} left {nonfinite} NaN/inf elements"
     assert error < 1e-4, f"{tile} {shape}: relative error {error:.3g}"
+
+
+@pytest.mark.parametrize("name", ["serial16", "serial2"])
+def test_serial_split_is_deterministic_and_leaves_its_counters_at_zero(name: str) -> None:
+    """Whichever block of a tile arrives last, the partials are added in rank order: two
+    launches on the same inputs give the same bits, and every counter is back at zero."""
+    import cupy
+
+    params = dict(zip(KEYS, TUNED[name][0], strict=True))
+    shape = (333, 777, 4099)
+    size = SGEMM.size(shape)
+    runnable = _runnable("autotuned", shape, params)
+    inputs = sgemm_project.make_inputs(size, 5, alpha=1.5, beta=0.0)
+    runs = []
+    for _ in range(3):
+        inputs["C"].fill(cupy.nan)
+        runnable(inputs)
+        runs.append(inputs["C"].copy())
+    cupy.cuda.get_current_stream().synchronize()
+    assert all(bool((run == runs[0]).all()) for run in runs[1:])
+    _, arrivals = sgemm_project.serial_workspace(0, 0)  # this GPU's, as the launches left it
+    assert int(arrivals.max()) == 0
 
 
 @pytest.mark.parametrize("shape", [(17, 33, 65), (1000, 1030, 999), (129, 260, 64)])

@@ -213,13 +213,55 @@ def test_multistage_copy_checks_on_both_sides(params: dict, message: str | None)
 def test_the_tunable_space_holds_small_tiles_and_deep_splits() -> None:
     v = get_variant("autotuned")
     assert {32, 64, 128} <= set(v.tunable["BM"]) and 32 in v.tunable["BN"]
-    assert v.tunable["SPLIT"] == [1, 2, 4, 8]  # up to the portable cluster size
+    # every split up to 14 (a serial split fills the slots of one wave), clusters up to 8
+    assert set(range(1, 15)) <= set(v.tunable["SPLIT"]) and max(v.tunable["SPLIT"]) == 32
+    assert v.tunable["SERIAL"] == [0, 1]
     one_warp = {**v.params, "BM": 32, "BN": 32, "WM": 32, "WN": 32, "TM": 4, "TN": 8,
                 "SPLIT": 8}
     assert all(one_warp[key] in values for key, values in v.tunable.items())
     assert validate_params("autotuned", one_warp, (256, 256, 256)) == []
     assert threads_per_block(v, one_warp) == 32
     assert grid_for(v, one_warp, (256, 256, 256)) == (8 * 8 * 8, 1, 1)
+
+
+# The serial split's checks, each on both sides: a configuration one step over the boundary is
+# refused for that reason alone, its neighbour inside it is admitted.
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"SERIAL": 2, "SPLIT": 2}, "SERIAL=2 must be 0 (K split over a cluster) or 1"),
+        ({"SERIAL": 1, "SPLIT": 2}, None),
+        ({"SERIAL": 1, "SPLIT": 1}, "SERIAL=1 needs SPLIT of 2 or more, not 1"),
+        ({"SERIAL": 0, "SPLIT": 1}, None),
+        # a cluster stops at the portable 8 blocks; the workspace goes deeper
+        ({"SERIAL": 0, "SPLIT": 9}, "SPLIT=9 must be between 1 and 8 (blocks in one cluster"),
+        ({"SERIAL": 0, "SPLIT": 8}, None),
+        ({"SERIAL": 1, "SPLIT": 9}, None),
+        # each block of a cluster writes BM/SPLIT rows; through the workspace, any split goes
+        ({"SERIAL": 0, "SPLIT": 3}, "BM=64 must be a multiple of SPLIT=3"),
+        ({"SERIAL": 1, "SPLIT": 3}, None),
+    ],
+)
+def test_serial_split_checks_on_both_sides(params: dict, message: str | None) -> None:
+    problems = validate_params("autotuned", params, (333, 777, 4099))
+    if message is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and message in problems[0], problems
+
+
+def test_the_serial_workspace_is_bounded() -> None:
+    """2048 tiles of 64x128 at 4096^3: 4 blocks per tile park 8192 partial tiles of 32 KiB,
+    256 MiB (admitted); 5 would park 320 MiB."""
+    v = get_variant("autotuned")
+    p = {**effective_params(v), "SERIAL": 1, "SPLIT": 4}
+    assert sgemm_project.workspace_floats(p, size((4096, 4096, 4096))) * 4 == 256 * 2**20
+    assert validate_params(v, p, (4096, 4096, 4096)) == []
+    problems = validate_params(v, {**p, "SPLIT": 5}, (4096, 4096, 4096))
+    assert problems == ["size 4096x4096x4096: the split-K workspace of 10240 partial 64x128 "
+                        "tiles (320 MiB) is over 256 MiB"]
+    # The cluster split parks its partials in shared memory: no workspace at any split.
+    assert sgemm_project.workspace_floats({**p, "SERIAL": 0}, size((4096, 4096, 4096))) == 0
 
 
 def test_bad_shape_is_refused() -> None:
@@ -273,6 +315,12 @@ def test_multistage_geometry_with_and_without_split() -> None:
     # With two shallow stages the parked 64x256 C tile is the larger.
     two = {**split, "BK": 8, "STAGES": 2}
     assert shared_mem_bytes(v, two) == 64 * 256 * 4
+    # Through the workspace, nothing is parked in shared memory: the stages alone; the grid
+    # is the same SPLIT blocks per tile, at any SPLIT.
+    serial = {**two, "SERIAL": 1, "SPLIT": 10}
+    assert shared_mem_bytes(v, serial) == 2 * 8 * (64 + 4 + 256) * 4
+    assert grid_for(v, serial, (1000, 1030, 999)) == (16 * 5 * 10, 1, 1)
+    assert sgemm_project.workspace_floats(serial, size((1000, 1030, 999))) == 16 * 5 * 10 * 64 * 256
 
 
 @pytest.mark.parametrize(
@@ -290,15 +338,25 @@ def test_multistage_drops_bounds_checks_only_when_every_tile_is_whole(shape, vec
     assert f"-DVEC={vec}" in compiled and f"-DEXACT={exact}" in compiled
 
 
+# The H200's winner at 333x777x4099: K split 7 ways through the workspace, the scalar path.
+SERIAL_WINNER = {"BM": 128, "BN": 32, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8,
+                 "MIN_BLOCKS": 2, "STAGES": 4, "SPLIT": 7, "SERIAL": 1}
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-@pytest.mark.parametrize("name", ["double_buffered", "async_copy", "autotuned"])
-def test_fast_kernels_compile_for_sm90_without_spills(name: str, tmp_path) -> None:
+@pytest.mark.parametrize(
+    ("name", "override", "shape"),
+    [("double_buffered", {}, (4096, 4096, 4096)), ("async_copy", {}, (4096, 4096, 4096)),
+     ("autotuned", {}, (4096, 4096, 4096)), ("autotuned", SERIAL_WINNER, (333, 777, 4099))],
+    ids=["double_buffered", "async_copy", "autotuned", "autotuned-serial"],
+)
+def test_fast_kernels_compile_for_sm90_without_spills(name: str, override: dict, shape,
+                                                      tmp_path) -> None:
     variant = get_variant(name)
+    params = {**variant.params, **override}
     source = tmp_path / "k.cu"
     source.write_text(source_text(variant))
-    defines = [
-        o for o in options(variant, variant.params, (4096, 4096, 4096)) if o[:2] == "-D"
-    ]
+    defines = [o for o in options(variant, params, shape) if o[:2] == "-D"]
     result = subprocess.run(
         [
             "nvcc",
@@ -317,8 +375,8 @@ def test_fast_kernels_compile_for_sm90_without_spills(name: str, tmp_path) -> No
     usage = result.stdout + result.stderr
     assert "0 bytes spill stores" in usage, usage
     registers = int(re.search(r"Used (\d+) registers", usage).group(1))
-    threads = threads_per_block(variant, variant.params)
-    assert registers <= min(255, 65536 // (threads * variant.params["MIN_BLOCKS"]))
+    threads = threads_per_block(variant, params)
+    assert registers <= min(255, 65536 // (threads * params["MIN_BLOCKS"]))
 
 
 def test_kernels_dir_holds_every_source() -> None:
