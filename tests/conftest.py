@@ -21,6 +21,7 @@ import atexit
 import contextlib
 import fcntl
 import functools
+import logging
 import os
 import shutil
 import signal
@@ -98,21 +99,29 @@ def pytest_configure(config: pytest.Config) -> None:
         # (the PostgreSQL server's stop, unpacked folders removed, pools ended).
         atexit.register(_end_worker_at_once)
         return
-    # The stand-in programs (tests/standins: `#!/usr/bin/env python3`) run on this test
-    # interpreter, not on whatever `python3` comes first on PATH (a version manager's shim
-    # starts a few shells before the interpreter, on each of their calls).
-    os.environ["PATH"] = os.pathsep.join([os.path.dirname(sys.executable),
-                                          os.environ.get("PATH", "")])
     folder = tempfile.mkdtemp(prefix="ncuh-test-run-")
     config.add_cleanup(functools.partial(shutil.rmtree, folder, True))
+    # The stand-in programs (tests/standins: `#!/usr/bin/env -S python3 -S`) run on this test
+    # interpreter, not on whatever `python3` comes first on PATH (a version manager's shim
+    # starts a few shells before the interpreter, on each of their calls); nothing else on
+    # PATH changes.
+    interpreter = os.path.join(folder, "bin")
+    os.mkdir(interpreter)
+    os.symlink(sys.executable, os.path.join(interpreter, "python3"))
+    os.environ["PATH"] = os.pathsep.join([interpreter, os.environ.get("PATH", "")])
     os.environ[RUN_FOLDER_ENV] = folder
     os.environ["NCUH_CACHE_DIR"] = os.path.join(folder, "cache")
 
 
 def _end_worker_at_once() -> None:
-    """An xdist worker's last exit handler: its results are sent and its exit handlers have
-    run, so it ends without freeing its heap object by object, which the whole run would
-    wait for (gigabytes once it has read every report: ncu_report keeps what it read)."""
+    """An xdist worker's last exit handler: its results are sent and the exit handlers the
+    tests registered have run, so it ends without freeing its heap object by object, which
+    the whole run would wait for (gigabytes once it has read every report: ncu_report keeps
+    what it read). Handlers registered before the tests ran would be skipped: logging's is
+    run here, and under coverage, which saves its data in one, the worker exits normally."""
+    if "coverage" in sys.modules or os.environ.get("COVERAGE_PROCESS_START"):
+        return
+    logging.shutdown()
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(0)

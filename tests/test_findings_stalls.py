@@ -3,10 +3,12 @@ carry its samples (Source Counters)."""
 
 from __future__ import annotations
 
+import pytest
 from findings_support import naive, smem, synthetic
 
 from harness.findings import run_rules, stalls
 from harness.findings.fixes import fixes_for
+from harness.report import SITE_CLASSES, Carrier
 from harness.report.model import StallReason, WarpState
 
 
@@ -77,3 +79,15 @@ def test_other_reasons_are_reported_as_information():
     assert finding.kind == "info"
     assert "for instructions to be fetched" in finding.text
     assert [f.fixes for f in run_rules(profile) if f.rule == "stalls"] == [()]
+
+
+@pytest.mark.parametrize("key", [*SITE_CLASSES, "other"])
+def test_every_story_names_the_opcodes_it_has_and_no_empty_list(key: str) -> None:
+    with_ops = Carrier(key, 10, 100.0, (), ("LDSM", "STS"))
+    without = Carrier(key, 10, 100.0, (), ())
+    for carrier in (with_ops, without):
+        text = f"{carrier.words} / {stalls._story_words(carrier)}"
+        assert "{ops}" not in text and "()" not in text, text
+    if key != "other" and "{ops}" in stalls.STORIES.get(key, ""):
+        assert "LDSM/STS" in stalls._story_words(with_ops)
+    assert with_ops.words.endswith("(LDSM/STS)") == (key != "other")

@@ -79,10 +79,10 @@ STORIES: dict[str, str] = {
     "conversion": "type conversions ({ops}) on the XU pipe",
     "shuffle": "warp shuffles (SHFL)",
     "special_register": "special-register reads ({ops}: thread and block indices, clocks)",
-    "wgmma": "warpgroup MMAs (WGMMA): the warps wait for their tensor-core work "
-    "(WARPGROUP.DEPBAR, WARPGROUP.ARRIVE), which is how a WGMMA kernel waits on the tensor cores",
-    "mbarrier": "mbarrier waits (SYNCS try-wait): the warps wait for data that TMA or another "
-    "warp group signals",
+    "wgmma": "warpgroup MMAs and their waits ({ops}): the warps wait for their tensor-core "
+    "work, which is how a WGMMA kernel waits on the tensor cores",
+    "mbarrier": "mbarriers ({ops}): the warps wait for data that TMA or another warp group "
+    "signals",
     "async_copy": "TMA and asynchronous copies and their waits ({ops})",
     "block_barrier": "block barriers (BAR: __syncthreads and named barriers)",
     "cluster_barrier": "cluster barriers (barrier.cluster: {ops})",
@@ -134,7 +134,7 @@ def _story_words(carrier: Carrier) -> str:
     """What the warps wait on, with the opcodes its samples sit at where the story names
     them."""
     story = STORIES.get(carrier.key)
-    if story is None:
+    if story is None or ("{ops}" in story and not carrier.opcodes):
         return carrier.words
     return story.replace("{ops}", "/".join(carrier.opcodes))
 

@@ -98,7 +98,7 @@ class Carrier:
     samples: int
     share_pct: float  # of the reason's samples
     sites: tuple[Site, ...]  # the instructions with most samples, most first
-    opcodes: tuple[str, ...] = ()  # the opcodes of all its sites, most samples first
+    opcodes: tuple[str, ...]  # the opcodes of all its sites, most samples first
 
     @property
     def words(self) -> str:

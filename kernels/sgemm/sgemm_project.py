@@ -281,6 +281,10 @@ def _check_tiles(family: str, p: dict[str, int]) -> list[str]:
     if family == "multistage":
         if p["BK"] % 8 != 0:
             problems.append(f"BK={p['BK']} must be a multiple of 8 (a warp copies 8 k of A)")
+        rows = min(p["TM"], 32 // p["TN"])  # the epilogue's EPI_ROWS: rows of C loaded at once
+        if rows < 1 or p["TM"] % rows != 0:
+            problems.append(f"TM={p['TM']} must be a multiple of min(TM, 32/TN)={rows} (the "
+                            "epilogue loads C that many rows at a time)")
         if p["SERIAL"] not in (0, 1):
             problems.append(f"SERIAL={p['SERIAL']} must be 0 (K split over a cluster) or 1 "
                             "(through a global workspace)")

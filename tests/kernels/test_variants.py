@@ -200,6 +200,11 @@ NARROW = {"BM": 128, "BN": 32, "WM": 32, "WN": 32, "TM": 4, "TN": 8}  # 4 warps,
         ({"BN": 256, "BK": 16, "WM": 32, "TN": 8, "MIN_BLOCKS": 2},
          "about 136 registers per thread needed but 2 block(s) of 256 threads leave 128"),
         ({"BN": 256, "BK": 16, "WM": 32, "TN": 8, "MIN_BLOCKS": 1}, None),
+        # The epilogue loads C min(TM, 32/TN) rows at a time: 12 rows do not split into 8s
+        ({"BM": 48, "BN": 32, "BK": 8, "WM": 48, "WN": 32, "TM": 12, "TN": 4, "MIN_BLOCKS": 1,
+          "STAGES": 3, "SPLIT": 1}, "TM=12 must be a multiple of min(TM, 32/TN)=8"),
+        ({"BM": 64, "BN": 32, "BK": 8, "WM": 64, "WN": 32, "TM": 16, "TN": 4, "MIN_BLOCKS": 1,
+          "STAGES": 3, "SPLIT": 1}, None),
     ],
 )
 def test_multistage_copy_checks_on_both_sides(params: dict, message: str | None) -> None:
