@@ -19,7 +19,7 @@ import click
 from harness import __version__
 from harness.commands import PROJECT_HELP
 from harness.errors import NcuhError, error_line
-from harness.util import cache_switch_note, terminate_as_interrupt
+from harness.util import cache_switch_note, terminate_as_interrupt, usable_cores
 
 # command name -> "module:attribute"; the order is the order of `ncuh --help`.
 COMMANDS: dict[str, str] = {
@@ -145,6 +145,7 @@ class LazyGroup(click.Group):
 def main(ctx: click.Context, project: Path | None) -> None:
     """ncuh: run kernel variants under Nsight Compute, explain the reports, gate regressions."""
     ctx.obj = {"project": project}
+    usable_cores()  # a bad $NCUH_JOBS is refused before any command starts its work
     note = cache_switch_note()
     if note:
         click.echo(f"ncuh: {note}", err=True)

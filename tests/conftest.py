@@ -111,6 +111,10 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["PATH"] = os.pathsep.join([interpreter, os.environ.get("PATH", "")])
     os.environ[RUN_FOLDER_ENV] = folder
     os.environ["NCUH_CACHE_DIR"] = os.path.join(folder, "cache")
+    # The suite's own workers keep every core busy: a command it runs works alone (no plot
+    # workers warming up matplotlib, no export in parts that each open the report), as on a
+    # one-core machine. The tests of that parallel work ask for cores of their own.
+    os.environ["NCUH_JOBS"] = "1"
 
 
 def _end_worker_at_once() -> None:

@@ -34,7 +34,8 @@ print("workers left:", len(multiprocessing.active_children()))
 
 def _written(mode: str, out: Path) -> dict[str, bytes]:
     # nothing kept: every plot is drawn, by a worker or here
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_REPORT_CACHE": "off"}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_REPORT_AND_PLOT_CACHE": "off"}
+    env.pop("NCUH_JOBS", None)  # every core: plot workers
     said = subprocess.run([sys.executable, "-c", _WRITE, mode, str(out), str(RUN)], env=env,
                           capture_output=True, check=True, text=True).stdout
     assert said.strip() == "workers left: 0"

@@ -153,6 +153,29 @@ def test_no_worker_is_no_pool() -> None:
     assert usable_cores() >= 1
 
 
+def test_ncuh_jobs_caps_the_cores_and_a_bad_value_is_one_line(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("NCUH_JOBS", raising=False)
+    cores = usable_cores()
+    assert cores == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("NCUH_JOBS", " 1 ")
+    assert usable_cores() == 1
+    monkeypatch.setenv("NCUH_JOBS", str(cores + 1))  # a cap: never more than this process has
+    assert usable_cores() == cores
+    monkeypatch.setenv("NCUH_JOBS", str(cores))
+    assert usable_cores() == cores
+    for bad in ("0", "-1", "two", "1.5", "\u0663"):  # an Arabic-Indic three is a digit, not ASCII
+        env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_JOBS": bad}
+        done = subprocess.run([sys.executable, "-m", "harness", "export",
+                               str(ROOT / "reports" / "runs" / "sgemm-h200-256"), "-o",
+                               str(tmp_path / "all.csv")], env=env, capture_output=True,
+                              text=True, timeout=120, check=False)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.splitlines() == [
+            f"ncuh: error: NCUH_JOBS must be a whole number of 1 or more, not {bad!r}"]
+        assert not (tmp_path / "all.csv").exists()
+
+
 @pytest.mark.skipif(not hasattr(signal, "pthread_sigmask"), reason="POSIX signals")
 def test_the_parent_keeps_its_signals_after_starting_a_pool() -> None:
     said = _run("""

@@ -142,6 +142,7 @@ def test_writeup_into_a_new_folder_publishes_nothing(run: Path, tmp_path: Path,
 def test_writeup_stopped_while_its_plots_are_drawn_leaves_no_worker(
         run: Path, tmp_path: Path, sig: int, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NCUH_REPORT_AND_PLOT_CACHE", "off")  # no plot kept: every one is drawn
+    monkeypatch.delenv("NCUH_JOBS", raising=False)  # every core: plot workers
     paused = Paused(["writeup", str(run), "--out", "pages", "--format", "md"],
                     "drawing plots", tmp_path)
     workers = _children(paused.process.pid)

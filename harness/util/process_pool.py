@@ -9,7 +9,8 @@ A fork copies only the thread that forks: a lock another thread holds (ncu_repor
 disassembler runs one once a report's SASS is listed) would stay held in the worker. So
 beside other threads a pool forks nothing: the caller works alone or, where asked, the workers
 are spawned. A command starts its pool before it reads a report. `usable_cores` is the one
-count of cores that every caller sizes its work by.
+count of cores that every caller sizes its work by; `$NCUH_JOBS` caps it (a CI runner that
+runs other jobs beside ncuh, or the test suite, whose own workers keep every core busy).
 """
 
 from __future__ import annotations
@@ -22,18 +23,29 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from harness.errors import NcuhError
+
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
 T = TypeVar("T")
 _SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+JOBS_ENV = "NCUH_JOBS"  # the most cores a command keeps busy at once
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (a container's or `taskset`'s share, not the host's)."""
+    """The cores this process may run on (a container's or `taskset`'s share, not the host's),
+    at most `$NCUH_JOBS` where that is set; `NcuhError` for a value that is not a count."""
     if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0)) or 1
-    return os.cpu_count() or 1
+        cores = len(os.sched_getaffinity(0)) or 1
+    else:
+        cores = os.cpu_count() or 1
+    jobs = os.environ.get(JOBS_ENV, "").strip()
+    if not jobs:
+        return cores
+    if not jobs.isascii() or not jobs.isdigit() or int(jobs) < 1:
+        raise NcuhError(f"{JOBS_ENV} must be a whole number of 1 or more, not {jobs!r}")
+    return min(cores, int(jobs))
 
 
 _EXITING_S = 1.0  # the most a pool's threads, joined, may take to be gone from the system
