@@ -181,6 +181,15 @@ WIDE = {"BM": 32, "BN": 512, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "MIN_BLOCKS":
 NARROW = {"BM": 128, "BN": 32, "WM": 32, "WN": 32, "TM": 4, "TN": 8}  # 4 warps, BN < threads
 
 
+def assert_only_problem(name: str, params: dict, shape, message: str | None) -> None:
+    """`message` is the one problem of `params` at `shape`, or there is none (message None)."""
+    problems = validate_params(name, params, shape)
+    if message is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and message in problems[0], problems
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [
@@ -208,11 +217,7 @@ NARROW = {"BM": 128, "BN": 32, "WM": 32, "WN": 32, "TM": 4, "TN": 8}  # 4 warps,
     ],
 )
 def test_multistage_copy_checks_on_both_sides(params: dict, message: str | None) -> None:
-    problems = validate_params("autotuned", params, (4096, 4096, 4096))
-    if message is None:
-        assert problems == []
-    else:
-        assert len(problems) == 1 and message in problems[0], problems
+    assert_only_problem("autotuned", params, (4096, 4096, 4096), message)
 
 
 def test_the_tunable_space_holds_small_tiles_and_deep_splits() -> None:
@@ -248,11 +253,7 @@ def test_the_tunable_space_holds_small_tiles_and_deep_splits() -> None:
     ],
 )
 def test_serial_split_checks_on_both_sides(params: dict, message: str | None) -> None:
-    problems = validate_params("autotuned", params, (333, 777, 4099))
-    if message is None:
-        assert problems == []
-    else:
-        assert len(problems) == 1 and message in problems[0], problems
+    assert_only_problem("autotuned", params, (333, 777, 4099), message)
 
 
 WIDE_32_ROWS = {"BM": 32, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "MIN_BLOCKS": 1}
@@ -275,11 +276,7 @@ WIDE_32_ROWS = {"BM": 32, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "MIN_B
     ],
 )
 def test_copy_layout_checks_on_both_sides(params: dict, message: str | None) -> None:
-    problems = validate_params("autotuned", params, (333, 777, 4099))
-    if message is None:
-        assert problems == []
-    else:
-        assert len(problems) == 1 and message in problems[0], problems
+    assert_only_problem("autotuned", params, (333, 777, 4099), message)
 
 
 def test_the_serial_workspace_is_bounded() -> None:
