@@ -18,6 +18,11 @@
 // partial tile to a global workspace and counts itself in at a per-tile counter; the last to
 // arrive adds the partials in rank order (the same sum whichever block is last), writes C and
 // sets the counter back to zero for the next launch.
+// CONST_DST = 1 (where BM * AK is a multiple of THREADS) addresses every A copy's shared-memory
+// destination as one register plus a constant, instead of a register per copy: fewer integer
+// instructions per tile and fewer registers. COPY_AT_END = 1 issues the copies of the next
+// free stage after the tile's last k step (just before the barrier) instead of before its
+// first. Both default to 0, which compiles the kernel as it was without them.
 #include "common.cuh"
 
 #define THREADS ((BM / WM) * (BN / WN) * 32)
@@ -34,6 +39,12 @@
 #endif
 #ifndef SERIAL
 #define SERIAL 0
+#endif
+#ifndef CONST_DST
+#define CONST_DST 0
+#endif
+#ifndef COPY_AT_END
+#define COPY_AT_END 0
 #endif
 
 __device__ __forceinline__ unsigned shared_address(const float *p) {
@@ -161,13 +172,25 @@ sgemm_multistage(int M, int N, int K, float alpha, const float *__restrict__ A,
     // for the M and N edges. Only k past K must read zeros, and only the last tile reaches it.
     const unsigned smem0 = static_cast<unsigned>(__cvta_generic_to_shared(smem));
     const float *a_src[A_COPIES];
+#if CONST_DST
+    // With BM * AK a multiple of THREADS, copy l lies THREADS / AK rows below copy 0, moved on
+    // to the next AK values of k every BM rows: the same offset for every thread.
+    static_assert(BM * AK % THREADS == 0, "CONST_DST needs BM * AK to be a multiple of THREADS");
+    const unsigned a_dst0 = smem0 + 4 * ((tid % AK) * AS_STRIDE + tid / AK);
+#define A_DST(l) \
+    (a_dst0 + 4 * (((l) * (THREADS / AK) / BM) * AK * AS_STRIDE + (l) * (THREADS / AK) % BM))
+#else
     unsigned a_dst[A_COPIES];
+#define A_DST(l) a_dst[l]
+#endif
 #pragma unroll
     for (int l = 0; l < A_COPIES; ++l) {
         const int idx = tid + l * THREADS;
         const int r = (idx / AK) % BM, c = (idx / (AK * BM)) * AK + idx % AK;
         a_src[l] = A + (size_t)min(row0 + r, M - 1) * K + t_begin * BK + c;
+#if !CONST_DST
         a_dst[l] = smem0 + 4 * (c * AS_STRIDE + r);
+#endif
     }
     const unsigned b_dst0 = smem0 + 4 * BK * AS_STRIDE;
 #if VEC
@@ -202,7 +225,7 @@ sgemm_multistage(int M, int N, int K, float alpha, const float *__restrict__ A,
         for (int l = 0; l < A_COPIES; ++l) {
             const int idx = tid + l * THREADS;
             const bool ok = !checked || (idx / (AK * BM)) * AK + idx % AK < valid;
-            cp_async4(a_dst[l] + off, ok ? a_src[l] : A, ok);
+            cp_async4(A_DST(l) + off, ok ? a_src[l] : A, ok);
             a_src[l] += BK;
         }
 #if VEC
@@ -266,13 +289,23 @@ sgemm_multistage(int M, int N, int K, float alpha, const float *__restrict__ A,
     int s_read = 0, s_write = STAGES - 1;
     for (int t = 0; t < tiles; ++t) {
         // The stage of tile t-1 is free: every thread passed the barrier that ended it.
-        if (t + STAGES - 1 < tiles) issue(s_write, (t_begin + t + STAGES - 1) * BK);
+        const int s_fill = s_write;
+        const bool fill = t + STAGES - 1 < tiles;
+#if !COPY_AT_END
+        if (fill) issue(s_fill, (t_begin + t + STAGES - 1) * BK);
         cp_async_commit();
+#endif
         s_write = s_write + 1 == STAGES ? 0 : s_write + 1;
         const int s_next = s_read + 1 == STAGES ? 0 : s_read + 1;
         const bool more = t + 1 < tiles;
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
+#if COPY_AT_END
+            if (k == BK - 1) {  // committed before the wait below, as a group of its own
+                if (fill) issue(s_fill, (t_begin + t + STAGES - 1) * BK);
+                cp_async_commit();
+            }
+#endif
             if (k + 1 < BK) {
                 load_frag(s_read, k + 1, (k + 1) & 1);
             } else if (more) {

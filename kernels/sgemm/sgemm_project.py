@@ -36,6 +36,8 @@ TILED = ("register_tiled", "vectorized", "bank_conflict_free")
 WARP = ("warptiled", "double_buffered", "async_copy", "multistage")
 VECTOR = ("vectorized", "bank_conflict_free", *WARP)
 DYNAMIC_SMEM = ("double_buffered", "async_copy", "multistage")
+# Consecutive k of one row of A in a warp's copies (the multistage kernel's AK).
+A_COPY_K = 8
 # Largest cluster every sm_90 GPU can launch (more needs a non-portable opt-in).
 MAX_PORTABLE_CLUSTER = 8
 # The serial split-K's global workspace (a partial tile per block) stays below this: a deep
@@ -54,7 +56,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "double_buffered": ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "GROUP", "MIN_BLOCKS"),
     "async_copy": ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "GROUP", "MIN_BLOCKS", "STAGES"),
     "multistage": ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "GROUP", "MIN_BLOCKS", "STAGES",
-                   "SPLIT", "SERIAL"),
+                   "SPLIT", "SERIAL", "CONST_DST", "COPY_AT_END"),
 }
 
 
@@ -242,6 +244,9 @@ def _multistage_copy_problems(p: dict[str, int], threads: int) -> list[str]:
     if p["BN"] % threads != 0 and threads % p["BN"] != 0:
         problems.append(f"BN={p['BN']} and {threads} threads: one must be a multiple of the "
                         "other (4-byte copies of B along its rows)")
+    if p["CONST_DST"] and (p["BM"] * A_COPY_K) % threads != 0:
+        problems.append(f"CONST_DST=1 needs BM*{A_COPY_K}={p['BM'] * A_COPY_K} to be a multiple "
+                        f"of the {threads} threads (every A copy at a constant offset)")
     return problems
 
 
@@ -285,6 +290,9 @@ def _check_tiles(family: str, p: dict[str, int]) -> list[str]:
         if rows < 1 or p["TM"] % rows != 0:
             problems.append(f"TM={p['TM']} must be a multiple of min(TM, 32/TN)={rows} (the "
                             "epilogue loads C that many rows at a time)")
+        for key in ("CONST_DST", "COPY_AT_END"):
+            if p[key] not in (0, 1):
+                problems.append(f"{key}={p[key]} must be 0 or 1")
         if p["SERIAL"] not in (0, 1):
             problems.append(f"SERIAL={p['SERIAL']} must be 0 (K split over a cluster) or 1 "
                             "(through a global workspace)")

@@ -86,17 +86,27 @@ SPLIT_SHAPES = [(1024, 1024, 1024), (1000, 1030, 999), (129, 260, 64), (96, 200,
                 (129, 67, 3)]
 SMALL_SHAPES = [(256, 256, 256), (333, 777, 4099), (1000, 1030, 999), (129, 67, 3),
                 (17, 33, 65)]
-TUNED = {  # name: (BM, BN, BK, WM, WN, TM, TN, MIN_BLOCKS, STAGES, SPLIT, SERIAL), shapes
-    "split2": ((64, 256, 16, 32, 64, 8, 8, 1, 4, 2, 0), SPLIT_SHAPES),
-    "split4": ((64, 128, 8, 32, 64, 8, 8, 2, 3, 4, 0), SPLIT_SHAPES),
-    "32x32": ((32, 32, 8, 32, 32, 4, 8, 1, 3, 8, 0), SMALL_SHAPES),
-    "32x256": ((32, 256, 16, 32, 64, 8, 8, 1, 4, 4, 0), SMALL_SHAPES),
-    "128x32": ((128, 32, 16, 32, 32, 4, 8, 2, 4, 2, 0), SMALL_SHAPES),
-    "serial2": ((64, 128, 8, 64, 64, 8, 16, 2, 3, 2, 1), SPLIT_SHAPES),
-    "serial16": ((128, 64, 8, 64, 32, 4, 16, 1, 3, 16, 1), SMALL_SHAPES),
-    "serial32": ((32, 128, 8, 32, 64, 4, 16, 1, 4, 32, 1), SMALL_SHAPES),
+# The copy-layout switches (CONST_DST, COPY_AT_END) on both paths of B, whole and partial
+# tiles, a K shorter than one tile and a long one.
+LAYOUT_SHAPES = [(1024, 1024, 1024), (1024, 1000, 512), (333, 777, 4099), (1000, 1030, 999),
+                 (129, 67, 3), (96, 200, 4096)]
+TUNED = {  # name: (BM, BN, BK, WM, WN, TM, TN, MIN_BLOCKS, STAGES, SPLIT, SERIAL,
+           #        CONST_DST, COPY_AT_END), shapes
+    "split2": ((64, 256, 16, 32, 64, 8, 8, 1, 4, 2, 0, 0, 0), SPLIT_SHAPES),
+    "split4": ((64, 128, 8, 32, 64, 8, 8, 2, 3, 4, 0, 0, 0), SPLIT_SHAPES),
+    "32x32": ((32, 32, 8, 32, 32, 4, 8, 1, 3, 8, 0, 0, 0), SMALL_SHAPES),
+    "32x256": ((32, 256, 16, 32, 64, 8, 8, 1, 4, 4, 0, 0, 0), SMALL_SHAPES),
+    "128x32": ((128, 32, 16, 32, 32, 4, 8, 2, 4, 2, 0, 0, 0), SMALL_SHAPES),
+    "serial2": ((64, 128, 8, 64, 64, 8, 16, 2, 3, 2, 1, 0, 0), SPLIT_SHAPES),
+    "serial16": ((128, 64, 8, 64, 32, 4, 16, 1, 3, 16, 1, 0, 0), SMALL_SHAPES),
+    "serial32": ((32, 128, 8, 32, 64, 4, 16, 1, 4, 32, 1, 0, 0), SMALL_SHAPES),
+    "const_dst": ((128, 32, 8, 64, 32, 8, 8, 2, 3, 7, 1, 1, 0), LAYOUT_SHAPES),
+    "copy_at_end": ((64, 128, 8, 64, 64, 8, 16, 2, 3, 1, 0, 0, 1), LAYOUT_SHAPES),
+    "both_split4": ((64, 128, 8, 32, 64, 8, 8, 2, 3, 4, 0, 1, 1), LAYOUT_SHAPES),
+    "both_serial7": ((128, 32, 8, 64, 32, 8, 8, 2, 3, 7, 1, 1, 1), LAYOUT_SHAPES),
 }
-KEYS = ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "MIN_BLOCKS", "STAGES", "SPLIT", "SERIAL")
+KEYS = ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "MIN_BLOCKS", "STAGES", "SPLIT", "SERIAL",
+        "CONST_DST", "COPY_AT_END")
 TUNED_CASES = [
     pytest.param(dict(zip(KEYS, values, strict=True)), shape,
                  id=f"{name}-{'x'.join(map(str, shape))}")

@@ -181,6 +181,15 @@ WIDE = {"BM": 32, "BN": 512, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "MIN_BLOCKS":
 NARROW = {"BM": 128, "BN": 32, "WM": 32, "WN": 32, "TM": 4, "TN": 8}  # 4 warps, BN < threads
 
 
+def assert_only_problem(name: str, params: dict, shape, message: str | None) -> None:
+    """`message` is the one problem of `params` at `shape`, or there is none (message None)."""
+    problems = validate_params(name, params, shape)
+    if message is None:
+        assert problems == []
+    else:
+        assert len(problems) == 1 and message in problems[0], problems
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [
@@ -208,11 +217,7 @@ NARROW = {"BM": 128, "BN": 32, "WM": 32, "WN": 32, "TM": 4, "TN": 8}  # 4 warps,
     ],
 )
 def test_multistage_copy_checks_on_both_sides(params: dict, message: str | None) -> None:
-    problems = validate_params("autotuned", params, (4096, 4096, 4096))
-    if message is None:
-        assert problems == []
-    else:
-        assert len(problems) == 1 and message in problems[0], problems
+    assert_only_problem("autotuned", params, (4096, 4096, 4096), message)
 
 
 def test_the_tunable_space_holds_small_tiles_and_deep_splits() -> None:
@@ -248,11 +253,30 @@ def test_the_tunable_space_holds_small_tiles_and_deep_splits() -> None:
     ],
 )
 def test_serial_split_checks_on_both_sides(params: dict, message: str | None) -> None:
-    problems = validate_params("autotuned", params, (333, 777, 4099))
-    if message is None:
-        assert problems == []
-    else:
-        assert len(problems) == 1 and message in problems[0], problems
+    assert_only_problem("autotuned", params, (333, 777, 4099), message)
+
+
+WIDE_32_ROWS = {"BM": 32, "BK": 16, "WM": 32, "WN": 32, "TM": 4, "TN": 8, "MIN_BLOCKS": 1}
+
+
+# The copy-layout switches, each on both sides. CONST_DST needs BM*8 to be a multiple of the
+# threads (with BK = 8 the A tile's own check says as much): a 32x512 tile of 16 warps is one
+# step over, of 8 warps (32x256) inside, and without CONST_DST the larger one is admitted.
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"CONST_DST": 2}, "CONST_DST=2 must be 0 or 1"),
+        ({"CONST_DST": 1}, None),
+        ({"COPY_AT_END": 2}, "COPY_AT_END=2 must be 0 or 1"),
+        ({"COPY_AT_END": 1}, None),
+        ({**WIDE_32_ROWS, "BN": 512, "CONST_DST": 1},
+         "CONST_DST=1 needs BM*8=256 to be a multiple of the 512 threads"),
+        ({**WIDE_32_ROWS, "BN": 256, "CONST_DST": 1}, None),
+        ({**WIDE_32_ROWS, "BN": 512, "CONST_DST": 0}, None),
+    ],
+)
+def test_copy_layout_checks_on_both_sides(params: dict, message: str | None) -> None:
+    assert_only_problem("autotuned", params, (333, 777, 4099), message)
 
 
 def test_the_serial_workspace_is_bounded() -> None:
@@ -343,9 +367,11 @@ def test_multistage_drops_bounds_checks_only_when_every_tile_is_whole(shape, vec
     assert f"-DVEC={vec}" in compiled and f"-DEXACT={exact}" in compiled
 
 
-# The H200's winner at 333x777x4099: K split 7 ways through the workspace, the scalar path.
+# The H200's winner at 333x777x4099: K split 7 ways through the workspace, the scalar path,
+# A's destinations at constant offsets and the copies issued after each tile's last k step.
 SERIAL_WINNER = {"BM": 128, "BN": 32, "BK": 8, "WM": 64, "WN": 32, "TM": 8, "TN": 8,
-                 "MIN_BLOCKS": 2, "STAGES": 4, "SPLIT": 7, "SERIAL": 1}
+                 "MIN_BLOCKS": 1, "STAGES": 4, "SPLIT": 7, "SERIAL": 1, "CONST_DST": 1,
+                 "COPY_AT_END": 1}
 
 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
