@@ -1,5 +1,5 @@
-"""The `ncuh` executable (`harness.entry`): start-up without garbage collection, then Python's
-defaults again once the command is loaded."""
+"""The `ncuh` executable (`harness.entry`): start-up without garbage collection, then the
+collector on again once the command is loaded, its young generation collected less often."""
 
 from __future__ import annotations
 
@@ -14,13 +14,16 @@ from harness.cli import main
 
 
 def test_the_collector_is_back_on_once_the_command_is_loaded() -> None:
+    threshold = gc.get_threshold()
     gc.disable()  # as harness.entry leaves it for start-up
     try:
         result = CliRunner().invoke(main, ["list", "--format", "json"])
         assert result.exit_code == 0, result.output
         assert gc.isenabled()
+        assert gc.get_threshold() == (50_000, 20, 20)
     finally:
         gc.unfreeze()  # what the command froze goes back to this test process's collector
+        gc.set_threshold(*threshold)
         gc.enable()
 
 
