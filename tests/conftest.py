@@ -18,6 +18,7 @@ process.
 from __future__ import annotations
 
 import atexit
+import compileall
 import contextlib
 import fcntl
 import functools
@@ -35,6 +36,7 @@ from pathlib import Path
 
 import pytest
 
+ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = Path(__file__).parent / "fixtures"
 GOLDEN = Path(__file__).parent / "golden"
 RUN_FOLDER_ENV = "NCUH_TEST_RUN_DIR"  # the folder one test run's processes share
@@ -102,6 +104,12 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     folder = tempfile.mkdtemp(prefix="ncuh-test-run-")
     config.add_cleanup(functools.partial(shutil.rmtree, folder, True))
+    # Bytecode for every module of the checkout, written once before any worker starts (on a
+    # fresh clone it is not there yet): else each worker, and each `ncuh` process the tests
+    # start before them, compiles what it imports, and where the environment turns bytecode
+    # off (PYTHONDONTWRITEBYTECODE) a process of a module no worker imports does every time.
+    compileall.compile_dir(ROOT / "harness", quiet=2, workers=0)
+    compileall.compile_dir(Path(__file__).parent, maxlevels=0, quiet=2)  # the tests' helpers
     # The stand-in programs (tests/standins: `#!/usr/bin/env -S python3 -S`) run on this test
     # interpreter, not on whatever `python3` comes first on PATH (a version manager's shim
     # starts a few shells before the interpreter, on each of their calls); nothing else on
@@ -126,6 +134,15 @@ def pytest_collection_finish() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_unconfigure() -> None:
+    # Before pytest's last collection (its check for exceptions raised while objects are freed):
+    # a worker's tests are over and it ends without freeing its heap (`_end_worker_at_once`),
+    # so that collection would walk gigabytes of models to free next to nothing.
+    if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("COVERAGE_PROCESS_START"):
+        gc.freeze()
 
 
 def _end_worker_at_once() -> None:
