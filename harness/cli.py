@@ -105,7 +105,7 @@ class LazyGroup(click.Group):
             # pages) mostly lives until it ends, so the young generation is collected every
             # 50,000 allocations rather than every 700.
             gc.freeze()
-            gc.set_threshold(50_000, 20, 20)
+            gc.set_threshold(50_000, *gc.get_threshold()[1:])
             gc.enable()
         return command
 

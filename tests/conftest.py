@@ -25,6 +25,7 @@ import functools
 import gc
 import logging
 import os
+import re
 import shutil
 import signal
 import sys
@@ -108,8 +109,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # fresh clone it is not there yet): else each worker, and each `ncuh` process the tests
     # start before them, compiles what it imports, and where the environment turns bytecode
     # off (PYTHONDONTWRITEBYTECODE) a process of a module no worker imports does every time.
-    compileall.compile_dir(ROOT / "harness", quiet=2, workers=0)
-    compileall.compile_dir(Path(__file__).parent, maxlevels=0, quiet=2)  # the tests' helpers
+    compileall.compile_dir(ROOT / "harness", quiet=2)
+    # the tests' helpers (pytest compiles the test modules themselves, asserts rewritten)
+    compileall.compile_dir(Path(__file__).parent, maxlevels=0, quiet=2,
+                           rx=re.compile(r"test_[^/\\]*\.py$"))
     # The stand-in programs (tests/standins: `#!/usr/bin/env -S python3 -S`) run on this test
     # interpreter, not on whatever `python3` comes first on PATH (a version manager's shim
     # starts a few shells before the interpreter, on each of their calls); nothing else on
@@ -120,10 +123,12 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ["PATH"] = os.pathsep.join([interpreter, os.environ.get("PATH", "")])
     os.environ[RUN_FOLDER_ENV] = folder
     os.environ["NCUH_CACHE_DIR"] = os.path.join(folder, "cache")
-    # The suite's own workers keep every core busy: a command it runs works alone (no plot
-    # workers warming up matplotlib, no export in parts that each open the report), as on a
-    # one-core machine. The tests of that parallel work ask for cores of their own.
-    os.environ["NCUH_JOBS"] = "1"
+    # Where the suite's own xdist workers keep every core busy, a command it runs starts no
+    # workers of its own (plot workers warming up matplotlib, an export in parts that each
+    # open the report), as on a one-core machine; the tests of that parallel work ask for
+    # cores of their own. A run in one process (`-n 0`, the GPU suite) leaves it be.
+    if getattr(config.option, "numprocesses", None):
+        os.environ.setdefault("NCUH_JOBS", "1")
 
 
 def pytest_collection_finish() -> None:
@@ -133,16 +138,23 @@ def pytest_collection_finish() -> None:
     # for good, and the young generation is collected every 50,000 allocations.
     gc.collect()
     gc.freeze()
-    gc.set_threshold(50_000, 20, 20)
+    gc.set_threshold(50_000, *gc.get_threshold()[1:])
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_unconfigure() -> None:
     # Before pytest's last collection (its check for exceptions raised while objects are freed):
-    # a worker's tests are over and it ends without freeing its heap (`_end_worker_at_once`),
-    # so that collection would walk gigabytes of models to free next to nothing.
-    if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("COVERAGE_PROCESS_START"):
+    # a worker that ends without freeing its heap (`_end_worker_at_once`) has no use for a
+    # collection that would walk gigabytes of models to free next to nothing.
+    if _ends_at_once():
         gc.freeze()
+
+
+def _ends_at_once() -> bool:
+    """Whether this process is an xdist worker of a test run that ends with `os._exit`: not
+    under coverage, which saves its data in an exit handler."""
+    return bool(os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(RUN_FOLDER_ENV)
+                and "coverage" not in sys.modules
+                and not os.environ.get("COVERAGE_PROCESS_START"))
 
 
 def _end_worker_at_once() -> None:
@@ -151,7 +163,7 @@ def _end_worker_at_once() -> None:
     the whole run would wait for (gigabytes once it has read every report: ncu_report keeps
     what it read). Handlers registered before the tests ran would be skipped: logging's is
     run here, and under coverage, which saves its data in one, the worker exits normally."""
-    if "coverage" in sys.modules or os.environ.get("COVERAGE_PROCESS_START"):
+    if not _ends_at_once():
         return
     logging.shutdown()
     sys.stdout.flush()

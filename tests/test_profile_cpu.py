@@ -157,7 +157,8 @@ class FakeNcu:
             env = {**ENVIRONMENT, "ncu_path": args[1], "ncu_version": "2025.3.1.0"}
             return 0, profile_worker.WORKER_RESULT_PREFIX + json.dumps(env) + "\n"
         # The real worker, in a process of its own as `ncuh profile` starts it: it reads each
-        # report as a fresh process does (this one has read others), and forks its parts.
+        # report as a fresh process does (this one has read others), in parts where it has
+        # cores for them (NCUH_JOBS).
         done = subprocess.run([sys.executable, "-m", "harness.report.metrics_export",
                                *args[1:]], env=_fresh_environment(), capture_output=True,
                               text=True, check=False)

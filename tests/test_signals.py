@@ -115,7 +115,7 @@ def test_export_of_a_run_leaves_nothing_and_no_worker(run: Path, tmp_path: Path,
     out.mkdir()
     paused = Paused(["export", str(run), "-o", str(out / "all.csv")], "export parts", tmp_path)
     workers = _children(paused.process.pid)
-    assert workers  # the parts are being exported in children
+    assert workers  # the reports are being exported in children (a child each at least)
     paused.signal(sig)
     code, said = paused.end()
     assert code == 128 + sig, said

@@ -104,6 +104,8 @@ TUNED = {  # name: (BM, BN, BK, WM, WN, TM, TN, MIN_BLOCKS, STAGES, SPLIT, SERIA
     "copy_at_end": ((64, 128, 8, 64, 64, 8, 16, 2, 3, 1, 0, 0, 1), LAYOUT_SHAPES),
     "both_split4": ((64, 128, 8, 32, 64, 8, 8, 2, 3, 4, 0, 1, 1), LAYOUT_SHAPES),
     "both_serial7": ((128, 32, 8, 64, 32, 8, 8, 2, 3, 7, 1, 1, 1), LAYOUT_SHAPES),
+    # the shipped 333x777x4099 winner: both switches with four stages
+    "both_serial7_4stages": ((128, 32, 8, 64, 32, 8, 8, 1, 4, 7, 1, 1, 1), LAYOUT_SHAPES),
 }
 KEYS = ("BM", "BN", "BK", "WM", "WN", "TM", "TN", "MIN_BLOCKS", "STAGES", "SPLIT", "SERIAL",
         "CONST_DST", "COPY_AT_END")
