@@ -49,8 +49,9 @@ def _conf(root: Path, host: str) -> str:
         "ReturnToService=2", "SchedulerType=sched/backfill", "JobCompType=jobcomp/none",
         "AccountingStorageType=accounting_storage/none", "JobAcctGatherType=jobacct_gather/none",
         # sbatch --wait polls every 2 s while that is not under half of MinJobAge (how long a
-        # completed job's record is kept); from the default 300 s, its second poll is 8 s on.
-        "MinJobAge=4",
+        # completed job's record is kept, here 3 s longer than a poll's wait); from the
+        # default 300 s, its second poll is 8 s on.
+        "MinJobAge=5",
         f"NodeName={host} CPUs={os.cpu_count() or 1} State=UNKNOWN",
         f"PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP", "",
     ])
