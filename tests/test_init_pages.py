@@ -5,15 +5,13 @@ page's bound and main finding, and no sentence the report contradicts."""
 from __future__ import annotations
 
 import functools
-import lzma
-import shutil
 import tempfile
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from conftest import run_folder
-from pages_support import assert_pages_as_committed, write_pages
+from pages_support import assert_pages_as_committed, unpacked_copy, write_pages
 
 from harness.cli import main
 from harness.findings.oracle import contradictions, page_contradictions
@@ -29,11 +27,7 @@ SLUGS = ["00_naive_16777216", "01_vectorized_16777216"]
 def _unpacked() -> tuple[Path, Path]:
     """(the run with its reports unpacked, the project `ncuh init` writes), once per process."""
     folder = Path(tempfile.mkdtemp(prefix="init-pages-", dir=run_folder()))
-    run = folder / "init-h200"  # the pages name the run's folder
-    shutil.copytree(PACKED_RUN, run)
-    for packed in run.glob("*.ncu-rep.xz"):
-        packed.with_suffix("").write_bytes(lzma.decompress(packed.read_bytes()))
-        packed.unlink()
+    run = unpacked_copy(PACKED_RUN, folder)
     result = CliRunner().invoke(main, ["init", str(folder / "my-kernels")])
     assert result.exit_code == 0, result.output
     return run, folder / "my-kernels"

@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from harness.cli import main
 from harness.util import parallel_map, usable_cores, worker_pool
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -165,12 +167,10 @@ def test_ncuh_jobs_caps_the_cores_and_a_bad_value_is_one_line(
     monkeypatch.setenv("NCUH_JOBS", str(cores))
     assert usable_cores() == cores
     for bad in ("0", "-1", "two", "1.5", "\u0663"):  # an Arabic-Indic three is a digit, not ASCII
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "NCUH_JOBS": bad}
-        done = subprocess.run([sys.executable, "-m", "harness", "export",
-                               str(ROOT / "reports" / "runs" / "sgemm-h200-256"), "-o",
-                               str(tmp_path / "all.csv")], env=env, capture_output=True,
-                              text=True, timeout=120, check=False)
-        assert done.returncode == 2, done.stderr
+        run = ROOT / "reports" / "runs" / "sgemm-h200-256"
+        done = CliRunner().invoke(main, ["export", str(run), "-o", str(tmp_path / "all.csv")],
+                                  env={"NCUH_JOBS": bad})
+        assert done.exit_code == 2, done.output
         assert done.stderr.splitlines() == [
             f"ncuh: error: NCUH_JOBS must be a whole number of 1 or more, not {bad!r}"]
         assert not (tmp_path / "all.csv").exists()
