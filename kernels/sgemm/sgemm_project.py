@@ -360,8 +360,9 @@ def _check_size(family: str, p: dict[str, int], size: Size) -> list[str]:
     grid = grid_for(family, p, size)
     if grid[0] > MAX_GRID_X or grid[1] > MAX_GRID_Y:
         return [f"size {size} needs a grid of {grid[:2]}, over CUDA's limits"]
-    if family == "multistage" and workspace_floats(p, size) * 4 > MAX_WORKSPACE_BYTES:
-        mib = workspace_floats(p, size) * 4 / 2**20
+    workspace = workspace_floats(p, size) * 4 if family == "multistage" else 0
+    if workspace > MAX_WORKSPACE_BYTES:
+        mib = workspace / 2**20
         return [f"size {size}: the split-K workspace of {grid[0]} partial {p['BM']}x{p['BN']} "
                 f"tiles ({mib:.0f} MiB) is over {MAX_WORKSPACE_BYTES // 2**20} MiB"]
     return []
