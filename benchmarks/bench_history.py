@@ -44,13 +44,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from history_support import REGISTER_TILED, new_database, postgres_server  # noqa: E402
 
-from harness.history import (  # noqa: E402
-    RunRecord,
-    build_trends,
-    open_store,
-    read_run,
-    write_trends,
-)
+from harness.history import build_trends, open_store, write_trends  # noqa: E402
+from harness.history.record import RunRecord, read_run  # noqa: E402
 
 SIZE = [1024, 1024, 1024]
 ENV = {"gpu": "NVIDIA H100 80GB HBM3", "compute_capability": "9.0", "driver": "580.159.04",

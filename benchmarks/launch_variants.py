@@ -14,7 +14,8 @@ import argparse
 
 from harness.gpu.backend import prepare
 from harness.gpu.env import require_gpu
-from harness.project import default_project_path, load_project
+from harness.project import load_project
+from harness.project.locate import default_project_path
 
 
 def main() -> None:

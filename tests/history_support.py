@@ -34,7 +34,7 @@ from conftest import FIXTURES, run_folder
 from packed_fixtures import H100_PAGES_NAIVE, report
 
 from harness.cli import main
-from harness.history import RunRecord, read_run
+from harness.history.record import RunRecord, read_run
 from harness.history.vcs import CI_VARIABLES
 
 REGISTER_TILED = report(FIXTURES / "h100_full_register_tiled_1024.ncu-rep")

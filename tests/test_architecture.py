@@ -1,7 +1,8 @@
 """The shape of harness/: one package per stage with a face, imports one way, short functions.
 
 A face (a package's `__init__`, docs/architecture.md) imports its public names plainly from
-their modules, under their own names, and lists them in `__all__`; only the names of modules
+their modules, under their own names, each written once (an `__all__`, where a face keeps one
+for the Python API's users, lists the same names); only the names of modules
 that import a heavy library (`HEAVY_LIBRARIES`), at import time and directly or through the
 modules they import, or that run as programs (`python -m`, which would run a module its face
 imported a second time), are listed in its one `lazy_names` call instead and come on first use.
@@ -85,16 +86,6 @@ def _stage(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
-def _face(package: str) -> set[str]:
-    """A package's `__all__`, read from its `__init__` without importing it."""
-    tree = ast.parse((HARNESS / package / "__init__.py").read_text(encoding="utf-8"))
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
-            return set(ast.literal_eval(node.value))
-    return set()
-
-
 SOURCES = _sources()
 
 
@@ -173,7 +164,7 @@ def _face_breaches(imports: list[Import]) -> list[str]:
         if found.module != f"harness.{theirs}" or not found.names:
             breaches.append(f"{where} reaches into {found.module}")
         else:
-            breaches += [f"{where} takes {name} from harness.{theirs}, not in its __all__"
+            breaches += [f"{where} takes {name} from harness.{theirs}, not on its face"
                          for name in found.names if name not in _face(theirs)]
     # `from harness import <package>` hands out the package itself: its face, nothing more
     return breaches
@@ -206,7 +197,7 @@ def test_the_graph_finds_a_circle_and_a_wrong_way_import_it_is_shown() -> None:
               Import("harness.pages.x", "harness.report", ("KernelReport",), 7)]
     assert _face_breaches(inside) == [
         "harness.pages.x:5 reaches into harness.report.model",
-        "harness.pages.x:6 takes not_a_face_name from harness.report, not in its __all__"]
+        "harness.pages.x:6 takes not_a_face_name from harness.report, not on its face"]
 
 
 def test_no_import_circle_in_harness() -> None:
@@ -223,7 +214,7 @@ def test_imports_run_one_way_along_the_stages() -> None:
 
 @pytest.mark.parametrize("package", PACKAGES, ids=lambda name: f"harness.{name}")
 def test_every_package_states_its_face(package: str) -> None:
-    assert _face(package), f"harness/{package}/__init__.py has no __all__"
+    assert _face(package), f"harness/{package}/__init__.py hands out no name"
     assert any(package in layer for layer in LAYERS), f"{package} is in no layer"
 
 
@@ -233,6 +224,16 @@ def test_no_face_name_is_hidden_by_a_submodule_of_the_same_name() -> None:
     clashes = [f"{package}.{name}" for package in PACKAGES for name in _face(package)
                if (HARNESS / package / f"{name}.py").exists()]
     assert clashes == []
+
+
+def _all(package: str) -> set[str] | None:
+    """A package's `__all__`, where its face has one, read without importing it."""
+    tree = ast.parse((HARNESS / package / "__init__.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(
+                isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            return set(ast.literal_eval(node.value))
+    return None
 
 
 @dataclass(frozen=True)
@@ -283,6 +284,11 @@ def _top_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
 FACES = {package: _face_parts(package) for package in PACKAGES}
 
 
+def _face(package: str) -> set[str]:
+    """The names a package's face hands out: those it imports and those it loads lazily."""
+    return {*FACES[package].plain, *FACES[package].lazy}
+
+
 def _runs_at_import(module: str) -> tuple[set[str], set[str]]:
     """The heavy libraries and the harness modules importing `module` imports itself (a face's
     name: the module it comes from)."""
@@ -322,9 +328,43 @@ def _lazy_by_rule(module: str) -> bool:
 def test_a_face_imports_its_names_plainly_and_lazily_only_what_is_heavy(package: str) -> None:
     face = FACES[package]
     assert face.renamed == [] and face.stray == []
-    assert sorted([*face.plain, *face.lazy]) == sorted(_face(package))
+    assert _all(package) in (None, _face(package))
     assert {name: module for name, module in face.plain.items() if _lazy_by_rule(module)} == {}
     assert {name: module for name, module in face.lazy.items() if not _lazy_by_rule(module)} == {}
+
+
+def _taken_from_faces() -> set[tuple[str, str]]:
+    """(package, name) for each face name a module of another package takes: imported by name,
+    or read as an attribute of the package it imported (`from harness import util` ...
+    `util.cache_dir`). A project's starter files, the user's code, take from faces too."""
+    taken = set()
+    starter = {_module_name(path): path for path in HARNESS.rglob("starter/**/*.py")}
+    for name, path in (SOURCES | starter).items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        packages = {}  # the local name -> the package it stands for
+        here: set[tuple[str, str]] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "harness":
+                packages |= {alias.asname or alias.name: alias.name for alias in node.names
+                             if alias.name in FACES}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                    and node.module.removeprefix("harness.") in FACES:
+                here |= {(node.module.removeprefix("harness."), alias.name)
+                         for alias in node.names}
+        here |= {(packages[node.value.id], node.attr) for node in ast.walk(tree)
+                 if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                 and node.value.id in packages}
+        taken |= {(package, used) for package, used in here if package != _stage(name)}
+    return taken
+
+
+def test_a_face_hands_out_only_what_another_package_takes() -> None:
+    """A name no other package imports belongs to its module alone (a test imports it
+    there); `harness.api` is the users' face."""
+    taken = _taken_from_faces()
+    kept = [f"harness.{package}.{name}" for package in PACKAGES if package != "api"
+            for name in sorted(_face(package)) if (package, name) not in taken]
+    assert kept == []
 
 
 def test_the_face_rule_tells_heavy_from_light() -> None:

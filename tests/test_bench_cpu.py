@@ -38,7 +38,9 @@ from harness.gpu.tuning import (
     shipped_path,
     source_fingerprint,
 )
-from harness.project import default_project_path, load_project, parse_sizes
+from harness.project import load_project
+from harness.project.locate import default_project_path
+from harness.project.size import parse_sizes
 
 SGEMM = load_project(default_project_path())
 SGEMM_KEYS = {"reference": "cublas", "reference_name": "cuBLAS", "baseline": "naive",

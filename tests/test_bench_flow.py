@@ -283,7 +283,7 @@ def test_a_sweep_compiles_its_configurations_ahead_in_threads(host_project, monk
 
     from harness.errors import NcuhError
     from harness.gpu import sweep
-    from harness.project import default_project_path
+    from harness.project.locate import default_project_path
 
     # A Python launcher compiles nothing (and needs no GPU to say so).
     tuned = host_project.variant("tuned")

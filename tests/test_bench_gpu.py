@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from harness.gpu.bench import BenchRun, run_bench
-from harness.project import default_project_path, load_project
+from harness.project import load_project
+from harness.project.locate import default_project_path
 
 pytestmark = pytest.mark.gpu
 

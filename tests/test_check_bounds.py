@@ -128,7 +128,8 @@ def test_a_source_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
 
 
 def test_the_check_page_states_the_bounds_the_code_holds() -> None:
-    from harness.dryrun import HOST_LIMIT, TIMEOUT_S
+    from harness.dryrun.run import TIMEOUT_S
+    from harness.dryrun.trial import HOST_LIMIT
 
     page = (ROOT / "docs" / "check.md").read_text()
     bounds = page[page.index("## Bounds"):]

@@ -30,7 +30,8 @@ from history_support import (  # noqa: F401  (the pg_server and store_url fixtur
 )
 from markdown_support import md, raw_html_from_data, structure
 
-from harness.history import RunRecord, open_store
+from harness.history import open_store
+from harness.history.record import RunRecord
 
 # raw, these came from data: ESC, BEL, CR, DEL, C1 controls, bidi overrides and isolates
 RAW = re.compile("[\x00-\x08\x0b\x0c\x0d\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")

@@ -19,15 +19,10 @@ from history_support import (  # noqa: F401  (the pg_server and store_url fixtur
 
 from harness.diff.compare import diff_runs
 from harness.diff.thresholds import load_thresholds
-from harness.history import (
-    build_series,
-    build_trends,
-    check_runs,
-    open_store,
-    read_run,
-    series_steps,
-)
-from harness.history.changes import step_thresholds
+from harness.history import build_trends, check_runs, open_store
+from harness.history.changes import series_steps, step_thresholds
+from harness.history.record import read_run
+from harness.history.series import build_series
 
 THRESHOLDS = load_thresholds(None)
 

@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from harness.diff.thresholds import load_thresholds
-from harness.history import Point, find_steps
 from harness.history.changes import STEP_PCT
-from harness.history.steps import candidates, noise_sigma
+from harness.history.steps import Point, candidates, find_steps, noise_sigma
 
 SETTINGS = load_thresholds(None).timing
 

@@ -7,7 +7,8 @@ import json
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.project import default_project_path, load_project
+from harness.project import load_project
+from harness.project.locate import default_project_path
 
 SGEMM = load_project(default_project_path())
 CHAIN = [

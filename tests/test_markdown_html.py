@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from harness.pages.markdown_html import markdown_to_html
-from harness.project import default_project_path, load_project
+from harness.project import load_project
+from harness.project.locate import default_project_path
 
 
 def all_variants():

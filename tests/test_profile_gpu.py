@@ -72,7 +72,8 @@ def _metrics(run_dir: Path):
 
 
 def test_each_report_holds_exactly_the_target_launch(profiled_run: Path) -> None:
-    from harness.project import default_project_path, load_project
+    from harness.project import load_project
+    from harness.project.locate import default_project_path
 
     sgemm = load_project(default_project_path())
     import sgemm_project

@@ -18,7 +18,8 @@ from program_support import GEMM, ProgramNcu, flash_name, program_run, step
 from harness.cli import main
 from harness.diff import diff_runs
 from harness.errors import ReportError
-from harness.history import add_runs, build_series, open_store
+from harness.history import add_runs, open_store
+from harness.history.series import build_series
 from harness.rundir import kernel_key, load_run
 
 GEMM_KEY = f"{GEMM} <<<2x66x1, 384x1x1>>>"

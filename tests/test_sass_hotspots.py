@@ -75,7 +75,7 @@ def test_not_issued_samples_are_not_stall_samples(profiles):
 
 
 def test_hot_lines_show_their_code_from_the_bundled_kernels(tmp_path):
-    from harness.project import default_project_path
+    from harness.project.locate import default_project_path
 
     def kernels_dir():
         return default_project_path().parent

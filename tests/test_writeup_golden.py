@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from packed_fixtures import NAIVE_SMEM_REPORT, REDUCTION_RUN
 
-from harness.project import default_project_path
+from harness.project.locate import default_project_path
 
 REPORT = NAIVE_SMEM_REPORT
 GOLDEN = Path(__file__).parent / "golden" / "writeup_fixture"

@@ -15,7 +15,8 @@ from packed_fixtures import NAIVE_SMEM_REPORT
 from harness.cli import main
 from harness.pages.writeup import collect
 from harness.profile.processes import package_environment
-from harness.project import default_project_path, load_project
+from harness.project import load_project
+from harness.project.locate import default_project_path
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -10,8 +10,8 @@ from packed_fixtures import H100_PAGES_SMEM_TILED, REDUCTION_RUN, report
 from reduction_run import reduction_writeup
 
 from harness.diff.compare import diff_runs
-from harness.pages import since_previous
 from harness.pages.render import build_plots, render_index, render_page
+from harness.pages.side_by_side import since_previous
 from harness.pages.writeup import Writeup
 from harness.report.builder import load_kernel_reports
 

@@ -11,8 +11,6 @@ pandas, ncu_report and CuPy load when first used. The pytest plugin (`ncuh_bench
 `harness.api.pytest_plugin`.
 """
 
-from __future__ import annotations
-
 from harness.api.result import Result, load
 from harness.api.runs import bench, profile
 

@@ -1,18 +1,7 @@
 """Baseline-against-current comparison for CI (`ncuh diff`).
 """
 
-from __future__ import annotations
-
 from harness import lazy_names
-
-__all__ = [
-    "EXPLANATORY_COUNTERS", "NCU_DURATION", "STALL_PREFIX", "STALL_SUFFIX", "DiffResult",
-    "Direction", "Environment", "FailedEntry", "KernelData", "KernelDiff", "KernelKey",
-    "MetricRule", "Side", "Thresholds", "TimingComparison", "TimingSettings", "compare_samples",
-    "diff_runs", "explain_counters", "judge_kernel", "kernel_verdict", "load_side",
-    "load_thresholds", "render_json", "render_junit", "render_markdown",
-    "status_line",
-]
 
 # names of modules that import numpy, pydantic: imported on first use
 __getattr__ = lazy_names(__name__, {

@@ -11,12 +11,8 @@ whole run happens in a child process (`run`), one size after another (`trial`).
 """
 
 from harness import lazy_names
-from harness.dryrun.targets import Target, target
-
-__all__ = ["HOST_LIMIT", "TIMEOUT_S", "DryRun", "Target", "dry_run", "target"]
 
 # names of modules that import numpy: imported on first use
 __getattr__ = lazy_names(__name__, {
-    "harness.dryrun.run": ("TIMEOUT_S", "dry_run"),
-    "harness.dryrun.trial": ("HOST_LIMIT", "DryRun"),
+    "harness.dryrun.run": ("dry_run",),
 })

@@ -14,27 +14,18 @@
 CuPy loads only when a GPU is asked for.
 """
 
-from __future__ import annotations
-
 from harness import lazy_names
 from harness.gpu.backend import program_text
 from harness.gpu.env import (
     CommandRunner,
     collect_environment,
-    cupy_install_hint,
     gpu_unavailable_reason,
     no_cupy_reason,
     parse_ncu_version,
     require_gpu,
     run_command,
 )
-from harness.gpu.nvrtc import (
-    DEFAULT_ARCH,
-    compile_problems,
-    compile_variants,
-    find_nvrtc,
-    nvrtc_install_hint,
-)
+from harness.gpu.nvrtc import DEFAULT_ARCH, compile_variants, find_nvrtc, nvrtc_install_hint
 from harness.gpu.protocol import (
     GATES_OWNER_ENV,
     LAUNCH_AFTER_ENV,
@@ -55,19 +46,9 @@ from harness.gpu.source_check import (
 )
 from harness.gpu.verify import verify_variant
 
-__all__ = [
-    "DEFAULT_ARCH", "GATES_OWNER_ENV", "LAUNCH_AFTER_ENV", "RANGE_PREFIX", "RESULT_PREFIX",
-    "RUNNER_NO_GPU_EXIT", "RUNNER_PREFIX", "START_CUDA_AFTER_ENV", "BenchRun", "CommandRunner",
-    "Kernel", "Parameter", "autotune", "collect_environment", "compile_problems",
-    "compile_variants", "cupy_install_hint", "enumerate_configs", "filter_configs", "find_nvrtc",
-    "format_table", "gpu_unavailable_reason", "kernel_problems", "kernels", "no_cupy_reason",
-    "nvrtc_install_hint", "parameter_problems", "parse_ncu_version", "program_text", "require_gpu",
-    "run_bench", "run_command", "runner_range", "sample_configs", "source_words", "verify_variant",
-]
-
 # names of modules that import pydantic: imported on first use
 __getattr__ = lazy_names(__name__, {
-    "harness.gpu.bench": ("BenchRun", "run_bench"),
+    "harness.gpu.bench": ("run_bench",),
     "harness.gpu.bench_table": ("format_table",),
     "harness.gpu.sweep": ("autotune", "enumerate_configs", "filter_configs", "sample_configs"),
 })

@@ -8,8 +8,6 @@ its kernels and choose the launches `--top` profiles; `run`, `entry`, `processes
 spread them over a cluster and join the shards.
 """
 
-from __future__ import annotations
-
 from harness import lazy_names
 from harness.profile.ncu_command import (
     CLOCK_CONTROLS,
@@ -19,17 +17,10 @@ from harness.profile.ncu_command import (
     KernelFilter,
     NcuSettings,
 )
-from harness.profile.planning import Plan, ProfileRequest, Target, plan, run_id_for
+from harness.profile.planning import ProfileRequest, plan, run_id_for
 from harness.profile.progress import ProgressDisplay
 from harness.profile.ranking import ranking_table
 from harness.profile.run import run_profile, with_section_overlay
-
-__all__ = [
-    "CLOCK_CONTROLS", "DEFAULT_SET", "GRAPH_PROFILING", "SETS", "WORKER_RESULT_PREFIX",
-    "KernelFilter", "NcuSettings", "Plan", "ProfileRequest", "ProgressDisplay", "Target",
-    "merge_runs", "plan", "ranking_table", "run_id_for", "run_profile", "submit", "wait_for_go",
-    "with_section_overlay",
-]
 
 # names of modules that import pydantic or run as programs (python -m): imported on first use
 __getattr__ = lazy_names(__name__, {

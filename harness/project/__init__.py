@@ -11,26 +11,11 @@ schema, which `ncuh profile` pays only after ncu has started when it has a plan 
 file already (`harness.profile.plan_cache`).
 """
 
-from __future__ import annotations
-
 from harness import lazy_names
 from harness.project.check import signature_problem, signature_problems
-from harness.project.locate import (
-    OUTSIDE_ENV,
-    bundled_dir,
-    default_project_path,
-    find_project,
-    inside_project,
-)
+from harness.project.locate import OUTSIDE_ENV, bundled_dir, find_project, inside_project
 from harness.project.model import Launch, Limit, Project, Reference, Variant, variants_named
-from harness.project.size import Size, parse_size, parse_sizes, parse_value, size_text
-
-__all__ = [
-    "OUTSIDE_ENV", "Launch", "Limit", "Project", "Reference", "Size", "Variant", "bundled_dir",
-    "default_project_path", "find_project", "inside_project", "load_project", "open_project",
-    "parse_size", "parse_sizes", "parse_value", "signature_problem", "signature_problems",
-    "size_text", "variants_named",
-]
+from harness.project.size import Size, size_text
 
 # names of modules that import pydantic: imported on first use
 __getattr__ = lazy_names(__name__, {

@@ -3,8 +3,6 @@ manifest.json and bench.json (with a program's ranking, `ranking`), the validati
 behind their one-line errors, and what the `pages` set's reports hold (`slim_sections`).
 """
 
-from __future__ import annotations
-
 from harness import lazy_names
 from harness.rundir.kernel_names import shape_text, short_name
 from harness.rundir.names import (
@@ -13,7 +11,6 @@ from harness.rundir.names import (
     MANIFEST,
     METRICS,
     RUN_SCHEMA,
-    RUN_SCHEMAS,
     is_run_directory,
 )
 from harness.rundir.slim_sections import (
@@ -27,25 +24,15 @@ from harness.rundir.slim_sections import (
     is_slim,
 )
 
-__all__ = [
-    "BENCH", "BENCH_SCHEMA", "MANIFEST", "METRICS", "OPTIONAL_RULE_INPUTS_LEFT_OUT",
-    "PROGRAM_TIME", "RULES_LEFT_OUT", "RULE_METRICS", "RUN_SCHEMA", "RUN_SCHEMAS",
-    "SLIMMED_SECTIONS", "THINNED_METRICS", "WIDGET_METRICS_READ", "BenchFile", "BenchRecord",
-    "Manifest", "ProcessRecord", "ProjectRecord", "RankedKernelRecord", "RankedRef",
-    "RankingRecord", "Run", "RunEntry", "added_metrics", "describe", "is_run_directory",
-    "is_slim", "kernel_key", "load_bench", "load_run", "profiled_as_ranked", "program_key",
-    "run_inputs", "shape_text", "short_name", "validate",
-]
-
 # names of modules that import pydantic: imported on first use
 __getattr__ = lazy_names(__name__, {
     "harness.rundir.manifest": (
-        "BenchFile", "BenchRecord", "Manifest", "ProjectRecord", "Run", "RunEntry",
-        "load_bench", "load_run", "run_inputs",
+        "BenchFile", "BenchRecord", "ProjectRecord", "Run", "RunEntry", "load_bench", "load_run",
+        "run_inputs",
     ),
     "harness.rundir.ranking": (
-        "PROGRAM_TIME", "ProcessRecord", "RankedKernelRecord", "RankedRef", "RankingRecord",
-        "kernel_key", "profiled_as_ranked", "program_key",
+        "ProcessRecord", "RankedKernelRecord", "RankingRecord", "kernel_key", "profiled_as_ranked",
+        "program_key",
     ),
-    "harness.rundir.schema": ("describe", "validate"),
+    "harness.rundir.schema": ("validate",),
 })

@@ -3,11 +3,8 @@ folder and the files kept in it, where ncu is installed, Markdown escaping of da
 user's kernel regex, and work shared with worker processes.
 """
 
-from __future__ import annotations
-
 from harness.util.atomic import (
     atomic_directory,
-    atomic_file_set,
     atomic_path,
     atomic_write_text,
     refuse_input_folders,
@@ -48,17 +45,5 @@ from harness.util.markdown_text import (
 from harness.util.ncu_locate import ncu_executable, ncu_install_dirs, version_key, versioned_roots
 from harness.util.process_pool import parallel_map, usable_cores, worker_pool
 from harness.util.signals import pause_at, terminate_as_interrupt
-from harness.util.user_cache import CACHE_ENV, CACHE_SWITCH_ENV, cache_dir, cache_switch_note
+from harness.util.user_cache import CACHE_ENV, cache_dir, cache_switch_note
 from harness.util.user_regex import compiled_kernel_regex
-
-__all__ = [
-    "CACHE_ENV", "CACHE_SWITCH_ENV", "atomic_directory", "atomic_file_set", "atomic_path",
-    "atomic_write_text", "cache_dir", "cache_switch_note", "cache_wanted", "code_span",
-    "column_holds_bad_text", "compiled_kernel_regex", "file_kind", "holds_bad_text", "html_text",
-    "inflated", "keep_packed", "load_json", "load_toml", "mark_used", "md_fenced", "md_one_line",
-    "md_prose", "md_text", "ncu_executable", "ncu_install_dirs", "owned_privately",
-    "parallel_map", "pause_at", "private_folder", "prune", "read_kept", "read_owned", "read_text",
-    "refuse_input_folders", "refuse_inputs", "regular_file", "store", "switched_off",
-    "template_value", "terminate_as_interrupt", "usable_cores", "version_key", "versioned_roots",
-    "worker_pool", "write_file_set",
-]

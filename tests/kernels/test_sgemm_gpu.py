@@ -13,7 +13,8 @@ import zlib
 import pytest
 
 from harness.errors import NcuhError, UnsupportedShapeError
-from harness.project import default_project_path, load_project
+from harness.project import load_project
+from harness.project.locate import default_project_path
 
 SGEMM = load_project(default_project_path())
 import sgemm_project  # noqa: E402  (on sys.path once the project is loaded)

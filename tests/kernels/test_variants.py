@@ -11,7 +11,8 @@ import pytest
 from harness.errors import NcuhError, UnknownVariantError, UnsupportedShapeError
 from harness.gpu.backend import compile_options, macros, prepare
 from harness.gpu.backend import source_text as inlined_source
-from harness.project import default_project_path, load_project
+from harness.project import load_project
+from harness.project.locate import default_project_path
 
 SGEMM = load_project(default_project_path())
 import sgemm_project  # noqa: E402  (the project folder is on sys.path once it is loaded)

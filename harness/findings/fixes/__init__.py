@@ -16,8 +16,6 @@ from harness.report import KernelReport
 
 FIX_RULES: tuple[FixRule, ...] = (*waits.RULES, *memory.RULES, *launch.RULES, *pipes.RULES)
 
-__all__ = ["FIX_RULES", "FixRule", "fixes_for"]
-
 
 def fixes_for(profile: KernelReport, finding: Finding) -> tuple[FixIdea, ...]:
     """The fix ideas that fit a problem of this kernel: proposed by the rules that answer it,
