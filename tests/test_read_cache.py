@@ -145,7 +145,8 @@ def test_a_report_read_after_another_reading_is_not_kept(tmp_path: Path) -> None
     report = NAIVE_SMEM_REPORT
     script = (
         "import sys\n"
-        "from harness.report import load_kernel_reports\nfrom harness.report.reportfile import export_columns\n"
+        "from harness.report import load_kernel_reports\n"
+        "from harness.report.reportfile import export_columns\n"
         "if sys.argv[2] == 'export-first':\n"
         "    export_columns(sys.argv[1])\n"
         "profiles = load_kernel_reports(sys.argv[1])\n"
