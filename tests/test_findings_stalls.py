@@ -8,7 +8,7 @@ from findings_support import naive, smem, synthetic
 
 from harness.findings import run_rules, stalls
 from harness.findings.fixes import fixes_for
-from harness.report import SITE_CLASSES, Carrier
+from harness.report import SITE_CLASSES, Carrier, SassInstruction, sites_by_reason
 from harness.report.model import StallReason, WarpState
 
 
@@ -91,3 +91,19 @@ def test_every_story_names_the_opcodes_it_has_and_no_empty_list(key: str) -> Non
     if key != "other" and "{ops}" in stalls.STORIES.get(key, ""):
         assert "LDSM/STS" in stalls._story_words(with_ops)
     assert with_ops.words.endswith("(LDSM/STS)") == (key != "other")
+
+
+def test_a_cache_control_instruction_is_not_called_a_memory_barrier() -> None:
+    """An acquire fence compiles to MEMBAR then CCTL.IVALL: a membar wait is sampled at the
+    CCTL after it and is the MEMBAR's; any other stall sampled at a CCTL is cache control's."""
+    profile = synthetic(sass=(
+        SassInstruction(0x100, "MEMBAR.ALL.GPU", 1.0),
+        SassInstruction(0x110, "CCTL.IVALL", 1.0, None, {"membar": 40, "dispatch_stall": 30}),
+        SassInstruction(0x120, "EXIT", 1.0),
+    ))
+    sites = sites_by_reason(profile)
+    membar, dispatch = sites["membar"].carriers, sites["dispatch_stall"].carriers
+    assert [(c.key, c.opcodes, c.samples) for c in membar] == [("memory_barrier", ("MEMBAR",), 40)]
+    assert [(c.key, c.opcodes, c.samples) for c in dispatch] == [("cache_control", ("CCTL",), 30)]
+    assert dispatch[0].words == "cache control (CCTL)"
+    assert stalls._story_words(dispatch[0]).startswith("cache-control instructions (CCTL)")
