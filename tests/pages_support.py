@@ -36,10 +36,11 @@ def _without_images(text: str) -> str:
     return re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,", text)
 
 
-def assert_pages_as_committed(written: Path, committed: Path, names: list[str]) -> None:
-    """The Markdown and HTML pages `names` (no suffix) in `written` are those in `committed`,
-    and no others: byte for byte but for the plots' own bytes."""
-    for suffix in (".md", ".html"):
+def assert_pages_as_committed(written: Path, committed: Path, names: list[str],
+                              suffixes: tuple[str, ...] = (".md", ".html")) -> None:
+    """The pages `names` (no suffix; Markdown and HTML unless `suffixes` says) in `written` are
+    those in `committed`, and no others: byte for byte but for the plots' own bytes."""
+    for suffix in suffixes:
         found = sorted(path.name for path in written.glob(f"*{suffix}"))
         assert found == sorted(path.name for path in committed.glob(f"*{suffix}"))
         assert found == sorted(f"{name}{suffix}" for name in names)
