@@ -1,6 +1,7 @@
 """The documented `ncuh` commands, run as a user runs them (`python -m harness` in a process of
-its own), each distinct read-only command once per test process: the README's samples, the
-documentation's examples and the check tests name some of the same commands.
+its own), each distinct read-only command once per test run: the README's samples, the
+documentation's examples and the check tests name some of the same commands, and the test
+processes share what each printed.
 
 Paths under /tmp/ in an example are written in a folder of this test process instead.
 """
@@ -8,7 +9,10 @@ Paths under /tmp/ in an example are written in a folder of this test process ins
 from __future__ import annotations
 
 import atexit
+import fcntl
 import functools
+import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -17,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from click.testing import CliRunner
+from conftest import run_folder
 
 from harness.cli import main
 
@@ -58,11 +63,23 @@ def run_here(args: list[str], cwd: Path = ROOT) -> subprocess.CompletedProcess[s
 
 
 def run_once(args: tuple[str, ...], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """`run`, once per test process for the same words in the same folder: only for commands
-    that change nothing but their own output, which a second run would write again."""
+    """`run`, once per test run for the same words in the same folder: only for commands that
+    change nothing but their own output, which a second run would write again. The first
+    process to ask runs it and keeps its exit status and output in the run's folder; one that
+    asks meanwhile waits for it (an example's /tmp/ path is a process's own: not shared)."""
     return _run_cached(args, cwd.resolve())
 
 
 @functools.cache
 def _run_cached(args: tuple[str, ...], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return run(list(args), cwd)
+    key = hashlib.sha256(json.dumps([list(args), str(cwd)]).encode()).hexdigest()[:20]
+    kept = run_folder() / "ran-once" / f"{key}.json"
+    kept.parent.mkdir(exist_ok=True)
+    with kept.with_suffix(".lock").open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if kept.is_file():
+            code, stdout, stderr = json.loads(kept.read_text())
+            return subprocess.CompletedProcess(list(args), code, stdout, stderr)
+        done = run(list(args), cwd)
+        kept.write_text(json.dumps([done.returncode, done.stdout, done.stderr]))
+        return done
