@@ -3,13 +3,19 @@ carry its samples (Source Counters)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from findings_support import naive, smem, synthetic
+from packed_fixtures import cached_profiles, reports
 
 from harness.findings import run_rules, stalls
 from harness.findings.fixes import fixes_for
-from harness.report import SITE_CLASSES, Carrier, SassInstruction, sites_by_reason
+from harness.report import SITE_CLASSES, Carrier, sites_by_reason
 from harness.report.model import StallReason, WarpState
+
+ROOT = Path(__file__).resolve().parent.parent
+ZOO = ROOT / "tests" / "fixtures" / "zoo"
 
 
 def _warp(total: float, **reasons: float) -> WarpState:
@@ -93,17 +99,32 @@ def test_every_story_names_the_opcodes_it_has_and_no_empty_list(key: str) -> Non
     assert with_ops.words.endswith("(LDSM/STS)") == (key != "other")
 
 
-def test_a_cache_control_instruction_is_not_called_a_memory_barrier() -> None:
-    """An acquire fence compiles to MEMBAR then CCTL.IVALL: a membar wait is sampled at the
-    CCTL after it and is the MEMBAR's; any other stall sampled at a CCTL is cache control's."""
-    profile = synthetic(sass=(
-        SassInstruction(0x100, "MEMBAR.ALL.GPU", 1.0),
-        SassInstruction(0x110, "CCTL.IVALL", 1.0, None, {"membar": 40, "dispatch_stall": 30}),
-        SassInstruction(0x120, "EXIT", 1.0),
-    ))
-    sites = sites_by_reason(profile)
-    membar, dispatch = sites["membar"].carriers, sites["dispatch_stall"].carriers
-    assert [(c.key, c.opcodes, c.samples) for c in membar] == [("memory_barrier", ("MEMBAR",), 40)]
-    assert [(c.key, c.opcodes, c.samples) for c in dispatch] == [("cache_control", ("CCTL",), 30)]
-    assert dispatch[0].words == "cache control (CCTL)"
-    assert stalls._story_words(dispatch[0]).startswith("cache-control instructions (CCTL)")
+
+def _sites(profile, reason: str) -> list[tuple[str, tuple[str, ...], int]]:
+    return [(c.key, c.opcodes, c.samples) for c in sites_by_reason(profile)[reason].carriers]
+
+
+def test_a_fence_is_told_by_its_membar_and_its_other_instructions_by_their_own_names() -> None:
+    """A device-scope fence on sm_90 is MEMBAR, ERRBAR, CGAERRBAR, CCTL.IVALL: a membar wait
+    sampled at the instructions after the MEMBAR is the MEMBAR's; other stalls sampled at
+    the error barriers and the cache control are told as those, not as cluster barriers (the
+    CGA's error barrier is in every fence, clusters or not) nor as memory barriers."""
+    [cluster_sync] = [p for p in reports(ZOO) if p.name == "zoo_cluster_sync.ncu-rep"]
+    [profile] = cached_profiles(cluster_sync)
+    assert _sites(profile, "membar") == [("memory_barrier", ("MEMBAR",), 36472)]
+    assert _sites(profile, "wait")[:2] == [
+        ("error_barrier", ("CGAERRBAR", "ERRBAR"), 2666),
+        ("cluster_barrier", ("UCGABAR_ARV", "UCGABAR_WAIT"), 753)]
+    assert ("cache_control", ("CCTL",), 8) in _sites(profile, "mio_throttle")
+    [told] = [f for f in run_rules(profile)
+              if f.rule == "stalls" and f.metrics["reason"] == "membar"]
+    assert "The warps wait on memory fences (MEMBAR)." in told.text
+    assert "ERRBAR" not in told.text
+    words = {c.key: c.words for c in sites_by_reason(profile)["mio_throttle"].carriers}
+    assert words["cache_control"] == "cache control (CCTL)"
+    assert words["error_barrier"] == "error barriers (CGAERRBAR)"
+    # a fence without clusters (MEMBAR.SC.GPU ... CCTL.IVALL): its membar samples are its own
+    [single_pass] = [p for p in reports(ROOT / "reports" / "runs" / "reduction-h100-2p26")
+                     if p.name.startswith("single_pass")]
+    [profile] = cached_profiles(single_pass)
+    assert _sites(profile, "membar") == [("memory_barrier", ("MEMBAR",), 18)]

@@ -114,7 +114,8 @@ CAUSE_CLASSES: dict[str, tuple[str, ...]] = {
     "local_arrays": ("local",), "spills": ("local",),
     "atomics": ("global_atomic", "shared"), "vectorization": ("global",),
     "coalescing": ("global",), "clusters": ("generic", "cluster_barrier"),
-    "synchronization": ("block_barrier", "cluster_barrier", "memory_barrier", "global"),
+    "synchronization": ("block_barrier", "cluster_barrier", "memory_barrier", "error_barrier",
+                        "global"),
     "bank_conflicts": ("shared",), "warp_primitives": ("shuffle",),
 }
 # Our "good" statements that say the same thing for all lanes of a warp: qualified when most

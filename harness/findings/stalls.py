@@ -87,8 +87,8 @@ STORIES: dict[str, str] = {
     "block_barrier": "block barriers (BAR: __syncthreads and named barriers)",
     "cluster_barrier": "cluster barriers (barrier.cluster: {ops})",
     "memory_barrier": "memory fences ({ops})",
-    "cache_control": "cache-control instructions ({ops}), which invalidate or prefetch cache "
-    "lines",
+    "error_barrier": "error barriers ({ops})",
+    "cache_control": "cache-control instructions ({ops})",
     "mma": "warp MMAs (mma.sync: {ops})",
     "texture": "texture and surface accesses ({ops})",
     "control": "branches and control flow",

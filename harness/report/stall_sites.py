@@ -40,8 +40,11 @@ SITE_CLASSES: dict[str, tuple[str, tuple[str, ...]]] = {
                    ("UTMALDG", "UTMASTG", "UTMAPF", "UTMACMDFLUSH", "UBLKCP", "LDGSTS",
                     "LDGDEPBAR", "DEPBAR")),
     "block_barrier": ("block barriers", ("BAR",)),
-    "cluster_barrier": ("cluster barriers", ("UCGABAR_ARV", "UCGABAR_WAIT", "CGAERRBAR")),
-    "memory_barrier": ("memory barriers", ("MEMBAR", "ERRBAR", "FENCE")),
+    "cluster_barrier": ("cluster barriers", ("UCGABAR_ARV", "UCGABAR_WAIT")),
+    "memory_barrier": ("memory barriers", ("MEMBAR", "FENCE")),
+    # a device-scope fence on sm_90 is MEMBAR.SC.GPU, ERRBAR, CGAERRBAR (the CGA's error barrier,
+    # no cluster barrier), CCTL.IVALL (cache control)
+    "error_barrier": ("error barriers", ("ERRBAR", "CGAERRBAR")),
     "cache_control": ("cache control", ("CCTL", "CCTLL")),
     "mma": ("warp MMAs", ("HMMA", "IMMA", "DMMA", "BMMA")),
     "texture": ("texture and surface accesses", ("TEX", "TLD", "TLD4", "TXQ", "SULD", "SUST")),
@@ -74,7 +77,8 @@ DRAIN_REACH = 64
 WAITING = frozenset(("WARPGROUP", "UCGABAR_WAIT", "DEPBAR"))
 MBARRIER_WAIT = "SYNCS.PHASECHK"
 BARRIERS = frozenset(("BAR", "WARPGROUP", "UCGABAR_WAIT", "DEPBAR"))
-MEMORY_BARRIERS = frozenset(("MEMBAR", "ERRBAR", "FENCE", "CGAERRBAR"))
+MEMORY_BARRIERS = frozenset(("MEMBAR", "FENCE"))
+ERROR_BARRIERS = frozenset(("ERRBAR", "CGAERRBAR"))
 STORES = frozenset(("STG", "ST", "STL", "STS", "RED", "REDG", "ATOM", "ATOMG", "UTMASTG"))
 TOP_SITES = 3
 # fewer samples of a reason than this say nothing of where its time goes
@@ -193,8 +197,10 @@ def _cause(code: Sequence[Operands | None], at: int, reason: str) -> int | None:
                                  or here.opcode.startswith(MBARRIER_WAIT)):
             return at
         return _nearest_before(code, at - 1, BARRIERS, BARRIER_REACH) if at else None
-    if reason == "membar":
-        return _nearest_before(code, at, MEMORY_BARRIERS, BARRIER_REACH)
+    if reason == "membar":  # the fence waited on; its error barriers where none is in reach
+        fence = _nearest_before(code, at, MEMORY_BARRIERS, BARRIER_REACH)
+        return fence if fence is not None else _nearest_before(code, at, ERROR_BARRIERS,
+                                                                BARRIER_REACH)
     if reason == "drain":
         return _nearest_before(code, at, STORES, DRAIN_REACH)
     return at if here is not None else None
