@@ -35,15 +35,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from harness.profile.entry import runner_environment  # noqa: E402
 from harness.profile.ncu_command import PAGES_METRICS, PAGES_SECTIONS, NcuSettings  # noqa: E402
+from harness.profile.planning import ProfileRequest, plan  # noqa: E402
 from harness.profile.progress import passes_in  # noqa: E402
-from harness.profile.run import (  # noqa: E402
-    ProfileRequest,
-    find_ncu,
-    plan,
-    runner_environment,
-    with_section_overlay,
-)
+from harness.profile.run import find_ncu, with_section_overlay  # noqa: E402
 from harness.profile.section_overlay import (  # noqa: E402
     SLIMMED_SECTIONS,
     OverlayError,

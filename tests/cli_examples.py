@@ -81,5 +81,8 @@ def _run_cached(args: tuple[str, ...], cwd: Path) -> subprocess.CompletedProcess
             code, stdout, stderr = json.loads(kept.read_text())
             return subprocess.CompletedProcess(list(args), code, stdout, stderr)
         done = run(list(args), cwd)
-        kept.write_text(json.dumps([done.returncode, done.stdout, done.stderr]))
+        # whole or not at all: a process killed while writing leaves no half of it to read
+        partial = kept.with_suffix(f".{os.getpid()}.part")
+        partial.write_text(json.dumps([done.returncode, done.stdout, done.stderr]))
+        os.replace(partial, kept)
         return done

@@ -328,18 +328,28 @@ def _lazy_by_rule(module: str) -> bool:
 def test_a_face_imports_its_names_plainly_and_lazily_only_what_is_heavy(package: str) -> None:
     face = FACES[package]
     assert face.renamed == [] and face.stray == []
+    # only the Python API's face lists its names in `__all__` too (for `help()`)
+    assert (_all(package) is None) == (package != "api")
     assert _all(package) in (None, _face(package))
     assert {name: module for name, module in face.plain.items() if _lazy_by_rule(module)} == {}
     assert {name: module for name, module in face.lazy.items() if not _lazy_by_rule(module)} == {}
 
 
+def _face_users() -> list[tuple[str, Path]]:
+    """(stage, file) of each module that may take names from faces: harness's own, and the
+    user's code ncuh ships (a project's starter files, the bundled projects, the examples)."""
+    user_code = [*HARNESS.rglob("starter/**/*.py"), *(ROOT / "kernels").rglob("*.py"),
+                 *(ROOT / "examples").rglob("*.py")]
+    return ([(_stage(name), path) for name, path in SOURCES.items()]
+            + [("user", path) for path in sorted(user_code)])
+
+
 def _taken_from_faces() -> set[tuple[str, str]]:
     """(package, name) for each face name a module of another package takes: imported by name,
     or read as an attribute of the package it imported (`from harness import util` ...
-    `util.cache_dir`). A project's starter files, the user's code, take from faces too."""
+    `util.cache_dir`)."""
     taken = set()
-    starter = {_module_name(path): path for path in HARNESS.rglob("starter/**/*.py")}
-    for name, path in (SOURCES | starter).items():
+    for stage, path in _face_users():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         packages = {}  # the local name -> the package it stands for
         here: set[tuple[str, str]] = set()
@@ -348,19 +358,20 @@ def _taken_from_faces() -> set[tuple[str, str]]:
                 packages |= {alias.asname or alias.name: alias.name for alias in node.names
                              if alias.name in FACES}
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module \
+                    and node.module.startswith("harness.") \
                     and node.module.removeprefix("harness.") in FACES:
                 here |= {(node.module.removeprefix("harness."), alias.name)
                          for alias in node.names}
         here |= {(packages[node.value.id], node.attr) for node in ast.walk(tree)
                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                  and node.value.id in packages}
-        taken |= {(package, used) for package, used in here if package != _stage(name)}
+        taken |= {(package, used) for package, used in here if package != stage}
     return taken
 
 
 def test_a_face_hands_out_only_what_another_package_takes() -> None:
-    """A name no other package imports belongs to its module alone (a test imports it
-    there); `harness.api` is the users' face."""
+    """A name no other package, and no user code ncuh ships, imports belongs to its module
+    alone (a test imports it there); `harness.api` is the users' face."""
     taken = _taken_from_faces()
     kept = [f"harness.{package}.{name}" for package in PACKAGES if package != "api"
             for name in sorted(_face(package)) if (package, name) not in taken]

@@ -27,7 +27,7 @@ PAGES = sorted(DOCS.glob("*.md"))
 # Commands that need no GPU: their examples run when every path they read exists.
 CPU_COMMANDS = {"report", "export", "writeup", "diff", "list", "init", "check", "history add",
                 "history show", "history check"}
-# Examples run as a process of their own, once per test process (cli_examples.run_once): other
+# Examples run as a process of their own, once per test run (cli_examples.run_once): other
 # tests run the same commands; every other example runs in this process (cli_examples.run_here)
 SHARED_COMMANDS = {"check", "writeup"}
 
@@ -231,7 +231,7 @@ def test_the_shell_examples_that_need_no_gpu_run(tmp_path: Path) -> None:
             argv = [*group, command.name, *args]
             # in this process where other tests run the command as a process of its own (the
             # history commands change their store: each runs); `check` and `writeup` once per
-            # process, shared with the check tests and the quickstart's test
+            # test run, shared with the check tests and the quickstart's test
             completed = (run_once(tuple(argv), cwd) if name in SHARED_COMMANDS and cwd == ROOT
                          else run_here(argv, cwd))
             assert completed.returncode in codes, (page, words, completed.stderr)

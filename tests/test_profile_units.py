@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from harness.profile import KernelFilter
 from harness.profile import run as lib
 from harness.profile.entry import EntryResult, _TimedOutput, starting_first
 from harness.profile.manifest import run_timings
@@ -18,7 +19,7 @@ from harness.profile.schedule import DEFAULT_SLOTS, Slot, TakingRule
 
 def _target(label: str) -> Target:
     return Target(label=label, variant="v", size=(256,), params={}, program=("python",),
-                  kernel_filter=lib.KernelFilter())
+                  kernel_filter=KernelFilter())
 
 
 def _start(tmp_path: Path, targets: tuple[Target, ...], slots: tuple[Slot, ...] = DEFAULT_SLOTS

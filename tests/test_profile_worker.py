@@ -27,6 +27,7 @@ from packed_fixtures import (
 from harness.profile import post
 from harness.profile import run as lib
 from harness.profile import worker as profile_worker
+from harness.profile.processes import Job
 from harness.profile.worker import WORKER_RESULT_PREFIX
 from harness.report.reportfile import export_metrics
 from harness.util.atomic import atomic_write_text
@@ -171,7 +172,7 @@ def test_post_processing_runs_both_children_as_processes_at_the_same_time(
     meeting = tmp_path / "meeting"
     meeting.mkdir()
 
-    def spawner(argv: Sequence[str], env: dict[str, str] | None) -> lib.Job:
+    def spawner(argv: Sequence[str], env: dict[str, str] | None) -> Job:
         started.append(list(argv))
         if post.EXPORT_MODULE in argv:  # the stand-in exports nothing: an empty table instead
             Path(argv[3]).write_text("label,kernel_id\n")
@@ -199,7 +200,7 @@ def test_an_interrupt_during_post_processing_stops_both_children(
     # outlives the bound below, so a child left running fails the test.
     script = f"sleep 120 & echo $$ $! >> {shlex.quote(str(pids))}; wait"
 
-    def spawner(argv: Sequence[str], env: dict[str, str] | None) -> lib.Job:
+    def spawner(argv: Sequence[str], env: dict[str, str] | None) -> Job:
         return lib.start_command(["sh", "-c", script], env)
 
     interrupter = ctrl_c_raises(pids, 4, 2)  # once both children are up and held

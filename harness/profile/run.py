@@ -35,7 +35,6 @@ from harness.profile import plan_cache, processes
 from harness.profile.entry import (
     EntryResult,
     profile_target,
-    runner_environment,
     starting_first,
     target_environment,
 )
@@ -48,10 +47,9 @@ from harness.profile.head_start import (
     head_starts_on,
 )
 from harness.profile.manifest import build_manifest, iso_now, name_gpus, run_timings
-from harness.profile.ncu_command import CaptureMode, KernelFilter, NcuSettings
+from harness.profile.ncu_command import CaptureMode, NcuSettings
 from harness.profile.past_runs import previous_entries, typical_start, with_own_starts
 from harness.profile.planning import (
-    PROGRAM_LABEL,
     Plan,
     ProfileRequest,
     SizeWords,
@@ -63,7 +61,6 @@ from harness.profile.planning import (
 )
 from harness.profile.post import PostProcessing, PostResult
 from harness.profile.processes import (
-    Job,
     Runner,
     Spawner,
     in_threads,
@@ -84,12 +81,6 @@ from harness.profile.schedule import (
 from harness.profile.two_pass import FirstPass, run_first_pass, top_targets
 from harness.rundir import BENCH, MANIFEST
 from harness.util import atomic_directory, atomic_write_text
-
-# The names callers of `ncuh profile` as a library reach for, where they are defined.
-__all__ = ["PROGRAM_LABEL", "EntryResult", "Job", "KernelFilter", "NcuSettings", "Plan",
-           "ProfileOutcome", "ProfileRequest", "SizeWords", "Target", "check_program",
-           "find_ncu", "gpu_slots", "plan", "run_id_for", "run_profile", "runner_environment",
-           "with_section_overlay"]
 
 NCU_HELP = (
     "ncu (Nsight Compute) was not found on PATH, in $NCU_HOME or under "
