@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import math
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -15,6 +16,8 @@ from packed_fixtures import H200_REGISTER_TILED, NAIVE_SMEM_RAW_CSV, NAIVE_SMEM_
 
 from harness.cli import main
 from harness.report.reportfile import EXPORT_COLUMNS, export_metrics, open_report
+
+ROOT = Path(__file__).resolve().parent.parent
 
 # Columns of the raw page that describe the launch rather than name a metric.
 RAW_ID_COLUMNS = ("ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context",
@@ -155,6 +158,25 @@ def test_cli_export_json_file_is_written_atomically(tmp_path, exported: pd.DataF
     assert len(records) == len(exported)
     assert set(records[0]) == set(EXPORT_COLUMNS)
     assert [p.name for p in output.parent.iterdir()] == ["metrics.json"]  # no temp file left
+
+
+def test_cli_export_takes_its_format_from_the_outputs_name(tmp_path) -> None:
+    """An --out named *.json gets JSON without --format json; a run directory, whose export is
+    its metrics.csv, refuses such a name in one line rather than write CSV into it."""
+    output = tmp_path / "metrics.JSON"
+    result = CliRunner().invoke(main, ["export", str(NAIVE_SMEM_REPORT), "-o", str(output)])
+    assert result.exit_code == 0, result.output
+    assert set(json.loads(output.read_text())[0]) == set(EXPORT_COLUMNS)
+    result = CliRunner().invoke(main, ["export", str(NAIVE_SMEM_REPORT), "-o",
+                                       str(tmp_path / "metrics.txt")])
+    assert result.exit_code == 0 and (tmp_path / "metrics.txt").read_text().startswith(
+        ",".join(EXPORT_COLUMNS))
+    run = ROOT / "reports" / "runs" / "sgemm-h200-256"
+    result = CliRunner().invoke(main, ["export", str(run), "-o", str(tmp_path / "run.json")])
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        f"ncuh: error: {run}: a run directory exports as CSV only (its metrics.csv)"]
+    assert not (tmp_path / "run.json").exists()
 
 
 def test_export_and_report_start_light(tmp_path) -> None:

@@ -196,3 +196,30 @@ def test_slurm_refuses_what_it_cannot_do_in_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["profile", "--variant", "naive", "--slurm-arg=-p x"])
     assert result.exit_code == 2 and "--slurm-arg needs --slurm" in result.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_job_array_never_queued_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """sbatch refusing the job (an empty Slurm configuration) or not found: one line, exit 2,
+    and neither the job array's folder nor the --out folder made for it is left."""
+    work, out = tmp_path / "work", tmp_path / "work" / "runs"
+    work.mkdir()
+    args = ["profile", "--variant", "naive", "--size", "256", "--out", str(out), "--slurm"]
+    if shutil.which("sbatch"):
+        (tmp_path / "slurm.conf").write_text("")
+        monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
+        result = CliRunner().invoke(main, args)
+        assert result.exit_code == 2
+        assert result.stderr.strip().splitlines() == [
+            "ncuh: error: sbatch failed (status 1): sbatch: fatal: Unable to process "
+            "configuration file"]
+        assert list(work.iterdir()) == []
+    out.mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert result.stderr.strip().splitlines() == [
+        "ncuh: error: cannot run sbatch ([Errno 2] No such file or directory: 'sbatch'): is "
+        "Slurm installed here?"]
+    assert list(work.iterdir()) == [out] and list(out.iterdir()) == []

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import ast
 import inspect
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -256,7 +259,7 @@ def test_init_writes_a_project_that_list_reads_from_anywhere(tmp_path: Path,
     assert result.exit_code == 0, result.output
     assert sorted(p.relative_to(tmp_path / "mine").as_posix()
                   for p in (tmp_path / "mine").rglob("*") if p.is_file()) == [
-        "ncuh.toml", "notes/naive.md", "notes/vectorized.md", "saxpy.cu",
+        "ncuh.toml", "notes/naive.md", "notes/vectorized.md", "pytest.ini", "saxpy.cu",
         "saxpy_project.py", "test_saxpy.py"]
     (tmp_path / "mine" / "sub").mkdir()
     monkeypatch.chdir(tmp_path / "mine" / "sub")  # found from a folder below
@@ -269,6 +272,21 @@ def test_init_writes_a_project_that_list_reads_from_anywhere(tmp_path: Path,
     assert project.variant("vectorized").strategy.startswith("Last time")
     # its test file is a test file pytest can collect
     ast.parse((tmp_path / "mine" / "test_saxpy.py").read_text())
+
+
+def test_the_init_projects_tests_run_under_its_own_pytest_settings(tmp_path: Path) -> None:
+    """A project made inside a repository (the README's steps, in this checkout) runs its tests
+    with pytest's defaults, not the pytest settings of the repository around it; without a
+    GPU each skips with its reason."""
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.pytest.ini_options]\naddopts = "--an-option-of-the-repository-around"\n')
+    assert CliRunner().invoke(main, ["init", str(tmp_path / "mine")]).exit_code == 0
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                           "-p", "no:randomly", "-rs", "test_saxpy.py"],
+                          cwd=tmp_path / "mine", capture_output=True, text=True, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "11 skipped" in done.stdout
 
 
 def test_init_refuses_a_non_empty_directory(tmp_path: Path, golden) -> None:

@@ -27,10 +27,10 @@ from harness.util import atomic_path, refuse_inputs
             "(the file it points to is replaced); an existing file keeps its permissions.")
 @out_alias_option
 @click.option(
-    "--format", "fmt", type=click.Choice(EXPORT_FORMATS), default="csv", show_default=True
-)
+    "--format", "fmt", type=click.Choice(EXPORT_FORMATS), default=None,
+    help="[default: json for an --out named *.json, else csv]")
 @kernel_option
-def export(report: Path, out: Path | None, output_alias: Path | None, fmt: str,
+def export(report: Path, out: Path | None, output_alias: Path | None, fmt: str | None,
            kernel_regex: str | None) -> None:
     """Export every metric of REPORT as kernel_id,kernel,metric,instance,value,unit.
 
@@ -38,6 +38,8 @@ def export(report: Path, out: Path | None, output_alias: Path | None, fmt: str,
     a run directory: its reports in one CSV, a `label` column first (its metrics.csv).
     """
     output = out or output_alias
+    if fmt is None:  # what the output's name asks for: no CSV in a file named .json
+        fmt = "json" if output is not None and output.suffix.lower() == ".json" else "csv"
     # Nothing is written before the whole table is known to be readable: a bad report leaves
     # no file (an output file is written aside and renamed; stdout gets the table at once).
     if is_run_directory(report):

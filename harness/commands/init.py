@@ -17,7 +17,7 @@ import click
 from harness.errors import NcuhError
 from harness.util import atomic_directory
 
-STARTER_FILES = ("ncuh.toml", "saxpy.cu", "saxpy_project.py", "test_saxpy.py",
+STARTER_FILES = ("ncuh.toml", "saxpy.cu", "saxpy_project.py", "test_saxpy.py", "pytest.ini",
                  "notes/naive.md", "notes/vectorized.md")
 
 

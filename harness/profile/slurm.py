@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 import json
 import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -145,21 +146,15 @@ def submit(plan_: Plan, run_id: str, slurm_args: Sequence[str] = (),
         raise NcuhError("--gpus does not go with --slurm: ask Slurm for GPUs (--slurm-arg)")
     out = request.out.resolve()
     job_dir = out / f"{run_id}.slurm"
-    count = prepare(plan_, job_dir, run_id)
-    argv = [sbatch, "--parsable", *slurm_args, str(job_dir / JOB)]
-    try:
-        completed = subprocess.run(argv, capture_output=True, text=True, check=False,
-                                   env=package_environment())
-    except OSError as error:
-        raise NcuhError(f"cannot run sbatch ({error}): is Slurm installed here?") from None
-    job_id = completed.stdout.strip().split(";")[0]
     waited = "--wait" in slurm_args or "-W" in slurm_args
-    # With --wait, sbatch exits with the worst task's status once the array is done: a task
-    # with a failed entry (status 1) still wrote its shard, so the shards decide.
-    if completed.returncode != 0 and not (waited and job_id.isdigit()):
-        said = (completed.stderr or completed.stdout).strip().splitlines()
-        raise NcuhError(f"sbatch failed (status {completed.returncode})"
-                        + (f": {said[-1]}" if said else ""))
+    made = [path for path in (out, job_dir) if not path.exists()]
+    try:
+        count = prepare(plan_, job_dir, run_id)
+        job_id = _sbatch([sbatch, "--parsable", *slurm_args, str(job_dir / JOB)], waited)
+    except NcuhError:
+        for path in reversed(made):  # no job was queued: nothing of it is left behind
+            shutil.rmtree(path, ignore_errors=True)
+        raise
     submission = Submission(job_dir, job_id, count, out / run_id)
     if waited:
         from harness.profile.merge import merge_runs
@@ -175,6 +170,23 @@ def submit(plan_: Plan, run_id: str, slurm_args: Sequence[str] = (),
         merged = merge_runs(shards, submission.merge_out)
         submission = replace(submission, merged=merged)
     return submission
+
+
+def _sbatch(argv: list[str], waited: bool) -> str:
+    """Submit the job array; its job id."""
+    try:
+        completed = subprocess.run(argv, capture_output=True, text=True, check=False,
+                                   env=package_environment())
+    except OSError as error:
+        raise NcuhError(f"cannot run sbatch ({error}): is Slurm installed here?") from None
+    job_id = completed.stdout.strip().split(";")[0]
+    # With --wait, sbatch exits with the worst task's status once the array is done: a task
+    # with a failed entry (status 1) still wrote its shard, so the shards decide.
+    if completed.returncode != 0 and not (waited and job_id.isdigit()):
+        said = (completed.stderr or completed.stdout).strip().splitlines()
+        raise NcuhError(f"sbatch failed (status {completed.returncode})"
+                        + (f": {said[-1]}" if said else ""))
+    return job_id
 
 
 def tasks_of(job_dir: Path) -> list[ProfileRequest]:
