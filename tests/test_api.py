@@ -130,8 +130,16 @@ def test_bench_results_table() -> None:
 
 
 def test_missing_source_is_a_report_error(tmp_path: Path) -> None:
-    with pytest.raises(ReportError, match="no such report, run directory or bench results"):
-        load(tmp_path / "nothing")
+    for missing in ("nothing", "nothing.ncu-rep", "bench.json"):  # at once, whatever the name
+        with pytest.raises(ReportError, match="no such report, run directory or bench results"):
+            load(tmp_path / missing)
+    with pytest.raises(ReportError, match="not a report, run directory or bench results"):
+        load(tmp_path)  # a folder with none of them
+    text = tmp_path / "notes.ncu-rep"
+    text.write_text("not a report\n")
+    result = load(text)  # nothing read yet: the file's header when its kernels are asked for
+    with pytest.raises(ReportError, match="not an Nsight Compute report"):
+        _ = result.kernels
 
 
 def _pytest(folder: Path) -> subprocess.CompletedProcess[str]:

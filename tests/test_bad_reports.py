@@ -36,6 +36,10 @@ def _report_without_kernels(destination: Path) -> Path:
     return destination
 
 
+PACKED = (Path(__file__).resolve().parent.parent / "reports" / "runs" / "init-h200"
+          / "naive_16777216.ncu-rep.xz")
+
+
 @pytest.fixture(scope="module")
 def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path, str]]:
     """name -> (path, a phrase the error line must contain)."""
@@ -55,10 +59,13 @@ def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Path
         "truncated": (truncated, "is truncated"),
         "empty": (empty, "is empty"),
         "no kernels": (_report_without_kernels(root / "no_kernels.ncu-rep"), "no profiled kernels"),
+        # a sample report as committed, packed: named for the report it holds
+        "packed": (PACKED, "is packed with xz, not an Nsight Compute report yet: unpack it "
+                   "with `xz -dk` first"),
     }
 
 
-CASES = ["missing", "directory", "not a report", "truncated", "empty", "no kernels"]
+CASES = ["missing", "directory", "not a report", "truncated", "empty", "no kernels", "packed"]
 
 
 def test_ncu_report_alone_accepts_bad_files_so_ncuh_checks_them(bad_inputs) -> None:

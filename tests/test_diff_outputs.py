@@ -169,8 +169,10 @@ def test_byte_counts_under_10_kib_are_exact_and_carry_their_unit() -> None:
 
     assert quantity(1024, "B") == "1,024 B"
     assert quantity(10 * 1024 - 1, "B") == "10,239 B"
-    assert quantity(10 * 1024, "B") == "10.2K B"
-    assert quantity(1024, "") == "1.02K"
+    assert quantity(10 * 1024, "B") == "10.2 KB"
+    assert quantity(262_144, "B") == "262.1 KB" and quantity(12_582_912, "B") == "12.6 MB"
+    assert quantity(2.5e12, "B") == "2.5 TB" and quantity(-12_582_912, "B") == "-12.6 MB"
+    assert quantity(1024, "") == "1.02K" and quantity(262_144, "sector") == "262.1K sector"
 
 
 def test_times_side_by_side_keep_four_significant_figures() -> None:

@@ -49,7 +49,7 @@ def history_fixture(request: pytest.FixtureRequest,
     result = ncuh("history", "add", run, "--commit", sha(4), "--branch", "main",
                   "--store", store_url)
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith(f"added run3 at {sha(4)[:10]} (1 kernels) to ")
+    assert result.stdout.startswith(f"added run3 at {sha(4)[:10]} (1 kernel) to ")
     return store_url, run
 
 
@@ -169,7 +169,11 @@ def test_bad_inputs_are_one_line_and_exit_2(tmp_path: Path, golden) -> None:
     assert not (tmp_path / "o").exists()
     nothing = one_error_line(ncuh("history", "add", tmp_path / "nope", "--commit", "c",
                                   "--store", store))
-    assert nothing.endswith("nope: not a run directory (no manifest.json)")
+    assert nothing.endswith("nope: no such file or directory")
+    (tmp_path / "empty").mkdir()
+    assert one_error_line(ncuh("history", "add", tmp_path / "empty", "--commit", "c",
+                               "--store", store)).endswith(
+        "empty: not a run directory (no manifest.json)")
     store.write_bytes(b"SQLite format 3\x00" + b"\x00" * 200)
     corrupt = one_error_line(ncuh("history", "check", "--store", store))
     assert corrupt.startswith(f"ncuh: error: history store {store}: ")

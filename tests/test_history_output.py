@@ -55,7 +55,7 @@ def _pages(store_url: str, out: Path, name: str, gpu: str, commit: str) -> dict[
     store.close()
     result = ncuh("history", "show", "--store", store_url, "--out", out)
     assert result.exit_code == 0, result.output
-    assert result.stdout.strip().endswith("1 series, 4 runs, 1 steps")
+    assert result.stdout.strip().endswith("1 series, 4 runs, 1 step")
     assert not RAW.search(result.output)
     series = next(p.stem for p in out.glob("*.md") if p.name != "index.md")
     return {role: (out / f"{stem}.{kind}").read_text(encoding="utf-8")
@@ -94,7 +94,7 @@ def test_the_terminal_lines_of_add_show_no_raw_control_character(tmp_path: Path)
                   "--tag", COMMIT, "--store", store)
     assert result.exit_code == 0, result.output
     assert not RAW.search(result.output)
-    assert result.stdout.startswith("added run at c\\x1b[2J\\u202e<i>\\n (1 kernels) to ")
+    assert result.stdout.startswith("added run at c\\x1b[2J\\u202e<i>\\n (1 kernel) to ")
     nothing = ncuh("history", "check", "--store", store)
     assert nothing.exit_code == 0 and not RAW.search(nothing.output)
     assert nothing.stdout.startswith(

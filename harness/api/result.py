@@ -44,11 +44,13 @@ def _kind(path: Path) -> Kind:
         return "run"
     if path.is_dir() and (path / BENCH_FILE).is_file():
         return "bench"  # what `ncuh bench --out DIR` writes
+    if not path.exists():
+        raise ReportError(f"{path}: no such report, run directory or bench results")
     if path.suffix == ".json":
         return "bench"
-    if path.is_file() or path.suffix == ".ncu-rep":
+    if path.is_file():
         return "report"
-    raise ReportError(f"{path}: no such report, run directory or bench results")
+    raise ReportError(f"{path}: not a report, run directory or bench results")
 
 
 @dataclass
@@ -245,8 +247,9 @@ def _finding_row(kernel: str, page: str, finding: Finding) -> dict[str, Any]:
 
 def load(path: Path | str, project: Path | str | None = None) -> Result:
     """A report (.ncu-rep), a run directory, or bench results (bench.json, or the folder
-    `ncuh bench --out` wrote) as a `Result`. Nothing is read until it is asked for; a
-    missing or unreadable source is a `ReportError` when it is."""
+    `ncuh bench --out` wrote) as a `Result`. A source that does not exist is a `ReportError`
+    at once; nothing is read until it is asked for, and a file that is not what it claims to
+    be is a `ReportError` then."""
     path = Path(path)
     return Result(path=path, kind=_kind(path),
                   project=Path(project) if project is not None else None)

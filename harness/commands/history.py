@@ -63,7 +63,7 @@ def add(runs: tuple[Path, ...], commit: str | None, branch: str | None, tag: str
             kernels = len(outcome.record.kernels)
             if outcome.status == "added":
                 click.echo(printable(f"added {outcome.record.source.name} at "
-                                     f"{outcome.commit[:10]} ({kernels} kernels) to "
+                                     f"{outcome.commit[:10]} ({_counted(kernels, 'kernel')}) to "
                                      f"{opened.name}"))
             else:
                 click.echo(printable(f"unchanged: {outcome.record.source.name} at "
@@ -104,7 +104,8 @@ def show(out: Path, kernel_regex: str | None, metric: str | None, branch: str | 
     write_trends(trends, out)
     steps = sum(len(v.steps) for v in trends.views)
     click.echo(printable(f"wrote {out / 'index.html'} and {out / 'index.md'}: "
-                         f"{len(trends.views)} series, {trends.runs} runs, {steps} steps"))
+                         f"{len(trends.views)} series, {_counted(trends.runs, 'run')}, "
+                         f"{_counted(steps, 'step')}"))
 
 
 @history.command(context_settings={"help_option_names": ["-h", "--help"]},
@@ -149,3 +150,8 @@ def check(since: str | None, branch: str | None, config: Path | None, fmt: str,
         return
     # JSON and JUnit readers get their own format even with nothing to judge yet
     emit(result or unjudged(runs, thresholds), fmt, out)
+
+
+def _counted(count: int, noun: str) -> str:
+    """1 step, 2 steps."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"

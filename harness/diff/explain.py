@@ -8,7 +8,7 @@ For a pair of kernels with profiles on both sides, `explain` collects
   * ncu's own rules that appeared, disappeared or changed their estimated speedup,
 and folds the strongest of each into one summary line such as
 "duration +94%: shared-store bank conflicts 0 -> 16.3M; MIO throttle stall per instruction
-+3.1; ncu now estimates a 52% speedup from 'Shared Store Bank Conflicts'".
++3.1; ncu now estimates a speedup of 52% from 'Shared Store Bank Conflicts'".
 """
 
 from __future__ import annotations
@@ -256,11 +256,11 @@ def _rule_moves(base: tuple[RuleResult, ...], cur: tuple[RuleResult, ...],
         b_pct = b.speedup_pct if b else None
         c_pct = c.speedup_pct if c else None
         if b is None and c is not None:
-            text = (f"ncu now estimates a {c_pct:.0f}% speedup from '{title}'"
+            text = (f"ncu now estimates a speedup of {c_pct:.0f}% from '{title}'"
                     if c_pct is not None else f"ncu now flags '{title}'")
             scored.append((c_pct or 0.0, Move(f"{key[0]}:{title}", title, None, c_pct, text)))
         elif c is None and b is not None:
-            was = f" (was a {b_pct:.0f}% estimated speedup)" if b_pct is not None else ""
+            was = f" (its estimated speedup was {b_pct:.0f}%)" if b_pct is not None else ""
             text = f"ncu no longer flags '{title}'{was}"
             scored.append((b_pct or 0.0, Move(f"{key[0]}:{title}", title, b_pct, None, text)))
         elif b_pct is not None and c_pct is not None and abs(c_pct - b_pct) >= MIN_RULE_DELTA:

@@ -45,8 +45,10 @@ def quantity(value: float | None, unit: str) -> str:
                 return f"{significant(seconds / factor)} {name}"
         return f"{significant(seconds * 1e9)} ns"
     if unit == "B" and value == int(value) and abs(value) < EXACT_BYTES:
-        return f"{int(value):,} B"  # a few KiB read best exact: 1,024 B, not 1.02K B
+        return f"{int(value):,} B"  # a few KiB read best exact: 1,024 B, not 1.02 KB
     text = count(value)
+    if unit == "B" and text[-1] in "KMGT":  # 262.1 KB, 12.6 MB (powers of 1000, as count's)
+        return f"{text[:-1]} {text[-1]}B"
     return f"{text} {unit}" if unit else text
 
 

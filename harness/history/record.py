@@ -162,6 +162,8 @@ def size_text(size: Size | None) -> str | None:
 def read_run(path: Path | str) -> RunRecord:
     """Read a run directory into a `RunRecord`; `ReportError` (exit 2) when it is not one."""
     path = Path(path)
+    if not path.exists():
+        raise ReportError(f"{path}: no such file or directory")
     if not is_run_directory(path):
         raise ReportError(f"{path}: not a run directory (no manifest.json)")
     keep = _threshold_metrics()

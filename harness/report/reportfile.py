@@ -33,6 +33,7 @@ EXPORT_COLUMNS = ("kernel_id", "kernel", "metric", "instance", "value", "unit")
 # A report is "NVR\0", a u32 file-header size and file header, then blocks: a u32 block-header
 # size, the block header (protobuf) and a payload whose size is field 5 of that header.
 _MAGIC = b"NVR\x00"
+XZ_MAGIC = b"\xfd7zXZ\x00"  # a report committed or shipped packed (`xz -d` gives the report)
 _U32 = struct.Struct("<I")
 _BLOCK_PAYLOAD_SIZE_FIELD = 5
 _BLOCK_NUM_RESULTS_FIELD = 2
@@ -146,6 +147,9 @@ def check_report_file(path: Path) -> ReportLayout:
         raise ReportError(f"{path} is empty (0 bytes), not an Nsight Compute report")
     with handle:
         head = handle.read(8)
+        if head.startswith(XZ_MAGIC):
+            raise ReportError(f"{path} is packed with xz, not an Nsight Compute report yet: "
+                              "unpack it with `xz -dk` first")
         if len(head) < len(_MAGIC) or head[:4] != _MAGIC:
             raise ReportError(f"{path} is not an Nsight Compute report (no NVR header)")
         if len(head) < 8:
