@@ -211,15 +211,15 @@ def test_a_job_array_never_queued_leaves_nothing_behind(
         monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 2
-        assert result.stderr.strip().splitlines() == [
-            "ncuh: error: sbatch failed (status 1): sbatch: fatal: Unable to process "
-            "configuration file"]
+        [line] = result.stderr.strip().splitlines()
+        assert line.startswith("ncuh: error: sbatch failed (status 1): sbatch: fatal: ")
+        assert line.endswith(": Unable to process configuration file")
         assert list(work.iterdir()) == []
     out.mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
-    assert result.stderr.strip().splitlines() == [
-        "ncuh: error: cannot run sbatch ([Errno 2] No such file or directory: 'sbatch'): is "
-        "Slurm installed here?"]
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("ncuh: error: cannot run sbatch ([Errno 2] No such file")
+    assert line.endswith("'sbatch'): is Slurm installed here?")
     assert list(work.iterdir()) == [out] and list(out.iterdir()) == []
