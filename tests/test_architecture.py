@@ -378,6 +378,13 @@ def test_a_face_hands_out_only_what_another_package_takes() -> None:
     assert kept == []
 
 
+def test_only_the_python_apis_face_keeps_an_all() -> None:
+    """A module's `__all__` would hand out names another module defines: a second face."""
+    keeping = sorted(name for name, path in SOURCES.items()
+                     if "__all__" in path.read_text(encoding="utf-8"))
+    assert keeping == ["harness.api"]
+
+
 def test_the_face_rule_tells_heavy_from_light() -> None:
     assert _heavy("harness.history.tables") == {"sqlalchemy"}
     assert _heavy("harness.rundir.manifest") == {"pydantic"}

@@ -11,8 +11,8 @@ from packed_fixtures import cached_profiles, reports
 
 from harness.findings import run_rules, stalls
 from harness.findings.fixes import fixes_for
-from harness.report import SITE_CLASSES, Carrier, sites_by_reason
-from harness.report.model import StallReason, WarpState
+from harness.report import SITE_CLASSES, Carrier, SassInstruction, sites_by_reason, stall_sites
+from harness.report.model import KernelReport, StallReason, WarpState
 
 ROOT = Path(__file__).resolve().parent.parent
 ZOO = ROOT / "tests" / "fixtures" / "zoo"
@@ -99,8 +99,7 @@ def test_every_story_names_the_opcodes_it_has_and_no_empty_list(key: str) -> Non
     assert with_ops.words.endswith("(LDSM/STS)") == (key != "other")
 
 
-
-def _sites(profile, reason: str) -> list[tuple[str, tuple[str, ...], int]]:
+def _sites(profile: KernelReport, reason: str) -> list[tuple[str, tuple[str, ...], int]]:
     return [(c.key, c.opcodes, c.samples) for c in sites_by_reason(profile)[reason].carriers]
 
 
@@ -128,3 +127,28 @@ def test_a_fence_is_told_by_its_membar_and_its_other_instructions_by_their_own_n
                      if p.name.startswith("single_pass")]
     [profile] = cached_profiles(single_pass)
     assert _sites(profile, "membar") == [("memory_barrier", ("MEMBAR",), 18)]
+
+
+def _kernel(*sass: str, membar: int = 30) -> KernelReport:
+    """Instructions in order, the last one carrying `membar` wait samples."""
+    return synthetic(sass=tuple(
+        SassInstruction(0x10 * i, text, 1.0, None,
+                        {"membar": membar} if i == len(sass) - 1 else {})
+        for i, text in enumerate(sass)))
+
+
+def test_a_membar_wait_is_its_own_fences_and_no_earlier_ones() -> None:
+    """A run of fence instructions is told by its MEMBAR; an error barrier with no MEMBAR
+    of its own keeps the samples, not a MEMBAR of an earlier fence; nothing is looked for
+    more than BARRIER_REACH instructions back."""
+    fence = ("MEMBAR.SC.GPU", "ERRBAR", "CGAERRBAR")
+    assert _sites(_kernel(*fence, "CCTL.IVALL"), "membar") == [
+        ("memory_barrier", ("MEMBAR",), 30)]
+    lone = _kernel("MEMBAR.SC.GPU", *["FFMA R1, R2, R3, R1"] * 9, "CGAERRBAR",
+                   "UCGABAR_ARV")
+    assert _sites(lone, "membar") == [("error_barrier", ("CGAERRBAR",), 30)]
+    work = ["FFMA R1, R2, R3, R1"] * (stall_sites.BARRIER_REACH - 1)
+    assert _sites(_kernel(*fence, *work, "UCGABAR_ARV"), "membar") == [
+        ("memory_barrier", ("MEMBAR",), 30)]  # its CGAERRBAR exactly BARRIER_REACH back
+    far = _kernel(*fence, *work, "FFMA R1, R2, R3, R1", "UCGABAR_ARV")
+    assert _sites(far, "membar") == [] and sites_by_reason(far)["membar"].samples == 30

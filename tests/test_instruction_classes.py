@@ -16,6 +16,9 @@ def test_every_opcode_has_one_class():
     assert class_of("HGMMA") == "tensor" and class_of("MUFU") == "transcendental (XU)"
     assert class_of("STG") == "global store" and class_of("ATOMS") == "atomic"
     assert class_of("UIADD3") == "uniform" and class_of("NEWOP") == "other"
+    # a fence's error barrier and the cluster barrier: no "other", no uniform twin
+    assert {class_of(op) for op in ("CGAERRBAR", "UCGABAR_ARV", "UCGABAR_WAIT", "CCTL")} == {
+        "synchronization"}
 
 
 def test_classes_add_up_to_ncu_instruction_count():

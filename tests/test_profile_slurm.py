@@ -203,7 +203,7 @@ def test_a_job_array_never_queued_leaves_nothing_behind(
 ) -> None:
     """sbatch refusing the job (an empty Slurm configuration) or not found: one line, exit 2,
     and neither the job array's folder nor the --out folder made for it is left."""
-    work, out = tmp_path / "work", tmp_path / "work" / "runs"
+    work, out = tmp_path / "work", tmp_path / "work" / "runs" / "slurm"
     work.mkdir()
     args = ["profile", "--variant", "naive", "--size", "256", "--out", str(out), "--slurm"]
     if shutil.which("sbatch"):
@@ -215,11 +215,11 @@ def test_a_job_array_never_queued_leaves_nothing_behind(
         assert line.startswith("ncuh: error: sbatch failed (status 1): sbatch: fatal: ")
         assert line.endswith(": Unable to process configuration file")
         assert list(work.iterdir()) == []
-    out.mkdir()
+    out.mkdir(parents=True)
     monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2
     [line] = result.stderr.strip().splitlines()
     assert line.startswith("ncuh: error: cannot run sbatch ([Errno 2] No such file")
     assert line.endswith("'sbatch'): is Slurm installed here?")
-    assert list(work.iterdir()) == [out] and list(out.iterdir()) == []
+    assert list(work.iterdir()) == [out.parent] and list(out.iterdir()) == []

@@ -38,6 +38,7 @@ def export(report: Path, out: Path | None, output_alias: Path | None, fmt: str |
     a run directory: its reports in one CSV, a `label` column first (its metrics.csv).
     """
     output = out or output_alias
+    asked = fmt
     if fmt is None:  # what the output's name asks for: no CSV in a file named .json
         fmt = "json" if output is not None and output.suffix.lower() == ".json" else "csv"
     # Nothing is written before the whole table is known to be readable: a bad report leaves
@@ -49,7 +50,8 @@ def export(report: Path, out: Path | None, output_alias: Path | None, fmt: str |
         if output is not None:
             refuse_inputs(output, run_inputs(report))
         if fmt != "csv":
-            raise NcuhError(f"{report}: a run directory exports as CSV only (its metrics.csv)")
+            raise NcuhError(f"{report}: a run directory exports as CSV only (its metrics.csv)"
+                            + (": name the output .csv" if asked is None else ""))
         _export_run(report, output, kernel_regex)
         return
     if output is not None:

@@ -133,7 +133,7 @@ def _local_story(profile: KernelReport) -> tuple[str, str, tuple[Evidence, ...]]
 
 
 def _story_words(carrier: Carrier) -> str:
-    """What the warps wait on, with the opcodes its samples sit at where the story names
+    """What the warps wait on, with the opcodes its samples trace to where the story names
     them."""
     story = STORIES.get(carrier.key)
     if story is None or ("{ops}" in story and not carrier.opcodes):
@@ -147,7 +147,8 @@ def _site(site: Site, samples: int) -> str:
 
 
 def _carriers_text(sites: ReasonSites) -> str:
-    """"Its PC samples: local memory (LDL/STL) 90.2% (`LDL ...` at f.cu:16 (12.0%), ...)"."""
+    """"Its 1,024 PC samples trace to: local memory (LDL/STL) 90.2% (`LDL ...` at f.cu:16
+    (12.0%), ...)"."""
     named = [c for c in sites.carriers if c.share_pct >= ALSO] or list(sites.carriers[:1])
     parts = [f"{c.words} {fmt(c.share_pct)}% ("
              + ", ".join(_site(s, sites.samples) for s in c.sites[:SITES_SHOWN]) + ")"
@@ -155,7 +156,9 @@ def _carriers_text(sites: ReasonSites) -> str:
     unknown = 100.0 - sites.attributed_pct
     traced = (f"; {fmt(unknown)}% could not be traced to the instruction that causes them"
               if unknown >= 1.0 else "")
-    return f"Its {fmt(sites.samples, 0)} PC samples sit at: " + "; ".join(parts) + traced + "."
+    # a sample is taken at the instruction that waits; a scoreboard, barrier, fence or drain
+    # wait is traced back to the instruction it waits on (`report.stall_sites`)
+    return f"Its {fmt(sites.samples, 0)} PC samples trace to: " + "; ".join(parts) + traced + "."
 
 
 def _story(profile: KernelReport, reason: str

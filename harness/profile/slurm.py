@@ -147,13 +147,13 @@ def submit(plan_: Plan, run_id: str, slurm_args: Sequence[str] = (),
     out = request.out.resolve()
     job_dir = out / f"{run_id}.slurm"
     waited = "--wait" in slurm_args or "-W" in slurm_args
-    made = [path for path in (out, job_dir) if not path.exists()]
+    made = _first_missing(job_dir)  # the folder this submission makes, --out's if it must
     try:
         count = prepare(plan_, job_dir, run_id)
         job_id = _sbatch([sbatch, "--parsable", *slurm_args, str(job_dir / JOB)], waited)
-    except NcuhError:
-        for path in reversed(made):  # no job was queued: nothing of it is left behind
-            shutil.rmtree(path, ignore_errors=True)
+    except (NcuhError, OSError):
+        if made is not None:  # no job was queued: nothing of it is left behind
+            shutil.rmtree(made, ignore_errors=True)
         raise
     submission = Submission(job_dir, job_id, count, out / run_id)
     if waited:
@@ -170,6 +170,14 @@ def submit(plan_: Plan, run_id: str, slurm_args: Sequence[str] = (),
         merged = merge_runs(shards, submission.merge_out)
         submission = replace(submission, merged=merged)
     return submission
+
+
+def _first_missing(path: Path) -> Path | None:
+    """The outermost of `path` and its parents that does not exist yet (None if it does)."""
+    missing = None
+    while not path.exists():
+        missing, path = path, path.parent
+    return missing
 
 
 def _sbatch(argv: list[str], waited: bool) -> str:

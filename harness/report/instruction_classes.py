@@ -40,8 +40,11 @@ CLASSES: dict[str, tuple[str, ...]] = {
     "async copy / TMA": ("LDGSTS", "LDGDEPBAR", "UBLKCP", "UTMALDG", "UTMASTG", "UTMAPF",
                          "UTMAREDG", "UBLKRED", "UBLKPF"),
     "texture": ("TEX", "TLD", "TLD4", "TXQ", "TMML", "TXD", "SULD", "SUST", "SUATOM", "SURED"),
-    "synchronization": ("BAR", "BSYNC", "MEMBAR", "DEPBAR", "ERRBAR", "CCTL", "CCTLL", "SYNCS",
-                        "ARRIVES", "FENCE", "WARPSYNC", "NANOSLEEP"),
+    # CCTL.IVALL ends a device-scope fence (MEMBAR ERRBAR CGAERRBAR CCTL.IVALL); UCGABAR_* are
+    # the cluster barrier's arrive and wait, not uniform-datapath twins of another opcode
+    "synchronization": ("BAR", "BSYNC", "MEMBAR", "DEPBAR", "ERRBAR", "CGAERRBAR", "CCTL",
+                        "CCTLL", "SYNCS", "ARRIVES", "FENCE", "WARPSYNC", "NANOSLEEP",
+                        "UCGABAR_ARV", "UCGABAR_WAIT"),
     "control": ("BRA", "BRX", "BRXU", "JMP", "JMX", "JMXU", "CALL", "RET", "EXIT", "BSSY",
                 "BREAK", "BPT", "KILL", "YIELD", "NOP", "ACQBULK", "ELECT", "ENDCOLLECTIVE"),
     "data movement": ("MOV", "MOV32I", "MOVM", "SHFL", "SEL", "PRMT", "S2R", "CS2R", "S2UR",

@@ -21,7 +21,8 @@ from harness.report.model import KernelReport, SassInstruction
 from harness.report.sass_operands import Operands, parse
 
 # class key -> (its name on the pages, basic opcodes); an opcode belongs to one class. The pages
-# name a class by the opcodes its samples sit at ("shared memory (LDSM)"), not by the whole list.
+# name a class by the opcodes its samples trace to ("shared memory (LDSM)"), not by the whole
+# list.
 SITE_CLASSES: dict[str, tuple[str, tuple[str, ...]]] = {
     "constant": ("constant loads", ("LDC", "ULDC")),
     "local": ("local memory", ("LDL", "STL")),
@@ -185,6 +186,24 @@ def _nearest_before(code: Sequence[Operands | None], at: int, bases: frozenset[s
     return None
 
 
+def _fence_waited_on(code: Sequence[Operands | None], at: int) -> int | None:
+    """The barrier a membar wait at `at` waits on: the nearest run of fence instructions
+    (MEMBAR ERRBAR CGAERRBAR, as a device-scope fence compiles), told by its MEMBAR or FENCE
+    where the run has one, else by its nearest error barrier (one of its own, not a MEMBAR of
+    an earlier fence)."""
+    parts = MEMORY_BARRIERS | ERROR_BARRIERS
+    nearest = _nearest_before(code, at, parts, BARRIER_REACH)
+    index = nearest
+    while index is not None and index >= 0:
+        found = code[index]
+        if found is None or found.base not in parts:
+            break
+        if found.base in MEMORY_BARRIERS:
+            return index
+        index -= 1
+    return nearest
+
+
 def _cause(code: Sequence[Operands | None], at: int, reason: str) -> int | None:
     """The index of the instruction that causes a sample of `reason` taken at `at`."""
     here = code[at]
@@ -197,10 +216,8 @@ def _cause(code: Sequence[Operands | None], at: int, reason: str) -> int | None:
                                  or here.opcode.startswith(MBARRIER_WAIT)):
             return at
         return _nearest_before(code, at - 1, BARRIERS, BARRIER_REACH) if at else None
-    if reason == "membar":  # the fence waited on; its error barriers where none is in reach
-        fence = _nearest_before(code, at, MEMORY_BARRIERS, BARRIER_REACH)
-        return fence if fence is not None else _nearest_before(code, at, ERROR_BARRIERS,
-                                                                BARRIER_REACH)
+    if reason == "membar":
+        return _fence_waited_on(code, at)
     if reason == "drain":
         return _nearest_before(code, at, STORES, DRAIN_REACH)
     return at if here is not None else None
