@@ -206,20 +206,23 @@ def test_a_job_array_never_queued_leaves_nothing_behind(
     work, out = tmp_path / "work", tmp_path / "work" / "runs" / "slurm"
     work.mkdir()
     args = ["profile", "--variant", "naive", "--size", "256", "--out", str(out), "--slurm"]
-    if shutil.which("sbatch"):
-        (tmp_path / "slurm.conf").write_text("")
-        monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
+
+    def refused() -> str:
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 2
         [line] = result.stderr.strip().splitlines()
+        return line
+
+    if shutil.which("sbatch"):
+        (tmp_path / "slurm.conf").write_text("")
+        monkeypatch.setenv("SLURM_CONF", str(tmp_path / "slurm.conf"))
+        line = refused()
         assert line.startswith("ncuh: error: sbatch failed (status 1): sbatch: fatal: ")
         assert line.endswith(": Unable to process configuration file")
         assert list(work.iterdir()) == []
     out.mkdir(parents=True)
     monkeypatch.setenv("PATH", str(tmp_path / "nothing-here"))
-    result = CliRunner().invoke(main, args)
-    assert result.exit_code == 2
-    [line] = result.stderr.strip().splitlines()
+    line = refused()
     assert line.startswith("ncuh: error: cannot run sbatch ([Errno 2] No such file")
     assert line.endswith("'sbatch'): is Slurm installed here?")
     assert list(work.iterdir()) == [out.parent] and list(out.iterdir()) == []
