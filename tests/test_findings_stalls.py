@@ -129,11 +129,11 @@ def test_a_fence_is_told_by_its_membar_and_its_other_instructions_by_their_own_n
     assert _sites(profile, "membar") == [("memory_barrier", ("MEMBAR",), 18)]
 
 
-def _kernel(*sass: str, membar: int = 30) -> KernelReport:
-    """Instructions in order, the last one carrying `membar` wait samples."""
+def _kernel(*sass: str, sampled: int = -1) -> KernelReport:
+    """Instructions in order, the one at index `sampled` carrying 30 membar wait samples."""
+    at = sampled % len(sass)
     return synthetic(sass=tuple(
-        SassInstruction(0x10 * i, text, 1.0, None,
-                        {"membar": membar} if i == len(sass) - 1 else {})
+        SassInstruction(0x10 * i, text, 1.0, None, {"membar": 30} if i == at else {})
         for i, text in enumerate(sass)))
 
 
@@ -152,3 +152,21 @@ def test_a_membar_wait_is_its_own_fences_and_no_earlier_ones() -> None:
         ("memory_barrier", ("MEMBAR",), 30)]  # its CGAERRBAR exactly BARRIER_REACH back
     far = _kernel(*fence, *work, "FFMA R1, R2, R3, R1", "UCGABAR_ARV")
     assert _sites(far, "membar") == [] and sites_by_reason(far)["membar"].samples == 30
+    # a run at the kernel's start ends there: not continued round to a MEMBAR at its end
+    first = _kernel("ERRBAR", "CCTL.IVALL", "EXIT", "MEMBAR.SC.GPU", sampled=1)
+    assert _sites(first, "membar") == [("error_barrier", ("ERRBAR",), 30)]
+    # an instruction that cannot be read ends a run: its MEMBAR is another fence's
+    unread = _kernel("MEMBAR.SC.GPU", "", "ERRBAR", "CCTL.IVALL")
+    assert _sites(unread, "membar") == [("error_barrier", ("ERRBAR",), 30)]
+
+
+def test_only_waits_traced_to_another_instruction_say_so() -> None:
+    """A scoreboard, barrier, fence or drain wait "traces to" the instruction it waits on;
+    other reasons' samples "sit at" the instruction they were taken at."""
+    [smem_tiled] = [f for f in run_rules(smem())
+                    if f.rule == "stalls" and f.metrics["reason"] == "mio_throttle"]
+    assert "PC samples sit at: shared memory" in smem_tiled.text
+    [cluster_sync] = [p for p in reports(ZOO) if p.name == "zoo_cluster_sync.ncu-rep"]
+    [profile] = cached_profiles(cluster_sync)
+    told = {f.metrics["reason"]: f.text for f in run_rules(profile) if f.rule == "stalls"}
+    assert "PC samples trace to: memory barriers (MEMBAR)" in told["membar"]

@@ -9,6 +9,7 @@ them); without either, or when the cluster does not come up, the tests skip with
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -226,3 +227,22 @@ def test_a_job_array_never_queued_leaves_nothing_behind(
     assert line.startswith("ncuh: error: cannot run sbatch ([Errno 2] No such file")
     assert line.endswith("'sbatch'): is Slurm installed here?")
     assert list(work.iterdir()) == [out.parent] and list(out.iterdir()) == []
+
+
+def test_a_job_array_that_cannot_be_written_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A full disk while the job array is written: one line, exit 2, nothing left of it."""
+    from harness.profile import slurm
+
+    def full(path: Path, text: str) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(slurm, "atomic_write_text", full)
+    out = tmp_path / "runs" / "slurm"
+    result = CliRunner().invoke(main, ["profile", "--variant", "naive", "--size", "256",
+                                       "--out", str(out), "--slurm"])
+    assert result.exit_code == 2
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("ncuh: error: ") and "No space left on device" in line
+    assert list(tmp_path.iterdir()) == []

@@ -18,6 +18,7 @@ import re
 from harness.findings.evidence import Evidence, ev, spill_share
 from harness.findings.model import Finding, fmt
 from harness.report import (
+    TRACED,
     Carrier,
     KernelReport,
     ReasonSites,
@@ -103,7 +104,8 @@ INDEXED_CONSTANTS = ("indexed constant loads (LDC with a register index): lanes 
 
 
 def indexed(sites: tuple[Site, ...]) -> bool:
-    """Whether most of these constant loads' samples sit at loads indexed by a register."""
+    """Whether most of these constant loads' samples are told by loads indexed by a
+    register."""
     total = sum(s.samples for s in sites)
     by_register = sum(s.samples for s in sites if re.search(r"c\[[^]]*\]\[U?R\d", s.sass))
     return bool(total) and 2 * by_register > total
@@ -133,7 +135,7 @@ def _local_story(profile: KernelReport) -> tuple[str, str, tuple[Evidence, ...]]
 
 
 def _story_words(carrier: Carrier) -> str:
-    """What the warps wait on, with the opcodes its samples trace to where the story names
+    """What the warps wait on, with the opcodes its samples are told by where the story names
     them."""
     story = STORIES.get(carrier.key)
     if story is None or ("{ops}" in story and not carrier.opcodes):
@@ -157,8 +159,9 @@ def _carriers_text(sites: ReasonSites) -> str:
     traced = (f"; {fmt(unknown)}% could not be traced to the instruction that causes them"
               if unknown >= 1.0 else "")
     # a sample is taken at the instruction that waits; a scoreboard, barrier, fence or drain
-    # wait is traced back to the instruction it waits on (`report.stall_sites`)
-    return f"Its {fmt(sites.samples, 0)} PC samples trace to: " + "; ".join(parts) + traced + "."
+    # wait is traced back to the instruction it waits on (`report.stall_sites.TRACED`)
+    where = "trace to" if sites.reason in TRACED else "sit at"
+    return f"Its {fmt(sites.samples, 0)} PC samples {where}: " + "; ".join(parts) + traced + "."
 
 
 def _story(profile: KernelReport, reason: str

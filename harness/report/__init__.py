@@ -28,6 +28,7 @@ from harness.report.roofline import Roofline
 from harness.report.sass_hotspots import Hotspot, Listing, hotspots
 from harness.report.stall_sites import (
     SITE_CLASSES,
+    TRACED,
     Carrier,
     ReasonSites,
     Site,

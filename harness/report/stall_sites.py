@@ -7,8 +7,10 @@ the cause: a load waiting for room in its queue (MIO or LG throttle), a MUFU, a 
 the consumer: the cause is the earlier variable-latency instruction whose result it reads, or
 whose operand it would overwrite before that instruction has read it, found by walking back
 through the instructions (`sass_operands`). A block barrier lets the warp run on to the first
-instruction that needs it, so its samples go to the nearest BAR before them; the drain at exit
-goes to the stores still in flight.
+instruction that needs it, so its samples go to the nearest BAR before them; a membar wait goes
+to the fence before it (told by its MEMBAR); the drain at exit goes to the stores still in
+flight. Those reasons (`TRACED`) are traced to another instruction; the others are told by the
+instruction they were sampled at.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from harness.report.model import KernelReport, SassInstruction
 from harness.report.sass_operands import Operands, parse
 
 # class key -> (its name on the pages, basic opcodes); an opcode belongs to one class. The pages
-# name a class by the opcodes its samples trace to ("shared memory (LDSM)"), not by the whole
+# name a class by the opcodes its samples are told by ("shared memory (LDSM)"), not by the whole
 # list.
 SITE_CLASSES: dict[str, tuple[str, tuple[str, ...]]] = {
     "constant": ("constant loads", ("LDC", "ULDC")),
@@ -78,6 +80,8 @@ DRAIN_REACH = 64
 WAITING = frozenset(("WARPGROUP", "UCGABAR_WAIT", "DEPBAR"))
 MBARRIER_WAIT = "SYNCS.PHASECHK"
 BARRIERS = frozenset(("BAR", "WARPGROUP", "UCGABAR_WAIT", "DEPBAR"))
+# the reasons whose samples are traced back to the instruction they wait on (`_cause`)
+TRACED = frozenset(("long_scoreboard", "short_scoreboard", "barrier", "membar", "drain"))
 MEMORY_BARRIERS = frozenset(("MEMBAR", "FENCE"))
 ERROR_BARRIERS = frozenset(("ERRBAR", "CGAERRBAR"))
 STORES = frozenset(("STG", "ST", "STL", "STS", "RED", "REDG", "ATOM", "ATOMG", "UTMASTG"))
@@ -193,14 +197,14 @@ def _fence_waited_on(code: Sequence[Operands | None], at: int) -> int | None:
     an earlier fence)."""
     parts = MEMORY_BARRIERS | ERROR_BARRIERS
     nearest = _nearest_before(code, at, parts, BARRIER_REACH)
-    index = nearest
-    while index is not None and index >= 0:
+    if nearest is None:
+        return None
+    for index in range(nearest, -1, -1):  # back through the run, never round the kernel's end
         found = code[index]
         if found is None or found.base not in parts:
             break
         if found.base in MEMORY_BARRIERS:
             return index
-        index -= 1
     return nearest
 
 

@@ -49,7 +49,7 @@ def carrier(finding: Finding) -> tuple[str, str] | None:
 
 
 def carried_by(finding: Finding, reasons: tuple[str, ...], key: str) -> bool:
-    """Whether a stall finding's samples sit at class `key`, for one of `reasons`."""
+    """Whether a stall finding's samples are told by class `key`, for one of `reasons`."""
     found = carrier(finding)
     return found is not None and found[0] in reasons and found[1] == key
 
