@@ -7,6 +7,7 @@ page's findings name the problem that iteration has."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,15 @@ def test_the_markdown_page_lists_the_other_launches(tmp_path: Path, golden):
     launches = text[text.index("### Launches"):]
     golden("first_add_launches", launches[:launches.index("\n###", 1) + 1])
     assert len(list(tmp_path.glob("*.md"))) == len(CHAIN) + 1  # and the index
+    # the instruction mix adds up to its heading, where ncu's counts by opcode sum to less
+    # than smsp__inst_executed.sum (4,826,248 against 4,827,304 on the single pass)
+    [single] = [p.profile for p in writeup().pages if p.variant == "single_pass"]
+    assert single is not None and single.executed_instructions == 4_827_304
+    mix = (tmp_path / "09_single_pass_67108864.md").read_text(encoding="utf-8")
+    mix = mix[mix.index("### Instruction Mix"):]
+    rows = re.findall(r"^\| [^|]+ \| ([0-9,]+) \|", mix[:mix.index("\n###", 1)], re.M)
+    assert f"by class ({sum(int(n.replace(',', '')) for n in rows):,} in all" in mix
+    assert "by class (4,826,248 in all, by opcode)" in mix
 
 
 def test_index_shows_bandwidth_against_the_benched_limit():
